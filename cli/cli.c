@@ -1,0 +1,121 @@
+/* cli.c — shared helpers for the command front-ends (see cli.h). */
+#include "cli.h"
+
+#include <errno.h>
+#include <math.h>
+#include <omp.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "rn_atomic.h"
+
+extern void openblas_set_num_threads(int);
+
+volatile sig_atomic_t cli_interrupted = 0;
+volatile int cli_stop_flag = 0;
+
+static void on_signal(int sig)
+{
+    if (cli_interrupted) {
+        rn_atomic_cleanup_all();
+        _exit(128 + sig);
+    }
+    cli_interrupted = sig;
+    cli_stop_flag = 1;
+}
+
+void cli_install_signals(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+}
+
+int cli_fail(const rn_error *err)
+{
+    fprintf(stderr, "ramtrace: %s\n", err->msg[0] ? err->msg : "unknown error");
+    if (err->code == RN_EINTR) return 130;
+    return rn_exit_status(err->code ? err->code : RN_EINTERNAL);
+}
+
+int cli_usage_error(const char *cmd, const char *fmt, ...)
+{
+    char msg[RN_ERRMSG_LEN];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "ramtrace %s: %s (try 'ramtrace %s --help')\n", cmd, msg, cmd);
+    return 2;
+}
+
+int cli_wants_help(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--")) break;
+        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) return 1;
+    }
+    return 0;
+}
+
+int cli_parse_long(const char *opt, const char *s, long lo, long hi, long *out, rn_error *err)
+{
+    char *end;
+    errno = 0;
+    long v = s ? strtol(s, &end, 10) : 0;
+    if (!s || end == s || *end || errno)
+        return rn_seterr(err, RN_EINPUT, "%s: '%s' is not an integer", opt, s ? s : "");
+    if (v < lo || v > hi)
+        return rn_seterr(err, RN_EINPUT, "%s: %ld is out of range [%ld, %ld]", opt, v, lo, hi);
+    *out = v;
+    return RN_OK;
+}
+
+int cli_parse_double(const char *opt, const char *s, double lo, double hi, double *out, rn_error *err)
+{
+    char *end;
+    errno = 0;
+    double v = s ? strtod(s, &end) : 0;
+    if (!s || end == s || *end || errno || !isfinite(v))
+        return rn_seterr(err, RN_EINPUT, "%s: '%s' is not a number", opt, s ? s : "");
+    if (v < lo || v > hi)
+        return rn_seterr(err, RN_EINPUT, "%s: %g is out of range [%g, %g]", opt, v, lo, hi);
+    *out = v;
+    return RN_OK;
+}
+
+int cli_parse_u64(const char *opt, const char *s, uint64_t *out, rn_error *err)
+{
+    char *end;
+    errno = 0;
+    if (!s || !*s || *s == '-')
+        return rn_seterr(err, RN_EINPUT, "%s: '%s' is not a non-negative integer", opt, s ? s : "");
+    unsigned long long v = strtoull(s, &end, 10);
+    if (*end || errno)
+        return rn_seterr(err, RN_EINPUT, "%s: '%s' is not a non-negative integer", opt, s);
+    *out = v;
+    return RN_OK;
+}
+
+void cli_set_threads(int n)
+{
+    omp_set_num_threads(n);
+    openblas_set_num_threads(n);
+}
+
+double cli_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+int cli_stderr_tty(void) { return isatty(2); }

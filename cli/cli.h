@@ -1,0 +1,52 @@
+/* cli.h — helpers shared by the thin command front-ends in cli/cmd_*.c.
+ *
+ * Every command is a function `int cmd_NAME(int argc, char **argv)` in
+ * cli/cmd_NAME.c with a one-line `const char cmd_NAME_summary[]`; the table
+ * in main.c is generated from the file names.  argv[0] is the command name.
+ * A command returns the process exit status: 0 ok, 2 bad input (option,
+ * file, prompt), 1 other failures, 130 interrupted.
+ */
+#ifndef CLI_H
+#define CLI_H
+
+#include <signal.h>
+#include <stdint.h>
+
+#include "rn_error.h"
+
+struct cli_command {
+    const char *name;
+    int (*fn)(int argc, char **argv);
+    const char *summary;
+};
+
+/* Set by SIGINT/SIGTERM (first signal); long loops poll it and stop cleanly.
+ * A second signal removes registered temp files and exits at once. */
+extern volatile sig_atomic_t cli_interrupted;
+extern volatile int cli_stop_flag; /* mirrors cli_interrupted for library polling */
+void cli_install_signals(void);
+
+/* Print "ramtrace: <msg>" to stderr and return the exit status for err. */
+int cli_fail(const rn_error *err);
+
+/* Print "ramtrace CMD: <msg> (try 'ramtrace CMD --help')" and return 2. */
+int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* True when argv holds -h or --help. */
+int cli_wants_help(int argc, char **argv);
+
+/* Strict parses of an option value ("--opt VALUE"); errors name the option. */
+int cli_parse_long(const char *opt, const char *s, long lo, long hi, long *out, rn_error *err);
+int cli_parse_double(const char *opt, const char *s, double lo, double hi, double *out, rn_error *err);
+int cli_parse_u64(const char *opt, const char *s, uint64_t *out, rn_error *err);
+
+/* Set OpenMP and OpenBLAS thread counts (n >= 1). */
+void cli_set_threads(int n);
+
+/* Seconds since an arbitrary epoch (monotonic clock). */
+double cli_now(void);
+
+/* True when stderr is a terminal (progress lines are redrawn in place). */
+int cli_stderr_tty(void);
+
+#endif

@@ -1,0 +1,42 @@
+/* main.c — `ramtrace <command> ...`: dispatch to cli/cmd_<command>.c. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "rn_version.h"
+#include "commands.h" /* generated: cli_commands[] */
+
+#define N_COMMANDS (sizeof cli_commands / sizeof cli_commands[0])
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: ramtrace <command> [options]\n\n"
+               "RAM-Net trainer and inferencer that records every memory slot access.\n\n"
+               "commands:\n");
+    for (size_t i = 0; i < N_COMMANDS; i++)
+        fprintf(f, "  %-10s %s\n", cli_commands[i].name, cli_commands[i].summary);
+    fprintf(f, "\n'ramtrace <command> --help' describes a command's options.\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
+        usage(stdout);
+        return 0;
+    }
+    if (!strcmp(argv[1], "--version")) {
+        printf("ramtrace %s\n", RAMTRACE_VERSION);
+        return 0;
+    }
+    for (size_t i = 0; i < N_COMMANDS; i++)
+        if (!strcmp(argv[1], cli_commands[i].name)) {
+            cli_install_signals();
+            return cli_commands[i].fn(argc - 1, argv + 1);
+        }
+    fprintf(stderr, "ramtrace: unknown command '%s' (try 'ramtrace --help')\n", argv[1]);
+    return 2;
+}

@@ -1,0 +1,47 @@
+/* rn_atomic.h — write an output file all-or-nothing.
+ *
+ * Every output ramtrace writes (model.bin, safetensors, checkpoints, plots,
+ * exports) goes to a temporary file beside the target, is flushed and
+ * fsync'd, and only then renamed over the target.  An existing output is
+ * never left half-written: on error, interrupt or crash the target is either
+ * the old file or the complete new one.  Open temp files are registered so
+ * a signal handler can remove them (rn_atomic_cleanup_all is
+ * async-signal-safe).
+ */
+#ifndef RN_ATOMIC_H
+#define RN_ATOMIC_H
+
+#include <stdio.h>
+
+#include "rn_error.h"
+
+typedef struct {
+    FILE *f;              /* write here */
+    char path[4096];      /* final path */
+    char tmp[4096];       /* temporary path */
+    int slot;             /* registry slot, -1 if none */
+} rn_atomic_file;
+
+/* Create the temp file for path.  RN_EINPUT if the directory is missing or
+ * not writable (message names path). */
+int rn_atomic_open(rn_atomic_file *af, const char *path, rn_error *err);
+
+/* Flush, fsync, close and rename over the target.  On failure (e.g. disk
+ * full) the temp file is removed and the target untouched. */
+int rn_atomic_commit(rn_atomic_file *af, rn_error *err);
+
+/* Close and remove the temp file; the target is untouched. */
+void rn_atomic_abort(rn_atomic_file *af);
+
+/* Remove every registered temp file (for signal handlers). */
+void rn_atomic_cleanup_all(void);
+
+/* Register / unregister a temp path created by other means (e.g. a file a
+ * library writes by name).  Returns a slot or -1. */
+int rn_atomic_register(const char *tmp);
+void rn_atomic_unregister(int slot);
+
+/* Fill tmp (cap bytes) with a unique temp name beside path. */
+int rn_atomic_tmpname(const char *path, char *tmp, size_t cap, rn_error *err);
+
+#endif

@@ -1,0 +1,31 @@
+/* rn_error.c — the error-value helpers declared in rn_error.h. */
+#include "rn_error.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+int rn_seterr(rn_error *err, int code, const char *fmt, ...)
+{
+    if (err) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+        va_end(ap);
+        err->code = code;
+    }
+    return code;
+}
+
+int rn_preferr(rn_error *err, const char *fmt, ...)
+{
+    if (!err) return RN_EINTERNAL;
+    char pre[RN_ERRMSG_LEN], old[RN_ERRMSG_LEN];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(pre, sizeof pre, fmt, ap);
+    va_end(ap);
+    memcpy(old, err->msg, sizeof old);
+    snprintf(err->msg, sizeof err->msg, "%s: %s", pre, old);
+    return err->code;
+}

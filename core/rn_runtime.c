@@ -1,0 +1,210 @@
+/* rn_runtime.c — inference: prefill over chunks of rows and the one-token
+ * step (see rn_runtime.h).  Float builds only (the probe reports float). */
+#include "rn_runtime.h"
+
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rn_layers.h"
+
+struct rn_runtime {
+    const rn_model *m;
+    rn_config c;
+    int64_t M;
+    int chunk;                 /* max rows per forward call */
+    int64_t pos;               /* next position */
+    const rn_probe *probe;
+    rn_probe probe_copy;
+    volatile int *stop;
+    /* memory state: head (l, h) at S + ((l·H + h)·M·d_v), z + (l·H + h)·M */
+    rn_real *S, *z;
+    /* activations for `chunk` rows */
+    rn_real *x, *hb, *q, *k, *v, *o, *g, *u, *rstd;
+    uint32_t *waddr, *wslot, *raddr, *rslot;
+    rn_real *ww, *rw;
+    /* per-thread decoder workspaces */
+    int n_ws;
+    rn_decode_ws **ws;
+    void *ws_mem;
+    void *block;               /* one allocation for all of the above */
+};
+
+static size_t al64(size_t n) { return (n + 63) & ~(size_t)63; }
+
+int rn_runtime_create(const rn_model *m, int max_chunk, rn_runtime **out, rn_error *err)
+{
+    *out = NULL;
+    if (max_chunk < 1) return rn_seterr(err, RN_EINPUT, "runtime: chunk size must be >= 1");
+    const rn_config *c = &m->cfg;
+    rn_runtime *rt = calloc(1, sizeof *rt);
+    if (!rt) return rn_seterr(err, RN_ENOMEM, "out of memory");
+    rt->m = m;
+    rt->c = *c;
+    rt->M = rn_config_slots(c);
+    rt->chunk = max_chunk;
+    const int64_t L = c->n_layers, H = c->n_heads, D = c->d_model, F = c->d_ff, K = c->top_k;
+    const int64_t hdk = H * rn_config_dk(c), hdv = H * c->d_v, C = max_chunk;
+    int64_t state = L * H * rt->M * (c->d_v + 1);
+    if (state > ((int64_t)1 << 33)) { /* 32 GiB of float state: refuse clearly */
+        free(rt);
+        return rn_seterr(err, RN_EINPUT, "model memory state needs %lld floats (L*H*M*(d_v+1)); too large for dense state",
+                         (long long)state);
+    }
+    rt->n_ws = omp_get_max_threads();
+    size_t wsb = al64(rn_decode_ws_bytes(c->order, c->d_p, c->top_k));
+    size_t sz[] = {
+        al64(sizeof(rn_real) * L * H * rt->M * c->d_v), al64(sizeof(rn_real) * L * H * rt->M),
+        al64(sizeof(rn_real) * C * D), al64(sizeof(rn_real) * C * D),
+        al64(sizeof(rn_real) * C * hdk), al64(sizeof(rn_real) * C * hdk),
+        al64(sizeof(rn_real) * C * hdv), al64(sizeof(rn_real) * C * hdv),
+        al64(sizeof(rn_real) * C * F), al64(sizeof(rn_real) * C * F), al64(sizeof(rn_real) * C),
+        al64(sizeof(uint32_t) * C * H * K), al64(sizeof(uint32_t) * C * H * K),
+        al64(sizeof(uint32_t) * C * H * K), al64(sizeof(uint32_t) * C * H * K),
+        al64(sizeof(rn_real) * C * H * K), al64(sizeof(rn_real) * C * H * K),
+        al64(sizeof(rn_decode_ws *) * rt->n_ws), wsb * rt->n_ws,
+    };
+    size_t total = 0;
+    for (size_t i = 0; i < sizeof sz / sizeof sz[0]; i++) total += sz[i];
+    char *p = aligned_alloc(64, total);
+    if (!p) {
+        free(rt);
+        return rn_seterr(err, RN_ENOMEM, "out of memory allocating %zu bytes of runtime state", total);
+    }
+    rt->block = p;
+    int i = 0;
+#define CARVE(field, type) rt->field = (type *)p; p += sz[i++];
+    CARVE(S, rn_real); CARVE(z, rn_real);
+    CARVE(x, rn_real); CARVE(hb, rn_real); CARVE(q, rn_real); CARVE(k, rn_real);
+    CARVE(v, rn_real); CARVE(o, rn_real); CARVE(g, rn_real); CARVE(u, rn_real); CARVE(rstd, rn_real);
+    CARVE(waddr, uint32_t); CARVE(wslot, uint32_t); CARVE(raddr, uint32_t); CARVE(rslot, uint32_t);
+    CARVE(ww, rn_real); CARVE(rw, rn_real);
+    CARVE(ws, rn_decode_ws *);
+#undef CARVE
+    rt->ws_mem = p;
+    for (int t = 0; t < rt->n_ws; t++)
+        rt->ws[t] = rn_decode_ws_init(p + (size_t)t * wsb, c->order, c->d_p, c->top_k);
+    rn_runtime_reset(rt);
+    *out = rt;
+    return RN_OK;
+}
+
+void rn_runtime_free(rn_runtime *rt)
+{
+    if (!rt) return;
+    free(rt->block);
+    free(rt);
+}
+
+void rn_runtime_reset(rn_runtime *rt)
+{
+    int64_t heads = (int64_t)rt->c.n_layers * rt->c.n_heads;
+    for (int64_t i = 0; i < heads; i++)
+        rn_pdma_reset(rt->S + i * rt->M * rt->c.d_v, rt->z + i * rt->M, rt->M, rt->c.d_v);
+    rt->pos = 0;
+}
+
+void rn_runtime_set_probe(rn_runtime *rt, const rn_probe *probe)
+{
+    if (probe) {
+        rt->probe_copy = *probe;
+        rt->probe = &rt->probe_copy;
+    } else
+        rt->probe = NULL;
+}
+
+void rn_runtime_set_stop_flag(rn_runtime *rt, volatile int *stop) { rt->stop = stop; }
+
+int64_t rn_runtime_pos(const rn_runtime *rt) { return rt->pos; }
+
+/* Report one layer's accesses for n rows to the probe: head-major, and for
+ * each position the K writes then the K reads. */
+static void report(const rn_runtime *rt, int l, int n)
+{
+    const int H = rt->c.n_heads, K = rt->c.top_k;
+    for (int h = 0; h < H; h++)
+        for (int t = 0; t < n; t++) {
+            size_t a = ((size_t)t * H + h) * K;
+            rt->probe->access(rt->probe->user, l, h, (int)(rt->pos + t), RN_OP_WRITE, K,
+                              rt->wslot + a, rt->waddr + a, rt->ww + a);
+            rt->probe->access(rt->probe->user, l, h, (int)(rt->pos + t), RN_OP_READ, K,
+                              rt->rslot + a, rt->raddr + a, rt->rw + a);
+        }
+}
+
+/* Forward n <= chunk rows at positions pos..pos+n-1.  Shapes: x, hb [n,D];
+ * q, k [n,H·dk]; v, o [n,H·dv]; g, u [n,F]; addresses [n,H,K]. */
+static void forward_rows(rn_runtime *rt, const int *tokens, int n, float *logits, int all_rows)
+{
+    const rn_config *c = &rt->c;
+    const rn_weights *w = &rt->m->w;
+    const int D = c->d_model, H = c->n_heads, F = c->d_ff, K = c->top_k, dv = c->d_v;
+    const int hdk = H * rn_config_dk(c), hdv = H * dv;
+    for (int t = 0; t < n; t++)
+        memcpy(rt->x + (size_t)t * D, w->embed + (size_t)tokens[t] * D, sizeof(rn_real) * D);
+    for (int l = 0; l < c->n_layers; l++) {
+        const rn_layer_weights *lw = &w->layer[l];
+        rn_rmsnorm_forward(rt->hb, NULL, rt->x, lw->attn_norm, n, D, c->norm_eps);
+        rn_matmul_forward(rt->q, rt->hb, lw->wq, n, D, hdk, 0);
+        rn_matmul_forward(rt->k, rt->hb, lw->wk, n, D, hdk, 0);
+        rn_matmul_forward(rt->v, rt->hb, lw->wv, n, D, hdv, 0);
+        rn_address_forward(rt->raddr, rt->rslot, rt->rw, rt->q, lw->q_alpha, c, c->cape_mask[l],
+                           n, rt->pos, rt->ws);
+        rn_address_forward(rt->waddr, rt->wslot, rt->ww, rt->k, lw->k_alpha, c, c->cape_mask[l],
+                           n, rt->pos, rt->ws);
+        rn_real *S = rt->S + (size_t)l * H * rt->M * dv, *z = rt->z + (size_t)l * H * rt->M;
+        #pragma omp parallel for if (n > 1) schedule(dynamic, 1)
+        for (int h = 0; h < H; h++)
+            rn_pdma_scan_forward(rt->o, S + (size_t)h * rt->M * dv, z + (size_t)h * rt->M, rt->v,
+                                 rt->wslot, rt->ww, rt->rslot, rt->rw, n, H, h, K, dv,
+                                 c->gamma, c->eps);
+        if (rt->probe) report(rt, l, n);
+        rn_matmul_forward(rt->x, rt->o, lw->wo, n, hdv, D, 1);
+        rn_rmsnorm_forward(rt->hb, NULL, rt->x, lw->mlp_norm, n, D, c->norm_eps);
+        rn_matmul_forward(rt->g, rt->hb, lw->w_gate, n, D, F, 0);
+        rn_matmul_forward(rt->u, rt->hb, lw->w_up, n, D, F, 0);
+        rn_swiglu_forward(rt->g, rt->g, rt->u, (int64_t)n * F);
+        rn_matmul_forward(rt->x, rt->g, lw->w_down, n, F, D, 1);
+    }
+    if (logits) {
+        int first = all_rows ? 0 : n - 1, rows = all_rows ? n : 1;
+        rn_rmsnorm_forward(rt->hb, NULL, rt->x + (size_t)first * D, w->norm, rows, D, c->norm_eps);
+        rn_matmul_forward(logits, rt->hb, w->lm_head, rows, D, c->vocab_size, 0);
+    }
+    rt->pos += n;
+}
+
+static int check_tokens(const rn_runtime *rt, const int *tokens, int T, rn_error *err)
+{
+    for (int t = 0; t < T; t++)
+        if (tokens[t] < 0 || tokens[t] >= rt->c.vocab_size)
+            return rn_seterr(err, RN_EINPUT, "token %d at position %d is outside the vocabulary [0, %d)",
+                             tokens[t], t, rt->c.vocab_size);
+    if (rt->pos + T > INT32_MAX)
+        return rn_seterr(err, RN_EINPUT, "sequence longer than 2^31 tokens");
+    return RN_OK;
+}
+
+int rn_prefill(rn_runtime *rt, const int *tokens, int T, float *logits, int all_rows, rn_error *err)
+{
+    int rc = check_tokens(rt, tokens, T, err);
+    if (rc) return rc;
+    for (int t0 = 0; t0 < T; t0 += rt->chunk) {
+        if (rt->stop && *rt->stop)
+            return rn_seterr(err, RN_EINTR, "interrupted after %d of %d tokens", t0, T);
+        int n = T - t0 < rt->chunk ? T - t0 : rt->chunk;
+        float *lg = NULL;
+        if (logits && all_rows) lg = logits + (size_t)t0 * rt->c.vocab_size;
+        else if (logits && t0 + n == T) lg = logits;
+        forward_rows(rt, tokens + t0, n, lg, all_rows);
+    }
+    return RN_OK;
+}
+
+int rn_step(rn_runtime *rt, int token, float *logits, rn_error *err)
+{
+    int rc = check_tokens(rt, &token, 1, err);
+    if (rc) return rc;
+    forward_rows(rt, &token, 1, logits, 0);
+    return RN_OK;
+}

@@ -1,0 +1,48 @@
+/* rn_runtime.h — inference over one sequence: the per-head PDMA memory state
+ * plus scratch, and the two execution paths that must agree:
+ *
+ *   rn_prefill: a whole chunk of T tokens — matrix products over all T rows,
+ *               then each head's sequential memory scan (OpenMP over heads);
+ *   rn_step:    one token (GEMV), for generation; its cost and memory do not
+ *               grow with context.
+ *
+ * Both continue from the runtime's current position, so a prompt can be
+ * prefilled and then extended token by token.  All memory is allocated by
+ * rn_runtime_create; nothing allocates per token.  The memory state is dense:
+ * L·H·M·(d_v+1) floats (rn_config_total_state).
+ */
+#ifndef RN_RUNTIME_H
+#define RN_RUNTIME_H
+
+#include "rn_model.h"
+#include "rn_probe.h"
+
+typedef struct rn_runtime rn_runtime;
+
+/* max_chunk: the most rows one prefill call processes at once (longer inputs
+ * are processed in chunks of this size; memory ∝ max_chunk). */
+int rn_runtime_create(const rn_model *m, int max_chunk, rn_runtime **out, rn_error *err);
+void rn_runtime_free(rn_runtime *rt);
+
+/* Forget the sequence: S = 0, z = 1/M, position 0. */
+void rn_runtime_reset(rn_runtime *rt);
+
+/* Attach (or with NULL detach) a probe that sees every memory access. */
+void rn_runtime_set_probe(rn_runtime *rt, const rn_probe *probe);
+
+/* Position of the next token (number of tokens consumed so far). */
+int64_t rn_runtime_pos(const rn_runtime *rt);
+
+/* Feed T tokens.  logits: NULL, or [V] for the last row, or [T,V] when
+ * all_rows.  Token ids must be in [0, V) (checked: RN_EINPUT). */
+int rn_prefill(rn_runtime *rt, const int *tokens, int T, float *logits, int all_rows,
+               rn_error *err);
+
+/* Feed one token; logits[V] out (may be NULL).  Token must be in [0, V). */
+int rn_step(rn_runtime *rt, int token, float *logits, rn_error *err);
+
+/* Optional flag polled between chunks/layers: when *stop becomes non-zero a
+ * prefill returns RN_EINTR at the next chunk boundary. */
+void rn_runtime_set_stop_flag(rn_runtime *rt, volatile int *stop);
+
+#endif

@@ -1,0 +1,14 @@
+/* rn_swiglu.c — SwiGLU gate of the MLP. */
+#include <math.h>
+
+#include "rn_layers.h"
+
+/* out[n] = silu(g[n]) ⊙ u[n], silu(x) = x·σ(x). */
+void rn_swiglu_forward(rn_real *out, const rn_real *g, const rn_real *u, int64_t n)
+{
+    #pragma omp parallel for if (n > 65536) schedule(static)
+    for (int64_t i = 0; i < n; i++) {
+        rn_real x = g[i];
+        out[i] = x / (1 + (rn_real)exp(-(double)x)) * u[i];
+    }
+}

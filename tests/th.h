@@ -1,0 +1,43 @@
+/* th.h — helpers for the CUnit suites in tests/test_*.c.
+ *
+ * Each tests/test_NAME.c defines `int register_NAME(void)` that adds its
+ * suite(s) with CU_add_suite/CU_add_test and returns 0 (the runner's suite
+ * table is generated from the file names).  Tests run from the repository
+ * root.  CLI tests run the binary named by $RAMTRACE_BIN (make test sets it).
+ */
+#ifndef TH_H
+#define TH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <CUnit/CUnit.h>
+
+/* A fresh per-process scratch directory (removed at exit); th_path joins a
+ * name onto it (static rotating buffers: copy if you keep more than 8). */
+const char *th_tmpdir(void);
+const char *th_path(const char *name);
+
+/* Write len bytes to path (whole file).  Returns 0 on success. */
+int th_write_file(const char *path, const void *data, size_t len);
+/* Read a whole file (malloc'd, NUL-terminated; *len optional). NULL if missing. */
+char *th_read_file(const char *path, size_t *len);
+int th_file_exists(const char *path);
+
+/* Run a shell command (printf-style), capturing stdout and stderr.  Returns
+ * the exit status (128+sig if killed).  th_out()/th_err() give the captured
+ * text of the last run. */
+int th_run(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+const char *th_out(void);
+const char *th_err(void);
+
+/* The ramtrace binary under test ($RAMTRACE_BIN, else ./ramtrace). */
+const char *th_bin(void);
+
+/* Non-zero when slow checks are enabled (make test-long). */
+int th_long(void);
+
+/* Count lines in a string. */
+int th_count_lines(const char *s);
+
+#endif

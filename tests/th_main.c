@@ -1,0 +1,35 @@
+/* th_main.c — the CUnit runner: registers every suite (table generated from
+ * tests/test_*.c) and runs them in basic mode.  `build/test_runner SUITE`
+ * runs only the suites whose name contains SUITE. */
+#include <stdio.h>
+#include <string.h>
+
+#include <CUnit/Basic.h>
+
+#include "th.h"
+#include "suites.h" /* generated */
+
+int main(int argc, char **argv)
+{
+    if (CU_initialize_registry() != CUE_SUCCESS) return 1;
+    for (size_t i = 0; i < sizeof suite_registrars / sizeof suite_registrars[0]; i++)
+        if (suite_registrars[i]()) {
+            fprintf(stderr, "suite registration failed\n");
+            CU_cleanup_registry();
+            return 1;
+        }
+    CU_basic_set_mode(CU_BRM_VERBOSE);
+    if (argc > 1) {
+        CU_pSuite s = CU_get_registry()->pSuite;
+        int ran = 0;
+        for (; s; s = s->pNext)
+            if (strstr(s->pName, argv[1])) { CU_basic_run_suite(s); ran++; }
+        if (!ran) fprintf(stderr, "no suite matches '%s'\n", argv[1]);
+    } else
+        CU_basic_run_tests();
+    unsigned fails = CU_get_number_of_failures() + CU_get_number_of_tests_failed();
+    unsigned run = CU_get_number_of_tests_run(), failed = CU_get_number_of_tests_failed();
+    CU_cleanup_registry();
+    printf("%u passed, %u failed\n", run - failed, failed);
+    return fails ? 1 : 0;
+}

@@ -1,0 +1,95 @@
+/* tr_reader.h — reading trace databases back (DESIGN.md §3), so analysis/
+ * and viz/ never write SQL by hand.
+ *
+ * A trace database holds runs; each run holds events (layer, head, pos, op,
+ * rank, slot, addr, weight).  tr_open_read validates that the file is a
+ * ramtrace trace of a supported schema version (PRAGMA user_version) and
+ * opens it read-only.  Events come back in canonical order: by layer, head,
+ * pos, then op (writes before reads), then rank.
+ */
+#ifndef TR_READER_H
+#define TR_READER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rn_config.h"
+#include "rn_error.h"
+
+typedef struct tr_db tr_db;
+
+/* One memory access.  op: 0 write, 1 read (RN_OP_WRITE / RN_OP_READ). */
+typedef struct {
+    int32_t pos;
+    uint32_t slot;    /* physical slot (after CAPE) */
+    uint32_t addr;    /* address before CAPE */
+    float weight;
+    uint16_t layer, head;
+    uint8_t op, rank;
+} tr_event;
+
+typedef struct {
+    int64_t run_id;
+    char name[128];
+    char status[16];       /* "running", "complete", "interrupted" */
+    char model_path[1024];
+    char model_hash[80];
+    rn_config cfg;         /* full model config (M, K, d_v, γ, ε, CAPE masks) */
+    int64_t n_tokens;      /* traced positions */
+    int64_t n_events;
+    double start_time, end_time; /* unix seconds; end 0 while running */
+} tr_run_info;
+
+typedef struct {
+    int layer, head, cape;
+} tr_head_info;
+
+typedef struct {
+    int32_t pos;
+    int32_t token_id;
+    char piece[32];        /* printable text of the token (escaped) */
+    int generated;         /* 0 prompt, 1 generated */
+} tr_token;
+
+/* Open read-only; RN_EINPUT if missing, not SQLite, not a trace, or another
+ * schema version (message names the file and the problem). */
+int tr_open_read(const char *path, tr_db **out, rn_error *err);
+void tr_close(tr_db *db);
+
+/* Runs in id order (malloc'd array; free()). */
+int tr_list_runs(tr_db *db, tr_run_info **runs, int *n, rn_error *err);
+
+/* One run; run_id 0 means the latest run.  RN_EINPUT if it does not exist. */
+int tr_run_get(tr_db *db, int64_t run_id, tr_run_info *out, rn_error *err);
+
+/* Traced heads of a run, by (layer, head) (malloc'd; free()). */
+int tr_list_heads(tr_db *db, int64_t run_id, tr_head_info **heads, int *n, rn_error *err);
+
+/* Traced tokens of a run, by pos (malloc'd; free()). */
+int tr_load_tokens(tr_db *db, int64_t run_id, tr_token **toks, int64_t *n, rn_error *err);
+
+/* Selection for bulk loads and iterators: layer/head -1 = all; op -1 = both;
+ * pos range [pos_lo, pos_hi) with pos_hi < 0 meaning no upper bound. */
+typedef struct {
+    int layer, head, op;
+    int64_t pos_lo, pos_hi;
+} tr_filter;
+
+static inline tr_filter tr_filter_all(void) { tr_filter f = { -1, -1, -1, 0, -1 }; return f; }
+
+/* Load every selected event of a run into a malloc'd array in canonical
+ * order. */
+int tr_load_events(tr_db *db, int64_t run_id, const tr_filter *f, tr_event **ev, size_t *n,
+                   rn_error *err);
+
+/* Count selected events without loading them. */
+int tr_count_events(tr_db *db, int64_t run_id, const tr_filter *f, int64_t *n, rn_error *err);
+
+/* Streaming iterator over selected events in canonical order (memory O(1)). */
+typedef struct tr_iter tr_iter;
+int tr_iter_open(tr_db *db, int64_t run_id, const tr_filter *f, tr_iter **it, rn_error *err);
+/* Returns 1 and fills *ev, 0 at the end, or an error code. */
+int tr_iter_next(tr_iter *it, tr_event *ev, rn_error *err);
+void tr_iter_close(tr_iter *it);
+
+#endif
