@@ -1,0 +1,30 @@
+/* rn_modelfile.h — loading and saving models: the project's own model.bin
+ * (versioned, checksummed, 64-byte-aligned tensors, loaded with mmap; see
+ * docs/model-format.md) and safetensors with DESIGN.md §2's tensor names and
+ * `ramnet.*` metadata.  The format is chosen by extension: `.safetensors`
+ * is safetensors, anything else is model.bin.  Saving is atomic (temp file,
+ * fsync, rename).  Every malformed file is RN_EINPUT with a one-line
+ * message naming the file and the problem.
+ */
+#ifndef RN_MODELFILE_H
+#define RN_MODELFILE_H
+
+#include <stdint.h>
+
+#include "rn_model.h"
+
+/* Load path into m (model.bin: mmapped read-only after full validation,
+ * checksum included; safetensors: copied into an owned block). */
+int rn_model_load(rn_model *m, const char *path, rn_error *err);
+
+/* Save m to path (format by extension), atomically. */
+int rn_model_save(const rn_model *m, const char *path, rn_error *err);
+
+/* 64-bit checksum of the parameter block as stored in model.bin; also the
+ * model's identity in traces (printed as 16 hex digits). */
+uint64_t rn_model_checksum(const rn_model *m);
+
+/* 1 when path names a safetensors file (by extension). */
+int rn_path_is_safetensors(const char *path);
+
+#endif
