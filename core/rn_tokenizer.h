@@ -1,0 +1,44 @@
+/* rn_tokenizer.h — the two tokenizers of DESIGN.md §2.
+ *
+ *   bytes: each byte of the text is a token 0..255; BOS = 256 is put first.
+ *          vocab_size >= 257.
+ *   ids:   the text is whitespace-separated decimal token ids, each in
+ *          [0, vocab_size) (for synthetic tasks such as MQAR); no BOS.
+ *
+ * Continuations are printed the same way: raw bytes (BOS and ids >= 256 are
+ * not printed) or ids separated by spaces.
+ */
+#ifndef RN_TOKENIZER_H
+#define RN_TOKENIZER_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include "rn_config.h"
+#include "rn_error.h"
+
+#define RN_BOS 256
+
+/* Tokenize text[0..len) for cfg's tokenizer into a malloc'd array.  origin
+ * names the source in errors ("prompt.txt: token 3 ('x1') is not an
+ * integer", "... id 9000 is outside the vocabulary [0, 8192)", "... is
+ * empty").  An empty (or, for ids, all-whitespace) input is RN_EINPUT. */
+int rn_tokenize(const rn_config *cfg, const char *text, size_t len, const char *origin,
+                int **ids, int *n, rn_error *err);
+
+/* Read a whole file and tokenize it (origin = path). */
+int rn_tokenize_file(const rn_config *cfg, const char *path, int **ids, int *n, rn_error *err);
+
+/* Read a whole file into a malloc'd NUL-terminated buffer (max 1 GiB). */
+int rn_read_file(const char *path, char **data, size_t *len, rn_error *err);
+
+/* Print one generated token to f as the tokenizer prints continuations
+ * (first: no leading separator for ids). */
+void rn_token_print(const rn_config *cfg, int id, int first, FILE *f);
+
+/* A short printable piece for token id (for traces and labels): bytes are
+ * shown as the character, or \n, \t, \xNN escapes, BOS as <bos>; ids as the
+ * decimal number.  Writes at most cap bytes including the NUL. */
+void rn_token_piece(const rn_config *cfg, int id, char *buf, size_t cap);
+
+#endif
