@@ -1,0 +1,102 @@
+/* cmd_run.c — `ramtrace run model.bin prompt.txt`: prefill the prompt, then
+ * generate a continuation token by token; prints the continuation on stdout
+ * and prefill/generation speed on stderr. */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "rn_modelfile.h"
+#include "rn_runtime.h"
+#include "rn_sampler.h"
+#include "rn_tokenizer.h"
+
+const char cmd_run_summary[] = "run a model on a prompt and generate a continuation";
+
+static void usage(void)
+{
+    printf("usage: ramtrace run MODEL PROMPT [options]\n\n"
+           "Prefill PROMPT (a text file: raw text for the bytes tokenizer, whitespace-\n"
+           "separated token ids for the ids tokenizer) and generate a continuation.\n\n"
+           "options:\n"
+           "  -n, --tokens N        tokens to generate (default 64; 0 = prefill only)\n"
+           "  -t, --temperature T   sampling temperature, 0 = greedy (default 0.8)\n"
+           "  -p, --top-p P         nucleus sampling mass in (0, 1] (default 0.9)\n"
+           "  -s, --seed S          sampling seed (default 42)\n"
+           "  -j, --threads N       threads (default: all cores)\n"
+           "  -h, --help            this text\n");
+}
+
+int cmd_run(int argc, char **argv)
+{
+    if (cli_wants_help(argc, argv)) { usage(); return 0; }
+    static const struct option opts[] = {
+        { "tokens", required_argument, 0, 'n' }, { "temperature", required_argument, 0, 't' },
+        { "top-p", required_argument, 0, 'p' },  { "seed", required_argument, 0, 's' },
+        { "threads", required_argument, 0, 'j' }, { 0, 0, 0, 0 }
+    };
+    long n_gen = 64, threads = 0;
+    double temperature = 0.8, top_p = 0.9;
+    uint64_t seed = 42;
+    rn_error err = { 0 };
+    optind = 1;
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, ":n:t:p:s:j:", opts, NULL)) != -1) {
+        int rc = 0;
+        switch (c) {
+        case 'n': rc = cli_parse_long("--tokens", optarg, 0, 1L << 30, &n_gen, &err); break;
+        case 't': rc = cli_parse_double("--temperature", optarg, 0, 100, &temperature, &err); break;
+        case 'p': rc = cli_parse_double("--top-p", optarg, 1e-6, 1, &top_p, &err); break;
+        case 's': rc = cli_parse_u64("--seed", optarg, &seed, &err); break;
+        case 'j': rc = cli_parse_long("--threads", optarg, 1, 1024, &threads, &err); break;
+        case ':': return cli_usage_error("run", "option %s needs a value", argv[optind - 1]);
+        default: return cli_usage_error("run", "unknown option %s", argv[optind - 1]);
+        }
+        if (rc) return cli_usage_error("run", "%s", err.msg);
+    }
+    if (argc - optind != 2) return cli_usage_error("run", "expected MODEL and PROMPT");
+    const char *model_path = argv[optind], *prompt_path = argv[optind + 1];
+    if (threads) cli_set_threads((int)threads);
+
+    rn_model model;
+    int rc = rn_model_load(&model, model_path, &err);
+    if (rc) return cli_fail(&err);
+    int *prompt = NULL, n_prompt = 0;
+    rn_runtime *rt = NULL;
+    rn_sampler sampler = { 0 };
+    float *logits = NULL;
+    rc = rn_tokenize_file(&model.cfg, prompt_path, &prompt, &n_prompt, &err);
+    if (!rc) rc = rn_runtime_create(&model, 256, &rt, &err);
+    if (!rc) rc = rn_sampler_init(&sampler, model.cfg.vocab_size, (float)temperature, (float)top_p, seed, &err);
+    if (!rc && !(logits = malloc(sizeof(float) * model.cfg.vocab_size)))
+        rc = rn_seterr(&err, RN_ENOMEM, "out of memory");
+    if (rc) goto done;
+    rn_runtime_set_stop_flag(rt, &cli_stop_flag);
+
+    double t0 = cli_now();
+    rc = rn_prefill(rt, prompt, n_prompt, logits, 0, &err);
+    double t1 = cli_now();
+    if (rc) goto done;
+    long made = 0;
+    for (; made < n_gen && !cli_interrupted; made++) {
+        int next = rn_sample(&sampler, logits);
+        rn_token_print(&model.cfg, next, made == 0, stdout);
+        fflush(stdout);
+        if (made + 1 < n_gen && (rc = rn_step(rt, next, logits, &err))) goto done;
+    }
+    double t2 = cli_now();
+    if (model.cfg.tokenizer == RN_TOK_IDS || made) putchar('\n');
+    fprintf(stderr, "prefill: %d tokens in %.3f s (%.1f tok/s); generation: %ld tokens in %.3f s (%.1f tok/s)\n",
+            n_prompt, t1 - t0, n_prompt / (t1 - t0 > 0 ? t1 - t0 : 1e-9), made, t2 - t1,
+            made / (t2 - t1 > 0 ? t2 - t1 : 1e-9));
+    if (cli_interrupted) rc = rn_seterr(&err, RN_EINTR, "interrupted after %ld generated tokens", made);
+done:
+    free(logits);
+    rn_sampler_free(&sampler);
+    rn_runtime_free(rt);
+    free(prompt);
+    rn_model_free(&model);
+    return rc ? cli_fail(&err) : 0;
+}
