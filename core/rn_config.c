@@ -208,6 +208,10 @@ static char *trim(char *s)
 int rn_config_parse_text(rn_config *c, const char *text, const char *origin,
                          rn_config_extra_fn extra, void *user, rn_error *err)
 {
+    /* `cape` (all / none / first:N) depends on n_layers and n_heads, so it
+     * is applied after every other line of the text, wherever it appears. */
+    char cape_val[1024] = "";
+    int cape_line = 0;
     int lineno = 0;
     const char *p = text;
     while (*p) {
@@ -229,6 +233,11 @@ int rn_config_parse_text(rn_config *c, const char *text, const char *origin,
             return rn_seterr(err, RN_EINPUT, "%s:%d: expected 'key = value'", origin, lineno);
         *eq = 0;
         char *key = trim(s), *val = trim(eq + 1);
+        if (!strcmp(key, "cape")) {
+            snprintf(cape_val, sizeof cape_val, "%s", val);
+            cape_line = lineno;
+            continue;
+        }
         int rc = rn_config_set(c, key, val, err);
         if (rc == -1) {
             if (!extra)
@@ -237,6 +246,8 @@ int rn_config_parse_text(rn_config *c, const char *text, const char *origin,
         }
         if (rc) return rn_preferr(err, "%s:%d", origin, lineno);
     }
+    if (cape_line && rn_config_set(c, "cape", cape_val, err))
+        return rn_preferr(err, "%s:%d", origin, cape_line);
     return RN_OK;
 }
 
@@ -282,17 +293,29 @@ size_t rn_config_format_masks(const rn_config *c, char *buf, size_t cap)
     return n;
 }
 
+/* The shortest %g text that reads back as exactly f (so 1e-5 prints as
+ * "1e-05", not "9.99999975e-06"). */
+static const char *fmt_float(float f, char *out, size_t cap)
+{
+    for (int prec = 1; prec <= 9; prec++) {
+        snprintf(out, cap, "%.*g", prec, (double)f);
+        if (strtof(out, NULL) == f) break;
+    }
+    return out;
+}
+
 size_t rn_config_format(const rn_config *c, char *buf, size_t cap)
 {
+    char g[4][32];
     char masks[RN_MAX_LAYERS * 22];
     rn_config_format_masks(c, masks, sizeof masks);
     int n = snprintf(buf, cap,
         "vocab_size = %d\nd_model = %d\nn_layers = %d\nn_heads = %d\nd_p = %d\n"
-        "order = %d\nd_v = %d\ntop_k = %d\nd_ff = %d\ngamma = %.9g\ntau = %.9g\n"
-        "eps = %.9g\nnorm_eps = %.9g\ntie_embeddings = %d\ntokenizer = %s\ncape_masks = %s\n",
+        "order = %d\nd_v = %d\ntop_k = %d\nd_ff = %d\ngamma = %s\ntau = %s\n"
+        "eps = %s\nnorm_eps = %s\ntie_embeddings = %d\ntokenizer = %s\ncape_masks = %s\n",
         c->vocab_size, c->d_model, c->n_layers, c->n_heads, c->d_p, c->order, c->d_v,
-        c->top_k, c->d_ff, (double)c->gamma, (double)c->tau, (double)c->eps,
-        (double)c->norm_eps, c->tie_embeddings,
+        c->top_k, c->d_ff, fmt_float(c->gamma, g[0], sizeof g[0]), fmt_float(c->tau, g[1], sizeof g[1]),
+        fmt_float(c->eps, g[2], sizeof g[2]), fmt_float(c->norm_eps, g[3], sizeof g[3]), c->tie_embeddings,
         c->tokenizer == RN_TOK_IDS ? "ids" : "bytes", masks);
     return n < 0 ? 0 : (size_t)n;
 }

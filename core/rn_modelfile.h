@@ -24,6 +24,9 @@ int rn_model_save(const rn_model *m, const char *path, rn_error *err);
  * model's identity in traces (printed as 16 hex digits). */
 uint64_t rn_model_checksum(const rn_model *m);
 
+/* Load in and save it as out (formats by extension); lossless both ways. */
+int rn_model_convert(const char *in, const char *out, rn_error *err);
+
 /* 1 when path names a safetensors file (by extension). */
 int rn_path_is_safetensors(const char *path);
 

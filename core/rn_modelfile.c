@@ -1,0 +1,309 @@
+/* rn_modelfile.c — model.bin reading (mmap, full validation) and writing,
+ * plus the format dispatch of rn_model_load / rn_model_save.
+ *
+ * model.bin byte layout (all little-endian; docs/model-format.md):
+ *     0  8  magic "RAMNETMB"
+ *     8  4  u32 format version (1)
+ *    12  4  u32 header bytes = offset of the parameter block (2176)
+ *    16  8  u64 file bytes (header + parameter block)
+ *    24  8  u64 n_block: float32 elements in the block, padding included
+ *    32  8  u64 checksum of the block (rn_checksum64)
+ *    40  4  u32 dtype (1 = float32)
+ *    44  4  u32 number of tensors
+ *    48 40  i32 vocab_size, d_model, n_layers, n_heads, d_p, order, d_k,
+ *               d_v, top_k, d_ff
+ *    88 16  f32 gamma, tau, eps, norm_eps
+ *   104  4  u32 tie_embeddings (0/1)
+ *   108  4  u32 tokenizer (0 bytes, 1 ids)
+ *   112 16  reserved, zero
+ *   128 2048 u64 cape mask of layers 0..255 (zero past n_layers)
+ *  2176 ..  the parameter block exactly as rn_params_layout lays it out
+ */
+#include "rn_modelfile.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "rn_atomic.h"
+#include "rn_checksum.h"
+#include "rn_safetensors.h"
+
+#ifndef RN_DOUBLE
+_Static_assert(sizeof(rn_real) == 4, "model files store float32 parameters");
+#endif
+
+#define MB_MAGIC "RAMNETMB"
+#define MB_VERSION 1u
+#define MB_HEADER 2176u
+#define MB_DTYPE_F32 1u
+#define MB_MASKS_AT 128u
+
+/* Little-endian field access on a header buffer. */
+static void put32(unsigned char *b, size_t at, uint32_t v)
+{
+    for (int i = 0; i < 4; i++) b[at + i] = (unsigned char)(v >> (8 * i));
+}
+static void put64(unsigned char *b, size_t at, uint64_t v)
+{
+    for (int i = 0; i < 8; i++) b[at + i] = (unsigned char)(v >> (8 * i));
+}
+static uint32_t get32(const unsigned char *b, size_t at)
+{
+    uint32_t v = 0;
+    for (int i = 0; i < 4; i++) v |= (uint32_t)b[at + i] << (8 * i);
+    return v;
+}
+static uint64_t get64(const unsigned char *b, size_t at)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++) v |= (uint64_t)b[at + i] << (8 * i);
+    return v;
+}
+static void putf(unsigned char *b, size_t at, float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    put32(b, at, u);
+}
+static float getf(const unsigned char *b, size_t at)
+{
+    uint32_t u = get32(b, at);
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+int rn_path_is_safetensors(const char *path)
+{
+    static const char ext[] = ".safetensors";
+    size_t n = strlen(path), e = sizeof ext - 1;
+    return n >= e && !strcasecmp(path + n - e, ext);
+}
+
+uint64_t rn_model_checksum(const rn_model *m)
+{
+    return rn_checksum64(m->params, (size_t)m->n_block * sizeof(rn_real));
+}
+
+/* Serialise the fixed header of m (checksum included). */
+static void encode_header(const rn_model *m, unsigned char *h)
+{
+    const rn_config *c = &m->cfg;
+    memset(h, 0, MB_HEADER);
+    memcpy(h, MB_MAGIC, 8);
+    put32(h, 8, MB_VERSION);
+    put32(h, 12, MB_HEADER);
+    put64(h, 16, MB_HEADER + (uint64_t)m->n_block * 4);
+    put64(h, 24, (uint64_t)m->n_block);
+    put64(h, 32, rn_model_checksum(m));
+    put32(h, 40, MB_DTYPE_F32);
+    put32(h, 44, (uint32_t)rn_params_count_tensors(c));
+    const int dims[10] = { c->vocab_size, c->d_model, c->n_layers, c->n_heads, c->d_p,
+                           c->order, rn_config_dk(c), c->d_v, c->top_k, c->d_ff };
+    for (int i = 0; i < 10; i++) put32(h, 48 + 4 * (size_t)i, (uint32_t)dims[i]);
+    putf(h, 88, c->gamma);
+    putf(h, 92, c->tau);
+    putf(h, 96, c->eps);
+    putf(h, 100, c->norm_eps);
+    put32(h, 104, (uint32_t)c->tie_embeddings);
+    put32(h, 108, (uint32_t)c->tokenizer);
+    for (int l = 0; l < RN_MAX_LAYERS; l++) put64(h, MB_MASKS_AT + 8 * (size_t)l, c->cape_mask[l]);
+}
+
+static int save_bin(const rn_model *m, const char *path, rn_error *err)
+{
+    unsigned char h[MB_HEADER];
+    encode_header(m, h);
+    rn_atomic_file af;
+    int rc = rn_atomic_open(&af, path, err);
+    if (rc) return rc;
+    if (fwrite(h, 1, sizeof h, af.f) != sizeof h ||
+        fwrite(m->params, sizeof(rn_real), (size_t)m->n_block, af.f) != (size_t)m->n_block) {
+        int e = errno;
+        rn_atomic_abort(&af);
+        return rn_seterr(err, RN_EIO, "%s: write failed: %s (nothing written)", path, strerror(e));
+    }
+    return rn_atomic_commit(&af, err);
+}
+
+/* Decode and check the header: everything except the checksum and the
+ * padding, which need the parameter block.  fsize is the real file size. */
+static int check_header(const unsigned char *h, uint64_t fsize, const char *path,
+                        rn_config *c, int64_t *n_block, uint64_t *sum, rn_error *err)
+{
+    if (memcmp(h, MB_MAGIC, 8))
+        return rn_seterr(err, RN_EINPUT, "%s: bad magic: not a ramtrace model.bin file", path);
+    uint32_t ver = get32(h, 8);
+    if (ver != MB_VERSION)
+        return rn_seterr(err, RN_EINPUT, "%s: unsupported format version %" PRIu32 " (this build reads version %u)",
+                         path, ver, MB_VERSION);
+    if (get32(h, 12) != MB_HEADER)
+        return rn_seterr(err, RN_EINPUT, "%s: header size %" PRIu32 " is not %u", path, get32(h, 12), MB_HEADER);
+    if (get32(h, 40) != MB_DTYPE_F32)
+        return rn_seterr(err, RN_EINPUT, "%s: unknown parameter dtype %" PRIu32 " (expected 1 = float32)",
+                         path, get32(h, 40));
+    for (size_t i = 112; i < MB_MASKS_AT; i++)
+        if (h[i]) return rn_seterr(err, RN_EINPUT, "%s: reserved header bytes are not zero", path);
+    memset(c, 0, sizeof *c);
+    int *dims[10] = { &c->vocab_size, &c->d_model, &c->n_layers, &c->n_heads, &c->d_p,
+                      &c->order, NULL, &c->d_v, &c->top_k, &c->d_ff };
+    for (int i = 0; i < 10; i++)
+        if (dims[i]) *dims[i] = (int32_t)get32(h, 48 + 4 * (size_t)i);
+    int32_t dk = (int32_t)get32(h, 72);
+    c->gamma = getf(h, 88);
+    c->tau = getf(h, 92);
+    c->eps = getf(h, 96);
+    c->norm_eps = getf(h, 100);
+    uint32_t tie = get32(h, 104), tok = get32(h, 108);
+    c->tie_embeddings = tie > 1 ? 2 : (int)tie; /* 2: rejected by validate */
+    c->tokenizer = tok > 1 ? 2 : (int)tok;
+    for (int l = 0; l < RN_MAX_LAYERS; l++) c->cape_mask[l] = get64(h, MB_MASKS_AT + 8 * (size_t)l);
+    if (dk <= 0)
+        return rn_seterr(err, RN_EINPUT, "%s: config: d_k must be > 0 (got %" PRId32 ")", path, dk);
+    int rc = rn_config_validate(c, err);
+    if (rc) return rn_preferr(err, "%s", path);
+    if (dk != rn_config_dk(c))
+        return rn_seterr(err, RN_EINPUT, "%s: config: d_k = %" PRId32 " but order x d_p = %d x %d = %d",
+                         path, dk, c->order, c->d_p, rn_config_dk(c));
+    int64_t want = rn_params_layout(c, NULL);
+    if (get64(h, 24) != (uint64_t)want)
+        return rn_seterr(err, RN_EINPUT, "%s: parameter block holds %" PRIu64 " floats but the config needs %" PRId64,
+                         path, get64(h, 24), want);
+    if (get32(h, 44) != (uint32_t)rn_params_count_tensors(c))
+        return rn_seterr(err, RN_EINPUT, "%s: header says %" PRIu32 " tensors but the config has %d",
+                         path, get32(h, 44), rn_params_count_tensors(c));
+    uint64_t promised = get64(h, 16);
+    if (promised != MB_HEADER + (uint64_t)want * 4)
+        return rn_seterr(err, RN_EINPUT, "%s: header's file size %" PRIu64 " disagrees with its parameter count (%" PRIu64 ")",
+                         path, promised, MB_HEADER + (uint64_t)want * 4);
+    if (fsize < promised)
+        return rn_seterr(err, RN_EINPUT, "%s: truncated: %" PRIu64 " bytes but the header promises %" PRIu64,
+                         path, fsize, promised);
+    if (fsize > promised)
+        return rn_seterr(err, RN_EINPUT, "%s: %" PRIu64 " trailing bytes after the %" PRIu64 " the header promises",
+                         path, fsize - promised, promised);
+    *n_block = want;
+    *sum = get64(h, 32);
+    return RN_OK;
+}
+
+/* The padding between tensors must be zero (so conversions are lossless). */
+static int check_padding(const rn_config *c, const rn_real *block, int64_t n_block,
+                         const char *path, rn_error *err)
+{
+    static rn_tensor_desc d[1 + 11 * RN_MAX_LAYERS + 2];
+    int n = rn_params_count_tensors(c);
+    rn_params_layout(c, d);
+    for (int i = 0; i < n; i++) {
+        int64_t from = d[i].offset + d[i].numel, to = i + 1 < n ? d[i + 1].offset : n_block;
+        for (int64_t j = from; j < to; j++) {
+            uint32_t u;
+            memcpy(&u, &block[j], 4);
+            if (u) return rn_seterr(err, RN_EINPUT, "%s: padding after tensor %s is not zero", path, d[i].name);
+        }
+    }
+    return RN_OK;
+}
+
+static int load_bin(rn_model *m, const char *path, rn_error *err)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return rn_seterr(err, RN_EINPUT, "%s: cannot open: %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        int e = errno;
+        close(fd);
+        return rn_seterr(err, RN_EIO, "%s: cannot stat: %s", path, strerror(e));
+    }
+    if (!S_ISREG(st.st_mode)) {
+        close(fd);
+        return rn_seterr(err, RN_EINPUT, "%s: not a regular file", path);
+    }
+    uint64_t fsize = (uint64_t)st.st_size;
+    if (fsize == 0) {
+        close(fd);
+        return rn_seterr(err, RN_EINPUT, "%s: empty file", path);
+    }
+    unsigned char h[MB_HEADER];
+    size_t want = fsize < MB_HEADER ? (size_t)fsize : MB_HEADER;
+    ssize_t got = pread(fd, h, want, 0);
+    if (got != (ssize_t)want) {
+        close(fd);
+        return rn_seterr(err, RN_EIO, "%s: read error", path);
+    }
+    if (fsize < 8 || memcmp(h, MB_MAGIC, 8)) {
+        close(fd);
+        return rn_seterr(err, RN_EINPUT, "%s: bad magic: not a ramtrace model.bin file", path);
+    }
+    if (fsize < MB_HEADER) {
+        close(fd);
+        return rn_seterr(err, RN_EINPUT, "%s: truncated header (%" PRIu64 " bytes, the header alone is %u)",
+                         path, fsize, MB_HEADER);
+    }
+    rn_config c;
+    int64_t n_block = 0;
+    uint64_t sum = 0;
+    int rc = check_header(h, fsize, path, &c, &n_block, &sum, err);
+    if (rc) {
+        close(fd);
+        return rc;
+    }
+    void *map = mmap(NULL, (size_t)fsize, PROT_READ, MAP_PRIVATE, fd, 0);
+    int e = errno;
+    close(fd);
+    if (map == MAP_FAILED) return rn_seterr(err, RN_EIO, "%s: cannot map: %s", path, strerror(e));
+    rn_real *block = (rn_real *)((char *)map + MB_HEADER);
+    uint64_t have = rn_checksum64(block, (size_t)n_block * 4);
+    if (have != sum) {
+        munmap(map, (size_t)fsize);
+        return rn_seterr(err, RN_EINPUT, "%s: checksum mismatch (header %016" PRIx64 ", data %016" PRIx64 "): the file is corrupt",
+                         path, sum, have);
+    }
+    rc = check_padding(&c, block, n_block, path, err);
+    if (rc) {
+        munmap(map, (size_t)fsize);
+        return rc;
+    }
+    memset(m, 0, sizeof *m);
+    m->cfg = c;
+    m->params = block;
+    m->n_block = n_block;
+    m->map = map;
+    m->map_len = (size_t)fsize;
+    rn_weights_carve(&m->cfg, m->params, &m->w);
+    return RN_OK;
+}
+
+int rn_model_load(rn_model *m, const char *path, rn_error *err)
+{
+    memset(m, 0, sizeof *m);
+    if (!path || !*path) return rn_seterr(err, RN_EINPUT, "model path is empty");
+    if (rn_path_is_safetensors(path)) return rn_safetensors_load(m, path, err);
+    return load_bin(m, path, err);
+}
+
+int rn_model_save(const rn_model *m, const char *path, rn_error *err)
+{
+    if (!path || !*path) return rn_seterr(err, RN_EINPUT, "output path is empty");
+    if (rn_path_is_safetensors(path)) return rn_safetensors_save(m, path, err);
+    return save_bin(m, path, err);
+}
+
+int rn_model_convert(const char *in, const char *out, rn_error *err)
+{
+    rn_model m;
+    int rc = rn_model_load(&m, in, err);
+    if (rc) return rc;
+    rc = rn_model_save(&m, out, err);
+    rn_model_free(&m);
+    return rc;
+}

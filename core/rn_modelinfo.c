@@ -1,0 +1,75 @@
+/* rn_modelinfo.c — the text `ramtrace info` prints (rn_modelinfo.h). */
+#include "rn_modelinfo.h"
+
+#include <inttypes.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "rn_modelfile.h"
+
+int64_t rn_config_param_count_noembed(const rn_config *c)
+{
+    int64_t emb = (int64_t)c->vocab_size * c->d_model;
+    return rn_config_param_count(c) - emb * (c->tie_embeddings ? 1 : 2);
+}
+
+/* "12345 (12.1 KiB)" style byte counts. */
+static void human(char *out, size_t cap, double bytes)
+{
+    static const char *unit[] = { "B", "KiB", "MiB", "GiB", "TiB" };
+    int u = 0;
+    while (bytes >= 1024 && u < 4) { bytes /= 1024; u++; }
+    snprintf(out, cap, u ? "%.1f %s" : "%.0f %s", bytes, unit[u]);
+}
+
+void rn_model_describe(FILE *f, const rn_model *m, const char *path)
+{
+    const rn_config *c = &m->cfg;
+    struct stat st;
+    long long fsize = stat(path, &st) == 0 ? (long long)st.st_size : -1;
+    char h1[32], h2[32];
+    fprintf(f, "file              %s\n", path);
+    fprintf(f, "format            %s\n", rn_path_is_safetensors(path) ? "safetensors" : "model.bin v1");
+    human(h1, sizeof h1, (double)fsize);
+    fprintf(f, "file size         %lld bytes (%s)\n", fsize, h1);
+    fprintf(f, "checksum          %016" PRIx64 "\n", rn_model_checksum(m));
+    fprintf(f, "\nconfig\n");
+    /* every key as rn_config_format writes it (floats in shortest exact text) */
+    char text[RN_MAX_LAYERS * 22 + 1024];
+    rn_config_format(c, text, sizeof text);
+    for (char *line = text; *line;) {
+        char *nl = strchr(line, '\n');
+        if (nl) *nl = 0;
+        char *eq = strstr(line, " = ");
+        if (eq) {
+            *eq = 0;
+            fprintf(f, "  %-16s%s\n", line, eq + 3);
+        }
+        if (!nl) break;
+        line = nl + 1;
+    }
+    int64_t np = rn_config_param_count(c), tot = rn_config_total_state(c), act = rn_config_active_state(c);
+    fprintf(f, "\nderived\n");
+    fprintf(f, "  d_k             %d (order x d_p)\n", rn_config_dk(c));
+    fprintf(f, "  slots M         %" PRId64 " (d_p^order)\n", rn_config_slots(c));
+    human(h1, sizeof h1, (double)np * 4);
+    fprintf(f, "  parameters      %" PRId64 " (%s as float32); %" PRId64 " without embeddings\n",
+            np, h1, rn_config_param_count_noembed(c));
+    human(h1, sizeof h1, (double)tot * 4);
+    human(h2, sizeof h2, (double)act * 4);
+    fprintf(f, "  total state     %" PRId64 " floats = %" PRId64 " bytes (%s): L*H*M*(d_v+1)\n", tot, tot * 4, h1);
+    fprintf(f, "  active state    %" PRId64 " floats = %" PRId64 " bytes (%s) per token: L*H*2K*(d_v+1)\n", act, act * 4, h2);
+    fprintf(f, "\nCAPE heads\n");
+    for (int l = 0; l < c->n_layers; l++) {
+        int n = 0;
+        for (int h = 0; h < c->n_heads; h++) n += rn_config_cape(c, l, h);
+        fprintf(f, "  layer %-10d%d/%d", l, n, c->n_heads);
+        if (n == c->n_heads) fprintf(f, " (all)");
+        else if (n) {
+            fprintf(f, ":");
+            for (int h = 0; h < c->n_heads; h++)
+                if (rn_config_cape(c, l, h)) fprintf(f, " %d", h);
+        }
+        fprintf(f, "\n");
+    }
+}
