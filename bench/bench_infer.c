@@ -1,0 +1,145 @@
+/* bench_infer.c — inference speed at llama2.c's stories15M shape (D=288,
+ * L=6, H=6, F=768, V=32000, d_v=48, U=4, d_p=4, K=8): prefill and
+ * generation tokens/s at 1 and 2 threads, generation at context 256 and
+ * 4096, bytes of weights read per generated token, and the achieved GB/s
+ * next to the machine's read and copy bandwidth measured in the same run.
+ * Reports medians of repeated measurements. */
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cblas.h>
+
+#include "rn_model.h"
+#include "rn_runtime.h"
+
+extern void openblas_set_num_threads(int);
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int cmpd(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, n, sizeof *v, cmpd);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* Read bandwidth: stream a 512 MiB buffer through OpenBLAS's vectorised
+ * sasum, each thread its own part (GB/s). */
+static double read_bw(float *buf, size_t n, int threads)
+{
+    double t[5];
+    volatile float sink = 0;
+    openblas_set_num_threads(1);
+    for (int r = 0; r < 5; r++) {
+        double t0 = now();
+        float s = 0;
+        #pragma omp parallel num_threads(threads) reduction(+:s)
+        {
+            int id = omp_get_thread_num(), nt = omp_get_num_threads();
+            size_t chunk = n / nt, lo = id * chunk, len = id == nt - 1 ? n - lo : chunk;
+            s += cblas_sasum((int)len, buf + lo, 1);
+        }
+        sink += s;
+        t[r] = now() - t0;
+    }
+    (void)sink;
+    openblas_set_num_threads(threads);
+    return n * sizeof(float) / median(t, 5) / 1e9;
+}
+
+/* Copy bandwidth: memcpy halves of the buffer (bytes read + written). */
+static double copy_bw(float *buf, size_t n, int threads)
+{
+    double t[5];
+    size_t half = n / 2;
+    for (int r = 0; r < 5; r++) {
+        double t0 = now();
+        #pragma omp parallel num_threads(threads)
+        {
+            int id = omp_get_thread_num(), nt = omp_get_num_threads();
+            size_t chunk = half / nt, lo = id * chunk, len = id == nt - 1 ? half - lo : chunk;
+            memcpy(buf + half + lo, buf + lo, len * sizeof(float));
+        }
+        t[r] = now() - t0;
+    }
+    return 2.0 * half * sizeof(float) / median(t, 5) / 1e9;
+}
+
+int main(void)
+{
+    rn_config c;
+    rn_config_default(&c);
+    c.vocab_size = 32000; c.d_model = 288; c.n_layers = 6; c.n_heads = 6; c.d_ff = 768;
+    c.d_v = 48; c.order = 4; c.d_p = 4; c.top_k = 8; c.tokenizer = RN_TOK_IDS;
+    memset(c.cape_mask, 0, sizeof c.cape_mask);
+    for (int l = 0; l < 3; l++) c.cape_mask[l] = 63;
+    rn_model m;
+    rn_error err;
+    if (rn_model_create_random(&m, &c, 1, &err)) { fprintf(stderr, "%s\n", err.msg); return 1; }
+
+    /* weights streamed per generated token: every layer matrix and norm,
+     * the final norm, lm_head, and one embedding row */
+    int64_t D = c.d_model, H = c.n_heads, dk = rn_config_dk(&c);
+    int64_t per_layer = 2 * D + 2 * H * dk * D + 2 * H * c.d_v * D + 2 * H + 3 * (int64_t)c.d_ff * D;
+    int64_t wbytes = 4 * (per_layer * c.n_layers + D + (int64_t)c.vocab_size * D + D);
+    printf("model: stories15M shape, %lld params, M=%lld, weights read per token: %.1f MB\n",
+           (long long)rn_config_param_count(&c), (long long)rn_config_slots(&c), wbytes / 1e6);
+
+    size_t nbuf = (size_t)128 << 20; /* 512 MiB of floats */
+    float *buf = malloc(nbuf * sizeof(float));
+    for (size_t i = 0; i < nbuf; i++) buf[i] = (float)(i & 7);
+
+    int ctxs[2] = { 256, 4096 };
+    int *tok = malloc(sizeof(int) * 4096);
+    for (int i = 0; i < 4096; i++) tok[i] = (i * 7919) % c.vocab_size;
+    float *logits = malloc(sizeof(float) * c.vocab_size);
+    for (int threads = 1; threads <= 2; threads++) {
+        omp_set_num_threads(threads);
+        openblas_set_num_threads(threads);
+        double rbw = read_bw(buf, nbuf, threads), cbw = copy_bw(buf, nbuf, threads);
+        rn_runtime *rt;
+        if (rn_runtime_create(&m, 256, &rt, &err)) { fprintf(stderr, "%s\n", err.msg); return 1; }
+        /* prefill: 256 tokens, 5 repetitions */
+        double pt[5];
+        for (int r = 0; r < 5; r++) {
+            rn_runtime_reset(rt);
+            double t0 = now();
+            rn_prefill(rt, tok, 256, logits, 0, &err);
+            pt[r] = now() - t0;
+        }
+        double prefill_tps = 256 / median(pt, 5);
+        printf("threads %d: read bandwidth %.2f GB/s, copy bandwidth %.2f GB/s (read+write)\n", threads, rbw, cbw);
+        printf("  prefill (256 tokens):            %8.1f tok/s\n", prefill_tps);
+        for (int ci = 0; ci < 2; ci++) {
+            rn_runtime_reset(rt);
+            rn_prefill(rt, tok, ctxs[ci], logits, 0, &err);
+            double gt[7];
+            const int steps = 32;
+            for (int r = 0; r < 7; r++) {
+                double t0 = now();
+                for (int s = 0; s < steps; s++) rn_step(rt, tok[s], logits, &err);
+                gt[r] = (now() - t0) / steps;
+            }
+            double tps = 1.0 / median(gt, 7), gbs = tps * wbytes / 1e9;
+            printf("  generation at context %4d:      %8.1f tok/s  %.2f GB/s of weights = %.0f%% of read bandwidth\n",
+                   ctxs[ci], tps, gbs, 100.0 * gbs / rbw);
+        }
+        rn_runtime_free(rt);
+    }
+    free(buf); free(tok); free(logits);
+    rn_model_free(&m);
+    return 0;
+}
