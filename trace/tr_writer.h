@@ -1,0 +1,130 @@
+/* tr_writer.h — recording a run of the model as a trace database
+ * (DESIGN.md §3, docs/trace-schema.md).
+ *
+ * A writer creates (or appends to) a trace database, starts one run with its
+ * metadata, and hands out an rn_probe.  The probe copies each selected
+ * (layer, head, pos, op) group of K accesses into a bounded queue of batches;
+ * a writer thread inserts full batches in one transaction each, so the model
+ * does not wait on SQLite unless the queue is full (memory stays bounded).
+ * tr_writer_finish flushes everything, records the status and builds the
+ * run's indexes.
+ *
+ * Typical use:
+ *
+ *   tr_select sel; tr_select_all(&sel);
+ *   tr_run_meta meta = { .command = "run", .model_path = path, ... };
+ *   tr_writer *w;
+ *   if (tr_writer_open("out.db", &meta, &sel, NULL, &w, &err)) ...
+ *   rn_runtime_set_probe(rt, tr_writer_probe(w));
+ *   ... rn_prefill / rn_step, tr_writer_add_token for every position ...
+ *   rc = tr_writer_finish(w, TR_STATUS_COMPLETE, &err);   (frees w)
+ */
+#ifndef TR_WRITER_H
+#define TR_WRITER_H
+
+#include <stdint.h>
+
+#include "rn_config.h"
+#include "rn_error.h"
+#include "rn_probe.h"
+
+/* Schema version stored in PRAGMA user_version; files are recognised by
+ * PRAGMA application_id = TR_APPLICATION_ID ("RNTR"). */
+#define TR_SCHEMA_VERSION 1
+#define TR_APPLICATION_ID 0x524E5452
+/* Ranks stored per event_groups row (a group of K > 8 takes ceil(K/8) rows). */
+#define TR_LANES 8
+
+enum { TR_STATUS_RUNNING = 0, TR_STATUS_COMPLETE = 1, TR_STATUS_INTERRUPTED = 2 };
+
+/* Which events to record.  A bit per layer / head; ops: bit 0 writes, bit 1
+ * reads. */
+typedef struct {
+    uint64_t layers[RN_MAX_LAYERS / 64];
+    uint64_t heads;
+    int ops;
+} tr_select;
+
+void tr_select_all(tr_select *s);
+
+/* Parse the command-line forms: layers/heads "all" or lists of indices and
+ * inclusive ranges ("0-3,7"); ops "r", "w" or "rw" (also "wr", "all").  NULL
+ * means all.  Indices are checked against cfg (RN_EINPUT naming the option:
+ * "--layers: 9 is outside [0, 4)"). */
+int tr_select_parse(tr_select *s, const char *layers, const char *heads, const char *ops,
+                    const rn_config *cfg, rn_error *err);
+
+static inline int tr_select_has(const tr_select *s, int layer, int head, int op)
+{
+    return ((s->layers[layer >> 6] >> (layer & 63)) & 1u) && ((s->heads >> head) & 1u) &&
+           ((s->ops >> op) & 1);
+}
+
+/* The text form of a selection ("layers=0-3,7 heads=all ops=rw"), as stored
+ * in runs.selection. */
+void tr_select_format(const tr_select *s, const rn_config *cfg, char *buf, size_t cap);
+
+/* Run metadata recorded in the runs row.  Strings may be NULL. */
+typedef struct {
+    const char *name;        /* user's label for the run */
+    const char *command;     /* "run", "trace", ... */
+    const char *model_path;
+    uint64_t model_hash;     /* rn_model_checksum; stored as 16 hex digits */
+    const rn_config *cfg;    /* required: stored as rn_config_format text */
+    const char *prompt;      /* prompt text (run) */
+    const char *input_path;  /* input file (trace) */
+    const char *sampling;    /* e.g. "temperature=0.8 top_p=0.95 seed=1 max_new=64" */
+} tr_run_meta;
+
+/* Tuning knobs; NULL means defaults. */
+typedef struct {
+    int queue_batches;       /* batches in the bounded queue (default 4) */
+    int batch_groups;        /* (layer, head, pos, op) groups per batch (default:
+                                about 4 MiB of events) */
+    int build_index;         /* build the run's indexes in finish (default 1) */
+} tr_writer_opts;
+
+typedef struct tr_writer tr_writer;
+
+/* Open or create the database at path (an existing file must be a trace of
+ * this schema version), insert the runs row (status running) and the heads
+ * rows, and start the writer thread. */
+int tr_writer_open(const char *path, const tr_run_meta *meta, const tr_select *sel,
+                   const tr_writer_opts *opts, tr_writer **out, rn_error *err);
+
+/* The probe to attach with rn_runtime_set_probe (valid until finish). */
+const rn_probe *tr_writer_probe(tr_writer *w);
+
+int64_t tr_writer_run_id(const tr_writer *w);
+
+/* Record one traced position (call in increasing pos; piece may be NULL). */
+void tr_writer_add_token(tr_writer *w, int64_t pos, int token_id, const char *piece,
+                         int generated);
+
+/* Non-zero once the writer thread has failed (e.g. disk full): err gets the
+ * message.  Callers may poll it to stop the model early; events produced
+ * after a failure are dropped and finish reports the error. */
+int tr_writer_failed(tr_writer *w, rn_error *err);
+
+typedef struct {
+    int64_t events;          /* events recorded (selected and queued) */
+    int64_t groups;          /* (layer, head, pos, op) groups */
+    int64_t tokens;
+    double producer_wait_s;  /* time the model waited for a free batch */
+    double insert_s;         /* writer thread time inside SQLite */
+    double index_s;          /* time to build indexes in finish */
+} tr_writer_stats;
+
+void tr_writer_get_stats(const tr_writer *w, tr_writer_stats *st);
+
+/* Flush every queued event, stop the thread, set status (TR_STATUS_COMPLETE
+ * or TR_STATUS_INTERRUPTED), end time and counts, build indexes unless
+ * disabled, and close.  Frees w in every case (st, if non-NULL, receives the
+ * final statistics).  Returns the first error of the whole run. */
+int tr_writer_finish(tr_writer *w, int status, tr_writer_stats *st, rn_error *err);
+
+/* Build the indexes of one run of an existing database (for runs written
+ * with build_index = 0).  Idempotent. */
+int tr_build_indexes(const char *path, int64_t run_id, rn_error *err);
+
+#endif
