@@ -15,9 +15,11 @@ CC      ?= cc
 BUILD   ?= build
 OPT     ?= -O2 -march=native
 SAN     ?=
+# gcc warns about intended snprintf truncation; clang has no such warning
+WNO     := $(if $(findstring clang,$(shell $(CC) --version 2>/dev/null)),,-Wno-format-truncation)
 PKGCFG  := $(shell pkg-config --cflags openblas sqlite3 cairo libpng 2>/dev/null)
 PKGLIBS := $(shell pkg-config --libs openblas sqlite3 cairo libpng 2>/dev/null)
-CFLAGS  += -std=c11 $(OPT) -g -Wall -Wextra -Werror -Wno-format-truncation -fopenmp -D_GNU_SOURCE -pthread $(SAN) \
+CFLAGS  += -std=c11 $(OPT) -g -Wall -Wextra -Werror $(WNO) -fopenmp -D_GNU_SOURCE -pthread $(SAN) \
            -Icore -Itrace -Ianalysis -Iviz -Icli -I$(BUILD)/gen $(PKGCFG)
 LDLIBS  += $(PKGLIBS) -lopenblas -lsqlite3 -lcairo -lpng -lm -pthread
 LDFLAGS += -fopenmp $(SAN)
