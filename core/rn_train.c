@@ -1,0 +1,324 @@
+/* rn_train.c — training forward with saved activations, cross-entropy and
+ * the backward pass over the whole model (see rn_train.h).  Each layer's
+ * math lives in its own file (rn_rmsnorm.c, rn_matmul.c, rn_swiglu.c,
+ * rn_address.c, rn_pdma.c); this file sequences them like forward_rows in
+ * rn_runtime.c and carves all buffers from one allocation. */
+#include "rn_train.h"
+
+#include <math.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rn_layers.h"
+
+/* Saved activations of one layer; n = rows. */
+typedef struct {
+    rn_real *x;            /* [n,D] layer input (residual stream) */
+    rn_real *h1, *rstd1;   /* [n,D], [n] attention RMSNorm out / 1/rms */
+    rn_real *q, *k;        /* [n,H·dk] raw (before α) */
+    rn_real *v, *o;        /* [n,H·dv] */
+    uint32_t *raddr, *rslot, *waddr, *wslot; /* [n,H,K] */
+    rn_real *rw, *ww;      /* [n,H,K] */
+    rn_real *wsave, *rsave; /* [B,H,T,K,dv+1] PDMA saves */
+    rn_real *xm;           /* [n,D] after attention residual */
+    rn_real *h2, *rstd2;   /* [n,D], [n] */
+    rn_real *g, *u, *a;    /* [n,F] gate, up, silu(g)·u */
+} layer_acts;
+
+struct rn_trainer {
+    const rn_model *m;
+    rn_config c;
+    int64_t M;
+    int max_rows, max_lab, nthreads;
+    double eps_g;
+    int B, T, n_lab;
+    double loss_sum;
+    layer_acts la[RN_MAX_LAYERS];
+    rn_real *xf, *hf, *rstdf;   /* [n,D], [n,D], [n] final */
+    rn_real *hsel;              /* [max_lab, D] labelled rows of hf */
+    rn_real *logits;            /* [max_lab, V] */
+    int *lab_rows, *lab_tgt, *tokens;
+    uint8_t *correct;
+    /* backward scratch */
+    rn_real *dres, *dh, *dq, *dk, *dv, *dout, *dg, *du, *da, *dww, *drw, *dhsel;
+    /* per-thread: dense PDMA state / gradient accumulators, log-prob scratch */
+    rn_real *Sz, *dSz;
+    double *lp;
+    rn_decode_ws **ws;
+    /* gradient block, same layout as the parameters */
+    rn_real *grad;
+    rn_weights gw;
+    int64_t n_block;
+    void *mem;
+};
+
+static size_t al64(size_t n) { return (n + 63) & ~(size_t)63; }
+
+/* Carving helper: with base == NULL only counts bytes. */
+typedef struct { char *base; size_t off; } carver;
+static void *take(carver *cv, size_t bytes)
+{
+    void *p = cv->base ? cv->base + cv->off : NULL;
+    cv->off += al64(bytes);
+    return p;
+}
+
+static void carve_all(rn_trainer *tr, carver *cv)
+{
+    const rn_config *c = &tr->c;
+    const size_t n = (size_t)tr->max_rows, D = c->d_model, H = c->n_heads, F = c->d_ff;
+    const size_t K = c->top_k, dv = c->d_v, hdk = H * rn_config_dk(c), hdv = H * dv;
+    const size_t R = sizeof(rn_real), NL = (size_t)tr->max_lab, V = c->vocab_size;
+    const size_t nt = (size_t)tr->nthreads, M = (size_t)tr->M;
+    for (int l = 0; l < c->n_layers; l++) {
+        layer_acts *a = &tr->la[l];
+        a->x = take(cv, R * n * D); a->h1 = take(cv, R * n * D); a->rstd1 = take(cv, R * n);
+        a->q = take(cv, R * n * hdk); a->k = take(cv, R * n * hdk);
+        a->v = take(cv, R * n * hdv); a->o = take(cv, R * n * hdv);
+        a->raddr = take(cv, 4 * n * H * K); a->rslot = take(cv, 4 * n * H * K);
+        a->waddr = take(cv, 4 * n * H * K); a->wslot = take(cv, 4 * n * H * K);
+        a->rw = take(cv, R * n * H * K); a->ww = take(cv, R * n * H * K);
+        a->wsave = take(cv, R * n * H * K * (dv + 1)); a->rsave = take(cv, R * n * H * K * (dv + 1));
+        a->xm = take(cv, R * n * D); a->h2 = take(cv, R * n * D); a->rstd2 = take(cv, R * n);
+        a->g = take(cv, R * n * F); a->u = take(cv, R * n * F); a->a = take(cv, R * n * F);
+    }
+    tr->xf = take(cv, R * n * D); tr->hf = take(cv, R * n * D); tr->rstdf = take(cv, R * n);
+    tr->hsel = take(cv, R * NL * D); tr->logits = take(cv, R * NL * V);
+    tr->lab_rows = take(cv, sizeof(int) * NL); tr->lab_tgt = take(cv, sizeof(int) * NL);
+    tr->tokens = take(cv, sizeof(int) * n);
+    tr->correct = take(cv, NL);
+    tr->dres = take(cv, R * n * D); tr->dh = take(cv, R * n * D);
+    tr->dq = take(cv, R * n * hdk); tr->dk = take(cv, R * n * hdk);
+    tr->dv = take(cv, R * n * hdv); tr->dout = take(cv, R * n * hdv);
+    tr->dg = take(cv, R * n * F); tr->du = take(cv, R * n * F); tr->da = take(cv, R * n * F);
+    tr->dww = take(cv, R * n * H * K); tr->drw = take(cv, R * n * H * K);
+    tr->dhsel = take(cv, R * NL * D);
+    tr->Sz = take(cv, R * nt * M * (dv + 1)); tr->dSz = take(cv, R * nt * M * (dv + 1));
+    tr->lp = take(cv, sizeof(double) * nt * (size_t)rn_config_dk(c));
+    tr->ws = take(cv, sizeof(rn_decode_ws *) * nt);
+    size_t wsb = al64(rn_decode_ws_bytes(c->order, c->d_p, c->top_k));
+    char *wsm = take(cv, wsb * nt);
+    if (cv->base)
+        for (size_t t = 0; t < nt; t++)
+            tr->ws[t] = rn_decode_ws_init(wsm + t * wsb, c->order, c->d_p, c->top_k);
+    tr->grad = take(cv, R * (size_t)tr->n_block);
+}
+
+int rn_trainer_create(rn_trainer **out, const rn_model *m, int max_rows, int max_lab,
+                      double eps_g, rn_error *err)
+{
+    *out = NULL;
+    if (max_rows < 1 || max_lab < 1)
+        return rn_seterr(err, RN_EINPUT, "trainer: batch must have at least one row and one label");
+    if (!(eps_g >= 0 && eps_g < 1))
+        return rn_seterr(err, RN_EINPUT, "eps_g must be in [0, 1) (got %g)", eps_g);
+    rn_trainer *tr = calloc(1, sizeof *tr);
+    if (!tr) return rn_seterr(err, RN_ENOMEM, "out of memory");
+    tr->m = m;
+    tr->c = m->cfg;
+    tr->M = rn_config_slots(&m->cfg);
+    tr->max_rows = max_rows;
+    tr->max_lab = max_lab < max_rows ? max_lab : max_rows;
+    tr->nthreads = omp_get_max_threads();
+    tr->eps_g = eps_g;
+    tr->n_block = m->n_block;
+    carver cv = { NULL, 0 };
+    carve_all(tr, &cv);
+    tr->mem = aligned_alloc(64, cv.off);
+    if (!tr->mem) {
+        free(tr);
+        return rn_seterr(err, RN_ENOMEM, "out of memory allocating %zu bytes of training state", cv.off);
+    }
+    cv.base = tr->mem;
+    cv.off = 0;
+    carve_all(tr, &cv);
+    memset(tr->grad, 0, sizeof(rn_real) * (size_t)tr->n_block);
+    rn_weights_carve(&tr->c, tr->grad, &tr->gw);
+    /* Dense PDMA state per thread starts reset; accumulators start at zero. */
+    size_t per = (size_t)tr->M * (tr->c.d_v + 1);
+    for (int t = 0; t < tr->nthreads; t++) {
+        rn_pdma_reset(tr->Sz + t * per, tr->Sz + t * per + (size_t)tr->M * tr->c.d_v, tr->M, tr->c.d_v);
+        memset(tr->dSz + t * per, 0, sizeof(rn_real) * per);
+    }
+    *out = tr;
+    return RN_OK;
+}
+
+void rn_trainer_free(rn_trainer *tr)
+{
+    if (!tr) return;
+    free(tr->mem);
+    free(tr);
+}
+
+rn_real *rn_trainer_grads(rn_trainer *tr) { return tr->grad; }
+void rn_trainer_zero_grads(rn_trainer *tr) { memset(tr->grad, 0, sizeof(rn_real) * (size_t)tr->n_block); }
+int rn_trainer_n_labelled(const rn_trainer *tr) { return tr->n_lab; }
+const int *rn_trainer_label_rows(const rn_trainer *tr) { return tr->lab_rows; }
+const rn_real *rn_trainer_logits(const rn_trainer *tr) { return tr->logits; }
+const uint8_t *rn_trainer_correct(const rn_trainer *tr) { return tr->correct; }
+double rn_trainer_loss_sum(const rn_trainer *tr) { return tr->loss_sum; }
+
+/* Memory scan of every (sequence, head) of a layer, in parallel. */
+static void pdma_forward(rn_trainer *tr, layer_acts *a)
+{
+    const rn_config *c = &tr->c;
+    const int B = tr->B, T = tr->T, H = c->n_heads, K = c->top_k, dv = c->d_v;
+    const size_t per = (size_t)tr->M * (dv + 1), rs = (size_t)K * (dv + 1);
+    #pragma omp parallel for schedule(dynamic, 1)
+    for (int bh = 0; bh < B * H; bh++) {
+        int b = bh / H, h = bh % H;
+        rn_real *S = tr->Sz + (size_t)omp_get_thread_num() * per, *z = S + (size_t)tr->M * dv;
+        size_t r0 = (size_t)b * T, vo = r0 * H * dv + (size_t)h * dv, ao = (r0 * H + h) * K;
+        size_t so = ((size_t)b * H + h) * T * rs;
+        rn_pdma_train_forward(a->o + vo, a->wsave + so, a->rsave + so, S, z, a->v + vo,
+                              a->wslot + ao, a->ww + ao, a->rslot + ao, a->rw + ao, T, H * dv,
+                              H * K, K, dv, tr->M, c->gamma, c->eps);
+    }
+}
+
+static void pdma_backward(rn_trainer *tr, layer_acts *a)
+{
+    const rn_config *c = &tr->c;
+    const int B = tr->B, T = tr->T, H = c->n_heads, K = c->top_k, dv = c->d_v;
+    const size_t per = (size_t)tr->M * (dv + 1), rs = (size_t)K * (dv + 1);
+    #pragma omp parallel for schedule(dynamic, 1)
+    for (int bh = 0; bh < B * H; bh++) {
+        int b = bh / H, h = bh % H;
+        rn_real *dS = tr->dSz + (size_t)omp_get_thread_num() * per, *dz = dS + (size_t)tr->M * dv;
+        size_t r0 = (size_t)b * T, vo = r0 * H * dv + (size_t)h * dv, ao = (r0 * H + h) * K;
+        size_t so = ((size_t)b * H + h) * T * rs;
+        rn_pdma_train_backward(tr->dv + vo, tr->dww + ao, tr->drw + ao, dS, dz, tr->dout + vo,
+                               a->wsave + so, a->rsave + so, a->v + vo, a->wslot + ao, a->ww + ao,
+                               a->rslot + ao, a->rw + ao, T, H * dv, H * K, K, dv, c->gamma,
+                               c->eps, (rn_real)tr->eps_g);
+    }
+}
+
+int rn_trainer_forward(rn_trainer *tr, const int *tokens, const int *targets, int B, int T,
+                       double *loss, rn_error *err)
+{
+    const rn_config *c = &tr->c;
+    const rn_weights *w = &tr->m->w;
+    const int D = c->d_model, H = c->n_heads, F = c->d_ff, V = c->vocab_size;
+    const int hdk = H * rn_config_dk(c), hdv = H * c->d_v;
+    if (B < 1 || T < 1 || (int64_t)B * T > tr->max_rows)
+        return rn_seterr(err, RN_EINPUT, "trainer: batch %d x %d exceeds the room for %d rows", B, T, tr->max_rows);
+    const int n = B * T;
+    int nl = 0;
+    for (int r = 0; r < n; r++) {
+        if (tokens[r] < 0 || tokens[r] >= V)
+            return rn_seterr(err, RN_EINPUT, "token %d at row %d is outside the vocabulary [0, %d)", tokens[r], r, V);
+        if (targets[r] == RN_IGNORE) continue;
+        if (targets[r] < 0 || targets[r] >= V)
+            return rn_seterr(err, RN_EINPUT, "target %d at row %d is outside the vocabulary [0, %d)", targets[r], r, V);
+        if (nl == tr->max_lab)
+            return rn_seterr(err, RN_EINPUT, "trainer: more than %d labelled positions in a batch", tr->max_lab);
+        tr->lab_rows[nl] = r;
+        tr->lab_tgt[nl] = targets[r];
+        nl++;
+    }
+    tr->B = B; tr->T = T; tr->n_lab = nl;
+    memcpy(tr->tokens, tokens, sizeof(int) * n);
+    rn_real *x = tr->la[0].x;
+    for (int r = 0; r < n; r++) memcpy(x + (size_t)r * D, w->embed + (size_t)tokens[r] * D, sizeof(rn_real) * D);
+    for (int l = 0; l < c->n_layers; l++) {
+        layer_acts *a = &tr->la[l];
+        const rn_layer_weights *lw = &w->layer[l];
+        rn_rmsnorm_forward(a->h1, a->rstd1, a->x, lw->attn_norm, n, D, c->norm_eps);
+        rn_matmul_forward(a->q, a->h1, lw->wq, n, D, hdk, 0);
+        rn_matmul_forward(a->k, a->h1, lw->wk, n, D, hdk, 0);
+        rn_matmul_forward(a->v, a->h1, lw->wv, n, D, hdv, 0);
+        rn_address_train_forward(a->raddr, a->rslot, a->rw, a->q, lw->q_alpha, c, c->cape_mask[l], n, T, tr->ws);
+        rn_address_train_forward(a->waddr, a->wslot, a->ww, a->k, lw->k_alpha, c, c->cape_mask[l], n, T, tr->ws);
+        pdma_forward(tr, a);
+        memcpy(a->xm, a->x, sizeof(rn_real) * (size_t)n * D);
+        rn_matmul_forward(a->xm, a->o, lw->wo, n, hdv, D, 1);
+        rn_rmsnorm_forward(a->h2, a->rstd2, a->xm, lw->mlp_norm, n, D, c->norm_eps);
+        rn_matmul_forward(a->g, a->h2, lw->w_gate, n, D, F, 0);
+        rn_matmul_forward(a->u, a->h2, lw->w_up, n, D, F, 0);
+        rn_swiglu_forward(a->a, a->g, a->u, (int64_t)n * F);
+        rn_real *xn = l + 1 < c->n_layers ? tr->la[l + 1].x : tr->xf;
+        memcpy(xn, a->xm, sizeof(rn_real) * (size_t)n * D);
+        rn_matmul_forward(xn, a->a, lw->w_down, n, F, D, 1);
+    }
+    rn_rmsnorm_forward(tr->hf, tr->rstdf, tr->xf, w->norm, n, D, c->norm_eps);
+    double total = 0;
+    if (nl > 0) {
+        for (int i = 0; i < nl; i++)
+            memcpy(tr->hsel + (size_t)i * D, tr->hf + (size_t)tr->lab_rows[i] * D, sizeof(rn_real) * D);
+        rn_matmul_forward(tr->logits, tr->hsel, w->lm_head, nl, D, V, 0);
+        #pragma omp parallel for reduction(+ : total) schedule(static)
+        for (int i = 0; i < nl; i++) {
+            const rn_real *lg = tr->logits + (size_t)i * V;
+            int best = 0;
+            double mx = lg[0];
+            for (int j = 1; j < V; j++)
+                if (lg[j] > mx) { mx = lg[j]; best = j; }
+            double s = 0;
+            for (int j = 0; j < V; j++) s += exp((double)lg[j] - mx);
+            total += mx + log(s) - (double)lg[tr->lab_tgt[i]];
+            tr->correct[i] = best == tr->lab_tgt[i];
+        }
+    }
+    tr->loss_sum = total;
+    *loss = nl ? total / nl : 0;
+    return RN_OK;
+}
+
+void rn_trainer_backward(rn_trainer *tr, double scale)
+{
+    const rn_config *c = &tr->c;
+    const rn_weights *w = &tr->m->w;
+    rn_weights *gw = &tr->gw;
+    const int D = c->d_model, H = c->n_heads, F = c->d_ff, V = c->vocab_size;
+    const int hdk = H * rn_config_dk(c), hdv = H * c->d_v, dk = rn_config_dk(c);
+    const int n = tr->B * tr->T, nl = tr->n_lab;
+    memset(tr->dres, 0, sizeof(rn_real) * (size_t)n * D);
+    if (nl > 0) {
+        /* dlogits = (softmax − onehot)·scale/n_lab, in place. */
+        double k = scale / nl;
+        #pragma omp parallel for schedule(static)
+        for (int i = 0; i < nl; i++) {
+            rn_real *lg = tr->logits + (size_t)i * V;
+            double mx = lg[0];
+            for (int j = 1; j < V; j++) if (lg[j] > mx) mx = lg[j];
+            double s = 0;
+            for (int j = 0; j < V; j++) s += exp((double)lg[j] - mx);
+            for (int j = 0; j < V; j++) lg[j] = (rn_real)(exp((double)lg[j] - mx) / s * k);
+            lg[tr->lab_tgt[i]] -= (rn_real)k;
+        }
+        rn_matmul_backward(tr->dhsel, gw->lm_head, tr->logits, tr->hsel, w->lm_head, nl, D, V, 0);
+        memset(tr->dh, 0, sizeof(rn_real) * (size_t)n * D);
+        for (int i = 0; i < nl; i++)
+            memcpy(tr->dh + (size_t)tr->lab_rows[i] * D, tr->dhsel + (size_t)i * D, sizeof(rn_real) * D);
+        rn_rmsnorm_backward(tr->dres, gw->norm, tr->dh, tr->xf, w->norm, tr->rstdf, n, D);
+    }
+    for (int l = c->n_layers - 1; l >= 0; l--) {
+        layer_acts *a = &tr->la[l];
+        const rn_layer_weights *lw = &w->layer[l];
+        rn_layer_weights *gl = &gw->layer[l];
+        /* MLP: x_out = xm + a·W_downᵀ */
+        rn_matmul_backward(tr->da, gl->w_down, tr->dres, a->a, lw->w_down, n, F, D, 0);
+        rn_swiglu_backward(tr->dg, tr->du, tr->da, a->g, a->u, (int64_t)n * F);
+        rn_matmul_backward(tr->dh, gl->w_gate, tr->dg, a->h2, lw->w_gate, n, D, F, 0);
+        rn_matmul_backward(tr->dh, gl->w_up, tr->du, a->h2, lw->w_up, n, D, F, 1);
+        rn_rmsnorm_backward(tr->dres, gl->mlp_norm, tr->dh, a->xm, lw->mlp_norm, a->rstd2, n, D);
+        /* attention: xm = x + o·W_oᵀ */
+        rn_matmul_backward(tr->dout, gl->wo, tr->dres, a->o, lw->wo, n, hdv, D, 0);
+        pdma_backward(tr, a);
+        rn_address_backward(tr->dq, gl->q_alpha, tr->drw, a->q, a->raddr, a->rw, lw->q_alpha, c, n, tr->lp);
+        rn_address_backward(tr->dk, gl->k_alpha, tr->dww, a->k, a->waddr, a->ww, lw->k_alpha, c, n, tr->lp);
+        rn_matmul_backward(tr->dh, gl->wq, tr->dq, a->h1, lw->wq, n, D, hdk, 0);
+        rn_matmul_backward(tr->dh, gl->wk, tr->dk, a->h1, lw->wk, n, D, hdk, 1);
+        rn_matmul_backward(tr->dh, gl->wv, tr->dv, a->h1, lw->wv, n, D, hdv, 1);
+        rn_rmsnorm_backward(tr->dres, gl->attn_norm, tr->dh, a->x, lw->attn_norm, a->rstd1, n, D);
+    }
+    (void)dk;
+    for (int r = 0; r < n; r++) {
+        rn_real *ge = gw->embed + (size_t)tr->tokens[r] * D;
+        const rn_real *d = tr->dres + (size_t)r * D;
+        for (int i = 0; i < D; i++) ge[i] += d[i];
+    }
+}

@@ -1,0 +1,21 @@
+# mk/train.mk — training module build rules.
+#
+# The gradient check compiles the core compute sources a second time with
+# -DRN_DOUBLE (rn_real = double) into $(BUILD)/dbl/ and links them with the
+# double-only suite tests/gradcheck/gradcheck.c (its own CUnit main) into
+# $(BUILD)/test_gradcheck, which `make test` runs after the main runner.
+
+DBL_SRC := core/rn_train.c core/rn_rmsnorm.c core/rn_matmul.c core/rn_swiglu.c \
+           core/rn_pdma.c core/rn_address.c core/rn_decoder.c core/rn_params.c \
+           core/rn_config.c core/rn_rng.c core/rn_error.c core/rn_model.c \
+           tests/gradcheck/gradcheck.c
+DBL_OBJ := $(DBL_SRC:%.c=$(BUILD)/dbl/%.o)
+
+$(BUILD)/dbl/%.o: %.c
+	@mkdir -p $(dir $@)
+	@echo "CC(double) $<"; $(CC) $(CFLAGS) -DRN_DOUBLE -MMD -MP -c $< -o $@
+
+$(BUILD)/test_gradcheck: $(DBL_OBJ)
+	$(CC) $(LDFLAGS) -o $@ $(DBL_OBJ) $(LDLIBS) -lcunit
+
+TEST_BINS += $(BUILD)/test_gradcheck
