@@ -16,9 +16,11 @@ BUILD   ?= build
 OPT     ?= -O2 -march=native
 SAN     ?=
 # gcc warns about intended snprintf truncation; clang has no such warning
-WNO     := $(if $(findstring clang,$(shell $(CC) --version 2>/dev/null)),,-Wno-format-truncation)
-PKGCFG  := $(shell pkg-config --cflags openblas sqlite3 cairo libpng 2>/dev/null)
-PKGLIBS := $(shell pkg-config --libs openblas sqlite3 cairo libpng 2>/dev/null)
+# These are evaluated lazily (once, on first use), i.e. after scripts/setup
+# has installed pkg-config and the libraries on a fresh machine.
+WNO      = $(eval WNO := $(if $(findstring clang,$(shell $(CC) --version 2>/dev/null)),,-Wno-format-truncation))$(WNO)
+PKGCFG   = $(eval PKGCFG := $(shell pkg-config --cflags openblas sqlite3 cairo libpng 2>/dev/null))$(PKGCFG)
+PKGLIBS  = $(eval PKGLIBS := $(shell pkg-config --libs openblas sqlite3 cairo libpng 2>/dev/null))$(PKGLIBS)
 CFLAGS  += -std=c11 $(OPT) -g -Wall -Wextra -Werror $(WNO) -fopenmp -D_GNU_SOURCE -pthread $(SAN) \
            -Icore -Itrace -Ianalysis -Iviz -Icli -I$(BUILD)/gen $(PKGCFG)
 LDLIBS  += $(PKGLIBS) -lopenblas -lsqlite3 -lcairo -lpng -lm -pthread
@@ -54,7 +56,7 @@ $(LIB): $(LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(BUILD)/%.o: %.c
+$(BUILD)/%.o: %.c | setup
 	@mkdir -p $(dir $@)
 	@echo "CC $<"; $(CC) $(CFLAGS) -MMD -MP -c $< -o $@
 
@@ -86,7 +88,7 @@ $(BIN): $(CLI_OBJ) $(LIB)
 $(BUILD)/test_runner: $(TEST_OBJ) $(LIB)
 	$(CC) $(LDFLAGS) -o $@ $(TEST_OBJ) $(LIB) $(LDLIBS) -lcunit
 
-$(BUILD)/bench/%: bench/%.c $(LIB)
+$(BUILD)/bench/%: bench/%.c $(LIB) | setup
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< $(LIB) $(LDLIBS)
 
