@@ -1,0 +1,305 @@
+/* test_viz.c — the plotting layer and the trace plot: render synthetic data
+ * to PNG, read the pixels back with libpng and check that marks land where
+ * the data says (writes red, reads green, background white), that axes and
+ * labels leave ink in the margins, that SVG/PDF outputs are well-formed, and
+ * that bad outputs fail cleanly without leaving files. */
+#include <math.h>
+#include <png.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "th.h"
+#include "viz_axes.h"
+#include "viz_colormap.h"
+#include "viz_surface.h"
+#include "viz_trace.h"
+
+/* A PNG read back as RGBA bytes. */
+typedef struct {
+    int w, h;
+    unsigned char *px;
+} img;
+
+static int load_png(const char *path, img *im)
+{
+    png_image pi;
+    memset(&pi, 0, sizeof pi);
+    pi.version = PNG_IMAGE_VERSION;
+    im->px = NULL;
+    if (!png_image_begin_read_from_file(&pi, path)) return -1;
+    pi.format = PNG_FORMAT_RGBA;
+    im->w = (int)pi.width;
+    im->h = (int)pi.height;
+    im->px = malloc(PNG_IMAGE_SIZE(pi));
+    if (!im->px || !png_image_finish_read(&pi, NULL, im->px, 0, NULL)) {
+        png_image_free(&pi);
+        free(im->px);
+        im->px = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+static const unsigned char *at(const img *im, double x, double y)
+{
+    int xi = (int)floor(x), yi = (int)floor(y);
+    if (xi < 0) xi = 0;
+    if (yi < 0) yi = 0;
+    if (xi >= im->w) xi = im->w - 1;
+    if (yi >= im->h) yi = im->h - 1;
+    return im->px + ((size_t)yi * im->w + xi) * 4;
+}
+
+static int is_red(const unsigned char *p) { return p[0] > p[1] + 60 && p[0] > p[2] + 60; }
+static int is_green(const unsigned char *p) { return p[1] > p[0] + 60 && p[1] > p[2] + 40; }
+static int is_white(const unsigned char *p) { return p[0] > 245 && p[1] > 245 && p[2] > 245; }
+
+/* Count non-white pixels in a page rectangle. */
+static long ink(const img *im, viz_rect r)
+{
+    long n = 0;
+    for (int y = (int)r.y; y < (int)(r.y + r.h); y++)
+        for (int x = (int)r.x; x < (int)(r.x + r.w); x++)
+            if (x >= 0 && y >= 0 && x < im->w && y < im->h && !is_white(at(im, x, y))) n++;
+    return n;
+}
+
+static void test_nice_ticks(void)
+{
+    double t[VIZ_MAX_TICKS], step;
+    viz_axis a = { 0, 4096, 0, 1, NULL };
+    int n = viz_axis_ticks(&a, 6, t, VIZ_MAX_TICKS, &step);
+    CU_ASSERT(n >= 4 && n <= 10);
+    CU_ASSERT_DOUBLE_EQUAL(step, 1000, 1e-9);
+    CU_ASSERT_DOUBLE_EQUAL(t[0], 0, 1e-9);
+    CU_ASSERT_DOUBLE_EQUAL(t[n - 1], 4000, 1e-9);
+    viz_axis b = { 0.13, 0.87, 0, 0, NULL };
+    n = viz_axis_ticks(&b, 5, t, VIZ_MAX_TICKS, &step);
+    CU_ASSERT_DOUBLE_EQUAL(step, 0.2, 1e-12);
+    CU_ASSERT_DOUBLE_EQUAL(t[0], 0.2, 1e-12);
+    char buf[32];
+    viz_tick_label(t[1], step, 0, buf, sizeof buf);
+    CU_ASSERT_STRING_EQUAL(buf, "0.4");
+    viz_axis c = { 1, 100000, 1, 0, NULL };
+    n = viz_axis_ticks(&c, 8, t, VIZ_MAX_TICKS, &step);
+    CU_ASSERT_EQUAL(n, 6);
+    CU_ASSERT_DOUBLE_EQUAL(t[5], 1e5, 1e-6);
+    /* an integer axis never gets fractional steps */
+    viz_axis d = { 0, 3, 0, 1, NULL };
+    n = viz_axis_ticks(&d, 10, t, VIZ_MAX_TICKS, &step);
+    CU_ASSERT_EQUAL(n, 4);
+    CU_ASSERT_DOUBLE_EQUAL(viz_axis_map(&c, 100, 0, 50), 20, 1e-9);
+}
+
+static void test_colormap(void)
+{
+    viz_rgb lo = viz_cmap_rgb(VIZ_CMAP_VIRIDIS, 0), hi = viz_cmap_rgb(VIZ_CMAP_VIRIDIS, 1);
+    CU_ASSERT_DOUBLE_EQUAL(lo.r, 0.267004, 1e-6);
+    CU_ASSERT_DOUBLE_EQUAL(hi.g, 0.906157, 1e-6);
+    /* viridis lightness rises monotonically (perceptual uniformity proxy) */
+    double prev = -1;
+    int mono = 1;
+    for (int i = 0; i <= 32; i++) {
+        viz_rgb c = viz_cmap_rgb(VIZ_CMAP_VIRIDIS, i / 32.0);
+        double l = 0.2126 * c.r + 0.7152 * c.g + 0.0722 * c.b;
+        if (l <= prev) mono = 0;
+        prev = l;
+    }
+    CU_ASSERT(mono);
+    CU_ASSERT_EQUAL(viz_cmap_from_name("greys"), VIZ_CMAP_GREYS);
+    CU_ASSERT_EQUAL(viz_cmap_from_name("jet"), -1);
+    CU_ASSERT_EQUAL(viz_cmap_argb(VIZ_CMAP_GREYS, 0), 0xffffffffu);
+}
+
+/* Synthetic trace: 16 positions x 8 slots; writes on a CAPE-like diagonal,
+ * reads on a fixed slot. */
+#define NP 16
+#define NS 8
+static void synth(viz_access *ev, size_t *n)
+{
+    size_t k = 0;
+    for (int p = 0; p < NP; p++) {
+        ev[k++] = (viz_access){ p, (NS - 1 - p % NS), 1.0f, VIZ_OP_WRITE };
+        if (p % 2 == 0) ev[k++] = (viz_access){ p, 2 + (p / 2) % 2 * 3, 1.0f, VIZ_OP_READ };
+    }
+    *n = k;
+}
+
+static int has_event(const viz_access *ev, size_t n, int64_t p, int64_t s)
+{
+    for (size_t i = 0; i < n; i++)
+        if (ev[i].pos == p && ev[i].slot == s) return 1;
+    return 0;
+}
+
+static void test_trace_pixels(void)
+{
+    viz_access ev[2 * NP];
+    size_t n;
+    synth(ev, &n);
+    viz_trace_data d = { 0, NP, NS, n, ev, "layer 0, head 0, CAPE on" };
+    viz_trace_style st;
+    viz_trace_style_default(&st);
+    const char *path = th_path("trace.png");
+    viz_surface s;
+    rn_error err = { 0 };
+    CU_ASSERT_EQUAL_FATAL(viz_surface_open(&s, path, 640, 400, 96, &err), RN_OK);
+    viz_rect r = viz_rect_make(0, 0, 640, 400);
+    viz_rect cell;
+    CU_ASSERT_EQUAL(viz_trace_grid_draw(s.cr, r, &d, 1, 0, &st, &cell, &err), RN_OK);
+    CU_ASSERT_EQUAL_FATAL(viz_surface_commit(&s, &err), RN_OK);
+
+    img im;
+    CU_ASSERT_EQUAL_FATAL(load_png(path, &im), 0);
+    CU_ASSERT_EQUAL(im.w, 640);
+    CU_ASSERT_EQUAL(im.h, 400);
+    viz_rect a = viz_trace_area(cell, &d, &st);
+    int bad_w = 0, bad_r = 0, bad_bg = 0, checked = 0;
+    for (int p = 0; p < NP; p++)
+        for (int sl = 0; sl < NS; sl++) {
+            viz_rect c = viz_trace_cell(a, &d, p, sl);
+            const unsigned char *px = at(&im, c.x + c.w / 2, c.y + c.h / 2);
+            int w = 0, rd = 0;
+            for (size_t i = 0; i < n; i++)
+                if (ev[i].pos == p && ev[i].slot == sl) {
+                    if (ev[i].op == VIZ_OP_WRITE) w = 1; else rd = 1;
+                }
+            if (w && !is_red(px)) bad_w++;
+            if (rd && !w && !is_green(px)) bad_r++;
+            if (!w && !rd && !is_white(px)) bad_bg++;
+            checked++;
+        }
+    CU_ASSERT_EQUAL(checked, NP * NS);
+    CU_ASSERT_EQUAL(bad_w, 0);
+    CU_ASSERT_EQUAL(bad_r, 0);
+    CU_ASSERT_EQUAL(bad_bg, 0);
+    CU_ASSERT(has_event(ev, n, 0, NS - 1));
+    /* the margins carry ticks and labels: left (slot axis), below (position
+     * axis) and above (title); the far right margin stays nearly empty */
+    CU_ASSERT(ink(&im, viz_rect_make(cell.x, a.y, a.x - cell.x - 1, a.h)) > 100);
+    CU_ASSERT(ink(&im, viz_rect_make(a.x, a.y + a.h + 2, a.w, cell.y + cell.h - a.y - a.h - 2)) > 100);
+    CU_ASSERT(ink(&im, viz_rect_make(a.x, cell.y, a.w, a.y - cell.y - 1)) > 50);
+    free(im.px);
+}
+
+/* A dense trace far larger than the panel still shows every event: at
+ * 4096 x 1024 one isolated write must leave a red pixel. */
+static void test_trace_dense_keeps_isolated_event(void)
+{
+    size_t n = 4096;
+    viz_access *ev = malloc(sizeof *ev * n);
+    for (size_t i = 0; i < n; i++) ev[i] = (viz_access){ (int64_t)i, (int64_t)(i % 256), 0.5f, VIZ_OP_READ };
+    ev[2000] = (viz_access){ 2000, 900, 1.0f, VIZ_OP_WRITE };
+    viz_trace_data d = { 0, 4096, 1024, n, ev, "" };
+    viz_trace_style st;
+    viz_trace_style_default(&st);
+    st.legend = 0;
+    const char *path = th_path("dense.png");
+    viz_surface s;
+    rn_error err = { 0 };
+    CU_ASSERT_EQUAL_FATAL(viz_surface_open(&s, path, 800, 500, 96, &err), RN_OK);
+    viz_rect r = viz_rect_make(0, 0, 800, 500);
+    CU_ASSERT_EQUAL(viz_trace_draw(s.cr, r, &d, &st, &err), RN_OK);
+    CU_ASSERT_EQUAL_FATAL(viz_surface_commit(&s, &err), RN_OK);
+    img im;
+    CU_ASSERT_EQUAL_FATAL(load_png(path, &im), 0);
+    viz_rect a = viz_trace_area(r, &d, &st);
+    viz_rect c = viz_trace_cell(a, &d, 2000, 900);
+    int found = 0;
+    for (int y = (int)c.y - 1; y <= (int)(c.y + c.h) + 1; y++)
+        for (int x = (int)c.x - 1; x <= (int)(c.x + c.w) + 1; x++)
+            if (is_red(at(&im, x, y))) found = 1;
+    CU_ASSERT(found);
+    /* reads on the low slots show up green somewhere along the bottom band */
+    viz_rect g = viz_trace_cell(a, &d, 100, 100);
+    int green = 0;
+    for (int x = (int)a.x; x < (int)(a.x + a.w); x++)
+        if (is_green(at(&im, x, g.y + g.h / 2))) green++;
+    CU_ASSERT(green > 0);
+    free(im.px);
+    free(ev);
+}
+
+static void render_small(const char *path, int *rc_open, int *rc_commit)
+{
+    viz_access ev[2 * NP];
+    size_t n;
+    synth(ev, &n);
+    viz_trace_data d = { 0, NP, NS, n, ev, "vector" };
+    viz_trace_style st;
+    viz_trace_style_default(&st);
+    viz_surface s;
+    rn_error err = { 0 };
+    *rc_open = viz_surface_open(&s, path, 400, 300, 96, &err);
+    *rc_commit = -1;
+    if (*rc_open) return;
+    viz_trace_grid_draw(s.cr, viz_rect_make(0, 0, 400, 300), &d, 1, 0, &st, NULL, &err);
+    *rc_commit = viz_surface_commit(&s, &err);
+}
+
+static void test_vector_outputs(void)
+{
+    int ro, rc;
+    const char *svg = th_path("t.svg");
+    render_small(svg, &ro, &rc);
+    CU_ASSERT_EQUAL(ro, 0);
+    CU_ASSERT_EQUAL(rc, 0);
+    size_t len = 0;
+    char *t = th_read_file(svg, &len);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(t);
+    CU_ASSERT(strncmp(t, "<?xml", 5) == 0);
+    CU_ASSERT(strstr(t, "<svg") != NULL);
+    CU_ASSERT(strstr(t, "</svg>") != NULL);
+    CU_ASSERT(strstr(t, "<image") != NULL); /* the raster panel is embedded */
+    free(t);
+    const char *pdf = th_path("t.pdf");
+    render_small(pdf, &ro, &rc);
+    CU_ASSERT_EQUAL(rc, 0);
+    t = th_read_file(pdf, &len);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(t);
+    CU_ASSERT(len > 200 && strncmp(t, "%PDF-", 5) == 0);
+    /* ends with %%EOF and an optional newline */
+    CU_ASSERT(len > 6 && (memcmp(t + len - 6, "%%EOF\n", 6) == 0 || memcmp(t + len - 5, "%%EOF", 5) == 0));
+    free(t);
+}
+
+static void test_bad_outputs(void)
+{
+    viz_surface s;
+    rn_error err = { 0 };
+    const char *p = th_path("x.gif");
+    CU_ASSERT_EQUAL(viz_surface_open(&s, p, 100, 100, 96, &err), RN_EINPUT);
+    CU_ASSERT(strstr(err.msg, "x.gif") != NULL);
+    CU_ASSERT(!th_file_exists(p));
+    p = th_path("no-such-dir/x.png");
+    CU_ASSERT_EQUAL(viz_surface_open(&s, p, 100, 100, 96, &err), RN_EINPUT);
+    CU_ASSERT(strstr(err.msg, "no-such-dir/x.png") != NULL);
+    CU_ASSERT_EQUAL(viz_surface_open(&s, th_path("big.png"), 100, 100, 5000, &err), RN_EINPUT);
+    /* an aborted plot leaves neither the target nor a temp file */
+    p = th_path("aborted.png");
+    CU_ASSERT_EQUAL_FATAL(viz_surface_open(&s, p, 100, 100, 96, &err), RN_OK);
+    viz_surface_abort(&s);
+    CU_ASSERT(!th_file_exists(p));
+    CU_ASSERT_EQUAL(th_run("ls %s | grep -c tmp", th_tmpdir()), 1); /* grep found none */
+    /* an empty selection is an input error */
+    viz_trace_style st;
+    viz_trace_style_default(&st);
+    CU_ASSERT_EQUAL_FATAL(viz_surface_open(&s, th_path("empty.png"), 100, 100, 96, &err), RN_OK);
+    CU_ASSERT_EQUAL(viz_trace_grid_draw(s.cr, viz_rect_make(0, 0, 100, 100), NULL, 0, 0, &st, NULL, &err), RN_EINPUT);
+    viz_surface_abort(&s);
+    CU_ASSERT(!th_file_exists(th_path("empty.png")));
+}
+
+int register_viz(void)
+{
+    CU_pSuite s = CU_add_suite("viz", NULL, NULL);
+    if (!s) return -1;
+    if (!CU_add_test(s, "nice ticks, log ticks, labels", test_nice_ticks) ||
+        !CU_add_test(s, "colour maps", test_colormap) ||
+        !CU_add_test(s, "trace: marks where the events are", test_trace_pixels) ||
+        !CU_add_test(s, "trace: dense panel keeps an isolated event", test_trace_dense_keeps_isolated_event) ||
+        !CU_add_test(s, "SVG and PDF are well-formed", test_vector_outputs) ||
+        !CU_add_test(s, "bad outputs fail cleanly", test_bad_outputs))
+        return -1;
+    return 0;
+}

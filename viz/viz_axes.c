@@ -1,0 +1,173 @@
+/* viz_axes.c — nice-number ticks, log ticks and axis drawing (viz_axes.h). */
+#include "viz_axes.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+double viz_nice_num(double x, int round)
+{
+    if (!(x > 0)) return 1;
+    double e = floor(log10(x));
+    double f = x / pow(10, e), nf;
+    if (round) nf = f < 1.5 ? 1 : f < 3 ? 2 : f < 7 ? 5 : 10;
+    else nf = f <= 1 ? 1 : f <= 2 ? 2 : f <= 5 ? 5 : 10;
+    return nf * pow(10, e);
+}
+
+/* Log ticks: decades, then 2/5 multiples for short ranges, thinned so at
+ * most about `target` remain. */
+static int log_ticks(double lo, double hi, int target, double *ticks, int max)
+{
+    int n = 0;
+    double d0 = floor(log10(lo)), d1 = ceil(log10(hi));
+    int short_range = d1 - d0 < 3;
+    int every = 1;
+    while ((d1 - d0 + 1) / every > target) every++;
+    for (double d = d0; d <= d1 && n < max; d++) {
+        double base = pow(10, d);
+        if (((long)(d - d0)) % every == 0 && base >= lo * (1 - 1e-9) && base <= hi * (1 + 1e-9))
+            ticks[n++] = base;
+        if (short_range)
+            for (int m = 2; m <= 5 && n < max; m += 3) {
+                double v = m * base;
+                if (v >= lo * (1 - 1e-9) && v <= hi * (1 + 1e-9)) ticks[n++] = v;
+            }
+    }
+    /* keep ascending order */
+    for (int i = 1; i < n; i++)
+        for (int j = i; j > 0 && ticks[j] < ticks[j - 1]; j--) {
+            double t = ticks[j]; ticks[j] = ticks[j - 1]; ticks[j - 1] = t;
+        }
+    return n;
+}
+
+int viz_axis_ticks(const viz_axis *ax, int target, double *ticks, int max, double *step)
+{
+    double lo = ax->lo, hi = ax->hi;
+    *step = 0;
+    if (!(hi > lo) || max < 1) return 0;
+    if (target < 2) target = 2;
+    if (ax->log && lo > 0) return log_ticks(lo, hi, target, ticks, max);
+    double range = viz_nice_num(hi - lo, 0);
+    double d = viz_nice_num(range / (target - 1), 1);
+    if (ax->integer && d < 1) d = 1;
+    double t0 = ceil(lo / d - 1e-9) * d;
+    int n = 0;
+    for (double t = t0; t <= hi + d * 1e-9 && n < max; t = t0 + n * d) {
+        ticks[n++] = fabs(t) < d * 1e-9 ? 0 : t;
+    }
+    *step = d;
+    return n;
+}
+
+void viz_tick_label(double v, double step, int log, char *buf, size_t cap)
+{
+    double a = fabs(v);
+    if (a != 0 && (a >= 1e6 || a < 1e-3)) {
+        snprintf(buf, cap, "%.0e", v);
+        if (log) return;
+        /* keep the significant digits the step needs */
+        int digits = step > 0 ? (int)ceil(log10(a) - log10(step)) : 1;
+        snprintf(buf, cap, "%.*e", digits > 0 ? digits - 1 : 0, v);
+        return;
+    }
+    int decimals = 0;
+    if (!log && step > 0 && step < 1) decimals = (int)ceil(-log10(step) - 1e-9);
+    if (log && a < 1) decimals = (int)ceil(-log10(a) - 1e-9);
+    if (decimals > 6) decimals = 6;
+    snprintf(buf, cap, "%.*f", decimals, v);
+}
+
+double viz_axis_map(const viz_axis *ax, double v, double a, double b)
+{
+    double t;
+    if (ax->log && ax->lo > 0) {
+        if (!(v > 0)) v = ax->lo;
+        t = (log10(v) - log10(ax->lo)) / (log10(ax->hi) - log10(ax->lo));
+    } else
+        t = (v - ax->lo) / (ax->hi - ax->lo);
+    return a + t * (b - a);
+}
+
+void viz_axes_margins(double font, int title, double *left, double *top, double *right,
+                      double *bottom)
+{
+    *left = font * 4.8;
+    *top = title ? font * 2.0 : font * 0.8;
+    *right = font * 1.2;
+    *bottom = font * 3.4;
+}
+
+viz_rect viz_axes_inner(viz_rect r, double font, int title)
+{
+    double l, t, rt, b;
+    viz_axes_margins(font, title, &l, &t, &rt, &b);
+    return viz_rect_inset(r, l, t, rt, b);
+}
+
+void viz_axes_draw(cairo_t *cr, viz_rect in, const viz_axis *x, const viz_axis *y, double font,
+                   const char *title, int grid)
+{
+    double ticks[VIZ_MAX_TICKS], step;
+    char buf[64];
+    double tick = font * 0.4, tfont = font * 0.88;
+    cairo_save(cr);
+    cairo_set_line_cap(cr, CAIRO_LINE_CAP_SQUARE);
+
+    /* x ticks (target spacing ~7 label widths) */
+    int tx = (int)(in.w / (font * 6.5));
+    int nx = viz_axis_ticks(x, tx < 2 ? 2 : tx, ticks, VIZ_MAX_TICKS, &step);
+    viz_font(cr, tfont, 0);
+    for (int i = 0; i < nx; i++) {
+        double px = viz_axis_map(x, ticks[i], in.x, in.x + in.w);
+        if (grid) {
+            viz_set_rgb(cr, VIZ_GRID_RGB);
+            cairo_set_line_width(cr, 0.8);
+            cairo_move_to(cr, px, in.y);
+            cairo_line_to(cr, px, in.y + in.h);
+            cairo_stroke(cr);
+        }
+        viz_set_rgb(cr, VIZ_INK_RGB);
+        cairo_set_line_width(cr, 1.0);
+        cairo_move_to(cr, px, in.y + in.h);
+        cairo_line_to(cr, px, in.y + in.h + tick);
+        cairo_stroke(cr);
+        viz_tick_label(ticks[i], step, x->log, buf, sizeof buf);
+        viz_text(cr, px, in.y + in.h + tick + 2, buf, 0.5, 0, 0);
+    }
+    /* y ticks (target spacing ~3 font heights) */
+    int ty = (int)(in.h / (font * 3.0));
+    int ny = viz_axis_ticks(y, ty < 2 ? 2 : ty, ticks, VIZ_MAX_TICKS, &step);
+    for (int i = 0; i < ny; i++) {
+        double py = viz_axis_map(y, ticks[i], in.y + in.h, in.y);
+        if (grid) {
+            viz_set_rgb(cr, VIZ_GRID_RGB);
+            cairo_set_line_width(cr, 0.8);
+            cairo_move_to(cr, in.x, py);
+            cairo_line_to(cr, in.x + in.w, py);
+            cairo_stroke(cr);
+        }
+        viz_set_rgb(cr, VIZ_INK_RGB);
+        cairo_set_line_width(cr, 1.0);
+        cairo_move_to(cr, in.x - tick, py);
+        cairo_line_to(cr, in.x, py);
+        cairo_stroke(cr);
+        viz_tick_label(ticks[i], step, y->log, buf, sizeof buf);
+        viz_text(cr, in.x - tick - 3, py, buf, 1, 0.5, 0);
+    }
+    /* frame */
+    viz_set_rgb(cr, VIZ_INK_RGB);
+    cairo_set_line_width(cr, 1.0);
+    cairo_rectangle(cr, in.x, in.y, in.w, in.h);
+    cairo_stroke(cr);
+    /* axis titles */
+    viz_font(cr, font, 0);
+    if (x->label) viz_text(cr, in.x + in.w / 2, in.y + in.h + tick + font * 1.5, x->label, 0.5, 0, 0);
+    if (y->label) viz_text(cr, in.x - font * 4.5, in.y + in.h / 2, y->label, 0.5, 0, -M_PI / 2);
+    if (title && *title) {
+        viz_font(cr, font * 1.1, 1);
+        viz_text_fit(cr, in.x + in.w / 2, in.y - font * 0.4, title, in.w + font * 4, 0.5, 1);
+    }
+    cairo_restore(cr);
+}

@@ -1,0 +1,51 @@
+/* viz_axes.h — data-to-page mapping, tick placement and axis drawing.
+ *
+ * Linear ticks come from the "nice numbers" algorithm (Heckbert, Graphics
+ * Gems 1990): steps of 1, 2 or 5 times a power of ten, about `target` of
+ * them.  Log axes put ticks at powers of ten (adding 2 and 5 multiples when
+ * the range spans fewer than three decades).
+ */
+#ifndef VIZ_AXES_H
+#define VIZ_AXES_H
+
+#include <stddef.h>
+
+#include "viz_style.h"
+
+typedef struct {
+    double lo, hi;       /* data range shown (lo < hi; log axes need lo > 0) */
+    int log;             /* 1: logarithmic (base 10) */
+    int integer;         /* 1: ticks only at whole numbers (slots, positions) */
+    const char *label;   /* axis title, NULL for none */
+} viz_axis;
+
+#define VIZ_MAX_TICKS 64
+
+/* A "nice" number near x (rounded to 1, 2, 5 or 10 times a power of ten
+ * when round is set, else the smallest such number >= x). */
+double viz_nice_num(double x, int round);
+
+/* Tick positions for the axis (within [lo, hi]); returns their count and
+ * stores the linear step in *step (0 for log axes). */
+int viz_axis_ticks(const viz_axis *ax, int target, double *ticks, int max, double *step);
+
+/* Format tick value v (step as returned above): "0.25", "1000", "1e+06". */
+void viz_tick_label(double v, double step, int log, char *buf, size_t cap);
+
+/* Page coordinate of v on an axis spanning page interval [a, b]. */
+double viz_axis_map(const viz_axis *ax, double v, double a, double b);
+
+/* Margins to leave around a plot area so tick labels and axis titles fit
+ * (font = label size in px; title = whether a title line goes on top). */
+void viz_axes_margins(double font, int title, double *left, double *top, double *right,
+                      double *bottom);
+
+/* The plot area of a panel: r less viz_axes_margins. */
+viz_rect viz_axes_inner(viz_rect r, double font, int title);
+
+/* Draw frame, ticks, tick labels and axis titles around inner (the plot
+ * area), optional light grid lines, and a title centred above. */
+void viz_axes_draw(cairo_t *cr, viz_rect inner, const viz_axis *x, const viz_axis *y, double font,
+                   const char *title, int grid);
+
+#endif
