@@ -505,7 +505,7 @@ static void test_bad_safetensors(void)
     /* gap: move the last tensor (norm.weight, 64 bytes) 64 bytes later */
     {
         const char *last = strstr(g_st_json, "\"norm.weight\"");
-        long long b0, e0;
+        long long b0 = 0, e0 = 0;
         CU_ASSERT_FATAL(last && sscanf(strstr(last, "data_offsets"), "data_offsets\":[%lld,%lld]", &b0, &e0) == 2);
         snprintf(buf, sizeof buf, "[%lld,%lld]", b0, e0);
         snprintf(rep, sizeof rep, "[%lld,%lld]", b0 + 64, e0 + 64);
