@@ -4,7 +4,6 @@
  * labels leave ink in the margins, that SVG/PDF outputs are well-formed, and
  * that bad outputs fail cleanly without leaving files. */
 #include <math.h>
-#include <png.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,56 +12,7 @@
 #include "viz_colormap.h"
 #include "viz_surface.h"
 #include "viz_trace.h"
-
-/* A PNG read back as RGBA bytes. */
-typedef struct {
-    int w, h;
-    unsigned char *px;
-} img;
-
-static int load_png(const char *path, img *im)
-{
-    png_image pi;
-    memset(&pi, 0, sizeof pi);
-    pi.version = PNG_IMAGE_VERSION;
-    im->px = NULL;
-    if (!png_image_begin_read_from_file(&pi, path)) return -1;
-    pi.format = PNG_FORMAT_RGBA;
-    im->w = (int)pi.width;
-    im->h = (int)pi.height;
-    im->px = malloc(PNG_IMAGE_SIZE(pi));
-    if (!im->px || !png_image_finish_read(&pi, NULL, im->px, 0, NULL)) {
-        png_image_free(&pi);
-        free(im->px);
-        im->px = NULL;
-        return -1;
-    }
-    return 0;
-}
-
-static const unsigned char *at(const img *im, double x, double y)
-{
-    int xi = (int)floor(x), yi = (int)floor(y);
-    if (xi < 0) xi = 0;
-    if (yi < 0) yi = 0;
-    if (xi >= im->w) xi = im->w - 1;
-    if (yi >= im->h) yi = im->h - 1;
-    return im->px + ((size_t)yi * im->w + xi) * 4;
-}
-
-static int is_red(const unsigned char *p) { return p[0] > p[1] + 60 && p[0] > p[2] + 60; }
-static int is_green(const unsigned char *p) { return p[1] > p[0] + 60 && p[1] > p[2] + 40; }
-static int is_white(const unsigned char *p) { return p[0] > 245 && p[1] > 245 && p[2] > 245; }
-
-/* Count non-white pixels in a page rectangle. */
-static long ink(const img *im, viz_rect r)
-{
-    long n = 0;
-    for (int y = (int)r.y; y < (int)(r.y + r.h); y++)
-        for (int x = (int)r.x; x < (int)(r.x + r.w); x++)
-            if (x >= 0 && y >= 0 && x < im->w && y < im->h && !is_white(at(im, x, y))) n++;
-    return n;
-}
+#include "viz_png.h"
 
 static void test_nice_ticks(void)
 {
@@ -149,8 +99,8 @@ static void test_trace_pixels(void)
     CU_ASSERT_EQUAL(viz_trace_grid_draw(s.cr, r, &d, 1, 0, &st, &cell, &err), RN_OK);
     CU_ASSERT_EQUAL_FATAL(viz_surface_commit(&s, &err), RN_OK);
 
-    img im;
-    CU_ASSERT_EQUAL_FATAL(load_png(path, &im), 0);
+    vp_img im;
+    CU_ASSERT_EQUAL_FATAL(vp_load(path, &im), 0);
     CU_ASSERT_EQUAL(im.w, 640);
     CU_ASSERT_EQUAL(im.h, 400);
     viz_rect a = viz_trace_area(cell, &d, &st);
@@ -158,15 +108,15 @@ static void test_trace_pixels(void)
     for (int p = 0; p < NP; p++)
         for (int sl = 0; sl < NS; sl++) {
             viz_rect c = viz_trace_cell(a, &d, p, sl);
-            const unsigned char *px = at(&im, c.x + c.w / 2, c.y + c.h / 2);
+            const unsigned char *px = vp_at(&im, c.x + c.w / 2, c.y + c.h / 2);
             int w = 0, rd = 0;
             for (size_t i = 0; i < n; i++)
                 if (ev[i].pos == p && ev[i].slot == sl) {
                     if (ev[i].op == VIZ_OP_WRITE) w = 1; else rd = 1;
                 }
-            if (w && !is_red(px)) bad_w++;
-            if (rd && !w && !is_green(px)) bad_r++;
-            if (!w && !rd && !is_white(px)) bad_bg++;
+            if (w && !vp_red(px)) bad_w++;
+            if (rd && !w && !vp_green(px)) bad_r++;
+            if (!w && !rd && !vp_white(px)) bad_bg++;
             checked++;
         }
     CU_ASSERT_EQUAL(checked, NP * NS);
@@ -176,9 +126,9 @@ static void test_trace_pixels(void)
     CU_ASSERT(has_event(ev, n, 0, NS - 1));
     /* the margins carry ticks and labels: left (slot axis), below (position
      * axis) and above (title); the far right margin stays nearly empty */
-    CU_ASSERT(ink(&im, viz_rect_make(cell.x, a.y, a.x - cell.x - 1, a.h)) > 100);
-    CU_ASSERT(ink(&im, viz_rect_make(a.x, a.y + a.h + 2, a.w, cell.y + cell.h - a.y - a.h - 2)) > 100);
-    CU_ASSERT(ink(&im, viz_rect_make(a.x, cell.y, a.w, a.y - cell.y - 1)) > 50);
+    CU_ASSERT(vp_ink(&im, viz_rect_make(cell.x, a.y, a.x - cell.x - 1, a.h)) > 100);
+    CU_ASSERT(vp_ink(&im, viz_rect_make(a.x, a.y + a.h + 2, a.w, cell.y + cell.h - a.y - a.h - 2)) > 100);
+    CU_ASSERT(vp_ink(&im, viz_rect_make(a.x, cell.y, a.w, a.y - cell.y - 1)) > 50);
     free(im.px);
 }
 
@@ -201,20 +151,20 @@ static void test_trace_dense_keeps_isolated_event(void)
     viz_rect r = viz_rect_make(0, 0, 800, 500);
     CU_ASSERT_EQUAL(viz_trace_draw(s.cr, r, &d, &st, &err), RN_OK);
     CU_ASSERT_EQUAL_FATAL(viz_surface_commit(&s, &err), RN_OK);
-    img im;
-    CU_ASSERT_EQUAL_FATAL(load_png(path, &im), 0);
+    vp_img im;
+    CU_ASSERT_EQUAL_FATAL(vp_load(path, &im), 0);
     viz_rect a = viz_trace_area(r, &d, &st);
     viz_rect c = viz_trace_cell(a, &d, 2000, 900);
     int found = 0;
     for (int y = (int)c.y - 1; y <= (int)(c.y + c.h) + 1; y++)
         for (int x = (int)c.x - 1; x <= (int)(c.x + c.w) + 1; x++)
-            if (is_red(at(&im, x, y))) found = 1;
+            if (vp_red(vp_at(&im, x, y))) found = 1;
     CU_ASSERT(found);
     /* reads on the low slots show up green somewhere along the bottom band */
     viz_rect g = viz_trace_cell(a, &d, 100, 100);
     int green = 0;
     for (int x = (int)a.x; x < (int)(a.x + a.w); x++)
-        if (is_green(at(&im, x, g.y + g.h / 2))) green++;
+        if (vp_green(vp_at(&im, x, g.y + g.h / 2))) green++;
     CU_ASSERT(green > 0);
     free(im.px);
     free(ev);

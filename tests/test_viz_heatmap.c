@@ -1,0 +1,126 @@
+/* test_viz_heatmap.c — access-count binning and heatmap rendering: counts
+ * land in the right bins, the hottest bin gets the top of the colour map,
+ * untouched bins stay white, and the model grid puts each head's thumbnail
+ * in its own cell with one shared scale. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "th.h"
+#include "viz_heatmap.h"
+#include "viz_png.h"
+#include "viz_surface.h"
+
+static void test_bin_counts(void)
+{
+    viz_access ev[] = {
+        { 0, 0, 1, VIZ_OP_WRITE }, { 1, 0, 1, VIZ_OP_READ }, { 1, 1, 1, VIZ_OP_READ },
+        { 7, 7, 1, VIZ_OP_WRITE }, { 8, 0, 1, VIZ_OP_WRITE }, /* pos 8 is out of range */
+        { 3, 9, 1, VIZ_OP_WRITE },                           /* slot 9 is out of range */
+    };
+    float out[4];
+    /* 2 slot bins (0-3, 4-7) x 2 time buckets (0-3, 4-7) */
+    viz_heatmap_bin(ev, 6, VIZ_OPS_BOTH, 0, 8, 8, 2, 2, out);
+    CU_ASSERT_EQUAL(out[0], 3); /* row 0 (low slots), bucket 0 */
+    CU_ASSERT_EQUAL(out[1], 0);
+    CU_ASSERT_EQUAL(out[2], 0);
+    CU_ASSERT_EQUAL(out[3], 1); /* row 1, bucket 1: (7, 7) */
+    viz_heatmap_bin(ev, 6, VIZ_OPS_WRITES, 0, 8, 8, 2, 2, out);
+    CU_ASSERT_EQUAL(out[0], 1);
+    viz_heatmap_bin(ev, 6, VIZ_OPS_READS, 0, 8, 8, 2, 2, out);
+    CU_ASSERT_EQUAL(out[0], 2);
+    CU_ASSERT_EQUAL(out[3], 0);
+}
+
+/* 4 x 4 counts with one hot cell, one warm cell, the rest empty. */
+static void test_heatmap_pixels(void)
+{
+    float v[16] = { 0 };
+    v[0 * 4 + 0] = 10; /* lowest slot bin, first bucket: hottest */
+    v[3 * 4 + 2] = 1;  /* top slot bin, third bucket */
+    viz_heatmap_data d = { 4, 4, v, 0, 64, 0, 32, "layer 1, head 2" };
+    viz_heatmap_style st;
+    viz_heatmap_style_default(&st);
+    const char *path = th_path("heat.png");
+    viz_surface s;
+    rn_error err = { 0 };
+    CU_ASSERT_EQUAL_FATAL(viz_surface_open(&s, path, 500, 400, 96, &err), RN_OK);
+    viz_rect r = viz_rect_make(0, 0, 500, 400);
+    CU_ASSERT_EQUAL(viz_heatmap_draw(s.cr, r, &d, &st, &err), RN_OK);
+    CU_ASSERT_EQUAL_FATAL(viz_surface_commit(&s, &err), RN_OK);
+    vp_img im;
+    CU_ASSERT_EQUAL_FATAL(vp_load(path, &im), 0);
+    viz_rect a = viz_heatmap_area(r, &d, &st);
+    double cw = a.w / 4, ch = a.h / 4;
+    const unsigned char *hot = vp_at(&im, a.x + cw / 2, a.y + a.h - ch / 2);
+    const unsigned char *warm = vp_at(&im, a.x + 2.5 * cw, a.y + ch / 2);
+    const unsigned char *cold = vp_at(&im, a.x + 1.5 * cw, a.y + 1.5 * ch);
+    uint32_t top = viz_cmap_argb(VIZ_CMAP_VIRIDIS, 1), low = viz_cmap_argb(VIZ_CMAP_VIRIDIS, 0.1);
+    CU_ASSERT(abs(hot[0] - (int)(top >> 16 & 255)) <= 2 && abs(hot[1] - (int)(top >> 8 & 255)) <= 2);
+    CU_ASSERT(abs(warm[0] - (int)(low >> 16 & 255)) <= 2 && abs(warm[2] - (int)(low & 255)) <= 2);
+    CU_ASSERT(vp_white(cold));
+    /* the colour bar right of the plot carries the map's colours */
+    int bar = 0;
+    for (int x = (int)(a.x + a.w); x < im.w; x++) {
+        const unsigned char *p = vp_at(&im, x, a.y + 2);
+        if (abs(p[0] - (int)(top >> 16 & 255)) <= 6 && abs(p[1] - (int)(top >> 8 & 255)) <= 6) bar++;
+    }
+    CU_ASSERT(bar > 3);
+    CU_ASSERT(vp_ink(&im, viz_rect_make(0, a.y, a.x - 1, a.h)) > 100);
+    free(im.px);
+}
+
+static void test_heatmap_grid(void)
+{
+    enum { L = 2, H = 3, R = 8, C = 8 };
+    float v[L * H][R * C];
+    viz_heatmap_data d[L * H];
+    memset(v, 0, sizeof v);
+    for (int i = 0; i < L * H; i++) {
+        v[i][i] = (float)(i + 1); /* a distinct hot cell per head: row 0, column i */
+        d[i] = (viz_heatmap_data){ R, C, v[i], 0, 256, 0, 64, "" };
+    }
+    strcpy(d[0].title, "CAPE");
+    viz_heatmap_style st;
+    viz_heatmap_style_default(&st);
+    const char *path = th_path("grid.png");
+    viz_surface s;
+    rn_error err = { 0 };
+    CU_ASSERT_EQUAL_FATAL(viz_surface_open(&s, path, 700, 450, 96, &err), RN_OK);
+    viz_rect thumbs[L * H];
+    CU_ASSERT_EQUAL(viz_heatmap_grid_draw(s.cr, viz_rect_make(0, 0, 700, 450), d, L, H, &st, thumbs, &err), RN_OK);
+    CU_ASSERT_EQUAL_FATAL(viz_surface_commit(&s, &err), RN_OK);
+    vp_img im;
+    CU_ASSERT_EQUAL_FATAL(vp_load(path, &im), 0);
+    int bad = 0;
+    for (int i = 0; i < L * H; i++) {
+        viz_rect t = thumbs[i];
+        double cw = t.w / C, ch = t.h / R;
+        /* hot cell coloured (not white), its neighbour above white */
+        const unsigned char *p = vp_at(&im, t.x + (i + 0.5) * cw, t.y + t.h - ch / 2);
+        const unsigned char *q = vp_at(&im, t.x + (i + 0.5) * cw, t.y + t.h - 2.5 * ch);
+        if (vp_white(p) || !vp_white(q)) bad++;
+        /* the shared scale: the last head holds the global maximum */
+        if (i == L * H - 1) {
+            uint32_t top = viz_cmap_argb(VIZ_CMAP_VIRIDIS, 1);
+            if (abs(p[1] - (int)(top >> 8 & 255)) > 2) bad++;
+        }
+    }
+    CU_ASSERT_EQUAL(bad, 0);
+    CU_ASSERT(vp_ink(&im, viz_rect_make(0, thumbs[0].y, thumbs[0].x - 1, thumbs[0].h)) > 30); /* "layer 0" */
+    free(im.px);
+    /* empty grids are input errors */
+    CU_ASSERT_EQUAL_FATAL(viz_surface_open(&s, th_path("g0.png"), 100, 100, 96, &err), RN_OK);
+    CU_ASSERT_EQUAL(viz_heatmap_grid_draw(s.cr, viz_rect_make(0, 0, 100, 100), d, 0, H, &st, NULL, &err), RN_EINPUT);
+    viz_surface_abort(&s);
+}
+
+int register_viz_heatmap(void)
+{
+    CU_pSuite s = CU_add_suite("viz_heatmap", NULL, NULL);
+    if (!s) return -1;
+    if (!CU_add_test(s, "binning counts", test_bin_counts) ||
+        !CU_add_test(s, "single-head heatmap pixels", test_heatmap_pixels) ||
+        !CU_add_test(s, "model grid with a shared scale", test_heatmap_grid))
+        return -1;
+    return 0;
+}

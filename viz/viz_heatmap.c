@@ -1,0 +1,155 @@
+/* viz_heatmap.c — slot x time access-count heatmaps and the model grid
+ * (viz_heatmap.h).  Cells are rasterised one pixel per bin and painted
+ * with nearest filtering. */
+#include "viz_heatmap.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "viz_axes.h"
+#include "viz_colorbar.h"
+#include "viz_raster.h"
+
+void viz_heatmap_style_default(viz_heatmap_style *st)
+{
+    st->font = VIZ_FONT_SIZE;
+    st->cmap = VIZ_CMAP_VIRIDIS;
+    st->log = 0;
+    st->vmax = 0;
+    st->value_label = "accesses";
+}
+
+void viz_heatmap_bin(const viz_access *ev, size_t n, int ops, int64_t pos_lo, int64_t pos_hi,
+                     int64_t n_slots, int rows, int cols, float *out)
+{
+    memset(out, 0, sizeof *out * (size_t)rows * cols);
+    int64_t np = pos_hi - pos_lo;
+    if (np < 1 || n_slots < 1) return;
+    for (size_t i = 0; i < n; i++) {
+        const viz_access *e = &ev[i];
+        if (!(ops & (e->op == VIZ_OP_WRITE ? VIZ_OPS_WRITES : VIZ_OPS_READS))) continue;
+        if (e->pos < pos_lo || e->pos >= pos_hi || e->slot < 0 || e->slot >= n_slots) continue;
+        int c = (int)((e->pos - pos_lo) * cols / np);
+        int r = (int)(e->slot * rows / n_slots);
+        out[(size_t)r * cols + c] += 1.0f;
+    }
+}
+
+double viz_heatmap_max(const viz_heatmap_data *d)
+{
+    double m = 0;
+    for (size_t i = 0; i < (size_t)d->rows * d->cols; i++)
+        if (d->v[i] > m) m = d->v[i];
+    return m;
+}
+
+/* Colour-scale position of value v (< 0 means "leave white"). */
+static double scale_t(double v, double vmax, int log)
+{
+    if (!(v > 0)) return -1;
+    if (log) return vmax > 1 ? (v <= 1 ? 0 : log10(v) / log10(vmax)) : 1;
+    return vmax > 0 ? v / vmax : 1;
+}
+
+static int paint_cells(cairo_t *cr, viz_rect a, const viz_heatmap_data *d, viz_cmap cmap,
+                       double vmax, int log, rn_error *err)
+{
+    viz_raster ras;
+    int rc = viz_raster_init(&ras, d->cols, d->rows, 0xffffffffu, err);
+    if (rc) return rc;
+    for (int r = 0; r < d->rows; r++)
+        for (int c = 0; c < d->cols; c++) {
+            double t = scale_t(d->v[(size_t)r * d->cols + c], vmax, log);
+            if (t >= 0) ras.px[(size_t)(d->rows - 1 - r) * ras.stride + c] = viz_cmap_argb(cmap, t);
+        }
+    viz_raster_paint(cr, &ras, a);
+    viz_raster_free(&ras);
+    return RN_OK;
+}
+
+static viz_axis value_axis(const viz_heatmap_style *st, double vmax)
+{
+    viz_axis v = { st->log ? 1 : 0, vmax, st->log, 0, st->value_label };
+    if (v.hi <= v.lo) v.hi = v.lo + 1;
+    return v;
+}
+
+viz_rect viz_heatmap_area(viz_rect r, const viz_heatmap_data *d, const viz_heatmap_style *st)
+{
+    viz_rect a = viz_axes_inner(r, st->font, d->title[0] != 0);
+    a.w -= viz_colorbar_width(st->font);
+    if (a.w < 1) a.w = 1;
+    return a;
+}
+
+int viz_heatmap_draw(cairo_t *cr, viz_rect r, const viz_heatmap_data *d, const viz_heatmap_style *st,
+                     rn_error *err)
+{
+    if (d->rows < 1 || d->cols < 1 || !(d->x_hi > d->x_lo) || !(d->y_hi > d->y_lo))
+        return rn_seterr(err, RN_EINPUT, "heatmap '%s': empty selection", d->title);
+    double vmax = st->vmax > 0 ? st->vmax : viz_heatmap_max(d);
+    viz_rect a = viz_heatmap_area(r, d, st);
+    int rc = paint_cells(cr, a, d, st->cmap, vmax, st->log, err);
+    if (rc) return rc;
+    viz_axis x = { d->x_lo, d->x_hi, 0, 1, "token position" };
+    viz_axis y = { d->y_lo, d->y_hi, 0, 1, "memory slot" };
+    viz_axes_draw(cr, a, &x, &y, st->font, d->title, 0);
+    viz_axis v = value_axis(st, vmax);
+    viz_rect bar = viz_rect_make(a.x + a.w + st->font * 1.2, a.y, st->font * 1.1, a.h);
+    viz_colorbar_draw(cr, bar, st->cmap, &v, st->font);
+    return RN_OK;
+}
+
+int viz_heatmap_grid_draw(cairo_t *cr, viz_rect r, const viz_heatmap_data *d, int n_layers,
+                          int n_heads, const viz_heatmap_style *st, viz_rect *thumbs, rn_error *err)
+{
+    if (n_layers < 1 || n_heads < 1) return rn_seterr(err, RN_EINPUT, "heatmap grid: no heads selected");
+    double vmax = st->vmax;
+    if (!(vmax > 0))
+        for (int i = 0; i < n_layers * n_heads; i++) {
+            double m = viz_heatmap_max(&d[i]);
+            if (m > vmax) vmax = m;
+        }
+    double f = st->font;
+    viz_rect body = viz_rect_inset(r, f * 4.0, f * 1.8, viz_colorbar_width(f) + f * 1.2, f * 2.2);
+    char buf[64];
+    cairo_save(cr);
+    for (int l = 0; l < n_layers; l++)
+        for (int h = 0; h < n_heads; h++) {
+            int i = l * n_heads + h;
+            viz_rect c = viz_rect_grid(body, n_layers, n_heads, i, f * 0.35);
+            if (thumbs) thumbs[i] = c;
+            int rc = paint_cells(cr, c, &d[i], st->cmap, vmax, st->log, err);
+            if (rc) { cairo_restore(cr); return rc; }
+            viz_set_rgb(cr, VIZ_INK_RGB);
+            cairo_set_line_width(cr, 0.8);
+            cairo_rectangle(cr, c.x, c.y, c.w, c.h);
+            cairo_stroke(cr);
+            if (d[i].title[0] && c.h > f) {
+                viz_font(cr, f * 0.7, 1);
+                cairo_set_source_rgba(cr, 0.85, 0.1, 0.1, 0.95);
+                viz_text(cr, c.x + 2, c.y + 1, d[i].title, 0, 0, 0);
+            }
+            viz_set_rgb(cr, VIZ_INK_RGB);
+            viz_font(cr, f * 0.85, 0);
+            if (l == 0) {
+                snprintf(buf, sizeof buf, "head %d", h);
+                viz_text_fit(cr, c.x + c.w / 2, c.y - f * 0.3, buf, c.w + f * 0.3, 0.5, 1);
+            }
+            if (h == 0) {
+                snprintf(buf, sizeof buf, "layer %d", l);
+                viz_text(cr, c.x - f * 0.4, c.y + c.h / 2, buf, 0.5, 1, -M_PI / 2);
+            }
+        }
+    viz_font(cr, f, 0);
+    viz_set_rgb(cr, VIZ_INK_RGB);
+    snprintf(buf, sizeof buf, "token position %g-%g (x), memory slot %g-%g (y)", d[0].x_lo, d[0].x_hi,
+             d[0].y_lo, d[0].y_hi);
+    viz_text_fit(cr, body.x + body.w / 2, body.y + body.h + f * 0.6, buf, body.w, 0.5, 0);
+    cairo_restore(cr);
+    viz_axis v = value_axis(st, vmax);
+    viz_rect bar = viz_rect_make(body.x + body.w + f * 1.2, body.y, f * 1.1, body.h);
+    viz_colorbar_draw(cr, bar, st->cmap, &v, f);
+    return RN_OK;
+}

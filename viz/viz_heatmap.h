@@ -1,0 +1,59 @@
+/* viz_heatmap.h — access-count heatmaps: one head's slot x time-bucket
+ * counts with a colour bar, and the model view, a layers x heads grid of
+ * thumbnails sharing one colour scale.
+ *
+ * Cells with a zero count are left white so untouched memory stands apart
+ * from rarely touched memory; other counts map through the colour map
+ * (linearly, or in log10 with `log`).
+ */
+#ifndef VIZ_HEATMAP_H
+#define VIZ_HEATMAP_H
+
+#include "rn_error.h"
+#include "viz_colormap.h"
+#include "viz_trace.h"
+
+/* Which operations a heatmap counts. */
+enum { VIZ_OPS_WRITES = 1, VIZ_OPS_READS = 2, VIZ_OPS_BOTH = 3 };
+
+typedef struct {
+    int rows, cols;        /* rows: slot bins (row 0 = lowest slots); cols: time buckets */
+    const float *v;        /* rows x cols counts, v[row * cols + col] */
+    double x_lo, x_hi;     /* positions covered */
+    double y_lo, y_hi;     /* slots covered */
+    char title[160];       /* panel title (grid: a small tag in the corner) */
+} viz_heatmap_data;
+
+typedef struct {
+    double font;           /* label size in px */
+    viz_cmap cmap;         /* VIZ_CMAP_VIRIDIS */
+    int log;               /* log10 colour scale */
+    double vmax;           /* top of the scale; 0 = the data's maximum */
+    const char *value_label; /* colour-bar title ("accesses") */
+} viz_heatmap_style;
+
+void viz_heatmap_style_default(viz_heatmap_style *st);
+
+/* Count the events of ops (VIZ_OPS_*) with pos in [pos_lo, pos_hi) and slot
+ * in [0, n_slots) into out (rows x cols, zeroed here): column = time
+ * bucket, row = slot bin, both of equal width. */
+void viz_heatmap_bin(const viz_access *ev, size_t n, int ops, int64_t pos_lo, int64_t pos_hi,
+                     int64_t n_slots, int rows, int cols, float *out);
+
+/* Largest value of d (0 when empty). */
+double viz_heatmap_max(const viz_heatmap_data *d);
+
+/* Plot area of a single heatmap drawn in r (colour bar to its right). */
+viz_rect viz_heatmap_area(viz_rect r, const viz_heatmap_data *d, const viz_heatmap_style *st);
+
+/* One head: axes, cells, colour bar. */
+int viz_heatmap_draw(cairo_t *cr, viz_rect r, const viz_heatmap_data *d, const viz_heatmap_style *st,
+                     rn_error *err);
+
+/* Model view: n_layers x n_heads thumbnails (d[layer * n_heads + head]),
+ * "head h" over columns, "layer l" beside rows, one colour bar for all.
+ * thumbs, when not NULL, receives each thumbnail's cell rectangle. */
+int viz_heatmap_grid_draw(cairo_t *cr, viz_rect r, const viz_heatmap_data *d, int n_layers,
+                          int n_heads, const viz_heatmap_style *st, viz_rect *thumbs, rn_error *err);
+
+#endif
