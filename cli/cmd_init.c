@@ -96,7 +96,7 @@ int cmd_init(int argc, char **argv)
         return cli_fail(&err);
     }
     if (rn_config_validate(&c, &err)) {
-        rn_preferr(&err, "init%s%s", cfgfile ? ": " : "", cfgfile ? cfgfile : "");
+        rn_preferr(&err, "init");
         return cli_fail(&err);
     }
     rn_model m;
