@@ -1,0 +1,63 @@
+/* an_cache.h — the cache-policy interface and the simulator that replays an
+ * access stream through one policy.
+ *
+ * A policy is one file, analysis/an_policy_NAME.c, that defines
+ * `const an_policy an_policy_NAME`; the registry (an_policy_find) is
+ * generated from the file names by mk/analysis.mk, so adding a policy
+ * touches one file.  A policy caches dense keys 0..n_keys-1 (see
+ * an_stream.h) and allocates everything in init: access never allocates.
+ *
+ * Counting: every access is a hit (key cached) or a miss (key fetched; the
+ * policy may then evict).  Bytes moved = misses × (d_v + 1) × 4: a slot's
+ * d_v float32 values plus its normaliser z, fetched on each miss.
+ */
+#ifndef AN_CACHE_H
+#define AN_CACHE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "an_stream.h"
+#include "rn_error.h"
+
+typedef struct {
+    const char *name;     /* as given to --policy */
+    const char *summary;  /* one line for --help */
+    int needs_next;       /* 1: access wants the next-use index (OPT) */
+    /* Allocate a cache of `capacity` keys over the key universe
+     * 0..n_keys-1; NULL when out of memory.  capacity >= 1. */
+    void *(*init)(uint64_t capacity, uint32_t n_keys);
+    /* Access key; `next` is the stream index of key's next access (AN_NONE
+     * if none; only meaningful when needs_next).  Returns 1 hit, 0 miss. */
+    int (*access)(void *cache, uint32_t key, uint32_t next);
+    void (*free)(void *cache);
+} an_policy;
+
+/* Every policy, by name (NULL when unknown), and the whole table. */
+const an_policy *an_policy_find(const char *name);
+int an_policy_count(void);
+const an_policy *an_policy_at(int i);
+
+typedef struct {
+    uint64_t accesses;    /* counted accesses (after warm-up) */
+    uint64_t hits, misses;
+} an_sim_result;
+
+static inline double an_hit_ratio(const an_sim_result *r)
+{
+    return r->accesses ? (double)r->hits / (double)r->accesses : 0.0;
+}
+
+/* Replay stream s through a fresh cache of the policy with the given
+ * capacity; accesses at positions < warmup (when s->pos) warm the cache
+ * but are not counted.  Results are added into *r (so a scope's streams
+ * accumulate).  nxt: the stream's next-use array (an_next_use) when the
+ * policy needs_next, else NULL. */
+int an_simulate(const an_stream *s, const an_policy *p, uint64_t capacity, int32_t warmup,
+                const uint32_t *nxt, an_sim_result *r, rn_error *err);
+
+/* Parse a comma-separated list of policy names ("all" = every policy) into
+ * out[] (at most cap); RN_EINPUT naming an unknown policy. */
+int an_policy_parse_list(const char *list, const an_policy **out, int cap, int *n, rn_error *err);
+
+#endif

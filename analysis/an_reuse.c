@@ -1,0 +1,135 @@
+/* an_reuse.c — stack distances (Fenwick tree with time compaction), reuse
+ * times, log2 histograms and exact percentiles (an_reuse.h). */
+#include "an_reuse.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Fenwick tree over positions 0..n-1 (1-based inside). */
+static inline void fw_add(int32_t *t, uint32_t n, uint32_t i, int32_t v)
+{
+    for (i++; i <= n; i += i & -i) t[i] += v;
+}
+static inline int32_t fw_prefix(const int32_t *t, uint32_t i) /* sum of [0..i] */
+{
+    int32_t s = 0;
+    for (i++; i > 0; i -= i & -i) s += t[i];
+    return s;
+}
+
+int an_stack_distances(const an_stream *s, uint32_t *dist, rn_error *err)
+{
+    uint32_t nk = s->n_keys ? s->n_keys : 1;
+    uint32_t F = 2 * nk + 64;                 /* time axis: >= F/2 steps between compactions */
+    int32_t *fw = calloc((size_t)F + 1, sizeof *fw);
+    uint32_t *owner = malloc((size_t)F * sizeof *owner);
+    uint8_t *mark = calloc(F, 1);
+    uint32_t *last = malloc((size_t)nk * sizeof *last);
+    if (!fw || !owner || !mark || !last) {
+        free(fw); free(owner); free(mark); free(last);
+        return rn_seterr(err, RN_ENOMEM, "out of memory for stack distances over %u keys", nk);
+    }
+    for (uint32_t k = 0; k < nk; k++) last[k] = AN_NONE;
+    uint32_t t = 0;        /* next free time slot */
+    int32_t live = 0;      /* marks set = distinct keys seen */
+    for (size_t i = 0; i < s->n; i++) {
+        uint32_t k = s->key[i], p = last[k];
+        if (p == AN_NONE) {
+            dist[i] = AN_COLD;
+            live++;
+        } else {
+            dist[i] = (uint32_t)(live - fw_prefix(fw, p)) + 1;
+            fw_add(fw, F, p, -1);
+            mark[p] = 0;
+        }
+        if (t == F) { /* compact the marks to the front, in time order */
+            uint32_t nt = 0;
+            for (uint32_t q = 0; q < F; q++)
+                if (mark[q]) {
+                    mark[q] = 0;
+                    owner[nt] = owner[q];
+                    last[owner[nt]] = nt;
+                    nt++;
+                }
+            memset(fw, 0, ((size_t)F + 1) * sizeof *fw);
+            for (uint32_t q = 0; q < nt; q++) mark[q] = 1;
+            for (uint32_t j = 1; j <= F; j++) { /* linear Fenwick build */
+                if (j <= nt) fw[j] += 1;
+                uint32_t up = j + (j & -j);
+                if (up <= F) fw[up] += fw[j];
+            }
+            t = nt;
+        }
+        fw_add(fw, F, t, 1);
+        mark[t] = 1;
+        owner[t] = k;
+        last[k] = t++;
+    }
+    free(fw); free(owner); free(mark); free(last);
+    return RN_OK;
+}
+
+int an_reuse_times(const an_stream *s, uint32_t *reuse, rn_error *err)
+{
+    if (!s->pos) return rn_seterr(err, RN_EINPUT, "reuse times need token positions");
+    uint32_t nk = s->n_keys ? s->n_keys : 1;
+    int32_t *lastpos = malloc((size_t)nk * sizeof *lastpos);
+    if (!lastpos) return rn_seterr(err, RN_ENOMEM, "out of memory for reuse times");
+    for (uint32_t k = 0; k < nk; k++) lastpos[k] = -1;
+    for (size_t i = 0; i < s->n; i++) {
+        uint32_t k = s->key[i];
+        reuse[i] = lastpos[k] < 0 ? AN_COLD : (uint32_t)(s->pos[i] - lastpos[k]);
+        lastpos[k] = s->pos[i];
+    }
+    free(lastpos);
+    return RN_OK;
+}
+
+static inline int log2_bin(uint32_t v)
+{
+    return v == 0 ? 0 : 32 - __builtin_clz(v);
+}
+
+void an_hist_build(an_hist *h, const uint32_t *values, size_t n, const uint8_t *mask)
+{
+    memset(h, 0, sizeof *h);
+    for (int b = 0; b < AN_HIST_BINS; b++) {
+        h->lo[b] = b == 0 ? 0 : 1ull << (b - 1);
+        h->hi[b] = b == 0 ? 0 : (1ull << b) - 1;
+    }
+    int top = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (mask && !mask[i]) continue;
+        if (values[i] == AN_COLD) { h->cold++; continue; }
+        int b = log2_bin(values[i]);
+        h->count[b]++;
+        h->total++;
+        if (b > top) top = b;
+    }
+    h->n_bins = h->total ? top + 1 : 0;
+}
+
+int an_percentiles(const uint32_t *values, size_t n, const uint8_t *mask, const double *q, int nq,
+                   uint32_t *out, rn_error *err)
+{
+    uint32_t mx = 0;
+    uint64_t total = 0;
+    for (size_t i = 0; i < n; i++)
+        if ((!mask || mask[i]) && values[i] != AN_COLD) { total++; if (values[i] > mx) mx = values[i]; }
+    for (int j = 0; j < nq; j++) out[j] = AN_COLD;
+    if (!total) return RN_OK;
+    uint64_t *cnt = calloc((size_t)mx + 1, sizeof *cnt);
+    if (!cnt) return rn_seterr(err, RN_ENOMEM, "out of memory for percentiles");
+    for (size_t i = 0; i < n; i++)
+        if ((!mask || mask[i]) && values[i] != AN_COLD) cnt[values[i]]++;
+    for (int j = 0; j < nq; j++) {
+        double need = q[j] * (double)total;
+        uint64_t acc = 0;
+        for (uint32_t v = 0; v <= mx; v++) {
+            acc += cnt[v];
+            if ((double)acc >= need - 1e-9 && acc > 0) { out[j] = v; break; }
+        }
+    }
+    free(cnt);
+    return RN_OK;
+}

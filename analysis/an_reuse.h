@@ -1,0 +1,54 @@
+/* an_reuse.h — reuse of slots over time: reuse time and exact LRU stack
+ * distance of every access, histograms and percentiles.
+ *
+ * Reuse time of an access: tokens since the previous access to the same
+ * key (pos − previous pos; 0 when the key was touched earlier in the same
+ * token), or cold (first access).
+ *
+ * Stack distance of an access: 1 + the number of distinct keys accessed
+ * since the previous access to the same key (so an LRU cache of C keys hits
+ * exactly the accesses with distance <= C), or cold.  Computed in
+ * O(N log n_keys) with a Fenwick tree over "last access" marks whose time
+ * axis is compacted whenever it fills, so memory is O(n_keys), never
+ * O(N·M).
+ */
+#ifndef AN_REUSE_H
+#define AN_REUSE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "an_stream.h"
+#include "rn_error.h"
+
+#define AN_COLD UINT32_MAX /* distance / reuse time of a first access */
+
+/* dist[i] = stack distance of access i (>= 1) or AN_COLD. */
+int an_stack_distances(const an_stream *s, uint32_t *dist, rn_error *err);
+
+/* reuse[i] = reuse time of access i in tokens or AN_COLD (needs s->pos). */
+int an_reuse_times(const an_stream *s, uint32_t *reuse, rn_error *err);
+
+/* A histogram over non-negative integer values in log2 bins: bin 0 holds
+ * value 0, bin b >= 1 holds [2^(b-1), 2^b).  lo[b] / hi[b] are the bin's
+ * inclusive bounds.  cold counts the AN_COLD entries (kept apart). */
+#define AN_HIST_BINS 33
+typedef struct {
+    int n_bins;                  /* bins in use (up to the largest value's) */
+    uint64_t lo[AN_HIST_BINS], hi[AN_HIST_BINS];
+    uint64_t count[AN_HIST_BINS];
+    uint64_t total;              /* non-cold values */
+    uint64_t cold;
+} an_hist;
+
+/* Histogram of values[0..n) (AN_COLD entries counted as cold); entries
+ * with mask && !mask[i] are skipped. */
+void an_hist_build(an_hist *h, const uint32_t *values, size_t n, const uint8_t *mask);
+
+/* Exact percentiles of the non-cold values: out[j] = the smallest v with
+ * at least q[j]·total values <= v (q in (0, 1]); AN_COLD when none.
+ * Counting over the value range: O(n + max value) time, allocates. */
+int an_percentiles(const uint32_t *values, size_t n, const uint8_t *mask, const double *q, int nq,
+                   uint32_t *out, rn_error *err);
+
+#endif

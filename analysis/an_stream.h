@@ -1,0 +1,91 @@
+/* an_stream.h — access streams: a trace's events put in replay order, split
+ * by cache scope, with their keys renumbered densely.
+ *
+ * Every cache simulation, stack-distance pass and export works on streams.
+ *
+ * Replay order.  The model executes token by token: for position t, layer 0
+ * then layer 1 ..., within a layer head 0, head 1 ..., within a head the K
+ * writes of t's key then the K reads of its query, each by rank.  So the
+ * replay order of all events of a run is (pos, layer, head, op, rank); a
+ * scope's stream is the subsequence of its own events.
+ *
+ * Scope.  AN_SCOPE_HEAD: one stream per (layer, head) (each head its own
+ * cache); AN_SCOPE_LAYER: one per layer (a cache shared by the layer's
+ * heads); AN_SCOPE_MODEL: one stream of every event (one cache for the whole
+ * model, the GPU budget of the paper's Discussion).
+ *
+ * Keys.  An access touches the object (layer, head, slot), packed into a
+ * 64-bit id by an_pack_id (layer << 40 | head << 32 | slot).  Within a
+ * stream the distinct ids are renumbered 0..n_keys-1 in order of first
+ * access, so policies index plain arrays (memory ∝ distinct keys).
+ */
+#ifndef AN_STREAM_H
+#define AN_STREAM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rn_config.h"
+#include "rn_error.h"
+#include "tr_reader.h"
+
+#define AN_NONE UINT32_MAX /* "no key" / "never again" */
+
+enum an_scope { AN_SCOPE_HEAD = 0, AN_SCOPE_LAYER = 1, AN_SCOPE_MODEL = 2 };
+
+/* Which operations count as accesses (bit mask). */
+enum { AN_OPS_WRITE = 1, AN_OPS_READ = 2, AN_OPS_BOTH = 3 };
+
+typedef struct {
+    int layer, head;      /* the group: -1 where the scope spans it */
+    size_t n;             /* accesses */
+    uint32_t *key;        /* [n] dense key, 0..n_keys-1 */
+    int32_t *pos;         /* [n] token position (may be NULL: no warm-up) */
+    uint8_t *op;          /* [n] RN_OP_WRITE / RN_OP_READ (may be NULL) */
+    uint32_t n_keys;      /* distinct keys */
+    uint64_t *id;         /* [n_keys] packed (layer, head, slot) of each key (may be NULL) */
+    uint64_t universe;    /* keys the scope could touch: M, H·M or L·H·M */
+} an_stream;
+
+typedef struct {
+    int scope;            /* enum an_scope */
+    int n;                /* streams (non-empty groups, in (layer, head) order) */
+    an_stream *s;
+} an_streams;
+
+static inline uint64_t an_pack_id(int layer, int head, uint32_t slot)
+{
+    return ((uint64_t)(uint32_t)layer << 40) | ((uint64_t)(uint32_t)head << 32) | slot;
+}
+static inline int an_id_layer(uint64_t id) { return (int)((id >> 40) & 0xffffff); }
+static inline int an_id_head(uint64_t id) { return (int)((id >> 32) & 0xff); }
+static inline uint32_t an_id_slot(uint64_t id) { return (uint32_t)id; }
+
+/* Parse "head", "layer", "model" into *scope; RN_EINPUT otherwise. */
+int an_scope_parse(const char *s, int *scope, rn_error *err);
+const char *an_scope_name(int scope);
+
+/* Parse "rw" / "r" / "w" into an AN_OPS_* mask; RN_EINPUT otherwise. */
+int an_ops_parse(const char *s, int *ops, rn_error *err);
+
+/* Build the streams of a scope from n events (any order; canonical order is
+ * the fast path) of a run whose config is cfg, keeping the operations in
+ * ops.  Events with a layer/head/slot outside cfg are RN_EINPUT.  Memory and
+ * time O(n) for canonical input. */
+int an_streams_build(const tr_event *ev, size_t n, const rn_config *cfg, int scope, int ops,
+                     an_streams *out, rn_error *err);
+void an_streams_free(an_streams *ss);
+
+/* Total accesses and the largest n_keys over all streams. */
+size_t an_streams_total(const an_streams *ss);
+uint32_t an_streams_max_keys(const an_streams *ss);
+
+/* Next use: nxt[i] = index in the stream of the next access to key[i], or
+ * AN_NONE.  One backward pass; last[] is scratch of n_keys entries. */
+void an_next_use(const an_stream *s, uint32_t *nxt, uint32_t *last);
+
+/* Wrap a plain key array as a stream (no copy; for tests and benchmarks).
+ * n_keys is computed as 1 + the largest key. */
+an_stream an_stream_from_keys(const uint32_t *key, size_t n, const int32_t *pos);
+
+#endif
