@@ -19,8 +19,12 @@ void rn_swiglu_backward(rn_real *dg, rn_real *du, const rn_real *dout, const rn_
 {
     #pragma omp parallel for if (n > 65536) schedule(static)
     for (int64_t i = 0; i < n; i++) {
+#ifdef RN_DOUBLE
         double x = g[i], sg = 1 / (1 + exp(-x));
-        du[i] = (rn_real)(dout[i] * x * sg);
-        dg[i] = (rn_real)(dout[i] * u[i] * sg * (1 + x * (1 - sg)));
+#else
+        float x = g[i], sg = 1 / (1 + expf(-x));
+#endif
+        du[i] = dout[i] * x * sg;
+        dg[i] = dout[i] * u[i] * sg * (1 + x * (1 - sg));
     }
 }

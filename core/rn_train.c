@@ -12,6 +12,14 @@
 
 #include "rn_layers.h"
 
+/* exp in the working precision (expf in float builds: the softmax over the
+ * vocabulary is the hottest loop of the loss). */
+#ifdef RN_DOUBLE
+#define REXP exp
+#else
+#define REXP expf
+#endif
+
 /* Saved activations of one layer; n = rows. */
 typedef struct {
     rn_real *x;            /* [n,D] layer input (residual stream) */
@@ -39,6 +47,7 @@ struct rn_trainer {
     rn_real *hsel;              /* [max_lab, D] labelled rows of hf */
     rn_real *logits;            /* [max_lab, V] */
     int *lab_rows, *lab_tgt, *tokens;
+    rn_real *lse;               /* [max_lab] log-sum-exp of each labelled row */
     uint8_t *correct;
     /* backward scratch */
     rn_real *dres, *dh, *dq, *dk, *dv, *dout, *dg, *du, *da, *dww, *drw, *dhsel;
@@ -87,6 +96,7 @@ static void carve_all(rn_trainer *tr, carver *cv)
     tr->hsel = take(cv, R * NL * D); tr->logits = take(cv, R * NL * V);
     tr->lab_rows = take(cv, sizeof(int) * NL); tr->lab_tgt = take(cv, sizeof(int) * NL);
     tr->tokens = take(cv, sizeof(int) * n);
+    tr->lse = take(cv, sizeof(rn_real) * NL);
     tr->correct = take(cv, NL);
     tr->dres = take(cv, R * n * D); tr->dh = take(cv, R * n * D);
     tr->dq = take(cv, R * n * hdk); tr->dk = take(cv, R * n * hdk);
@@ -256,9 +266,10 @@ int rn_trainer_forward(rn_trainer *tr, const int *tokens, const int *targets, in
             double mx = lg[0];
             for (int j = 1; j < V; j++)
                 if (lg[j] > mx) { mx = lg[j]; best = j; }
-            double s = 0;
-            for (int j = 0; j < V; j++) s += exp((double)lg[j] - mx);
-            total += mx + log(s) - (double)lg[tr->lab_tgt[i]];
+            rn_real m = (rn_real)mx, s = 0;
+            for (int j = 0; j < V; j++) s += REXP(lg[j] - m);
+            tr->lse[i] = m + (rn_real)log((double)s);
+            total += (double)tr->lse[i] - (double)lg[tr->lab_tgt[i]];
             tr->correct[i] = best == tr->lab_tgt[i];
         }
     }
@@ -281,12 +292,8 @@ void rn_trainer_backward(rn_trainer *tr, double scale)
         double k = scale / nl;
         #pragma omp parallel for schedule(static)
         for (int i = 0; i < nl; i++) {
-            rn_real *lg = tr->logits + (size_t)i * V;
-            double mx = lg[0];
-            for (int j = 1; j < V; j++) if (lg[j] > mx) mx = lg[j];
-            double s = 0;
-            for (int j = 0; j < V; j++) s += exp((double)lg[j] - mx);
-            for (int j = 0; j < V; j++) lg[j] = (rn_real)(exp((double)lg[j] - mx) / s * k);
+            rn_real *lg = tr->logits + (size_t)i * V, l = tr->lse[i], kk = (rn_real)k;
+            for (int j = 0; j < V; j++) lg[j] = REXP(lg[j] - l) * kk;
             lg[tr->lab_tgt[i]] -= (rn_real)k;
         }
         rn_matmul_backward(tr->dhsel, gw->lm_head, tr->logits, tr->hsel, w->lm_head, nl, D, V, 0);

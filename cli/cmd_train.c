@@ -1,0 +1,167 @@
+/* cmd_train.c — `ramtrace train`: parse flags, load the config (model and
+ * training keys in one .cfg), print progress; the loop itself is
+ * rn_train_run in core/rn_train_loop.c. */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "rn_train_loop.h"
+
+const char cmd_train_summary[] = "train a model on MQAR or byte-level text";
+
+static const char usage[] =
+    "usage: ramtrace train --task mqar|text [options] -o MODEL\n"
+    "\n"
+    "Train a RAM-Net model and save it to MODEL (model.bin format; .safetensors\n"
+    "by extension).  One .cfg file holds the model keys (d_model, n_layers, ...)\n"
+    "and the training keys (lr, steps, batch, ...); flags override file keys.\n"
+    "See docs/training.md.\n"
+    "\n"
+    "options:\n"
+    "  --task mqar|text     the task (default mqar)\n"
+    "  --config FILE        model + training keys (key = value lines)\n"
+    "  --data FILE          text corpus (default data/kjv.txt)\n"
+    "  -o, --output MODEL   the trained model (required)\n"
+    "  --resume CKPT        continue a run from its checkpoint\n"
+    "  --ckpt PATH          checkpoint path (default MODEL.ckpt)\n"
+    "  --log PATH           metrics log, one JSON object per line\n"
+    "  --set KEY=VALUE      set any config key (repeatable)\n"
+    "  --steps N, --lr X, --batch N, --seq-len N, --seed N, --eps-g X,\n"
+    "  --eval-every N, --ckpt-every N, --max-seconds S\n"
+    "                       shortcuts for the keys of the same name\n"
+    "  --threads N          OpenMP/BLAS threads (default: all cores)\n"
+    "  -h, --help           this text\n"
+    "\n"
+    "Checkpoints are written atomically every ckpt_every steps and on Ctrl-C;\n"
+    "with one thread a resumed run repeats the uninterrupted loss curve.\n";
+
+/* Route a key to the model config or the training options. */
+static int set_key(rn_config *c, rn_train_opts *o, const char *key, const char *val, rn_error *err)
+{
+    int rc = rn_config_set(c, key, val, err);
+    if (rc == -1) return rn_train_opts_set(o, key, val, err);
+    return rc;
+}
+
+static void report(void *user, const rn_train_event *ev)
+{
+    int tty = *(int *)user;
+    if (ev->kind == 0) {
+        int eta = (int)ev->eta_s;
+        fprintf(stderr, "%sstep %lld/%lld  loss %.4f  lr %.2e  |g| %.3f  %.0f tok/s  ETA %d:%02d:%02d%s",
+                tty ? "\r\033[K" : "", (long long)ev->step, (long long)ev->steps, ev->loss, ev->lr,
+                ev->grad_norm, ev->tok_per_s, eta / 3600, eta / 60 % 60, eta % 60, tty ? "" : "\n");
+    } else if (ev->kind == 1) {
+        fprintf(stderr, "%seval at step %lld (%.0f s): %s\n", tty ? "\r\033[K" : "", (long long)ev->step,
+                ev->elapsed_s, ev->text);
+    } else {
+        if (!tty) fprintf(stderr, "checkpoint at step %lld: %s\n", (long long)ev->step, ev->text);
+    }
+    fflush(stderr);
+}
+
+/* Defaults per task: MQAR uses ids and Zoology's V = 8192. */
+static void task_defaults(rn_config *c, int task)
+{
+    rn_config_default(c);
+    if (task == RN_TASK_MQAR) {
+        c->vocab_size = 8192;
+        c->tokenizer = RN_TOK_IDS;
+        c->d_p = 16;
+        c->order = 2;
+        c->top_k = 4;
+    }
+}
+
+int cmd_train(int argc, char **argv)
+{
+    if (cli_wants_help(argc, argv)) { fputs(usage, stdout); return 0; }
+    static const struct option lo[] = {
+        { "task", 1, 0, 't' }, { "config", 1, 0, 'c' }, { "data", 1, 0, 'd' }, { "output", 1, 0, 'o' },
+        { "resume", 1, 0, 'r' }, { "ckpt", 1, 0, 'k' }, { "log", 1, 0, 'l' }, { "set", 1, 0, 's' },
+        { "steps", 1, 0, 1 }, { "lr", 1, 0, 2 }, { "batch", 1, 0, 3 }, { "seq-len", 1, 0, 4 },
+        { "seed", 1, 0, 5 }, { "eps-g", 1, 0, 6 }, { "eval-every", 1, 0, 7 }, { "ckpt-every", 1, 0, 8 },
+        { "max-seconds", 1, 0, 9 }, { "threads", 1, 0, 10 }, { 0, 0, 0, 0 } };
+    static const char *const keyname[] = { "", "steps", "lr", "batch", "seq_len", "seed", "eps_g",
+                                           "eval_every", "ckpt_every", "max_seconds" };
+    const char *task_s = "mqar", *cfg_path = NULL, *data = NULL, *out = NULL, *resume = NULL,
+               *ckpt = NULL, *log = NULL;
+    /* overrides are applied after the file, in order */
+    const char *ok[128], *ov[128];
+    char kvbuf[128][256];
+    int nov = 0;
+    long threads = 0;
+    rn_error err = { 0, "" };
+    optind = 1;
+    opterr = 0;
+    int ch;
+    while ((ch = getopt_long(argc, argv, ":o:", lo, NULL)) != -1) {
+        switch (ch) {
+        case 't': task_s = optarg; break;
+        case 'c': cfg_path = optarg; break;
+        case 'd': data = optarg; break;
+        case 'o': out = optarg; break;
+        case 'r': resume = optarg; break;
+        case 'k': ckpt = optarg; break;
+        case 'l': log = optarg; break;
+        case 's': {
+            if (nov == 128) return cli_usage_error("train", "too many --set options");
+            snprintf(kvbuf[nov], sizeof kvbuf[nov], "%s", optarg);
+            char *eq = strchr(kvbuf[nov], '=');
+            if (!eq || eq == kvbuf[nov]) return cli_usage_error("train", "--set needs KEY=VALUE (got '%s')", optarg);
+            *eq = 0;
+            ok[nov] = kvbuf[nov];
+            ov[nov] = eq + 1;
+            nov++;
+            break;
+        }
+        case 10:
+            if (cli_parse_long("--threads", optarg, 1, 1024, &threads, &err)) return cli_fail(&err);
+            break;
+        case ':': return cli_usage_error("train", "option '%s' needs a value", argv[optind - 1]);
+        case '?': return cli_usage_error("train", "unknown option '%s'", argv[optind - 1]);
+        default:
+            if (ch >= 1 && ch <= 9) {
+                if (nov == 128) return cli_usage_error("train", "too many options");
+                ok[nov] = keyname[ch];
+                ov[nov] = optarg;
+                nov++;
+            }
+        }
+    }
+    if (optind < argc) return cli_usage_error("train", "unexpected argument '%s'", argv[optind]);
+    int task;
+    if (!strcmp(task_s, "mqar")) task = RN_TASK_MQAR;
+    else if (!strcmp(task_s, "text")) task = RN_TASK_TEXT;
+    else return cli_usage_error("train", "unknown task '%s' (expected mqar or text)", task_s);
+    if (!out) return cli_usage_error("train", "no output model (-o MODEL)");
+    rn_config c;
+    rn_train_opts o;
+    task_defaults(&c, task);
+    rn_train_opts_default(&o, task);
+    if (cfg_path && rn_config_load_file(&c, cfg_path, rn_train_opts_set, &o, &err)) return cli_fail(&err);
+    for (int i = 0; i < nov; i++)
+        if (set_key(&c, &o, ok[i], ov[i], &err)) {
+            fprintf(stderr, "ramtrace train: %s\n", err.msg);
+            return 2;
+        }
+    snprintf(o.out, sizeof o.out, "%s", out);
+    if (ckpt) snprintf(o.ckpt, sizeof o.ckpt, "%s", ckpt);
+    if (log) snprintf(o.log, sizeof o.log, "%s", log);
+    if (resume) snprintf(o.resume, sizeof o.resume, "%s", resume);
+    snprintf(o.data, sizeof o.data, "%s", data ? data : (task == RN_TASK_TEXT ? "data/kjv.txt" : ""));
+    if (rn_config_validate(&c, &err) || rn_train_opts_validate(&o, &c, &err)) return cli_fail(&err);
+    if (threads) cli_set_threads((int)threads);
+    cli_install_signals();
+    int tty = cli_stderr_tty();
+    fprintf(stderr, "training %s: %lld parameters, %lld steps%s%s\n", task_s,
+            (long long)rn_config_param_count(&c), (long long)o.opt.steps, resume ? ", resuming from " : "",
+            resume ? resume : "");
+    int rc = rn_train_run(&o, &c, report, &tty, &cli_stop_flag, &err);
+    if (tty) fputc('\n', stderr);
+    if (rc) return cli_fail(&err);
+    fprintf(stderr, "saved %s\n", o.out);
+    return 0;
+}

@@ -1,0 +1,103 @@
+/* rn_checkpoint.c — atomic, checksummed training checkpoints. */
+#include "rn_checkpoint.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rn_atomic.h"
+
+#define CK_MAGIC "RNCKPT01"
+#define CK_VERSION 1u
+
+static uint64_t fnv(uint64_t h, const void *p, size_t n)
+{
+    const unsigned char *b = p;
+    for (size_t i = 0; i < n; i++) { h ^= b[i]; h *= 1099511628211ull; }
+    return h;
+}
+
+typedef struct { FILE *f; uint64_t h; int bad; } ckw;
+static void put(ckw *w, const void *p, size_t n)
+{
+    if (fwrite(p, 1, n, w->f) != n) w->bad = 1;
+    w->h = fnv(w->h, p, n);
+}
+
+int rn_checkpoint_save(const char *path, const rn_config *c, int64_t step, uint64_t seed,
+                       const rn_real *params, const rn_real *m1, const rn_real *m2,
+                       int64_t n_block, rn_error *err)
+{
+    char cfg[8192];
+    size_t cl = rn_config_format(c, cfg, sizeof cfg);
+    if (cl >= sizeof cfg) return rn_seterr(err, RN_EINTERNAL, "%s: config text too long", path);
+    rn_atomic_file af;
+    int rc = rn_atomic_open(&af, path, err);
+    if (rc) return rc;
+    ckw w = { af.f, 1469598103934665603ull, 0 };
+    uint32_t ver = CK_VERSION, len = (uint32_t)cl;
+    put(&w, CK_MAGIC, 8);
+    put(&w, &ver, 4);
+    put(&w, &len, 4);
+    put(&w, cfg, cl);
+    put(&w, &step, 8);
+    put(&w, &n_block, 8);
+    put(&w, &seed, 8);
+    put(&w, params, sizeof(rn_real) * (size_t)n_block);
+    put(&w, m1, sizeof(rn_real) * (size_t)n_block);
+    put(&w, m2, sizeof(rn_real) * (size_t)n_block);
+    uint64_t h = w.h;
+    if (fwrite(&h, 8, 1, af.f) != 1) w.bad = 1;
+    if (w.bad) {
+        rn_atomic_abort(&af);
+        return rn_seterr(err, RN_EIO, "%s: write failed: %s", path, strerror(errno));
+    }
+    return rn_atomic_commit(&af, err);
+}
+
+int rn_checkpoint_load(const char *path, const rn_config *c, int64_t *step, uint64_t *seed,
+                       rn_real *params, rn_real *m1, rn_real *m2, int64_t n_block,
+                       rn_error *err)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return rn_seterr(err, RN_EINPUT, "%s: cannot open checkpoint: %s", path, strerror(errno));
+    char magic[8];
+    uint32_t ver = 0, len = 0;
+    uint64_t h = 1469598103934665603ull;
+    int rc = RN_OK;
+    char *cfg = NULL;
+#define RD(p, n) do { if (fread((p), 1, (n), f) != (size_t)(n)) { rc = rn_seterr(err, RN_EINPUT, "%s: checkpoint is truncated", path); goto out; } h = fnv(h, (p), (n)); } while (0)
+    RD(magic, 8);
+    if (memcmp(magic, CK_MAGIC, 8)) { rc = rn_seterr(err, RN_EINPUT, "%s: not a ramtrace checkpoint (bad magic)", path); goto out; }
+    RD(&ver, 4);
+    if (ver != CK_VERSION) { rc = rn_seterr(err, RN_EINPUT, "%s: checkpoint version %u is not supported", path, ver); goto out; }
+    RD(&len, 4);
+    if (len > 65536) { rc = rn_seterr(err, RN_EINPUT, "%s: corrupt checkpoint header (config length %u)", path, len); goto out; }
+    cfg = calloc(1, (size_t)len + 1);
+    if (!cfg) { rc = rn_seterr(err, RN_ENOMEM, "out of memory"); goto out; }
+    RD(cfg, len);
+    char want[8192];
+    size_t wl = rn_config_format(c, want, sizeof want);
+    if (wl != len || memcmp(want, cfg, len)) {
+        rc = rn_seterr(err, RN_EINPUT, "%s: checkpoint was written for a different model config", path);
+        goto out;
+    }
+    int64_t nb = 0;
+    RD(step, 8);
+    RD(&nb, 8);
+    RD(seed, 8);
+    if (nb != n_block || *step < 0) { rc = rn_seterr(err, RN_EINPUT, "%s: corrupt checkpoint header (block size)", path); goto out; }
+    RD(params, sizeof(rn_real) * (size_t)nb);
+    RD(m1, sizeof(rn_real) * (size_t)nb);
+    RD(m2, sizeof(rn_real) * (size_t)nb);
+    uint64_t stored;
+    if (fread(&stored, 8, 1, f) != 1) { rc = rn_seterr(err, RN_EINPUT, "%s: checkpoint is truncated", path); goto out; }
+    if (stored != h) { rc = rn_seterr(err, RN_EINPUT, "%s: checkpoint checksum mismatch (corrupt file)", path); goto out; }
+    if (fgetc(f) != EOF) { rc = rn_seterr(err, RN_EINPUT, "%s: trailing bytes after checkpoint", path); goto out; }
+#undef RD
+out:
+    free(cfg);
+    fclose(f);
+    return rc;
+}

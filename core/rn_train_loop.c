@@ -1,0 +1,429 @@
+/* rn_train_loop.c — the training loop, its options and the evaluations
+ * (see rn_train_loop.h).  Float builds only (it writes files). */
+#include "rn_train_loop.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "rn_checkpoint.h"
+#include "rn_modelfile.h"
+#include "rn_train.h"
+
+void rn_train_opts_default(rn_train_opts *o, int task)
+{
+    memset(o, 0, sizeof *o);
+    o->task = task;
+    rn_adamw_defaults(&o->opt);
+    o->batch = task == RN_TASK_MQAR ? 16 : 16;
+    o->seq_len = 256;
+    o->opt.warmup = -1; /* auto: steps / 20 */
+    o->grad_accum = 1;
+    o->eps_g = 0.01;
+    o->eval_every = 200;
+    o->ckpt_every = 200;
+    o->log_every = 10;
+    o->seed = 1;
+    o->eval_examples = 100;
+    o->eval_windows = 64;
+    o->val_frac = 0.05;
+}
+
+static int num(const char *key, const char *v, double lo, double hi, double *out, rn_error *err)
+{
+    char *end;
+    errno = 0;
+    double x = strtod(v, &end);
+    if (errno || end == v || *end || !isfinite(x) || x < lo || x > hi)
+        return rn_seterr(err, RN_EINPUT, "%s: '%s' is not a number in [%g, %g]", key, v, lo, hi);
+    *out = x;
+    return RN_OK;
+}
+
+int rn_train_opts_set(void *user, const char *key, const char *v, rn_error *err)
+{
+    rn_train_opts *o = user;
+    double x;
+#define D(name, field, lo, hi) if (!strcmp(key, name)) { \
+        if (num(key, v, lo, hi, &x, err)) return err->code; \
+        o->field = x; \
+        return RN_OK; \
+    }
+#define IN(name, field, lo, hi) if (!strcmp(key, name)) { \
+        if (num(key, v, lo, hi, &x, err)) return err->code; \
+        if (x != floor(x)) return rn_seterr(err, RN_EINPUT, "%s: '%s' is not an integer", key, v); \
+        o->field = (int64_t)x; \
+        return RN_OK; \
+    }
+    D("lr", opt.lr, 0, 10);
+    D("min_lr", opt.min_lr, 0, 10);
+    IN("warmup", opt.warmup, 0, 1e9);
+    IN("steps", opt.steps, 1, 1e9);
+    D("beta1", opt.beta1, 0, 0.999999);
+    D("beta2", opt.beta2, 0, 0.999999);
+    D("adam_eps", opt.eps, 0, 1);
+    D("weight_decay", opt.weight_decay, 0, 10);
+    D("clip", opt.clip, 0, 1e9);
+    IN("batch", batch, 1, 65536);
+    IN("seq_len", seq_len, 2, 1 << 20);
+    IN("grad_accum", grad_accum, 1, 65536);
+    D("eps_g", eps_g, 0, 0.999);
+    IN("eval_every", eval_every, 0, 1e9);
+    IN("ckpt_every", ckpt_every, 0, 1e9);
+    IN("log_every", log_every, 1, 1e9);
+    IN("seed", seed, 0, 9e15);
+    IN("eval_examples", eval_examples, 1, 1e6);
+    IN("eval_windows", eval_windows, 0, 1e9);
+    D("val_frac", val_frac, 0.001, 0.5);
+    D("max_seconds", max_seconds, 0, 1e9);
+#undef D
+#undef IN
+    return rn_seterr(err, RN_EINPUT, "unknown config key '%s'", key);
+}
+
+int rn_train_opts_validate(const rn_train_opts *o, const rn_config *c, rn_error *err)
+{
+    if (o->opt.min_lr > o->opt.lr)
+        return rn_seterr(err, RN_EINPUT, "min_lr (%g) must not exceed lr (%g)", o->opt.min_lr, o->opt.lr);
+    if (o->opt.warmup >= 0 && o->opt.warmup > o->opt.steps)
+        return rn_seterr(err, RN_EINPUT, "warmup (%lld) must not exceed steps (%lld)", (long long)o->opt.warmup, (long long)o->opt.steps);
+    if ((int64_t)o->batch * o->seq_len > (1 << 22))
+        return rn_seterr(err, RN_EINPUT, "batch x seq_len = %lld rows is too large (max 4194304)", (long long)o->batch * o->seq_len);
+    if (o->task == RN_TASK_MQAR) {
+        if (c->tokenizer != RN_TOK_IDS)
+            return rn_seterr(err, RN_EINPUT, "mqar needs tokenizer = ids (the config says bytes)");
+        for (int i = 0; i < rn_mqar_n_train_segs; i++) {
+            const rn_mqar_seg *s = &rn_mqar_train_segs[i];
+            int rc = rn_mqar_check(c->vocab_size, s->L, s->N, err);
+            if (rc) return rc;
+            if (s->L > o->seq_len)
+                return rn_seterr(err, RN_EINPUT, "mqar: seq_len %d is shorter than the train segment length %d", o->seq_len, s->L);
+        }
+    } else if (c->vocab_size < 256) {
+        return rn_seterr(err, RN_EINPUT, "text: vocab_size must be >= 256 for bytes (got %d)", c->vocab_size);
+    }
+    return RN_OK;
+}
+
+static uint64_t stream_seed(uint64_t seed, uint64_t stream, uint64_t i)
+{
+    return seed * 0x9E3779B97F4A7C15ull + stream * 0xBF58476D1CE4E5B9ull + i * 0x94D049BB133111EBull;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Evaluate the ladder with an existing trainer (forward only). */
+static int eval_mqar_with(rn_trainer *tr, int V, const rn_mqar_seg *segs, int n_segs, int examples,
+                          uint64_t seed, int max_rows, int *tok, int *tgt, double *pbuf,
+                          double *acc, double *mean, volatile int *stop, rn_error *err)
+{
+    double sum = 0;
+    for (int s = 0; s < n_segs; s++) {
+        int L = segs[s].L, N = segs[s].N;
+        int rc = rn_mqar_check(V, L, N, err);
+        if (rc) return rc;
+        if (L > max_rows) return rn_seterr(err, RN_EINPUT, "mqar eval: segment length %d exceeds %d rows", L, max_rows);
+        rn_rng rng;
+        rn_rng_seed(&rng, stream_seed(seed, 2, (uint64_t)s));
+        int per = max_rows / L, done = 0;
+        double a = 0;
+        while (done < examples) {
+            if (stop && *stop) return rn_seterr(err, RN_EINTR, "interrupted during evaluation");
+            int B = examples - done < per ? examples - done : per;
+            for (int b = 0; b < B; b++)
+                rn_mqar_example(&rng, V, L, N, RN_MQAR_POWER_A, tok + (size_t)b * L, tgt + (size_t)b * L, pbuf);
+            double loss;
+            rc = rn_trainer_forward(tr, tok, tgt, B, L, &loss, err);
+            if (rc) return rc;
+            /* labelled rows are in row order: N per example */
+            const uint8_t *ok = rn_trainer_correct(tr);
+            const int *rows = rn_trainer_label_rows(tr);
+            int nl = rn_trainer_n_labelled(tr), i = 0;
+            for (int b = 0; b < B; b++) {
+                int c = 0, n = 0;
+                for (; i < nl && rows[i] / L == b; i++) { c += ok[i]; n++; }
+                a += n ? (double)c / n : 0;
+            }
+            done += B;
+        }
+        acc[s] = a / examples;
+        sum += acc[s];
+    }
+    *mean = sum / n_segs;
+    return RN_OK;
+}
+
+static int max_space(void)
+{
+    int m = 0;
+    for (int i = 0; i < rn_mqar_n_test_segs; i++) {
+        int s = (rn_mqar_test_segs[i].L - 2 * rn_mqar_test_segs[i].N) / 2;
+        if (s > m) m = s;
+    }
+    return m + 1024;
+}
+
+int rn_eval_mqar(const rn_model *m, const rn_mqar_seg *segs, int n_segs, int examples,
+                 uint64_t seed, int max_rows, double *acc, double *mean, volatile int *stop,
+                 rn_error *err)
+{
+    for (int s = 0; s < n_segs; s++)
+        if (segs[s].L > max_rows) max_rows = segs[s].L;
+    rn_trainer *tr;
+    int rc = rn_trainer_create(&tr, m, max_rows, max_rows, 0.0, err);
+    if (rc) return rc;
+    int *tok = malloc(sizeof(int) * 2 * (size_t)max_rows);
+    double *pbuf = malloc(sizeof(double) * (size_t)(max_rows + max_space()));
+    if (!tok || !pbuf) rc = rn_seterr(err, RN_ENOMEM, "out of memory");
+    else rc = eval_mqar_with(tr, m->cfg.vocab_size, segs, n_segs, examples, seed, max_rows, tok,
+                             tok + max_rows, pbuf, acc, mean, stop, err);
+    free(tok);
+    free(pbuf);
+    rn_trainer_free(tr);
+    return rc;
+}
+
+static int eval_text_with(rn_trainer *tr, const rn_text *t, int T, int windows, int batch,
+                          int *tok, int *tgt, double *loss, double *bpb, volatile int *stop,
+                          rn_error *err)
+{
+    int64_t nw = rn_text_n_val(t, T);
+    if (windows > 0 && windows < nw) nw = windows;
+    double sum = 0;
+    int64_t count = 0;
+    for (int64_t w = 0; w < nw; w += batch) {
+        if (stop && *stop) return rn_seterr(err, RN_EINTR, "interrupted during evaluation");
+        int B = nw - w < batch ? (int)(nw - w) : batch;
+        for (int b = 0; b < B; b++) rn_text_val_window(t, w + b, T, tok + (size_t)b * T, tgt + (size_t)b * T);
+        double l;
+        int rc = rn_trainer_forward(tr, tok, tgt, B, T, &l, err);
+        if (rc) return rc;
+        sum += rn_trainer_loss_sum(tr);
+        count += (int64_t)B * T;
+    }
+    *loss = count ? sum / (double)count : 0;
+    *bpb = *loss / log(2.0);
+    return RN_OK;
+}
+
+int rn_eval_text(const rn_model *m, const rn_text *t, int T, int windows, int batch,
+                 double *loss, double *bpb, volatile int *stop, rn_error *err)
+{
+    if (rn_text_n_val(t, T) < 1) return rn_seterr(err, RN_EINPUT, "text eval: held-out split is shorter than one window of %d bytes", T);
+    rn_trainer *tr;
+    int rc = rn_trainer_create(&tr, m, batch * T, batch * T, 0.0, err);
+    if (rc) return rc;
+    int *tok = malloc(sizeof(int) * 2 * (size_t)batch * T);
+    if (!tok) rc = rn_seterr(err, RN_ENOMEM, "out of memory");
+    else rc = eval_text_with(tr, t, T, windows, batch, tok, tok + (size_t)batch * T, loss, bpb, stop, err);
+    free(tok);
+    rn_trainer_free(tr);
+    return rc;
+}
+
+/* Everything a run owns, released in one place. */
+typedef struct {
+    rn_model m;
+    rn_trainer *tr;
+    rn_real *mom;       /* m1 then m2 */
+    int *tok, *tgt;
+    double *pbuf;
+    rn_text text;
+    FILE *log;
+} run_state;
+
+static void run_free(run_state *s)
+{
+    rn_trainer_free(s->tr);
+    rn_model_free(&s->m);
+    free(s->mom);
+    free(s->tok);
+    free(s->pbuf);
+    rn_text_free(&s->text);
+    if (s->log) fclose(s->log);
+}
+
+/* Fill one micro-batch for the step; returns B and T used. */
+static void make_batch(const rn_train_opts *o, run_state *s, int V, int64_t step, int micro,
+                       int *B, int *T)
+{
+    rn_rng rng;
+    rn_rng_seed(&rng, stream_seed(o->seed, 1, (uint64_t)step * (uint64_t)o->grad_accum + (uint64_t)micro));
+    if (o->task == RN_TASK_TEXT) {
+        *B = o->batch;
+        *T = o->seq_len;
+        rn_text_batch(&s->text, &rng, *B, *T, s->tok, s->tgt);
+        return;
+    }
+    /* MQAR: segments in turn; the same number of rows at every step. */
+    const rn_mqar_seg *sg = &rn_mqar_train_segs[(step * o->grad_accum + micro) % rn_mqar_n_train_segs];
+    *T = sg->L;
+    *B = o->batch * o->seq_len / sg->L;
+    for (int b = 0; b < *B; b++)
+        rn_mqar_example(&rng, V, sg->L, sg->N, RN_MQAR_POWER_A, s->tok + (size_t)b * sg->L,
+                        s->tgt + (size_t)b * sg->L, s->pbuf);
+}
+
+static int do_eval(const rn_train_opts *o, run_state *s, int max_rows, char *buf, size_t cap,
+                   double *metric, volatile int *stop, rn_error *err)
+{
+    if (o->task == RN_TASK_MQAR) {
+        double acc[16], mean;
+        int rc = eval_mqar_with(s->tr, s->m.cfg.vocab_size, rn_mqar_test_segs, rn_mqar_n_test_segs,
+                                o->eval_examples, 4242, max_rows, s->tok, s->tgt, s->pbuf, acc,
+                                &mean, stop, err);
+        if (rc) return rc;
+        size_t n = (size_t)snprintf(buf, cap, "{\"task\":\"mqar\",\"mean_acc\":%.5f,\"acc\":{", mean);
+        for (int i = 0; i < rn_mqar_n_test_segs && n < cap; i++)
+            n += (size_t)snprintf(buf + n, cap - n, "%s\"%d,%d\":%.5f", i ? "," : "",
+                                  rn_mqar_test_segs[i].L, rn_mqar_test_segs[i].N, acc[i]);
+        if (n < cap) snprintf(buf + n, cap - n, "}}");
+        *metric = mean;
+        return RN_OK;
+    }
+    double loss, bpb;
+    int rc = eval_text_with(s->tr, &s->text, o->seq_len, o->eval_windows, o->batch, s->tok, s->tgt,
+                            &loss, &bpb, stop, err);
+    if (rc) return rc;
+    snprintf(buf, cap, "{\"task\":\"text\",\"val_loss\":%.5f,\"val_bpb\":%.5f}", loss, bpb);
+    *metric = bpb;
+    return RN_OK;
+}
+
+int rn_train_run(const rn_train_opts *opts, const rn_config *c, rn_train_report_fn report,
+                 void *user, volatile int *stop, rn_error *err)
+{
+    rn_train_opts oo = *opts;
+    const rn_train_opts *o = &oo;
+    if (oo.opt.warmup < 0) oo.opt.warmup = oo.opt.steps / 20;
+    int rc = rn_config_validate(c, err);
+    if (rc) return rc;
+    if ((rc = rn_train_opts_validate(o, c, err))) return rc;
+    if (!o->out[0]) return rn_seterr(err, RN_EINPUT, "no output model path (-o)");
+    char ckpt[1100];
+    snprintf(ckpt, sizeof ckpt, "%s", o->ckpt[0] ? o->ckpt : o->out);
+    if (!o->ckpt[0]) strncat(ckpt, ".ckpt", sizeof ckpt - strlen(ckpt) - 1);
+    run_state s;
+    memset(&s, 0, sizeof s);
+    if (o->task == RN_TASK_TEXT) {
+        if (!o->data[0]) return rn_seterr(err, RN_EINPUT, "text: no corpus (--data FILE)");
+        if ((rc = rn_text_load(&s.text, o->data, o->val_frac, o->seq_len, err))) return rc;
+    }
+    if ((rc = rn_model_create_random(&s.m, c, o->seed, err))) goto done;
+    int max_rows = o->batch * o->seq_len, max_lab = max_rows;
+    if (o->task == RN_TASK_MQAR) {
+        for (int i = 0; i < rn_mqar_n_test_segs; i++)
+            if (rn_mqar_test_segs[i].L > max_rows) max_rows = rn_mqar_test_segs[i].L;
+        max_lab = max_rows / 4;
+    }
+    if ((rc = rn_trainer_create(&s.tr, &s.m, max_rows, max_lab, o->eps_g, err))) goto done;
+    int64_t nb = s.m.n_block;
+    s.mom = calloc(2 * (size_t)nb, sizeof(rn_real));
+    s.tok = malloc(sizeof(int) * 2 * (size_t)max_rows);
+    s.pbuf = malloc(sizeof(double) * (size_t)(max_rows + max_space()));
+    if (!s.mom || !s.tok || !s.pbuf) { rc = rn_seterr(err, RN_ENOMEM, "out of memory"); goto done; }
+    s.tgt = s.tok + max_rows;
+    int64_t start = 0;
+    if (o->resume[0]) {
+        uint64_t seed;
+        rc = rn_checkpoint_load(o->resume, c, &start, &seed, s.m.params, s.mom, s.mom + nb, nb, err);
+        if (rc) goto done;
+        if (seed != o->seed) {
+            rc = rn_seterr(err, RN_EINPUT, "%s: checkpoint was written with --seed %llu, not %llu", o->resume,
+                           (unsigned long long)seed, (unsigned long long)o->seed);
+            goto done;
+        }
+        if (start > o->opt.steps) {
+            rc = rn_seterr(err, RN_EINPUT, "%s: checkpoint is at step %lld, past steps = %lld", o->resume,
+                           (long long)start, (long long)o->opt.steps);
+            goto done;
+        }
+    }
+    if (o->log[0] && !(s.log = fopen(o->log, start ? "a" : "w"))) {
+        rc = rn_seterr(err, RN_EINPUT, "%s: cannot open metrics log: %s", o->log, strerror(errno));
+        goto done;
+    }
+    double t0 = now_s(), tokens = 0;
+    int64_t step = start;
+    char buf[1024];
+    for (; step < o->opt.steps; step++) {
+        if ((stop && *stop) || (o->max_seconds > 0 && now_s() - t0 > o->max_seconds)) {
+            rc = rn_checkpoint_save(ckpt, c, step, o->seed, s.m.params, s.mom, s.mom + nb, nb, err);
+            if (rc) goto done;
+            rn_train_event ev = { .kind = 2, .step = step, .steps = o->opt.steps, .text = ckpt };
+            if (report) report(user, &ev);
+            if (stop && *stop) { rc = rn_seterr(err, RN_EINTR, "interrupted at step %lld; checkpoint %s", (long long)step, ckpt); goto done; }
+            break;
+        }
+        rn_trainer_zero_grads(s.tr);
+        double loss = 0;
+        for (int mi = 0; mi < o->grad_accum; mi++) {
+            int B, T;
+            double l;
+            make_batch(o, &s, c->vocab_size, step, mi, &B, &T);
+            if ((rc = rn_trainer_forward(s.tr, s.tok, s.tgt, B, T, &l, err))) goto done;
+            if (!isfinite(l)) {
+                rc = rn_seterr(err, RN_EINPUT, "loss is not finite at step %lld; stopped (last checkpoint kept: %s)",
+                               (long long)step, ckpt);
+                goto done;
+            }
+            rn_trainer_backward(s.tr, 1.0 / o->grad_accum);
+            loss += l / o->grad_accum;
+            tokens += (double)B * T;
+        }
+        double gn = rn_grad_norm(rn_trainer_grads(s.tr), nb);
+        if (!isfinite(gn)) {
+            rc = rn_seterr(err, RN_EINPUT, "gradient is not finite at step %lld; stopped (last checkpoint kept: %s)",
+                           (long long)step, ckpt);
+            goto done;
+        }
+        double lr = rn_lr_at(&o->opt, step);
+        double gscale = (o->opt.clip > 0 && gn > o->opt.clip) ? o->opt.clip / gn : 1.0;
+        rn_adamw_update(c, s.m.params, rn_trainer_grads(s.tr), s.mom, s.mom + nb, &o->opt, step, lr, gscale);
+        double el = now_s() - t0;
+        int64_t done_steps = step + 1 - start;
+        if ((step + 1) % o->log_every == 0 || step + 1 == o->opt.steps) {
+            rn_train_event ev = { 0, step + 1, o->opt.steps, loss, lr, gn, tokens / el,
+                                  el / done_steps * (o->opt.steps - step - 1), el, NULL };
+            if (report) report(user, &ev);
+            if (s.log) fprintf(s.log, "{\"step\":%lld,\"loss\":%.6f,\"lr\":%.6g,\"grad_norm\":%.5g,\"tok_per_s\":%.1f,\"elapsed\":%.2f}\n",
+                               (long long)(step + 1), loss, lr, gn, tokens / el, el);
+        }
+        if (o->eval_every > 0 && (step + 1) % o->eval_every == 0 && step + 1 < o->opt.steps) {
+            double metric;
+            if ((rc = do_eval(o, &s, max_rows, buf, sizeof buf, &metric, stop, err))) {
+                if (rc == RN_EINTR) { step++; continue; } /* checkpoint at the loop top */
+                goto done;
+            }
+            rn_train_event ev = { .kind = 1, .step = step + 1, .steps = o->opt.steps, .elapsed_s = now_s() - t0, .text = buf };
+            if (report) report(user, &ev);
+            if (s.log) { fprintf(s.log, "{\"step\":%lld,\"eval\":%s}\n", (long long)(step + 1), buf); fflush(s.log); }
+        }
+        if (o->ckpt_every > 0 && (step + 1) % o->ckpt_every == 0 && step + 1 < o->opt.steps) {
+            if ((rc = rn_checkpoint_save(ckpt, c, step + 1, o->seed, s.m.params, s.mom, s.mom + nb, nb, err))) goto done;
+            rn_train_event ev = { .kind = 2, .step = step + 1, .steps = o->opt.steps, .text = ckpt };
+            if (report) report(user, &ev);
+        }
+    }
+    /* final evaluation, checkpoint and model */
+    {
+        double metric;
+        if ((rc = do_eval(o, &s, max_rows, buf, sizeof buf, &metric, stop, err))) goto done;
+        rn_train_event ev = { .kind = 1, .step = step, .steps = o->opt.steps, .elapsed_s = now_s() - t0, .text = buf };
+        if (report) report(user, &ev);
+        if (s.log) fprintf(s.log, "{\"step\":%lld,\"eval\":%s,\"final\":true}\n", (long long)step, buf);
+    }
+    if ((rc = rn_checkpoint_save(ckpt, c, step, o->seed, s.m.params, s.mom, s.mom + nb, nb, err))) goto done;
+    if ((rc = rn_model_save(&s.m, o->out, err))) goto done;
+done:
+    run_free(&s);
+    return rc;
+}

@@ -1,0 +1,79 @@
+/* rn_train_loop.h — the logic of `ramtrace train` and `ramtrace eval`:
+ * training options (the training keys of a .cfg file, beside the model
+ * keys), the training loop (data, forward/backward, gradient accumulation,
+ * clipping, AdamW, periodic evaluation, checkpoints, resume, metrics log),
+ * and the evaluation of a model on MQAR or text.  The CLI only parses
+ * flags and prints the progress reported through a callback. */
+#ifndef RN_TRAIN_LOOP_H
+#define RN_TRAIN_LOOP_H
+
+#include <stdint.h>
+
+#include "rn_adamw.h"
+#include "rn_model.h"
+#include "rn_tasks.h"
+
+enum { RN_TASK_MQAR = 0, RN_TASK_TEXT = 1 };
+
+typedef struct {
+    int task;                 /* RN_TASK_* */
+    rn_adamw_opts opt;        /* lr, min_lr, warmup, steps, betas, weight_decay, clip */
+    int batch;                /* sequences per micro-batch (MQAR: of length seq_len) */
+    int seq_len;              /* text: window; MQAR: the longest train segment */
+    int grad_accum;           /* micro-batches per optimiser step */
+    double eps_g;             /* proxy gradient ε (0 = exact) */
+    int64_t eval_every, ckpt_every, log_every;
+    uint64_t seed;
+    int eval_examples;        /* MQAR: examples per ladder segment */
+    int eval_windows;         /* text: held-out windows (0 = all) */
+    double val_frac;          /* text: held-out fraction of the corpus */
+    double max_seconds;       /* stop (and save) after this wall time; 0 = none */
+    char data[1024];          /* text corpus */
+    char out[1024];           /* final model path */
+    char ckpt[1024];          /* checkpoint path ("" = out + ".ckpt") */
+    char log[1024];           /* metrics log (JSONL; "" = none) */
+    char resume[1024];        /* checkpoint to resume from ("" = none) */
+} rn_train_opts;
+
+void rn_train_opts_default(rn_train_opts *o, int task);
+
+/* rn_config_extra_fn for the training keys (lr, min_lr, warmup, steps,
+ * batch, seq_len, grad_accum, weight_decay, clip, beta1, beta2, eps_g,
+ * eval_every, ckpt_every, log_every, seed, eval_examples, eval_windows,
+ * val_frac, max_seconds); user is an rn_train_opts. */
+int rn_train_opts_set(void *user, const char *key, const char *value, rn_error *err);
+
+/* Cross-field checks (ranges, the task's shapes against the config). */
+int rn_train_opts_validate(const rn_train_opts *o, const rn_config *c, rn_error *err);
+
+/* What the loop reports. */
+typedef struct {
+    int kind;                 /* 0 step, 1 eval, 2 checkpoint */
+    int64_t step, steps;
+    double loss, lr, grad_norm, tok_per_s, eta_s, elapsed_s;
+    const char *text;         /* eval summary / checkpoint path */
+} rn_train_event;
+
+typedef void (*rn_train_report_fn)(void *user, const rn_train_event *ev);
+
+/* Train a model of config c per o.  stop (optional) is polled every step:
+ * when set, a checkpoint is written and RN_EINTR returned.  A non-finite
+ * loss stops with RN_EINPUT naming the step (the last checkpoint stays).
+ * On success the model is saved to o->out. */
+int rn_train_run(const rn_train_opts *o, const rn_config *c, rn_train_report_fn report,
+                 void *user, volatile int *stop, rn_error *err);
+
+/* MQAR evaluation: accuracy per segment (mean over examples of the
+ * fraction of correct query positions) into acc[n_segs]; returns the
+ * mean over segments in *mean.  Examples come from seed (fixed per
+ * segment), so every model is scored on the same data. */
+int rn_eval_mqar(const rn_model *m, const rn_mqar_seg *segs, int n_segs, int examples,
+                 uint64_t seed, int max_rows, double *acc, double *mean, volatile int *stop,
+                 rn_error *err);
+
+/* Text evaluation on the held-out split: mean loss (nats/byte) and bits
+ * per byte over up to `windows` windows of T bytes (0 = all). */
+int rn_eval_text(const rn_model *m, const rn_text *t, int T, int windows, int batch,
+                 double *loss, double *bpb, volatile int *stop, rn_error *err);
+
+#endif
