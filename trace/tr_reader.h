@@ -25,7 +25,8 @@ typedef struct {
     uint32_t addr;    /* address before CAPE */
     float weight;
     uint16_t layer, head;
-    uint8_t op, rank;
+    uint8_t op;
+    uint16_t rank;    /* 0..K-1 (K may exceed 255) */
 } tr_event;
 
 typedef struct {

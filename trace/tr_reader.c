@@ -1,0 +1,347 @@
+/* tr_reader.c — reading trace databases back (tr_reader.h).
+ *
+ * Events are read from the event_groups table directly (not through the
+ * `events` view) and expanded into ranks here, in canonical order
+ * (layer, head, pos, op, rank).  Queries put the run id in the SQL text as a
+ * literal so SQLite can use the run's partial index.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tr_reader.h"
+#include "tr_schema.h"
+
+struct tr_db {
+    sqlite3 *db;
+    char *path;
+};
+
+struct tr_iter {
+    tr_db *db;
+    sqlite3_stmt *st;
+    int have_row;      /* st holds a row whose lanes are being handed out */
+    int lane, n;
+    tr_event base;     /* layer, head, pos, op of the current row */
+    int r0;
+    int64_t cape_m;
+};
+
+int tr_open_read(const char *path, tr_db **out, rn_error *err)
+{
+    *out = NULL;
+    tr_db *d = calloc(1, sizeof *d);
+    if (!d || !(d->path = strdup(path))) {
+        free(d);
+        return rn_seterr(err, RN_ENOMEM, "out of memory");
+    }
+    int rc = tr_schema_open_read(path, &d->db, err);
+    if (rc) { free(d->path); free(d); return rc; }
+    *out = d;
+    return RN_OK;
+}
+
+void tr_close(tr_db *db)
+{
+    if (!db) return;
+    sqlite3_close(db->db);
+    free(db->path);
+    free(db);
+}
+
+static int prep(tr_db *d, const char *sql, sqlite3_stmt **st, rn_error *err)
+{
+    int rc = sqlite3_prepare_v2(d->db, sql, -1, st, NULL);
+    if (rc != SQLITE_OK) return tr_sqlerr(d->db, rc, d->path, "query failed", err);
+    return RN_OK;
+}
+
+static void copy_col(sqlite3_stmt *st, int col, char *dst, size_t cap)
+{
+    const unsigned char *s = sqlite3_column_text(st, col);
+    snprintf(dst, cap, "%s", s ? (const char *)s : "");
+}
+
+/* Count one run's committed tokens and events (for runs whose row was never
+ * finished, e.g. after the writer was killed). */
+static int count_run(tr_db *d, int64_t run_id, int64_t *tokens, int64_t *events, rn_error *err)
+{
+    char sql[256];
+    sqlite3_stmt *st;
+    snprintf(sql, sizeof sql,
+             "SELECT (SELECT count(*) FROM tokens WHERE run_id = %lld),"
+             " (SELECT coalesce(sum(n), 0) FROM event_groups WHERE run_id = %lld)",
+             (long long)run_id, (long long)run_id);
+    int rc = prep(d, sql, &st, err);
+    if (rc) return rc;
+    int src = sqlite3_step(st);
+    if (src == SQLITE_ROW) {
+        *tokens = sqlite3_column_int64(st, 0);
+        *events = sqlite3_column_int64(st, 1);
+    }
+    sqlite3_finalize(st);
+    if (src != SQLITE_ROW) return tr_sqlerr(d->db, src, d->path, "counting events", err);
+    return RN_OK;
+}
+
+#define RUN_COLS "run_id, name, status, model_path, model_hash, config, n_tokens, n_events," \
+                 " start_time, coalesce(end_time, 0)"
+
+/* Fill *r from a row of RUN_COLS. */
+static int read_run(tr_db *d, sqlite3_stmt *st, tr_run_info *r, rn_error *err)
+{
+    memset(r, 0, sizeof *r);
+    r->run_id = sqlite3_column_int64(st, 0);
+    copy_col(st, 1, r->name, sizeof r->name);
+    copy_col(st, 2, r->status, sizeof r->status);
+    copy_col(st, 3, r->model_path, sizeof r->model_path);
+    copy_col(st, 4, r->model_hash, sizeof r->model_hash);
+    const char *cfg = (const char *)sqlite3_column_text(st, 5);
+    r->n_tokens = sqlite3_column_int64(st, 6);
+    r->n_events = sqlite3_column_int64(st, 7);
+    r->start_time = sqlite3_column_double(st, 8);
+    r->end_time = sqlite3_column_double(st, 9);
+    rn_config_default(&r->cfg);
+    char origin[1200];
+    snprintf(origin, sizeof origin, "%s: run %lld config", d->path, (long long)r->run_id);
+    int rc = rn_config_parse_text(&r->cfg, cfg ? cfg : "", origin, NULL, NULL, err);
+    if (!rc) rc = rn_config_validate(&r->cfg, err);
+    if (rc) return rn_seterr(err, RN_EINPUT, "%s: run %lld has an invalid config: %s", d->path,
+                             (long long)r->run_id, err ? err->msg : "");
+    if (!strcmp(r->status, "running"))
+        rc = count_run(d, r->run_id, &r->n_tokens, &r->n_events, err);
+    return rc;
+}
+
+int tr_list_runs(tr_db *d, tr_run_info **runs, int *n, rn_error *err)
+{
+    *runs = NULL;
+    *n = 0;
+    sqlite3_stmt *st;
+    int rc = prep(d, "SELECT " RUN_COLS " FROM runs ORDER BY run_id", &st, err);
+    if (rc) return rc;
+    int cap = 0, src;
+    tr_run_info *a = NULL;
+    while ((src = sqlite3_step(st)) == SQLITE_ROW) {
+        if (*n == cap) {
+            cap = cap ? 2 * cap : 8;
+            tr_run_info *b = realloc(a, sizeof *a * cap);
+            if (!b) { rc = rn_seterr(err, RN_ENOMEM, "out of memory"); break; }
+            a = b;
+        }
+        if ((rc = read_run(d, st, &a[*n], err))) break;
+        (*n)++;
+    }
+    sqlite3_finalize(st);
+    if (!rc && src != SQLITE_DONE) rc = tr_sqlerr(d->db, src, d->path, "listing runs", err);
+    if (rc) { free(a); *n = 0; return rc; }
+    *runs = a;
+    return RN_OK;
+}
+
+int tr_run_get(tr_db *d, int64_t run_id, tr_run_info *out, rn_error *err)
+{
+    char sql[256];
+    if (run_id > 0)
+        snprintf(sql, sizeof sql, "SELECT " RUN_COLS " FROM runs WHERE run_id = %lld", (long long)run_id);
+    else
+        snprintf(sql, sizeof sql, "SELECT " RUN_COLS " FROM runs ORDER BY run_id DESC LIMIT 1");
+    sqlite3_stmt *st;
+    int rc = prep(d, sql, &st, err);
+    if (rc) return rc;
+    int src = sqlite3_step(st);
+    if (src == SQLITE_ROW) rc = read_run(d, st, out, err);
+    else if (src == SQLITE_DONE)
+        rc = run_id > 0 ? rn_seterr(err, RN_EINPUT, "%s: no run %lld", d->path, (long long)run_id)
+                        : rn_seterr(err, RN_EINPUT, "%s: the trace holds no runs", d->path);
+    else rc = tr_sqlerr(d->db, src, d->path, "reading runs", err);
+    sqlite3_finalize(st);
+    return rc;
+}
+
+/* Resolve run_id 0 to the latest run and check the run exists. */
+static int resolve_run(tr_db *d, int64_t *run_id, rn_error *err)
+{
+    tr_run_info r;
+    int rc = tr_run_get(d, *run_id, &r, err);
+    if (!rc) *run_id = r.run_id;
+    return rc;
+}
+
+int tr_list_heads(tr_db *d, int64_t run_id, tr_head_info **heads, int *n, rn_error *err)
+{
+    *heads = NULL;
+    *n = 0;
+    int rc = resolve_run(d, &run_id, err);
+    if (rc) return rc;
+    char sql[256];
+    snprintf(sql, sizeof sql, "SELECT layer, head, cape FROM heads WHERE run_id = %lld"
+             " ORDER BY layer, head", (long long)run_id);
+    sqlite3_stmt *st;
+    if ((rc = prep(d, sql, &st, err))) return rc;
+    int cap = 0, src;
+    tr_head_info *a = NULL;
+    while ((src = sqlite3_step(st)) == SQLITE_ROW) {
+        if (*n == cap) {
+            cap = cap ? 2 * cap : 64;
+            tr_head_info *b = realloc(a, sizeof *a * cap);
+            if (!b) { rc = rn_seterr(err, RN_ENOMEM, "out of memory"); break; }
+            a = b;
+        }
+        a[*n].layer = sqlite3_column_int(st, 0);
+        a[*n].head = sqlite3_column_int(st, 1);
+        a[*n].cape = sqlite3_column_int(st, 2);
+        (*n)++;
+    }
+    sqlite3_finalize(st);
+    if (!rc && src != SQLITE_DONE) rc = tr_sqlerr(d->db, src, d->path, "listing heads", err);
+    if (rc) { free(a); *n = 0; return rc; }
+    *heads = a;
+    return RN_OK;
+}
+
+int tr_load_tokens(tr_db *d, int64_t run_id, tr_token **toks, int64_t *n, rn_error *err)
+{
+    *toks = NULL;
+    *n = 0;
+    int rc = resolve_run(d, &run_id, err);
+    if (rc) return rc;
+    char sql[256];
+    snprintf(sql, sizeof sql, "SELECT pos, token_id, piece, phase FROM tokens WHERE run_id = %lld"
+             " ORDER BY pos", (long long)run_id);
+    sqlite3_stmt *st;
+    if ((rc = prep(d, sql, &st, err))) return rc;
+    int64_t cap = 0;
+    int src;
+    tr_token *a = NULL;
+    while ((src = sqlite3_step(st)) == SQLITE_ROW) {
+        if (*n == cap) {
+            cap = cap ? 2 * cap : 256;
+            tr_token *b = realloc(a, sizeof *a * cap);
+            if (!b) { rc = rn_seterr(err, RN_ENOMEM, "out of memory"); break; }
+            a = b;
+        }
+        tr_token *t = &a[*n];
+        t->pos = (int32_t)sqlite3_column_int64(st, 0);
+        t->token_id = sqlite3_column_int(st, 1);
+        copy_col(st, 2, t->piece, sizeof t->piece);
+        const unsigned char *ph = sqlite3_column_text(st, 3);
+        t->generated = ph && !strcmp((const char *)ph, "generated");
+        (*n)++;
+    }
+    sqlite3_finalize(st);
+    if (!rc && src != SQLITE_DONE) rc = tr_sqlerr(d->db, src, d->path, "loading tokens", err);
+    if (rc) { free(a); *n = 0; return rc; }
+    *toks = a;
+    return RN_OK;
+}
+
+/* The WHERE clause for a run and filter (integers only, so literals are
+ * safe). */
+static void where_clause(int64_t run_id, const tr_filter *f, char *buf, size_t cap)
+{
+    tr_filter all = tr_filter_all();
+    if (!f) f = &all;
+    size_t n = (size_t)snprintf(buf, cap, " WHERE run_id = %lld", (long long)run_id);
+    if (f->layer >= 0) n += snprintf(buf + n, cap - n, " AND layer = %d", f->layer);
+    if (f->head >= 0) n += snprintf(buf + n, cap - n, " AND head = %d", f->head);
+    if (f->op >= 0) n += snprintf(buf + n, cap - n, " AND op = %d", f->op);
+    if (f->pos_lo > 0) n += snprintf(buf + n, cap - n, " AND pos >= %lld", (long long)f->pos_lo);
+    if (f->pos_hi >= 0) snprintf(buf + n, cap - n, " AND pos < %lld", (long long)f->pos_hi);
+}
+
+int tr_count_events(tr_db *d, int64_t run_id, const tr_filter *f, int64_t *n, rn_error *err)
+{
+    *n = 0;
+    int rc = resolve_run(d, &run_id, err);
+    if (rc) return rc;
+    char where[512], sql[700];
+    where_clause(run_id, f, where, sizeof where);
+    snprintf(sql, sizeof sql, "SELECT coalesce(sum(n), 0) FROM event_groups%s", where);
+    sqlite3_stmt *st;
+    if ((rc = prep(d, sql, &st, err))) return rc;
+    int src = sqlite3_step(st);
+    if (src == SQLITE_ROW) *n = sqlite3_column_int64(st, 0);
+    else rc = tr_sqlerr(d->db, src, d->path, "counting events", err);
+    sqlite3_finalize(st);
+    return rc;
+}
+
+int tr_iter_open(tr_db *d, int64_t run_id, const tr_filter *f, tr_iter **out, rn_error *err)
+{
+    *out = NULL;
+    int rc = resolve_run(d, &run_id, err);
+    if (rc) return rc;
+    tr_iter *it = calloc(1, sizeof *it);
+    if (!it) return rn_seterr(err, RN_ENOMEM, "out of memory");
+    char where[512], sql[1200];
+    size_t n = (size_t)snprintf(sql, sizeof sql, "SELECT layer, head, pos, op, r0, n, cape_m");
+    for (int i = 0; i < TR_LANES; i++) n += snprintf(sql + n, sizeof sql - n, ", s%d, w%d", i, i);
+    where_clause(run_id, f, where, sizeof where);
+    snprintf(sql + n, sizeof sql - n, " FROM event_groups%s ORDER BY layer, head, pos, op, r0", where);
+    it->db = d;
+    if ((rc = prep(d, sql, &it->st, err))) { free(it); return rc; }
+    *out = it;
+    return RN_OK;
+}
+
+int tr_iter_next(tr_iter *it, tr_event *ev, rn_error *err)
+{
+    while (!it->have_row || it->lane >= it->n) {
+        int src = sqlite3_step(it->st);
+        if (src == SQLITE_DONE) return 0;
+        if (src != SQLITE_ROW) return tr_sqlerr(it->db->db, src, it->db->path, "reading events", err);
+        sqlite3_stmt *st = it->st;
+        it->base.layer = (uint16_t)sqlite3_column_int(st, 0);
+        it->base.head = (uint16_t)sqlite3_column_int(st, 1);
+        it->base.pos = (int32_t)sqlite3_column_int64(st, 2);
+        it->base.op = (uint8_t)sqlite3_column_int(st, 3);
+        it->r0 = sqlite3_column_int(st, 4);
+        it->n = sqlite3_column_int(st, 5);
+        if (it->n > TR_LANES) it->n = TR_LANES;
+        it->cape_m = sqlite3_column_int64(st, 6);
+        it->lane = 0;
+        it->have_row = 1;
+    }
+    int i = it->lane++;
+    *ev = it->base;
+    int64_t slot = sqlite3_column_int64(it->st, 7 + 2 * i);
+    ev->slot = (uint32_t)slot;
+    ev->addr = it->cape_m > 0 ? (uint32_t)((slot + ev->pos) % it->cape_m) : (uint32_t)slot;
+    ev->weight = (float)sqlite3_column_double(it->st, 8 + 2 * i);
+    ev->rank = (uint16_t)(it->r0 + i);
+    return 1;
+}
+
+void tr_iter_close(tr_iter *it)
+{
+    if (!it) return;
+    sqlite3_finalize(it->st);
+    free(it);
+}
+
+int tr_load_events(tr_db *d, int64_t run_id, const tr_filter *f, tr_event **ev, size_t *n,
+                   rn_error *err)
+{
+    *ev = NULL;
+    *n = 0;
+    tr_iter *it;
+    int rc = tr_iter_open(d, run_id, f, &it, err);
+    if (rc) return rc;
+    size_t cap = 0;
+    tr_event *a = NULL;
+    tr_event e;
+    while ((rc = tr_iter_next(it, &e, err)) == 1) {
+        if (*n == cap) {
+            cap = cap ? 2 * cap : 4096;
+            tr_event *b = realloc(a, sizeof *a * cap);
+            if (!b) { rc = rn_seterr(err, RN_ENOMEM, "out of memory loading events"); break; }
+            a = b;
+        }
+        a[(*n)++] = e;
+    }
+    tr_iter_close(it);
+    if (rc) { free(a); *n = 0; return rc; }
+    *ev = a;
+    return RN_OK;
+}

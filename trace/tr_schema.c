@@ -1,0 +1,203 @@
+/* tr_schema.c — creating and recognising trace databases.
+ *
+ * Storage layout (docs/trace-schema.md explains the choice): events are kept
+ * in `event_groups`, one row per (run, layer, head, pos, op, block of up to
+ * TR_LANES ranks) with the slots as small integers and the weights as exact
+ * REALs in columns s0,w0 .. s7,w7.  The `events` view expands each row into
+ * its ranks by joining the eight-row `lanes` table; `addr` is derived
+ * (cape_m = M for a CAPE head: addr = (slot + pos) mod M; else addr = slot).
+ * Plain SQLite, no extension: the sqlite3 shell reads the same file.
+ */
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "tr_schema.h"
+
+int tr_sqlerr(sqlite3 *db, int rc, const char *path, const char *what, rn_error *err)
+{
+    int prim = rc & 0xff;
+    int code = (prim == SQLITE_FULL || prim == SQLITE_IOERR || prim == SQLITE_CANTOPEN ||
+                prim == SQLITE_READONLY) ? RN_EIO
+             : (prim == SQLITE_NOTADB || prim == SQLITE_CORRUPT) ? RN_EINPUT
+             : RN_EINTERNAL;
+    if (prim == SQLITE_NOTADB)
+        return rn_seterr(err, code, "%s: not an SQLite database (so not a trace)", path);
+    return rn_seterr(err, code, "%s: %s: %s", path, what, db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
+}
+
+int tr_exec(sqlite3 *db, const char *path, const char *sql, rn_error *err)
+{
+    int rc = sqlite3_exec(db, sql, NULL, NULL, NULL);
+    if (rc != SQLITE_OK) return tr_sqlerr(db, rc, path, "SQL failed", err);
+    return RN_OK;
+}
+
+void tr_index_name(int64_t run_id, char *buf, size_t cap)
+{
+    snprintf(buf, cap, "event_groups_run%lld", (long long)run_id);
+}
+
+/* Append the CASE expression selecting lane column `col`N by l.i. */
+static size_t lane_case(char *buf, size_t cap, size_t len, const char *col)
+{
+    len += snprintf(buf + len, cap - len, "CASE l.i");
+    for (int i = 0; i < TR_LANES; i++)
+        len += snprintf(buf + len, cap - len, " WHEN %d THEN g.%s%d", i, col, i);
+    len += snprintf(buf + len, cap - len, " END");
+    return len;
+}
+
+/* The full schema as one SQL script. */
+static void schema_sql(char *buf, size_t cap)
+{
+    size_t n = 0;
+    n += snprintf(buf + n, cap - n,
+        "PRAGMA application_id = %d;\n"
+        "PRAGMA user_version = %d;\n"
+        "CREATE TABLE runs(\n"
+        "  run_id INTEGER PRIMARY KEY, name TEXT, command TEXT, status TEXT NOT NULL,\n"
+        "  model_path TEXT, model_hash TEXT, config TEXT NOT NULL, prompt TEXT,\n"
+        "  input_path TEXT, sampling TEXT, selection TEXT, start_time REAL, end_time REAL,\n"
+        "  tool_version TEXT, n_layers INTEGER, n_heads INTEGER, n_slots INTEGER,\n"
+        "  top_k INTEGER, n_tokens INTEGER, n_events INTEGER);\n"
+        "CREATE TABLE tokens(run_id INTEGER NOT NULL, pos INTEGER NOT NULL,\n"
+        "  token_id INTEGER NOT NULL, piece TEXT, phase TEXT NOT NULL,\n"
+        "  PRIMARY KEY(run_id, pos));\n"
+        "CREATE TABLE heads(run_id INTEGER NOT NULL, layer INTEGER NOT NULL,\n"
+        "  head INTEGER NOT NULL, cape INTEGER NOT NULL, n_slots INTEGER NOT NULL,\n"
+        "  PRIMARY KEY(run_id, layer, head));\n"
+        "CREATE TABLE lanes(i INTEGER PRIMARY KEY);\n",
+        TR_APPLICATION_ID, TR_SCHEMA_VERSION);
+    for (int i = 0; i < TR_LANES; i++)
+        n += snprintf(buf + n, cap - n, "INSERT INTO lanes VALUES(%d);\n", i);
+    n += snprintf(buf + n, cap - n,
+        "CREATE TABLE event_groups(run_id INTEGER NOT NULL, layer INTEGER NOT NULL,\n"
+        "  head INTEGER NOT NULL, pos INTEGER NOT NULL, op INTEGER NOT NULL,\n"
+        "  r0 INTEGER NOT NULL, n INTEGER NOT NULL, cape_m INTEGER NOT NULL");
+    for (int i = 0; i < TR_LANES; i++)
+        n += snprintf(buf + n, cap - n, ", s%d INTEGER, w%d REAL", i, i);
+    n += snprintf(buf + n, cap - n, ");\n"
+        "CREATE VIEW events AS SELECT g.run_id AS run_id, g.layer AS layer,\n"
+        "  g.head AS head, g.pos AS pos, g.op AS op, g.r0 + l.i AS rank,\n  ");
+    n = lane_case(buf, cap, n, "s");
+    n += snprintf(buf + n, cap - n, " AS slot,\n  CASE WHEN g.cape_m > 0 THEN (");
+    n = lane_case(buf, cap, n, "s");
+    n += snprintf(buf + n, cap - n, " + g.pos) %% g.cape_m ELSE ");
+    n = lane_case(buf, cap, n, "s");
+    n += snprintf(buf + n, cap - n, " END AS addr,\n  ");
+    n = lane_case(buf, cap, n, "w");
+    n += snprintf(buf + n, cap - n, " AS weight\n"
+        "FROM event_groups AS g CROSS JOIN lanes AS l ON l.i < g.n;\n"
+        "CREATE VIEW writes AS SELECT * FROM events WHERE op = 0;\n"
+        "CREATE VIEW reads AS SELECT * FROM events WHERE op = 1;\n");
+}
+
+int tr_schema_check(sqlite3 *db, const char *path, rn_error *err)
+{
+    sqlite3_stmt *st;
+    int rc = sqlite3_prepare_v2(db, "PRAGMA application_id", -1, &st, NULL);
+    if (rc != SQLITE_OK) return tr_sqlerr(db, rc, path, "reading the header", err);
+    rc = sqlite3_step(st);
+    int64_t app = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
+    sqlite3_finalize(st);
+    if (rc != SQLITE_ROW) return tr_sqlerr(db, rc, path, "reading the header", err);
+    if (app != TR_APPLICATION_ID)
+        return rn_seterr(err, RN_EINPUT, "%s: not a ramtrace trace database (application_id %lld)",
+                         path, (long long)app);
+    rc = sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, NULL);
+    if (rc != SQLITE_OK) return tr_sqlerr(db, rc, path, "reading the header", err);
+    rc = sqlite3_step(st);
+    int64_t ver = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : -1;
+    sqlite3_finalize(st);
+    if (ver != TR_SCHEMA_VERSION)
+        return rn_seterr(err, RN_EINPUT,
+                         "%s: trace schema version %lld, this ramtrace reads version %d",
+                         path, (long long)ver, TR_SCHEMA_VERSION);
+    return RN_OK;
+}
+
+/* Number of tables in the file (0 for a new, empty database). */
+static int count_tables(sqlite3 *db, const char *path, int *n, rn_error *err)
+{
+    sqlite3_stmt *st;
+    int rc = sqlite3_prepare_v2(db, "SELECT count(*) FROM sqlite_master", -1, &st, NULL);
+    if (rc != SQLITE_OK) return tr_sqlerr(db, rc, path, "reading the schema", err);
+    rc = sqlite3_step(st);
+    *n = rc == SQLITE_ROW ? sqlite3_column_int(st, 0) : 0;
+    sqlite3_finalize(st);
+    if (rc != SQLITE_ROW) return tr_sqlerr(db, rc, path, "reading the schema", err);
+    return RN_OK;
+}
+
+int tr_schema_open_write(const char *path, sqlite3 **out, rn_error *err)
+{
+    sqlite3 *db = NULL;
+    *out = NULL;
+    int rc = sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
+    if (rc != SQLITE_OK) {
+        rn_seterr(err, RN_EIO, "%s: cannot open for writing: %s", path,
+                  db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
+        sqlite3_close(db);
+        return err ? err->code : RN_EIO;
+    }
+    sqlite3_busy_timeout(db, 5000);
+    /* Rollback journal (new pages of an append are not journaled, so it is
+     * cheap); synchronous=OFF: a killed process loses nothing the OS has, and
+     * every committed batch survives SIGKILL. */
+    int n = 0;
+    rc = tr_exec(db, path, "PRAGMA journal_mode=DELETE; PRAGMA synchronous=OFF;"
+                 "PRAGMA cache_size=-32768; PRAGMA temp_store=FILE;", err);
+    if (!rc) rc = count_tables(db, path, &n, err);
+    if (!rc && n == 0) {
+        char sql[16384];
+        schema_sql(sql, sizeof sql);
+        rc = tr_exec(db, path, "BEGIN", err);
+        if (!rc) rc = tr_exec(db, path, sql, err);
+        if (!rc) rc = tr_exec(db, path, "COMMIT", err);
+        if (rc) sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+    } else if (!rc)
+        rc = tr_schema_check(db, path, err);
+    if (rc) { sqlite3_close(db); return rc; }
+    *out = db;
+    return RN_OK;
+}
+
+/* 1 when path has a non-empty rollback journal beside it. */
+static int has_hot_journal(const char *path)
+{
+    char j[4096];
+    struct stat st;
+    snprintf(j, sizeof j, "%s-journal", path);
+    return stat(j, &st) == 0 && st.st_size > 0;
+}
+
+int tr_schema_open_read(const char *path, sqlite3 **out, rn_error *err)
+{
+    sqlite3 *db = NULL;
+    *out = NULL;
+    struct stat stt;
+    if (stat(path, &stt) != 0) return rn_seterr(err, RN_EINPUT, "%s: no such file", path);
+    if (S_ISDIR(stt.st_mode)) return rn_seterr(err, RN_EINPUT, "%s: is a directory", path);
+    if (has_hot_journal(path) && access(path, W_OK) == 0) {
+        /* A writer was killed mid-transaction: roll the journal back so the
+         * file shows exactly its committed batches. */
+        if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL) == SQLITE_OK)
+            sqlite3_exec(db, "SELECT count(*) FROM sqlite_master", NULL, NULL, NULL);
+        sqlite3_close(db);
+        db = NULL;
+    }
+    int rc = sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL);
+    if (rc != SQLITE_OK) {
+        rn_seterr(err, RN_EINPUT, "%s: cannot open: %s", path,
+                  db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
+        sqlite3_close(db);
+        return RN_EINPUT;
+    }
+    sqlite3_busy_timeout(db, 5000);
+    rc = tr_schema_check(db, path, err);
+    if (rc) { sqlite3_close(db); return rc; }
+    *out = db;
+    return RN_OK;
+}
