@@ -17,25 +17,25 @@
 static void test_nice_ticks(void)
 {
     double t[VIZ_MAX_TICKS], step;
-    viz_axis a = { 0, 4096, 0, 1, NULL };
+    viz_axis a = viz_axis_make(0, 4096, 0, 1, NULL);
     int n = viz_axis_ticks(&a, 6, t, VIZ_MAX_TICKS, &step);
     CU_ASSERT(n >= 4 && n <= 10);
     CU_ASSERT_DOUBLE_EQUAL(step, 1000, 1e-9);
     CU_ASSERT_DOUBLE_EQUAL(t[0], 0, 1e-9);
     CU_ASSERT_DOUBLE_EQUAL(t[n - 1], 4000, 1e-9);
-    viz_axis b = { 0.13, 0.87, 0, 0, NULL };
+    viz_axis b = viz_axis_make(0.13, 0.87, 0, 0, NULL);
     n = viz_axis_ticks(&b, 5, t, VIZ_MAX_TICKS, &step);
     CU_ASSERT_DOUBLE_EQUAL(step, 0.2, 1e-12);
     CU_ASSERT_DOUBLE_EQUAL(t[0], 0.2, 1e-12);
     char buf[32];
     viz_tick_label(t[1], step, 0, buf, sizeof buf);
     CU_ASSERT_STRING_EQUAL(buf, "0.4");
-    viz_axis c = { 1, 100000, 1, 0, NULL };
+    viz_axis c = viz_axis_make(1, 100000, 1, 0, NULL);
     n = viz_axis_ticks(&c, 8, t, VIZ_MAX_TICKS, &step);
     CU_ASSERT_EQUAL(n, 6);
     CU_ASSERT_DOUBLE_EQUAL(t[5], 1e5, 1e-6);
     /* an integer axis never gets fractional steps */
-    viz_axis d = { 0, 3, 0, 1, NULL };
+    viz_axis d = viz_axis_make(0, 3, 0, 1, NULL);
     n = viz_axis_ticks(&d, 10, t, VIZ_MAX_TICKS, &step);
     CU_ASSERT_EQUAL(n, 4);
     CU_ASSERT_DOUBLE_EQUAL(viz_axis_map(&c, 100, 0, 50), 20, 1e-9);

@@ -106,6 +106,56 @@ viz_rect viz_axes_inner(viz_rect r, double font, int title)
     return viz_rect_inset(r, l, t, rt, b);
 }
 
+/* Widest label of a categorical axis in the tick font. */
+static double cat_max_width(cairo_t *cr, const viz_axis *ax, double font)
+{
+    double m = 0;
+    cairo_save(cr);
+    viz_font(cr, font * 0.88, 0);
+    for (int i = 0; i < ax->n_cats; i++) {
+        double w = ax->cats[i] ? viz_text_width(cr, ax->cats[i]) : 0;
+        if (w > m) m = w;
+    }
+    cairo_restore(cr);
+    return m;
+}
+
+double viz_axis_cat_extent(cairo_t *cr, const viz_axis *ax, double font)
+{
+    return ax->cats ? cat_max_width(cr, ax, font) : 0;
+}
+
+/* Categorical ticks: every k-th item so labels keep `room` px apart. */
+static void cat_ticks(cairo_t *cr, viz_rect in, const viz_axis *ax, int is_x, double font, double tick)
+{
+    double span = is_x ? in.w : in.h;
+    double item = span / (ax->hi - ax->lo);
+    double maxw = cat_max_width(cr, ax, font);
+    int vertical = is_x && maxw > item * 0.95;
+    double room = (is_x && !vertical) ? maxw + font * 0.6 : font * 1.05;
+    int k = 1;
+    while (item * k < room) k++;
+    viz_font(cr, font * 0.88, 0);
+    viz_set_rgb(cr, VIZ_INK_RGB);
+    cairo_set_line_width(cr, 1.0);
+    for (int i = (int)ceil(ax->lo); i < ax->n_cats && i < ax->hi; i += k) {
+        double c = viz_axis_map(ax, i + 0.5, is_x ? in.x : in.y + in.h, is_x ? in.x + in.w : in.y);
+        const char *s = ax->cats[i] ? ax->cats[i] : "";
+        if (is_x) {
+            cairo_move_to(cr, c, in.y + in.h);
+            cairo_line_to(cr, c, in.y + in.h + tick);
+            cairo_stroke(cr);
+            if (vertical) viz_text(cr, c, in.y + in.h + tick + 2, s, 1, 0.5, -M_PI / 2);
+            else viz_text(cr, c, in.y + in.h + tick + 2, s, 0.5, 0, 0);
+        } else {
+            cairo_move_to(cr, in.x - tick, c);
+            cairo_line_to(cr, in.x, c);
+            cairo_stroke(cr);
+            viz_text(cr, in.x - tick - 3, c, s, 1, 0.5, 0);
+        }
+    }
+}
+
 void viz_axes_draw(cairo_t *cr, viz_rect in, const viz_axis *x, const viz_axis *y, double font,
                    const char *title, int grid)
 {
@@ -117,7 +167,8 @@ void viz_axes_draw(cairo_t *cr, viz_rect in, const viz_axis *x, const viz_axis *
 
     /* x ticks (target spacing ~7 label widths) */
     int tx = (int)(in.w / (font * 6.5));
-    int nx = viz_axis_ticks(x, tx < 2 ? 2 : tx, ticks, VIZ_MAX_TICKS, &step);
+    int nx = x->cats ? 0 : viz_axis_ticks(x, tx < 2 ? 2 : tx, ticks, VIZ_MAX_TICKS, &step);
+    if (x->cats) cat_ticks(cr, in, x, 1, font, tick);
     viz_font(cr, tfont, 0);
     for (int i = 0; i < nx; i++) {
         double px = viz_axis_map(x, ticks[i], in.x, in.x + in.w);
@@ -138,7 +189,8 @@ void viz_axes_draw(cairo_t *cr, viz_rect in, const viz_axis *x, const viz_axis *
     }
     /* y ticks (target spacing ~3 font heights) */
     int ty = (int)(in.h / (font * 3.0));
-    int ny = viz_axis_ticks(y, ty < 2 ? 2 : ty, ticks, VIZ_MAX_TICKS, &step);
+    int ny = y->cats ? 0 : viz_axis_ticks(y, ty < 2 ? 2 : ty, ticks, VIZ_MAX_TICKS, &step);
+    if (y->cats) cat_ticks(cr, in, y, 0, font, tick);
     for (int i = 0; i < ny; i++) {
         double py = viz_axis_map(y, ticks[i], in.y + in.h, in.y);
         if (grid) {
@@ -161,10 +213,19 @@ void viz_axes_draw(cairo_t *cr, viz_rect in, const viz_axis *x, const viz_axis *
     cairo_set_line_width(cr, 1.0);
     cairo_rectangle(cr, in.x, in.y, in.w, in.h);
     cairo_stroke(cr);
-    /* axis titles */
+    /* axis titles, beyond the tick labels */
+    double xoff = font * 1.5, yoff = font * 4.5;
+    if (x->cats) {
+        double item = in.w / (x->hi - x->lo), w = cat_max_width(cr, x, font);
+        if (w > item * 0.95) xoff = w + font * 0.5;
+    }
+    if (y->cats) {
+        double w = cat_max_width(cr, y, font) + tick + font * 1.4;
+        if (w > yoff) yoff = w;
+    }
     viz_font(cr, font, 0);
-    if (x->label) viz_text(cr, in.x + in.w / 2, in.y + in.h + tick + font * 1.5, x->label, 0.5, 0, 0);
-    if (y->label) viz_text(cr, in.x - font * 4.5, in.y + in.h / 2, y->label, 0.5, 0, -M_PI / 2);
+    if (x->label) viz_text(cr, in.x + in.w / 2, in.y + in.h + tick + xoff, x->label, 0.5, 0, 0);
+    if (y->label) viz_text(cr, in.x - yoff, in.y + in.h / 2, y->label, 0.5, 0, -M_PI / 2);
     if (title && *title) {
         viz_font(cr, font * 1.1, 1);
         viz_text_fit(cr, in.x + in.w / 2, in.y - font * 0.4, title, in.w + font * 4, 0.5, 1);

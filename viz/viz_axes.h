@@ -17,9 +17,21 @@ typedef struct {
     int log;             /* 1: logarithmic (base 10) */
     int integer;         /* 1: ticks only at whole numbers (slots, positions) */
     const char *label;   /* axis title, NULL for none */
+    /* Categorical axis: when cats is set, item i spans [i, i+1) and its
+     * label cats[i] is written at i + 0.5 (thinned so labels do not
+     * overlap; x labels turn vertical when they are wider than an item). */
+    const char *const *cats;
+    int n_cats;
 } viz_axis;
 
 #define VIZ_MAX_TICKS 64
+
+/* A numeric axis (no categories). */
+static inline viz_axis viz_axis_make(double lo, double hi, int log, int integer, const char *label)
+{
+    viz_axis a = { lo, hi, log, integer, label, NULL, 0 };
+    return a;
+}
 
 /* A "nice" number near x (rounded to 1, 2, 5 or 10 times a power of ten
  * when round is set, else the smallest such number >= x). */
@@ -42,6 +54,10 @@ void viz_axes_margins(double font, int title, double *left, double *top, double 
 
 /* The plot area of a panel: r less viz_axes_margins. */
 viz_rect viz_axes_inner(viz_rect r, double font, int title);
+
+/* Extra room a categorical axis needs beyond viz_axes_margins (vertical x
+ * labels are as tall as the longest label). */
+double viz_axis_cat_extent(cairo_t *cr, const viz_axis *ax, double font);
 
 /* Draw frame, ticks, tick labels and axis titles around inner (the plot
  * area), optional light grid lines, and a title centred above. */

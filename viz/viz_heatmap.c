@@ -70,7 +70,7 @@ static int paint_cells(cairo_t *cr, viz_rect a, const viz_heatmap_data *d, viz_c
 
 static viz_axis value_axis(const viz_heatmap_style *st, double vmax)
 {
-    viz_axis v = { st->log ? 1 : 0, vmax, st->log, 0, st->value_label };
+    viz_axis v = viz_axis_make(st->log ? 1 : 0, vmax, st->log, 0, st->value_label);
     if (v.hi <= v.lo) v.hi = v.lo + 1;
     return v;
 }
@@ -92,8 +92,8 @@ int viz_heatmap_draw(cairo_t *cr, viz_rect r, const viz_heatmap_data *d, const v
     viz_rect a = viz_heatmap_area(r, d, st);
     int rc = paint_cells(cr, a, d, st->cmap, vmax, st->log, err);
     if (rc) return rc;
-    viz_axis x = { d->x_lo, d->x_hi, 0, 1, "token position" };
-    viz_axis y = { d->y_lo, d->y_hi, 0, 1, "memory slot" };
+    viz_axis x = viz_axis_make(d->x_lo, d->x_hi, 0, 1, "token position");
+    viz_axis y = viz_axis_make(d->y_lo, d->y_hi, 0, 1, "memory slot");
     viz_axes_draw(cr, a, &x, &y, st->font, d->title, 0);
     viz_axis v = value_axis(st, vmax);
     viz_rect bar = viz_rect_make(a.x + a.w + st->font * 1.2, a.y, st->font * 1.1, a.h);

@@ -104,8 +104,8 @@ int viz_trace_draw(cairo_t *cr, viz_rect r, const viz_trace_data *d, const viz_t
     if (rc) return rc;
     viz_raster_paint(cr, &ras, a);
     viz_raster_free(&ras);
-    viz_axis x = { (double)d->pos_lo, (double)d->pos_hi, 0, 1, "token position" };
-    viz_axis y = { 0, (double)d->n_slots, 0, 1, "memory slot" };
+    viz_axis x = viz_axis_make((double)d->pos_lo, (double)d->pos_hi, 0, 1, "token position");
+    viz_axis y = viz_axis_make(0, (double)d->n_slots, 0, 1, "memory slot");
     viz_axes_draw(cr, a, &x, &y, st->font, d->title, 0);
     return RN_OK;
 }

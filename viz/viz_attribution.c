@@ -1,0 +1,88 @@
+/* viz_attribution.c — labelled token x token matrices (viz_attribution.h). */
+#include "viz_attribution.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "viz_axes.h"
+#include "viz_colorbar.h"
+#include "viz_raster.h"
+
+/* Axis of n categories; rows read top-down so the y axis is reversed by
+ * listing labels last-first. */
+static int make_labels(const char *const *src, int n, int reverse, char ***out, char **store)
+{
+    *out = calloc((size_t)n, sizeof **out);
+    *store = malloc((size_t)n * 16);
+    if (!*out || !*store) return -1;
+    for (int i = 0; i < n; i++) {
+        int k = reverse ? n - 1 - i : i;
+        if (src && src[k]) (*out)[i] = (char *)src[k];
+        else {
+            (*out)[i] = *store + i * 16;
+            snprintf((*out)[i], 16, "%d", k);
+        }
+    }
+    return 0;
+}
+
+static void margins(cairo_t *cr, const viz_axis *x, const viz_axis *y, double font, double *l, double *b)
+{
+    double xe = viz_axis_cat_extent(cr, x, font), ye = viz_axis_cat_extent(cr, y, font);
+    *l = ye + font * 3.0;
+    *b = (xe > font * 1.2 ? xe : font * 1.2) + font * 2.6;
+    if (*l < font * 4.8) *l = font * 4.8;
+}
+
+viz_rect viz_matrix_area(cairo_t *cr, viz_rect r, const viz_matrix_data *d, double font)
+{
+    char **xl = NULL, **yl = NULL, *xs = NULL, *ys = NULL;
+    viz_rect a = r;
+    if (!make_labels(d->col_labels, d->cols, 0, &xl, &xs) && !make_labels(d->row_labels, d->rows, 1, &yl, &ys)) {
+        viz_axis x = { 0, d->cols, 0, 1, NULL, (const char *const *)xl, d->cols };
+        viz_axis y = { 0, d->rows, 0, 1, NULL, (const char *const *)yl, d->rows };
+        double l, b;
+        margins(cr, &x, &y, font, &l, &b);
+        a = viz_rect_inset(r, l, d->title[0] ? font * 2.0 : font * 0.8, viz_colorbar_width(font) + font * 1.2, b);
+    }
+    free(xl); free(yl); free(xs); free(ys);
+    return a;
+}
+
+int viz_matrix_draw(cairo_t *cr, viz_rect r, const viz_matrix_data *d, viz_cmap cmap, double font,
+                    rn_error *err)
+{
+    if (d->rows < 1 || d->cols < 1) return rn_seterr(err, RN_EINPUT, "attribution plot: empty matrix");
+    char **xl = NULL, **yl = NULL, *xs = NULL, *ys = NULL;
+    int rc = RN_OK;
+    viz_raster ras = { 0, 0, 0, NULL };
+    if (make_labels(d->col_labels, d->cols, 0, &xl, &xs) || make_labels(d->row_labels, d->rows, 1, &yl, &ys)) {
+        rc = rn_seterr(err, RN_ENOMEM, "out of memory");
+        goto done;
+    }
+    double lo = 0, hi = 0;
+    for (size_t i = 0; i < (size_t)d->rows * d->cols; i++) {
+        if (d->v[i] < lo) lo = d->v[i];
+        if (d->v[i] > hi) hi = d->v[i];
+    }
+    if (!(hi > lo)) hi = lo + 1;
+    viz_rect a = viz_matrix_area(cr, r, d, font);
+    rc = viz_raster_init(&ras, d->cols, d->rows, 0xffffffffu, err);
+    if (rc) goto done;
+    for (int y = 0; y < d->rows; y++)
+        for (int x = 0; x < d->cols; x++) {
+            double v = d->v[(size_t)y * d->cols + x];
+            if (isfinite(v)) ras.px[(size_t)y * ras.stride + x] = viz_cmap_argb(cmap, (v - lo) / (hi - lo));
+        }
+    viz_raster_paint(cr, &ras, a);
+    viz_axis x = { 0, d->cols, 0, 1, "written by token", (const char *const *)xl, d->cols };
+    viz_axis y = { 0, d->rows, 0, 1, "read by token", (const char *const *)yl, d->rows };
+    viz_axes_draw(cr, a, &x, &y, font, d->title, 0);
+    viz_axis v = viz_axis_make(lo, hi, 0, 0, d->value_label ? d->value_label : "attribution");
+    viz_colorbar_draw(cr, viz_rect_make(a.x + a.w + font * 1.2, a.y, font * 1.1, a.h), cmap, &v, font);
+done:
+    viz_raster_free(&ras);
+    free(xl); free(yl); free(xs); free(ys);
+    return rc;
+}

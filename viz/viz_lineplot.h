@@ -1,0 +1,43 @@
+/* viz_lineplot.h — x/y line charts of several named series with a legend
+ * (the miss-ratio curves and the reuse CDFs are line charts). */
+#ifndef VIZ_LINEPLOT_H
+#define VIZ_LINEPLOT_H
+
+#include <stddef.h>
+
+#include "rn_error.h"
+#include "viz_axes.h"
+#include "viz_legend.h"
+
+/* One named series of n points (x ascending). */
+typedef struct {
+    const char *name;
+    size_t n;
+    const double *x, *y;
+} viz_series;
+
+typedef struct {
+    viz_axis x, y;        /* ranges; lo == hi means "fit the data" */
+    const char *title;
+    double font;          /* label size in px */
+    int legend;           /* draw a legend (1) */
+    viz_corner corner;    /* where (VIZ_BOTTOM_RIGHT) */
+    int markers;          /* dots on the points (1 when few points) */
+    int steps;            /* draw as a staircase (for CDFs) */
+} viz_lineplot_style;
+
+void viz_lineplot_style_default(viz_lineplot_style *st);
+
+/* Fit unset axis ranges (lo == hi) to the data, padded to nice numbers;
+ * log axes fit the positive values only. */
+void viz_lineplot_fit(const viz_series *s, int n, viz_axis *x, viz_axis *y);
+
+/* Plot area for r. */
+viz_rect viz_lineplot_area(viz_rect r, const viz_lineplot_style *st);
+
+/* Draw the chart; series i gets palette colour i.  RN_EINPUT when there is
+ * nothing to draw. */
+int viz_lineplot_draw(cairo_t *cr, viz_rect r, const viz_series *s, int n,
+                      const viz_lineplot_style *st, rn_error *err);
+
+#endif
