@@ -1,0 +1,125 @@
+/* cmd_plot.c — `ramtrace plot KIND TRACE.db -o FILE`: draw a figure of a
+ * traced run (the work is in viz/viz_figure.c). */
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "viz_figure.h"
+
+const char cmd_plot_summary[] = "draw a trace, heatmap, hit-ratio, reuse or attribution plot";
+
+static void usage(void)
+{
+    printf("usage: ramtrace plot KIND TRACE.db -o FILE.png|.svg|.pdf [options]\n\n"
+           "Draw a figure of a traced run; the format follows the output's extension.\n\n"
+           "kinds:\n"
+           "  trace        memory slot x token position, writes red, reads green\n"
+           "               (opacity by weight), one panel per selected head\n"
+           "  heatmap      access counts per slot bin and time bucket; one head, or with\n"
+           "               --model (or several heads selected) a layers x heads grid\n"
+           "  mrc          hit ratio against cache capacity for several policies\n"
+           "  reuse        reuse-time and stack-distance histograms and CDFs\n"
+           "  attribution  one head's token x token attribution matrix\n\n"
+           "options:\n"
+           "  -o, --output FILE     output file (.png, .svg or .pdf; required)\n"
+           "  -r, --run ID          run id (default: the latest run)\n"
+           "  -l, --layers LIST     layers, e.g. 0-3,7 or all (default all)\n"
+           "  -H, --heads LIST      heads, e.g. 0,2 or all (default all)\n"
+           "      --ops r|w|rw      which accesses to draw or count (default rw)\n"
+           "      --from POS        first token position (default 0)\n"
+           "      --to POS          end position, exclusive (default: the run's end;\n"
+           "                        attribution: 48 tokens from --from)\n"
+           "  -W, --width PX        page width in px at 96 DPI (default depends on kind)\n"
+           "  -E, --height PX       page height in px (default depends on kind)\n"
+           "      --dpi N           PNG resolution (default 96; 192 doubles the pixels)\n"
+           "      --font PX         label size (default 13)\n"
+           "      --cols N          trace: panels per row (default about square)\n"
+           "      --buckets N       heatmap: time buckets (default min(tokens, 256))\n"
+           "      --slot-bins N     heatmap: slot bins (default min(slots, 128))\n"
+           "      --model           heatmap: the layers x heads grid\n"
+           "      --log             heatmap: log colour scale; mrc: log capacity axis\n"
+           "      --cmap NAME       viridis (default), greys or blues\n"
+           "      --policies LIST   mrc: policies (default lru,fifo,clock,arc,opt; all)\n"
+           "      --scope S         mrc/reuse: cache per head, layer or model (default head)\n"
+           "      --title TEXT      figure title\n"
+           "  -h, --help            this text\n\n"
+           "examples:\n"
+           "  ramtrace plot trace run.db --layers 0,3 --heads 0,1 -o trace.png\n"
+           "  ramtrace plot heatmap run.db --model -o heads.pdf\n"
+           "  ramtrace plot mrc run.db --log -o mrc.svg\n");
+}
+
+enum { O_OPS = 256, O_FROM, O_TO, O_DPI, O_FONT, O_COLS, O_BUCKETS, O_BINS, O_MODEL, O_LOG,
+       O_CMAP, O_POLICIES, O_SCOPE, O_TITLE };
+
+int cmd_plot(int argc, char **argv)
+{
+    if (cli_wants_help(argc, argv)) { usage(); return 0; }
+    static const struct option opts[] = {
+        { "output", required_argument, 0, 'o' }, { "run", required_argument, 0, 'r' },
+        { "layers", required_argument, 0, 'l' }, { "heads", required_argument, 0, 'H' },
+        { "ops", required_argument, 0, O_OPS }, { "from", required_argument, 0, O_FROM },
+        { "to", required_argument, 0, O_TO }, { "width", required_argument, 0, 'W' },
+        { "height", required_argument, 0, 'E' }, { "dpi", required_argument, 0, O_DPI },
+        { "font", required_argument, 0, O_FONT }, { "cols", required_argument, 0, O_COLS },
+        { "buckets", required_argument, 0, O_BUCKETS }, { "slot-bins", required_argument, 0, O_BINS },
+        { "model", no_argument, 0, O_MODEL }, { "log", no_argument, 0, O_LOG },
+        { "cmap", required_argument, 0, O_CMAP }, { "policies", required_argument, 0, O_POLICIES },
+        { "scope", required_argument, 0, O_SCOPE }, { "title", required_argument, 0, O_TITLE },
+        { 0, 0, 0, 0 }
+    };
+    viz_fig_opts o;
+    viz_fig_opts_default(&o);
+    rn_error err = { 0 };
+    long v;
+    uint64_t u;
+    optind = 1;
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, ":o:r:l:H:W:E:", opts, NULL)) != -1) {
+        int rc = 0;
+        switch (c) {
+        case 'o': o.out_path = optarg; break;
+        case 'r': rc = cli_parse_u64("--run", optarg, &u, &err); o.run_id = (int64_t)u; break;
+        case 'l': o.layers = optarg; break;
+        case 'H': o.heads = optarg; break;
+        case O_OPS: o.ops = optarg; break;
+        case O_FROM: rc = cli_parse_long("--from", optarg, 0, 1L << 40, &v, &err); o.pos_lo = v; break;
+        case O_TO: rc = cli_parse_long("--to", optarg, 1, 1L << 40, &v, &err); o.pos_hi = v; break;
+        case 'W': rc = cli_parse_double("--width", optarg, 16, 20000, &o.width, &err); break;
+        case 'E': rc = cli_parse_double("--height", optarg, 16, 20000, &o.height, &err); break;
+        case O_DPI: rc = cli_parse_double("--dpi", optarg, 10, 1200, &o.dpi, &err); break;
+        case O_FONT: rc = cli_parse_double("--font", optarg, 4, 72, &o.font, &err); break;
+        case O_COLS: rc = cli_parse_long("--cols", optarg, 1, 64, &v, &err); o.cols = (int)v; break;
+        case O_BUCKETS: rc = cli_parse_long("--buckets", optarg, 1, 8192, &v, &err); o.buckets = (int)v; break;
+        case O_BINS: rc = cli_parse_long("--slot-bins", optarg, 1, 8192, &v, &err); o.slot_bins = (int)v; break;
+        case O_MODEL: o.model = 1; break;
+        case O_LOG: o.log = 1; break;
+        case O_CMAP: {
+            int m = viz_cmap_from_name(optarg);
+            if (m < 0) return cli_usage_error("plot", "--cmap: unknown colour map '%s' (viridis, greys, blues)", optarg);
+            o.cmap = (viz_cmap)m;
+            break;
+        }
+        case O_POLICIES: o.policies = optarg; break;
+        case O_SCOPE: o.scope = optarg; break;
+        case O_TITLE: o.title = optarg; break;
+        case ':': return cli_usage_error("plot", "option %s needs a value", argv[optind - 1]);
+        default: return cli_usage_error("plot", "unknown option %s", argv[optind - 1]);
+        }
+        if (rc) return cli_usage_error("plot", "%s", err.msg);
+    }
+    if (argc - optind != 2) return cli_usage_error("plot", "expected KIND and TRACE.db");
+    o.kind = viz_fig_kind_from_name(argv[optind]);
+    if (o.kind < 0)
+        return cli_usage_error("plot", "unknown plot kind '%s' (trace, heatmap, mrc, reuse, attribution)",
+                               argv[optind]);
+    o.db_path = argv[optind + 1];
+    if (!o.out_path) return cli_usage_error("plot", "-o FILE is required");
+    if (o.pos_hi >= 0 && o.pos_hi <= o.pos_lo)
+        return cli_usage_error("plot", "--to %lld must be greater than --from %lld", (long long)o.pos_hi,
+                               (long long)o.pos_lo);
+    if (viz_figure(&o, &err)) return cli_fail(&err);
+    return 0;
+}
