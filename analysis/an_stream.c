@@ -69,7 +69,7 @@ static int idmap_grow(idmap *m)
     if (!nt || !nv) { free(nt); free(nv); return RN_ENOMEM; }
     for (size_t i = 0; i < m->cap; i++)
         if (m->tab[i]) {
-            size_t h = id_hash(m->tab[i], ncap - 1);
+            size_t h = id_hash(m->tab[i] - 1, ncap - 1);
             while (nt[h]) h = (h + 1) & (ncap - 1);
             nt[h] = m->tab[i];
             nv[h] = m->val[i];

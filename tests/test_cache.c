@@ -483,6 +483,41 @@ static void test_streams(void)
     CU_ASSERT_EQUAL(an_streams_build(ev, 16, &cfg, AN_SCOPE_HEAD, AN_OPS_BOTH, &ss, &err), RN_EINPUT);
 }
 
+/* Dense keys: as many as distinct (layer, head, slot), each id kept
+ * (enough keys that the id map grows several times). */
+static void test_stream_keys(void)
+{
+    rn_config cfg;
+    rn_config_default(&cfg);
+    cfg.n_layers = 2; cfg.n_heads = 2; cfg.d_p = 64; cfg.order = 2; cfg.top_k = 1; /* M = 4096 */
+    rn_rng r;
+    rn_rng_seed(&r, 3);
+    size_t n = 40000;
+    tr_event *ev = calloc(n, sizeof *ev);
+    uint8_t *seen = calloc(4 * 4096, 1);
+    uint32_t distinct = 0;
+    for (size_t i = 0; i < n; i++) {
+        ev[i].layer = (uint16_t)(i * 2 / n); ev[i].head = (uint16_t)(i * 4 / n % 2);
+        ev[i].pos = (int32_t)(i % (n / 4)); ev[i].op = 0;
+        ev[i].slot = (uint32_t)rn_rng_below(&r, 4096);
+        size_t b = (size_t)(ev[i].layer * 2 + ev[i].head) * 4096 + ev[i].slot;
+        if (!seen[b]) { seen[b] = 1; distinct++; }
+    }
+    an_streams ss;
+    rn_error err;
+    CU_ASSERT_EQUAL_FATAL(an_streams_build(ev, n, &cfg, AN_SCOPE_MODEL, AN_OPS_BOTH, &ss, &err), RN_OK);
+    CU_ASSERT_EQUAL(ss.s[0].n_keys, distinct);
+    int bad = 0;
+    for (size_t i = 0; i < ss.s[0].n; i++) {
+        uint64_t id = ss.s[0].id[ss.s[0].key[i]];
+        size_t b = (size_t)(an_id_layer(id) * 2 + an_id_head(id)) * 4096 + an_id_slot(id);
+        bad += !seen[b];
+    }
+    CU_ASSERT_EQUAL(bad, 0);
+    an_streams_free(&ss);
+    free(ev); free(seen);
+}
+
 static void test_policy_names(void)
 {
     const an_policy *p[16];
@@ -510,6 +545,7 @@ int register_cache(void)
     CU_add_test(s, "stack distance equals brute force", test_stack_distance);
     CU_add_test(s, "MRC equals LRU at every capacity", test_mrc_equals_lru);
     CU_add_test(s, "streams: replay order, scopes, ops", test_streams);
+    CU_add_test(s, "stream keys equal distinct (layer, head, slot)", test_stream_keys);
     CU_add_test(s, "policy names", test_policy_names);
     return 0;
 }

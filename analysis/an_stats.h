@@ -1,0 +1,67 @@
+/* an_stats.h — per-head summary of how a head uses its memory, and the
+ * CAPE / non-CAPE summaries (`ramtrace stats`).
+ *
+ * Definitions (over the head's reads and writes together unless stated):
+ *   distinct     slots touched at least once; used_share = distinct / M.
+ *   entropy      Shannon entropy (bits) of the access distribution over
+ *                slots; entropy_norm = entropy / log2(M).
+ *   hot_share    share of accesses that go to the hottest 1% of slots,
+ *                i.e. the ceil(M/100) most accessed slots.
+ *   warm/cold reads: a read is warm when its slot was written at this or an
+ *                earlier position (a token's writes precede its reads), cold
+ *                when the slot was never written before (it holds only the
+ *                1/M prior).
+ *   reuse p50/p90: reuse time in tokens (an_reuse.h), non-cold accesses.
+ *   sd p50/p90:  LRU stack distance (an_reuse.h), non-cold accesses.
+ *   delta:       the most common shift slot(t+1) − slot(t) between the
+ *                same operation and rank at consecutive positions, taken
+ *                mod M into (−M/2, M/2], and its share of those pairs.  A
+ *                CAPE head whose address repeats shows −1 (the diagonal).
+ *   ws_mean:     mean number of distinct slots per window of `window`
+ *                consecutive positions (non-overlapping windows from
+ *                position 0; a last partial window is included).
+ */
+#ifndef AN_STATS_H
+#define AN_STATS_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "an_stream.h"
+#include "rn_config.h"
+#include "rn_error.h"
+
+typedef struct {
+    int layer, head, cape;
+    uint64_t events, writes, reads;
+    uint64_t distinct;
+    double used_share, entropy, entropy_norm, hot_share;
+    uint64_t warm_reads, cold_reads;
+    uint32_t reuse_p50, reuse_p90, sd_p50, sd_p90; /* AN_COLD (printed "-") when none */
+    int64_t delta;
+    double delta_share;
+    double ws_mean;
+} an_head_stats;
+
+/* Summary of a group of heads: sums of counts and means of the per-head
+ * shares. */
+typedef struct {
+    int heads;
+    uint64_t events, reads, warm_reads, cold_reads;
+    double used_share, entropy, entropy_norm, hot_share, ws_mean, delta_share;
+} an_stats_summary;
+
+/* Stats of one head stream (AN_SCOPE_HEAD, both ops, with pos, op, id). */
+int an_stats_head(const an_stream *s, int64_t M, int cape, int window, an_head_stats *out,
+                  rn_error *err);
+
+/* Summarise the heads with cape == want_cape (want_cape -1: all heads). */
+void an_stats_summarise(const an_head_stats *h, int n, int want_cape, an_stats_summary *out);
+
+enum { AN_FMT_TABLE = 0, AN_FMT_CSV = 1, AN_FMT_JSON = 2 };
+int an_format_parse(const char *s, int *fmt, rn_error *err);
+
+/* Print the per-head rows and the CAPE / non-CAPE / all summaries. */
+void an_stats_print(FILE *f, int fmt, const an_head_stats *h, int n, int64_t M, int window);
+
+#endif

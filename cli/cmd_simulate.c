@@ -1,0 +1,168 @@
+/* cmd_simulate.c — `ramtrace simulate`: replay a trace run through cache
+ * policies at given capacities (analysis/an_simrun.h). */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "an_load.h"
+#include "an_simrun.h"
+#include "an_stats.h"
+#include "cli.h"
+#include "rn_atomic.h"
+
+const char cmd_simulate_summary[] = "simulate hot-slot caches (LRU, FIFO, CLOCK, LFU, ARC, S3-FIFO, OPT)";
+
+static const char usage[] =
+    "usage: ramtrace simulate TRACE.db [--policy LIST] (--capacity LIST | --sweep) [options]\n"
+    "\n"
+    "Replay a run's memory accesses through cache policies and report hit\n"
+    "ratio, misses and bytes moved ((d_v+1)*4 bytes per miss) per capacity.\n"
+    "Capacity is in slots per cache.  Accesses replay in the model's order:\n"
+    "(pos, layer, head, op, rank).\n"
+    "\n"
+    "options:\n"
+    "  -p, --policy LIST     comma-separated: lru,fifo,clock,lfu,arc,s3fifo,opt\n"
+    "                        or all (default all)\n"
+    "  -c, --capacity LIST   comma-separated capacities in slots, e.g. 64,256,1024\n"
+    "      --sweep           capacities 1, 2, 4, ... up to the distinct keys\n"
+    "                        (default when no --capacity is given)\n"
+    "      --scope S         head (a cache per head), layer (per layer) or model\n"
+    "                        (one cache for all heads; default)\n"
+    "      --ops OPS         rw (default), r (reads only) or w\n"
+    "      --warmup T        tokens that warm the caches uncounted (default 0)\n"
+    "      --layer L         only layer L (default all)\n"
+    "      --head H          only head H (default all)\n"
+    "      --run R           run id (default: the latest)\n"
+    "      --mrc             add the exact LRU curve ('lru-exact' rows, from\n"
+    "                        one stack-distance pass)\n"
+    "      --mrc-out FILE    write the exact LRU curve at every capacity (CSV)\n"
+    "  -f, --format F        table (default), csv or json\n"
+    "  -h, --help            this text\n"
+    "\n"
+    "example: ramtrace simulate trace.db --policy lru,s3fifo,opt --capacity 256,1024 --scope head\n";
+
+static int progress(void *user, int done, int total)
+{
+    double *t0 = user;
+    if (cli_now() - *t0 > 1.0 || done == total) {
+        fprintf(stderr, "%ssimulate: %d/%d simulations%s", cli_stderr_tty() ? "\r" : "", done, total,
+                cli_stderr_tty() && done < total ? "" : "\n");
+        *t0 = cli_now();
+    }
+    return cli_stop_flag;
+}
+
+static int parse_caps(const char *s, uint64_t *out, int cap, int *n, rn_error *err)
+{
+    *n = 0;
+    const char *p = s;
+    while (*p) {
+        char *end;
+        unsigned long long v = strtoull(p, &end, 10);
+        if (end == p || (*end && *end != ',') || *p == '-')
+            return rn_seterr(err, RN_EINPUT, "--capacity: '%s' is not a list of integers", s);
+        if (v == 0) return rn_seterr(err, RN_EINPUT, "--capacity: 0 is not a capacity (at least 1 slot)");
+        if (*n >= cap) return rn_seterr(err, RN_EINPUT, "--capacity: too many capacities (at most %d)", cap);
+        out[(*n)++] = v;
+        p = *end ? end + 1 : end;
+    }
+    if (!*n) return rn_seterr(err, RN_EINPUT, "--capacity: empty list");
+    return RN_OK;
+}
+
+int cmd_simulate(int argc, char **argv)
+{
+    if (cli_wants_help(argc, argv)) { fputs(usage, stdout); return 0; }
+    enum { O_SWEEP = 256, O_SCOPE, O_OPS, O_WARMUP, O_LAYER, O_HEAD, O_RUN, O_MRC, O_MRCOUT };
+    static const struct option opts[] = {
+        { "policy", required_argument, 0, 'p' }, { "capacity", required_argument, 0, 'c' },
+        { "sweep", no_argument, 0, O_SWEEP }, { "scope", required_argument, 0, O_SCOPE },
+        { "ops", required_argument, 0, O_OPS }, { "warmup", required_argument, 0, O_WARMUP },
+        { "layer", required_argument, 0, O_LAYER }, { "head", required_argument, 0, O_HEAD },
+        { "run", required_argument, 0, O_RUN }, { "mrc", no_argument, 0, O_MRC },
+        { "mrc-out", required_argument, 0, O_MRCOUT }, { "format", required_argument, 0, 'f' },
+        { 0, 0, 0, 0 } };
+    const char *pol_s = "all", *cap_s = NULL, *mrc_out = NULL;
+    int sweep = 0, scope = AN_SCOPE_MODEL, ops = AN_OPS_BOTH, fmt = AN_FMT_TABLE, want_mrc = 0;
+    long warmup = 0, layer = -1, head = -1, run = 0;
+    rn_error err = { 0 };
+    int c;
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":p:c:f:", opts, NULL)) != -1) {
+        int rc = RN_OK;
+        switch (c) {
+        case 'p': pol_s = optarg; break;
+        case 'c': cap_s = optarg; break;
+        case O_SWEEP: sweep = 1; break;
+        case O_SCOPE: rc = an_scope_parse(optarg, &scope, &err); break;
+        case O_OPS: rc = an_ops_parse(optarg, &ops, &err); break;
+        case O_WARMUP: rc = cli_parse_long("--warmup", optarg, 0, INT32_MAX, &warmup, &err); break;
+        case O_LAYER: rc = cli_parse_long("--layer", optarg, 0, RN_MAX_LAYERS - 1, &layer, &err); break;
+        case O_HEAD: rc = cli_parse_long("--head", optarg, 0, RN_MAX_HEADS - 1, &head, &err); break;
+        case O_RUN: rc = cli_parse_long("--run", optarg, 1, INT32_MAX, &run, &err); break;
+        case O_MRC: want_mrc = 1; break;
+        case O_MRCOUT: mrc_out = optarg; want_mrc = 1; break;
+        case 'f': rc = an_format_parse(optarg, &fmt, &err); break;
+        case ':': return cli_usage_error(argv[0], "%s needs a value", argv[optind - 1]);
+        default: return cli_usage_error(argv[0], "unknown option '%s'", argv[optind - 1]);
+        }
+        if (rc) return cli_usage_error(argv[0], "%s", err.msg);
+    }
+    if (optind != argc - 1) return cli_usage_error(argv[0], "expected one trace database");
+    if (sweep && cap_s) return cli_usage_error(argv[0], "--capacity and --sweep exclude each other");
+    const an_policy *pol[32];
+    int np = 0, nc = 0;
+    uint64_t caps[64];
+    if (an_policy_parse_list(pol_s, pol, 32, &np, &err)) return cli_usage_error(argv[0], "%s", err.msg);
+    if (cap_s && parse_caps(cap_s, caps, 64, &nc, &err)) return cli_usage_error(argv[0], "%s", err.msg);
+
+    cli_install_signals();
+    const char *path = argv[optind];
+    an_run r;
+    tr_event *ev = NULL;
+    size_t n = 0;
+    an_streams ss = { 0 };
+    an_simgrid g = { 0 };
+    an_mrc mrc = { 0 };
+    int rc = an_run_open(path, run, &r, &err);
+    if (rc) return cli_fail(&err);
+    if ((rc = an_run_check_head(&r, (int)layer, (int)head, &err))) goto out;
+    double t0 = cli_now();
+    if ((rc = an_run_load(&r, (int)layer, (int)head, ops, &ev, &n, &err))) goto out;
+    if ((rc = an_streams_build(ev, n, &r.run.cfg, scope, ops, &ss, &err))) goto out;
+    free(ev);
+    ev = NULL;
+    fprintf(stderr, "simulate: run %lld, %zu accesses, %d %s cache(s), loaded in %.2f s\n",
+            (long long)r.run.run_id, an_streams_total(&ss), ss.n, an_scope_name(scope), cli_now() - t0);
+    if (ss.n == 0) { rc = rn_seterr(&err, RN_EINPUT, "%s: the selection has no events", path); goto out; }
+    uint64_t universe = ss.s[0].universe;
+    if (!cap_s) nc = an_sweep_capacities(&ss, caps, 64);
+    for (int i = 0; i < nc; i++)
+        if (caps[i] > universe) {
+            rc = rn_seterr(&err, RN_EINPUT, "--capacity: %llu is larger than the %llu keys a %s cache can "
+                           "hold", (unsigned long long)caps[i], (unsigned long long)universe,
+                           an_scope_name(scope));
+            goto out;
+        }
+    double tp = cli_now();
+    if ((rc = an_simgrid_run(&ss, pol, np, caps, nc, (int32_t)warmup, (uint64_t)(r.run.cfg.d_v + 1) * 4,
+                             progress, &tp, &g, &err)))
+        goto out;
+    if (want_mrc && (rc = an_mrc_build(&ss, (int32_t)warmup, &mrc, &err))) goto out;
+    if (mrc_out) {
+        rn_atomic_file af;
+        if ((rc = rn_atomic_open(&af, mrc_out, &err))) goto out;
+        an_mrc_print_csv(af.f, &mrc);
+        if ((rc = rn_atomic_commit(&af, &err))) goto out;
+    }
+    an_simgrid_print(stdout, fmt, &g, want_mrc ? &mrc : NULL);
+out:
+    free(ev);
+    an_mrc_free(&mrc);
+    an_simgrid_free(&g);
+    an_streams_free(&ss);
+    an_run_close(&r);
+    return rc ? cli_fail(&err) : 0;
+}
