@@ -21,7 +21,7 @@ static int log_ticks(double lo, double hi, int target, double *ticks, int max)
 {
     int n = 0;
     double d0 = floor(log10(lo)), d1 = ceil(log10(hi));
-    int short_range = d1 - d0 < 3;
+    int short_range = log10(hi / lo) < 2.5;
     int every = 1;
     while ((d1 - d0 + 1) / every > target) every++;
     for (double d = d0; d <= d1 && n < max; d++) {

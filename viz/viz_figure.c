@@ -353,6 +353,7 @@ static int fig_reuse(fig *f, rn_error *err)
             hist[m].cold += h.cold;
         }
     free(val);
+    int n_streams = ss.n;
     an_streams_free(&ss);
     if (rc) return rc;
     double lo[2][AN_HIST_BINS], hi[2][AN_HIST_BINS], cnt[2][AN_HIST_BINS];
@@ -374,7 +375,8 @@ static int fig_reuse(fig *f, rn_error *err)
         char t[256];
         snprintf(t, sizeof t, "%s", o->title ? o->title : "");
         if (!o->title)
-            snprintf(t, sizeof t, "slot reuse per %s, %d stream%s", an_scope_name(scope), ss.n, ss.n == 1 ? "" : "s");
+            snprintf(t, sizeof t, "slot reuse per %s, %d stream%s", an_scope_name(scope), n_streams,
+                     n_streams == 1 ? "" : "s");
         viz_font(s.cr, f->font * 1.15, 1);
         viz_set_rgb(s.cr, VIZ_INK_RGB);
         viz_text_fit(s.cr, W / 2, 6, t, W - 20, 0.5, 0);

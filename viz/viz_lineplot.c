@@ -31,9 +31,10 @@ static void fit_axis(const viz_series *s, int n, viz_axis *ax, int use_x)
         }
     if (!(lo <= hi)) { lo = ax->log ? 1 : 0; hi = ax->log ? 10 : 1; }
     if (ax->log) {
-        lo = pow(10, floor(log10(lo)));
-        hi = pow(10, ceil(log10(hi)));
-        if (hi <= lo) hi = lo * 10;
+        /* the data's own span (a little padded), so curves fill the width */
+        if (hi <= lo) { lo /= 2; hi *= 2; }
+        lo /= 1.08;
+        hi *= 1.08;
     } else {
         if (hi == lo) { lo -= 0.5; hi += 0.5; }
         double step = viz_nice_num((hi - lo) / 5, 1);

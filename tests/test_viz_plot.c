@@ -1,0 +1,194 @@
+/* test_viz_plot.c — `ramtrace plot` end to end on a synthetic trace
+ * database written with the trace writer: marks land where the database's
+ * events are, every kind renders in every format, and bad input (unknown
+ * kind or extension, unwritable output, empty selection, missing database)
+ * fails with one line and exit status 2, leaving no file behind. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "th.h"
+#include "tr_writer.h"
+#include "viz_figure.h"
+#include "viz_png.h"
+#include "viz_trace.h"
+
+#define NPOS 40
+#define K 2
+static char g_db[512];
+
+/* 2 layers x 2 heads, M = 16 slots, K = 2.  Head (l, h) writes slot
+ * (pos + 3l + h) % 16 at rank 0 and (pos + 8) % 16 at rank 1, and reads slot
+ * (5 + h) % 16 and 11 at every even position. */
+static uint32_t w_slot(int l, int h, int p, int r) { return r == 0 ? (uint32_t)(p + 3 * l + h) % 16 : (uint32_t)(p + 8) % 16; }
+static uint32_t r_slot(int h, int r) { return r == 0 ? (uint32_t)(5 + h) % 16 : 11; }
+
+static int make_db(void)
+{
+    snprintf(g_db, sizeof g_db, "%s", th_path("plot.db"));
+    rn_config cfg;
+    rn_config_default(&cfg);
+    cfg.n_layers = 2;
+    cfg.n_heads = 2;
+    cfg.d_p = 4;
+    cfg.order = 2;
+    cfg.top_k = K;
+    cfg.cape_mask[0] = 1; /* layer 0 head 0 */
+    cfg.cape_mask[1] = 0;
+    rn_error err = { 0 };
+    if (rn_config_validate(&cfg, &err)) { fprintf(stderr, "%s\n", err.msg); return -1; }
+    tr_select sel;
+    tr_select_all(&sel);
+    tr_run_meta meta = { .name = "synthetic", .command = "test", .cfg = &cfg };
+    tr_writer *w;
+    if (tr_writer_open(g_db, &meta, &sel, NULL, &w, &err)) { fprintf(stderr, "%s\n", err.msg); return -1; }
+    const rn_probe *pr = tr_writer_probe(w);
+    for (int p = 0; p < NPOS; p++) {
+        char piece[8];
+        snprintf(piece, sizeof piece, "%c", 'a' + p % 26);
+        tr_writer_add_token(w, p, 'a' + p % 26, piece, 0);
+    }
+    for (int l = 0; l < 2; l++)
+        for (int h = 0; h < 2; h++)
+            for (int p = 0; p < NPOS; p++) {
+                uint32_t s[K], a[K];
+                float wt[K] = { 0.9f, 0.3f };
+                for (int r = 0; r < K; r++) s[r] = a[r] = w_slot(l, h, p, r);
+                pr->access(pr->user, l, h, p, 0, K, s, a, wt);
+                if (p % 2 == 0) {
+                    for (int r = 0; r < K; r++) s[r] = a[r] = r_slot(h, r);
+                    pr->access(pr->user, l, h, p, 1, K, s, a, wt);
+                }
+            }
+    if (tr_writer_finish(w, TR_STATUS_COMPLETE, NULL, &err)) { fprintf(stderr, "%s\n", err.msg); return -1; }
+    return 0;
+}
+
+static int setup(void) { return make_db(); }
+
+/* The figure library draws layer 1 head 0 where its events are. */
+static void test_trace_figure_pixels(void)
+{
+    viz_fig_opts o;
+    viz_fig_opts_default(&o);
+    o.kind = VIZ_FIG_TRACE;
+    o.db_path = g_db;
+    o.out_path = th_path("fig-trace.png");
+    o.layers = "1";
+    o.heads = "0";
+    o.width = 700;
+    o.height = 450;
+    rn_error err = { 0 };
+    CU_ASSERT_EQUAL_FATAL(viz_figure(&o, &err), RN_OK);
+    vp_img im;
+    CU_ASSERT_EQUAL_FATAL(vp_load(o.out_path, &im), 0);
+    /* the panel rectangle viz_figure uses for one head: the page less a 4 px
+     * border and the legend strip */
+    viz_trace_style st;
+    viz_trace_style_default(&st);
+    viz_rect cell = viz_rect_inset(viz_rect_make(4, 4, 700 - 8, 450 - 8), 0, st.font * 1.8, 0, 0);
+    viz_trace_data d = { 0, NPOS, 16, 0, NULL, "x" };
+    viz_rect a = viz_trace_area(cell, &d, &st);
+    int bad = 0;
+    for (int p = 0; p < NPOS; p++)
+        for (int s = 0; s < 16; s++) {
+            viz_rect c = viz_trace_cell(a, &d, p, s);
+            const unsigned char *px = vp_at(&im, c.x + c.w / 2, c.y + c.h / 2);
+            int w = (uint32_t)s == w_slot(1, 0, p, 0) || (uint32_t)s == w_slot(1, 0, p, 1);
+            int r = p % 2 == 0 && ((uint32_t)s == r_slot(0, 0) || (uint32_t)s == r_slot(0, 1));
+            if (w && !vp_red(px)) bad++;
+            if (r && !w && !vp_green(px)) bad++;
+            if (!w && !r && !vp_white(px)) bad++;
+        }
+    CU_ASSERT_EQUAL(bad, 0);
+    free(im.px);
+}
+
+static int plot(const char *args, const char *out)
+{
+    return th_run("%s plot %s '%s' -o '%s'", th_bin(), args, g_db, out);
+}
+
+static void test_cli_kinds_and_formats(void)
+{
+    const char *out = th_path("t.svg");
+    CU_ASSERT_EQUAL(plot("trace", out), 0);
+    char *t = th_read_file(out, NULL);
+    CU_ASSERT(t && strncmp(t, "<?xml", 5) == 0 && strstr(t, "</svg>"));
+    free(t);
+    out = th_path("h.pdf");
+    CU_ASSERT_EQUAL(plot("heatmap --model", out), 0);
+    size_t len = 0;
+    t = th_read_file(out, &len);
+    CU_ASSERT(t && len > 100 && strncmp(t, "%PDF-", 5) == 0 && strstr(t + len - 8, "%%EOF"));
+    free(t);
+    vp_img im;
+    CU_ASSERT_EQUAL(plot("heatmap --layers 0 --heads 1 --log", th_path("h1.png")), 0);
+    CU_ASSERT_EQUAL(vp_load(th_path("h1.png"), &im), 0);
+    free(im.px);
+    CU_ASSERT_EQUAL(plot("mrc --log --policies lru,fifo,opt", th_path("m.png")), 0);
+    CU_ASSERT_EQUAL(vp_load(th_path("m.png"), &im), 0);
+    free(im.px);
+    CU_ASSERT_EQUAL(plot("reuse --scope layer", th_path("r.png")), 0);
+    CU_ASSERT_EQUAL(vp_load(th_path("r.png"), &im), 0);
+    free(im.px);
+    CU_ASSERT_EQUAL(plot("attribution --layers 1 --heads 1 --to 20", th_path("a.png")), 0);
+    CU_ASSERT_EQUAL(vp_load(th_path("a.png"), &im), 0);
+    free(im.px);
+    CU_ASSERT_EQUAL(th_run("%s plot --help", th_bin()), 0);
+    CU_ASSERT(strstr(th_out(), "usage: ramtrace plot") != NULL);
+}
+
+/* One line on stderr, exit 2, and neither the output nor a temp file. */
+static void expect_bad(const char *args, const char *out, const char *needle)
+{
+    int rc = th_run("%s plot %s -o '%s'", th_bin(), args, out);
+    CU_ASSERT_EQUAL(rc, 2);
+    CU_ASSERT_EQUAL(th_count_lines(th_err()), 1);
+    if (needle && !strstr(th_err(), needle)) {
+        fprintf(stderr, "\nexpected '%s' in: %s", needle, th_err());
+        CU_FAIL("message does not name the problem");
+    }
+    CU_ASSERT(!th_file_exists(out));
+    CU_ASSERT_EQUAL(th_run("ls '%s' | grep -c '\\.tmp\\.'", th_tmpdir()), 1);
+}
+
+static void test_cli_bad_input(void)
+{
+    char args[700];
+    snprintf(args, sizeof args, "trace '%s'", g_db);
+    expect_bad(args, th_path("x.gif"), "x.gif");
+    expect_bad(args, th_path("missing-dir/x.png"), "missing-dir/x.png");
+    snprintf(args, sizeof args, "trace '%s' --from 500", g_db);
+    expect_bad(args, th_path("e.png"), "empty");
+    snprintf(args, sizeof args, "trace '%s' --heads 7", g_db);
+    expect_bad(args, th_path("e.png"), "--heads");
+    snprintf(args, sizeof args, "bogus '%s'", g_db);
+    expect_bad(args, th_path("e.png"), "bogus");
+    snprintf(args, sizeof args, "trace '%s'", th_path("nope.db"));
+    expect_bad(args, th_path("e.png"), "nope.db");
+    snprintf(args, sizeof args, "attribution '%s'", g_db);
+    expect_bad(args, th_path("e.png"), "one head");
+    snprintf(args, sizeof args, "heatmap '%s' --cmap jet", g_db);
+    expect_bad(args, th_path("e.png"), "--cmap");
+    snprintf(args, sizeof args, "mrc '%s' --policies nosuch", g_db);
+    expect_bad(args, th_path("e.png"), "nosuch");
+    /* an existing output survives a failed plot untouched */
+    const char *keep = th_path("keep.png");
+    th_write_file(keep, "old", 3);
+    snprintf(args, sizeof args, "trace '%s' --from 500", g_db);
+    CU_ASSERT_EQUAL(th_run("%s plot %s -o '%s'", th_bin(), args, keep), 2);
+    char *t = th_read_file(keep, NULL);
+    CU_ASSERT(t && strcmp(t, "old") == 0);
+    free(t);
+}
+
+int register_viz_plot(void)
+{
+    CU_pSuite s = CU_add_suite("viz_plot", setup, NULL);
+    if (!s) return -1;
+    if (!CU_add_test(s, "trace figure from a database", test_trace_figure_pixels) ||
+        !CU_add_test(s, "every kind, PNG/SVG/PDF", test_cli_kinds_and_formats) ||
+        !CU_add_test(s, "bad input: one line, exit 2, no file", test_cli_bad_input))
+        return -1;
+    return 0;
+}
