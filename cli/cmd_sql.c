@@ -1,0 +1,89 @@
+/* cmd_sql.c — `ramtrace sql TRACE.db "SELECT ..."`: run SQL on a trace over a
+ * read-only connection; SQL from the argument, a file (-f) or stdin. */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "rn_tokenizer.h"
+#include "tr_query.h"
+
+const char cmd_sql_summary[] = "run read-only SQL on a trace database";
+
+static void usage(void)
+{
+    printf("usage: ramtrace sql TRACE.db [SQL] [options]\n\n"
+           "Run SQL statements on a trace database opened read-only (statements that\n"
+           "would modify it are refused).  SQL comes from the argument, from a file\n"
+           "(-f FILE), or from stdin when neither is given (or SQL is '-').\n"
+           "Tables and views: runs, tokens, heads, events, writes, reads\n"
+           "(docs/trace-schema.md).\n\n"
+           "options:\n"
+           "  -f, --file FILE       read the SQL from FILE\n"
+           "  -F, --format FMT      table (default), csv or json\n"
+           "  -h, --help            this text\n\n"
+           "example:\n"
+           "  ramtrace sql trace.db \"SELECT layer, head, count(*) FROM reads GROUP BY 1, 2\"\n");
+}
+
+/* Read all of stdin (NUL-terminated, malloc'd). */
+static char *read_stdin(void)
+{
+    size_t cap = 4096, n = 0;
+    char *s = malloc(cap);
+    while (s) {
+        size_t got = fread(s + n, 1, cap - n - 1, stdin);
+        n += got;
+        if (n + 1 < cap) break;
+        char *t = realloc(s, cap * 2);
+        if (!t) { free(s); return NULL; }
+        s = t;
+        cap *= 2;
+    }
+    if (s) s[n] = 0;
+    return s;
+}
+
+int cmd_sql(int argc, char **argv)
+{
+    if (cli_wants_help(argc, argv)) { usage(); return 0; }
+    static const struct option opts[] = {
+        { "file", required_argument, 0, 'f' }, { "format", required_argument, 0, 'F' },
+        { 0, 0, 0, 0 }
+    };
+    const char *file = NULL, *fmt = "table";
+    optind = 1;
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, ":f:F:", opts, NULL)) != -1) {
+        switch (c) {
+        case 'f': file = optarg; break;
+        case 'F': fmt = optarg; break;
+        case ':': return cli_usage_error("sql", "option %s needs a value", argv[optind - 1]);
+        default: return cli_usage_error("sql", "unknown option %s", argv[optind - 1]);
+        }
+    }
+    int format = tr_format_parse(fmt);
+    if (format < 0) return cli_usage_error("sql", "--format: '%s' is not table, csv or json", fmt);
+    int nargs = argc - optind;
+    if (nargs < 1) return cli_usage_error("sql", "expected TRACE.db");
+    if (nargs > 2) return cli_usage_error("sql", "expected TRACE.db and at most one SQL argument (quote it)");
+    if (nargs == 2 && file) return cli_usage_error("sql", "give SQL as an argument or with --file, not both");
+    const char *path = argv[optind];
+    rn_error err = { 0 };
+    char *sql = NULL;
+    if (file) {
+        size_t len;
+        if (rn_read_file(file, &sql, &len, &err)) return cli_fail(&err);
+    } else if (nargs == 2 && strcmp(argv[optind + 1], "-")) {
+        sql = strdup(argv[optind + 1]);
+    } else {
+        sql = read_stdin();
+    }
+    if (!sql) { rn_seterr(&err, RN_ENOMEM, "out of memory reading the SQL"); return cli_fail(&err); }
+    int rc = tr_query_print(path, sql, format, stdout, &err);
+    free(sql);
+    fflush(stdout);
+    return rc ? cli_fail(&err) : 0;
+}

@@ -1,0 +1,102 @@
+/* cmd_trace.c — `ramtrace trace MODEL INPUT -o OUT.db`: trace a long input in
+ * prefill only (no generation), for corpus-scale traces.  The job itself is
+ * tr_trace_run (trace/tr_record.c). */
+#include <getopt.h>
+#include <stdio.h>
+
+#include "cli.h"
+#include "tr_record.h"
+
+const char cmd_trace_summary[] = "trace a model's memory accesses over an input file into SQLite";
+
+static void usage(void)
+{
+    printf("usage: ramtrace trace MODEL INPUT -o OUT.db [options]\n\n"
+           "Prefill INPUT (tokenized like a prompt; no generation) and record every\n"
+           "memory write and read of the selected layers and heads as a new run in\n"
+           "OUT.db (created if missing; earlier runs are kept).  Ctrl-C stops\n"
+           "cleanly: everything produced is kept and the run is marked interrupted.\n\n"
+           "options:\n"
+           "  -o, --output FILE     trace database (required)\n"
+           "      --layers LIST     layers to trace, e.g. 0-3,7 (default all)\n"
+           "      --heads LIST      heads to trace (default all)\n"
+           "      --ops OPS         r, w or rw (default rw)\n"
+           "      --name NAME       run name (default: the input's file name)\n"
+           "      --no-index        skip building the run's index at the end\n"
+           "      --chunk N         prefill rows per chunk (default 256)\n"
+           "  -j, --threads N       threads (default: all cores)\n"
+           "  -h, --help            this text\n");
+}
+
+typedef struct { double t0, last; int tty; } progress_state;
+
+static void progress(void *user, int64_t done, int64_t total)
+{
+    progress_state *p = user;
+    double t = cli_now();
+    if (done < total && t - p->last < (p->tty ? 0.2 : 5.0)) return;
+    p->last = t;
+    fprintf(stderr, "%strace: %lld/%lld tokens (%.0f%%), %.0f tok/s%s", p->tty ? "\r" : "",
+            (long long)done, (long long)total, 100.0 * done / (total ? total : 1),
+            done / (t - p->t0 > 0 ? t - p->t0 : 1e-9), p->tty ? "" : "\n");
+    if (p->tty && done == total) fputc('\n', stderr);
+}
+
+int cmd_trace(int argc, char **argv)
+{
+    if (cli_wants_help(argc, argv)) { usage(); return 0; }
+    enum { O_LAYERS = 1000, O_HEADS, O_OPS, O_NAME, O_NOINDEX, O_CHUNK };
+    static const struct option opts[] = {
+        { "output", required_argument, 0, 'o' }, { "layers", required_argument, 0, O_LAYERS },
+        { "heads", required_argument, 0, O_HEADS }, { "ops", required_argument, 0, O_OPS },
+        { "name", required_argument, 0, O_NAME }, { "no-index", no_argument, 0, O_NOINDEX },
+        { "chunk", required_argument, 0, O_CHUNK }, { "threads", required_argument, 0, 'j' },
+        { 0, 0, 0, 0 }
+    };
+    tr_trace_job job = { .build_index = 1, .chunk = 256, .stop = &cli_stop_flag };
+    long chunk = 256, threads = 0;
+    rn_error err = { 0 };
+    optind = 1;
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, ":o:j:", opts, NULL)) != -1) {
+        int rc = 0;
+        switch (c) {
+        case 'o': job.db_path = optarg; break;
+        case O_LAYERS: job.layers = optarg; break;
+        case O_HEADS: job.heads = optarg; break;
+        case O_OPS: job.ops = optarg; break;
+        case O_NAME: job.name = optarg; break;
+        case O_NOINDEX: job.build_index = 0; break;
+        case O_CHUNK: rc = cli_parse_long("--chunk", optarg, 1, 1 << 16, &chunk, &err); break;
+        case 'j': rc = cli_parse_long("--threads", optarg, 1, 1024, &threads, &err); break;
+        case ':': return cli_usage_error("trace", "option %s needs a value", argv[optind - 1]);
+        default: return cli_usage_error("trace", "unknown option %s", argv[optind - 1]);
+        }
+        if (rc) return cli_usage_error("trace", "%s", err.msg);
+    }
+    if (argc - optind != 2) return cli_usage_error("trace", "expected MODEL and INPUT");
+    if (!job.db_path) return cli_usage_error("trace", "-o OUT.db is required");
+    job.model_path = argv[optind];
+    job.input_path = argv[optind + 1];
+    job.chunk = (int)chunk;
+    if (threads) cli_set_threads((int)threads);
+    progress_state ps = { cli_now(), 0, cli_stderr_tty() };
+    job.progress = progress;
+    job.user = &ps;
+    tr_trace_result res;
+    int rc = tr_trace_run(&job, &res, &err);
+    if (res.run_id) {
+        double s = res.seconds > 0 ? res.seconds : 1e-9;
+        fprintf(stderr, "trace: run %lld in %s: %lld tokens, %lld events in %.2f s (%.2fM events/s)"
+                "%s; writer %.2f s, model waited %.2f s, index %.2f s\n", (long long)res.run_id, job.db_path, (long long)res.tokens,
+                (long long)res.events, res.seconds, res.events / s / 1e6,
+                rc == RN_EINTR ? " (interrupted)" : "", res.ws.insert_s, res.ws.producer_wait_s,
+                res.ws.index_s);
+    }
+    if (rc == RN_EINTR) {
+        fprintf(stderr, "ramtrace: %s\n", err.msg);
+        return 130;
+    }
+    return rc ? cli_fail(&err) : 0;
+}

@@ -1,0 +1,26 @@
+/* tr_query.h — ad-hoc SQL over a trace database on a read-only connection
+ * (`ramtrace sql`) and the run listing (`ramtrace runs`), printed as an
+ * aligned table, CSV or JSON. */
+#ifndef TR_QUERY_H
+#define TR_QUERY_H
+
+#include <stdio.h>
+
+#include "rn_error.h"
+
+enum { TR_FMT_TABLE = 0, TR_FMT_CSV = 1, TR_FMT_JSON = 2 };
+
+/* "table", "csv" or "json" -> TR_FMT_*; -1 if unknown. */
+int tr_format_parse(const char *s);
+
+/* Run every statement of sql against path (opened read-only; must be a
+ * trace) and print each result to out.  A statement that would modify the
+ * database is refused with RN_EINPUT ("... is read-only").  Errors in the
+ * SQL are RN_EINPUT with SQLite's message. */
+int tr_query_print(const char *path, const char *sql, int format, FILE *out, rn_error *err);
+
+/* List the runs of a trace (id, name, status, command, tokens, events,
+ * model hash, start time, duration). */
+int tr_runs_print(const char *path, int format, FILE *out, rn_error *err);
+
+#endif

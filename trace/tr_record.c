@@ -1,0 +1,82 @@
+/* tr_record.c — chunked prefill with a trace writer attached, and the
+ * `ramtrace trace` job (model + input file -> one run in a trace database). */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "rn_modelfile.h"
+#include "rn_tokenizer.h"
+#include "tr_record.h"
+
+int tr_record_prefill(rn_runtime *rt, tr_writer *w, const rn_config *cfg, const int *toks,
+                      int n, int chunk, float *logits, volatile int *stop,
+                      tr_progress_fn progress, void *user, rn_error *err)
+{
+    if (chunk < 1) chunk = 256;
+    char piece[64];
+    for (int i = 0; i < n;) {
+        if (stop && *stop) return rn_seterr(err, RN_EINTR, "interrupted after %d of %d tokens", i, n);
+        if (tr_writer_failed(w, err)) return err ? err->code : RN_EIO;
+        int len = n - i < chunk ? n - i : chunk;
+        int64_t pos0 = rn_runtime_pos(rt);
+        int rc = rn_prefill(rt, toks + i, len, i + len == n ? logits : NULL, 0, err);
+        if (rc) return rc;
+        for (int t = 0; t < len; t++) {
+            rn_token_piece(cfg, toks[i + t], piece, sizeof piece);
+            tr_writer_add_token(w, pos0 + t, toks[i + t], piece, 0);
+        }
+        i += len;
+        if (progress) progress(user, i, n);
+    }
+    return RN_OK;
+}
+
+static double mono(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+int tr_trace_run(const tr_trace_job *job, tr_trace_result *res, rn_error *err)
+{
+    memset(res, 0, sizeof *res);
+    rn_model m;
+    int rc = rn_model_load(&m, job->model_path, err);
+    if (rc) return rc;
+    int *toks = NULL, n = 0;
+    rn_runtime *rt = NULL;
+    tr_writer *w = NULL;
+    tr_select sel;
+    int chunk = job->chunk > 0 ? job->chunk : 256;
+    rc = tr_select_parse(&sel, job->layers, job->heads, job->ops, &m.cfg, err);
+    if (!rc) rc = rn_tokenize_file(&m.cfg, job->input_path, &toks, &n, err);
+    if (!rc) rc = rn_runtime_create(&m, chunk, &rt, err);
+    if (rc) goto done;
+    const char *base = strrchr(job->input_path, '/');
+    base = base ? base + 1 : job->input_path;
+    tr_run_meta meta = { .name = job->name ? job->name : base, .command = "trace",
+                         .model_path = job->model_path, .model_hash = rn_model_checksum(&m),
+                         .cfg = &m.cfg, .input_path = job->input_path,
+                         .sampling = "none (prefill only)" };
+    tr_writer_opts o = { .build_index = job->build_index };
+    if ((rc = tr_writer_open(job->db_path, &meta, &sel, &o, &w, err))) goto done;
+    res->run_id = tr_writer_run_id(w);
+    rn_runtime_set_probe(rt, tr_writer_probe(w));
+    double t0 = mono();
+    rc = tr_record_prefill(rt, w, &m.cfg, toks, n, chunk, NULL, job->stop, job->progress,
+                           job->user, err);
+    res->seconds = mono() - t0;
+    rn_error ferr = { 0 };
+    int frc = tr_writer_finish(w, rc ? TR_STATUS_INTERRUPTED : TR_STATUS_COMPLETE, &res->ws, &ferr);
+    w = NULL;
+    if (frc && (!rc || rc == RN_EINTR)) { rc = frc; if (err) *err = ferr; }
+    res->tokens = res->ws.tokens;
+    res->events = res->ws.events;
+done:
+    if (w) tr_writer_finish(w, TR_STATUS_INTERRUPTED, NULL, NULL);
+    rn_runtime_free(rt);
+    free(toks);
+    rn_model_free(&m);
+    return rc;
+}

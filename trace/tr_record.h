@@ -1,0 +1,44 @@
+/* tr_record.h — driving the model while a writer records it: prefilling a
+ * token sequence in chunks (recording each chunk's tokens after its events)
+ * and the whole `ramtrace trace` job, so the commands stay thin. */
+#ifndef TR_RECORD_H
+#define TR_RECORD_H
+
+#include "rn_runtime.h"
+#include "tr_writer.h"
+
+/* Called after each chunk with the tokens done so far. */
+typedef void (*tr_progress_fn)(void *user, int64_t done, int64_t total);
+
+/* Prefill toks[0..n) in chunks of `chunk` rows (the runtime's max_chunk or
+ * less), recording every processed position as a token (phase prompt) with
+ * rn_token_piece.  Between chunks: stops with RN_EINTR when *stop is set
+ * (only whole positions are ever recorded) and with the writer's error when
+ * it failed.  logits: NULL or [V] for the last row. */
+int tr_record_prefill(rn_runtime *rt, tr_writer *w, const rn_config *cfg, const int *toks,
+                      int n, int chunk, float *logits, volatile int *stop,
+                      tr_progress_fn progress, void *user, rn_error *err);
+
+typedef struct {
+    const char *model_path, *input_path, *db_path;
+    const char *name;          /* NULL: the input's file name */
+    const char *layers, *heads, *ops; /* selection (NULL: all) */
+    int chunk;                 /* prefill rows per chunk (default 256) */
+    int build_index;
+    volatile int *stop;        /* polled between chunks (Ctrl-C) */
+    tr_progress_fn progress;
+    void *user;
+} tr_trace_job;
+
+typedef struct {
+    int64_t run_id, tokens, events;
+    double seconds;
+    tr_writer_stats ws;
+} tr_trace_result;
+
+/* `ramtrace trace`: load the model, tokenize the input, prefill it all
+ * with a writer attached (no generation).  Returns RN_EINTR (run marked
+ * interrupted, everything produced flushed) when *stop was set. */
+int tr_trace_run(const tr_trace_job *job, tr_trace_result *res, rn_error *err);
+
+#endif
