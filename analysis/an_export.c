@@ -1,0 +1,80 @@
+/* an_export.c — oracleGeneral and CSV export of a run (an_export.h). */
+#include "an_export.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+int an_export_format_parse(const char *s, int *fmt, rn_error *err)
+{
+    if (!strcmp(s, "oraclegeneral") || !strcmp(s, "oracleGeneral")) *fmt = AN_EXPORT_ORACLEGENERAL;
+    else if (!strcmp(s, "csv")) *fmt = AN_EXPORT_CSV;
+    else return rn_seterr(err, RN_EINPUT, "--format: unknown export format '%s' (oraclegeneral or csv)", s);
+    return RN_OK;
+}
+
+static inline void put_le(unsigned char *p, uint64_t v, int bytes)
+{
+    for (int i = 0; i < bytes; i++) p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static inline uint64_t get_le(const unsigned char *p, int bytes)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < bytes; i++) v |= (uint64_t)p[i] << (8 * i);
+    return v;
+}
+
+void an_og_decode(const unsigned char *buf, size_t i, an_og_record *r)
+{
+    const unsigned char *p = buf + i * AN_OG_RECORD;
+    r->time = (uint32_t)get_le(p, 4);
+    r->obj_id = get_le(p + 4, 8);
+    r->size = (uint32_t)get_le(p + 12, 4);
+    r->next = (int64_t)get_le(p + 16, 8);
+}
+
+int an_export_write(FILE *f, int fmt, const tr_event *ev, size_t n, const rn_config *cfg, int ops,
+                    rn_error *err)
+{
+    an_streams ss;
+    int rc = an_streams_build(ev, n, cfg, AN_SCOPE_MODEL, ops, &ss, err);
+    if (rc) return rc;
+    if (ss.n == 0) { an_streams_free(&ss); return RN_OK; }
+    const an_stream *s = &ss.s[0];
+    uint32_t *nxt = malloc((s->n ? s->n : 1) * sizeof *nxt);
+    uint32_t *last = malloc(((size_t)s->n_keys + 1) * sizeof *last);
+    if (!nxt || !last) {
+        free(nxt); free(last); an_streams_free(&ss);
+        return rn_seterr(err, RN_ENOMEM, "out of memory exporting %zu accesses", s->n);
+    }
+    an_next_use(s, nxt, last);
+    uint32_t size = (uint32_t)(cfg->d_v + 1) * 4;
+    unsigned char buf[AN_OG_RECORD * 1024];
+    size_t nb = 0;
+    int ioerr = 0;
+    if (fmt == AN_EXPORT_CSV) ioerr |= fprintf(f, "index,time,layer,head,slot,op,obj_id,next\n") < 0;
+    for (size_t i = 0; i < s->n && !ioerr; i++) {
+        uint64_t id = s->id[s->key[i]];
+        int64_t next = nxt[i] == AN_NONE ? -1 : (int64_t)nxt[i] + 1;
+        if (fmt == AN_EXPORT_CSV) {
+            ioerr |= fprintf(f, "%zu,%d,%d,%d,%u,%s,%llu,%lld\n", i + 1, s->pos[i], an_id_layer(id),
+                             an_id_head(id), an_id_slot(id), s->op[i] ? "r" : "w",
+                             (unsigned long long)id, (long long)next) < 0;
+            continue;
+        }
+        unsigned char *p = buf + nb * AN_OG_RECORD;
+        put_le(p, (uint32_t)s->pos[i], 4);
+        put_le(p + 4, id, 8);
+        put_le(p + 12, size, 4);
+        put_le(p + 16, (uint64_t)next, 8);
+        if (++nb == 1024) {
+            ioerr |= fwrite(buf, AN_OG_RECORD, nb, f) != nb;
+            nb = 0;
+        }
+    }
+    if (nb && !ioerr) ioerr |= fwrite(buf, AN_OG_RECORD, nb, f) != nb;
+    free(nxt); free(last);
+    an_streams_free(&ss);
+    if (ioerr) return rn_seterr(err, RN_EIO, "export: write failed (disk full?)");
+    return RN_OK;
+}

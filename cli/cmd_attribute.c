@@ -1,0 +1,183 @@
+/* cmd_attribute.c — `ramtrace attribute`: which earlier tokens' writes make
+ * up a token's read, after PDMA decay and normalisation
+ * (analysis/an_attribute.h). */
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "an_attribute.h"
+#include "an_load.h"
+#include "an_stats.h"
+#include "cli.h"
+#include "rn_atomic.h"
+
+const char cmd_attribute_summary[] = "attribute a head's read to earlier tokens' writes";
+
+static const char usage[] =
+    "usage: ramtrace attribute TRACE.db --layer L --head H (--pos T | --matrix) [options]\n"
+    "\n"
+    "From the trace alone (slots, weights, gamma, eps), split the read of\n"
+    "head (L, H) at position T into the earlier tokens whose writes it\n"
+    "returns: o_T = sum over t' of c(T,t') * v(t'), where c sums\n"
+    "r * w * decay / (z + eps) over the slots t' wrote and T read.\n"
+    "\n"
+    "options:\n"
+    "      --layer L         layer (required)\n"
+    "      --head H          head (required)\n"
+    "      --pos T           the reading position\n"
+    "      --top N           print the N largest contributions (default 20; 0 = all)\n"
+    "      --detail          one row per (write, read slot) term instead of per token\n"
+    "      --matrix          the token x token matrix of the whole head as CSV\n"
+    "                        (row = reading position, column = writing position)\n"
+    "      --max-tokens N    matrix size limit (default 4096)\n"
+    "  -o, --output FILE     write to FILE instead of stdout (atomically)\n"
+    "  -f, --format F        table (default), csv or json (per-token output)\n"
+    "      --run R           run id (default: the latest)\n"
+    "  -h, --help            this text\n"
+    "\n"
+    "example: ramtrace attribute trace.db --layer 0 --head 1 --pos 200 --top 10\n";
+
+static int cmp_coef_desc(const void *a, const void *b)
+{
+    double x = fabs(((const an_attr_token *)a)->coef), y = fabs(((const an_attr_token *)b)->coef);
+    return (x < y) - (x > y);
+}
+
+static const char *piece_of(const tr_token *t, int64_t nt, int32_t pos)
+{
+    int64_t a = 0, b = nt;
+    while (a < b) { int64_t m = (a + b) / 2; if (t[m].pos < pos) a = m + 1; else b = m; }
+    return a < nt && t[a].pos == pos ? t[a].piece : "";
+}
+
+static void print_csv_piece(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; s++) { if (*s == '"') fputc('"', f); fputc(*s, f); }
+    fputc('"', f);
+}
+
+int cmd_attribute(int argc, char **argv)
+{
+    if (cli_wants_help(argc, argv)) { fputs(usage, stdout); return 0; }
+    enum { O_RUN = 256, O_LAYER, O_HEAD, O_POS, O_TOP, O_DETAIL, O_MATRIX, O_MAXTOK };
+    static const struct option opts[] = {
+        { "run", required_argument, 0, O_RUN }, { "layer", required_argument, 0, O_LAYER },
+        { "head", required_argument, 0, O_HEAD }, { "pos", required_argument, 0, O_POS },
+        { "top", required_argument, 0, O_TOP }, { "detail", no_argument, 0, O_DETAIL },
+        { "matrix", no_argument, 0, O_MATRIX }, { "max-tokens", required_argument, 0, O_MAXTOK },
+        { "output", required_argument, 0, 'o' }, { "format", required_argument, 0, 'f' },
+        { 0, 0, 0, 0 } };
+    long run = 0, layer = -1, head = -1, pos = -1, top = 20, maxtok = 4096;
+    int detail = 0, matrix = 0, fmt = AN_FMT_TABLE, c;
+    const char *outp = NULL;
+    rn_error err = { 0 };
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":o:f:", opts, NULL)) != -1) {
+        int rc = RN_OK;
+        switch (c) {
+        case O_RUN: rc = cli_parse_long("--run", optarg, 1, INT32_MAX, &run, &err); break;
+        case O_LAYER: rc = cli_parse_long("--layer", optarg, 0, RN_MAX_LAYERS - 1, &layer, &err); break;
+        case O_HEAD: rc = cli_parse_long("--head", optarg, 0, RN_MAX_HEADS - 1, &head, &err); break;
+        case O_POS: rc = cli_parse_long("--pos", optarg, 0, INT32_MAX, &pos, &err); break;
+        case O_TOP: rc = cli_parse_long("--top", optarg, 0, INT32_MAX, &top, &err); break;
+        case O_DETAIL: detail = 1; break;
+        case O_MATRIX: matrix = 1; break;
+        case O_MAXTOK: rc = cli_parse_long("--max-tokens", optarg, 1, 65536, &maxtok, &err); break;
+        case 'o': outp = optarg; break;
+        case 'f': rc = an_format_parse(optarg, &fmt, &err); break;
+        case ':': return cli_usage_error(argv[0], "%s needs a value", argv[optind - 1]);
+        default: return cli_usage_error(argv[0], "unknown option '%s'", argv[optind - 1]);
+        }
+        if (rc) return cli_usage_error(argv[0], "%s", err.msg);
+    }
+    if (optind != argc - 1) return cli_usage_error(argv[0], "expected one trace database");
+    if (layer < 0 || head < 0) return cli_usage_error(argv[0], "--layer and --head are required");
+    if ((pos < 0) == !matrix) return cli_usage_error(argv[0], "give exactly one of --pos T and --matrix");
+    const char *path = argv[optind];
+    an_run r;
+    tr_event *ev = NULL;
+    size_t n = 0;
+    tr_token *toks = NULL;
+    int64_t nt = 0;
+    an_attribution a = { 0 };
+    an_matrix m = { 0 };
+    rn_atomic_file af;
+    int have_af = 0;
+    FILE *f = stdout;
+    int rc = an_run_open(path, run, &r, &err);
+    if (rc) return cli_fail(&err);
+    if ((rc = an_run_check_head(&r, (int)layer, (int)head, &err))) goto out;
+    if ((rc = an_run_load(&r, (int)layer, (int)head, AN_OPS_BOTH, &ev, &n, &err))) goto out;
+    if ((rc = tr_load_tokens(r.db, r.run.run_id, &toks, &nt, &err))) goto out;
+    const rn_config *cfg = &r.run.cfg;
+    if (matrix) rc = an_attribute_matrix(ev, n, r.M, cfg->gamma, cfg->eps, maxtok, &m, &err);
+    else {
+        int32_t lo = n ? ev[0].pos : 0, hi = n ? ev[n - 1].pos : -1;
+        if (pos < lo || pos > hi) {
+            rc = rn_seterr(&err, RN_EINPUT, "--pos: %ld is outside the traced positions [%d, %d]", pos, lo, hi);
+            goto out;
+        }
+        rc = an_attribute_read(ev, n, r.M, cfg->gamma, cfg->eps, (int32_t)pos, &a, &err);
+    }
+    if (rc) goto out;
+    if (outp) {
+        if ((rc = rn_atomic_open(&af, outp, &err))) goto out;
+        have_af = 1;
+        f = af.f;
+    }
+    if (matrix) {
+        fprintf(f, "pos");
+        for (int64_t j = 0; j < m.n; j++) fprintf(f, ",%d", m.pos[j]);
+        fputc('\n', f);
+        for (int64_t i = 0; i < m.n; i++) {
+            fprintf(f, "%d", m.pos[i]);
+            for (int64_t j = 0; j < m.n; j++) fprintf(f, ",%.6g", m.values[i * m.n + j]);
+            fputc('\n', f);
+        }
+    } else if (detail) {
+        fprintf(f, "pos,slot,read_rank,w,r,decay,z,coef\n");
+        for (size_t i = 0; i < a.n_terms; i++) {
+            const an_attr_term *t = &a.terms[i];
+            fprintf(f, "%d,%u,%d,%.6g,%.6g,%.6g,%.6g,%.6g\n", t->pos, t->slot, t->read_rank, t->w, t->r,
+                    t->decay, t->z, t->coef);
+        }
+    } else {
+        qsort(a.tokens, a.n_tokens, sizeof *a.tokens, cmp_coef_desc);
+        size_t shown = top && (size_t)top < a.n_tokens ? (size_t)top : a.n_tokens;
+        if (fmt == AN_FMT_CSV) fprintf(f, "pos,coef,share,piece\n");
+        else if (fmt == AN_FMT_JSON)
+            fprintf(f, "{\"layer\": %ld, \"head\": %ld, \"pos\": %ld, \"total\": %.6g, \"tokens\": [", layer,
+                    head, pos, a.total);
+        else
+            fprintf(f, "read of layer %ld head %ld at pos %ld: %zu writing tokens, total weight %.4f\n"
+                       "%8s %12s %7s  %s\n", layer, head, pos, a.n_tokens, a.total, "pos", "coef", "share", "token");
+        for (size_t i = 0; i < shown; i++) {
+            double share = a.total != 0 ? a.tokens[i].coef / a.total : 0;
+            const char *pc = piece_of(toks, nt, a.tokens[i].pos);
+            if (fmt == AN_FMT_CSV) {
+                fprintf(f, "%d,%.6g,%.6g,", a.tokens[i].pos, a.tokens[i].coef, share);
+                print_csv_piece(f, pc);
+                fputc('\n', f);
+            } else if (fmt == AN_FMT_JSON) {
+                fprintf(f, "%s\n  {\"pos\": %d, \"coef\": %.6g, \"share\": %.6g}", i ? "," : "",
+                        a.tokens[i].pos, a.tokens[i].coef, share);
+            } else {
+                fprintf(f, "%8d %12.6f %6.1f%%  %s\n", a.tokens[i].pos, a.tokens[i].coef, 100 * share, pc);
+            }
+        }
+        if (fmt == AN_FMT_JSON) fprintf(f, "\n]}\n");
+    }
+    if (have_af) { have_af = 0; rc = rn_atomic_commit(&af, &err); }
+out:
+    if (have_af) rn_atomic_abort(&af);
+    free(ev);
+    free(toks);
+    an_attribution_free(&a);
+    an_matrix_free(&m);
+    an_run_close(&r);
+    return rc ? cli_fail(&err) : 0;
+}

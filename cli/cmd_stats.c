@@ -1,0 +1,89 @@
+/* cmd_stats.c — `ramtrace stats`: per-head memory-use statistics of a
+ * trace run (analysis/an_stats.h). */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "an_load.h"
+#include "an_stats.h"
+#include "cli.h"
+
+const char cmd_stats_summary[] = "per-head memory use of a trace run (slots, entropy, reuse, locality)";
+
+static const char usage[] =
+    "usage: ramtrace stats TRACE.db [--run R] [options]\n"
+    "\n"
+    "Per head: events, distinct slots and share of M used, access entropy,\n"
+    "share of accesses to the hottest 1% of slots, warm vs cold reads (slot\n"
+    "written before or not), reuse time and LRU stack distance percentiles,\n"
+    "the dominant slot shift between consecutive tokens (-1: a CAPE\n"
+    "diagonal) and the working set per window; then CAPE and non-CAPE heads\n"
+    "summarised apart.  docs/analysis.md defines each column.\n"
+    "\n"
+    "options:\n"
+    "      --run R           run id (default: the latest)\n"
+    "      --layer L         only layer L (default all)\n"
+    "      --head H          only head H (default all)\n"
+    "      --window W        working-set window in tokens (default 64)\n"
+    "  -f, --format F        table (default), csv or json\n"
+    "  -h, --help            this text\n"
+    "\n"
+    "example: ramtrace stats trace.db --format csv > heads.csv\n";
+
+int cmd_stats(int argc, char **argv)
+{
+    if (cli_wants_help(argc, argv)) { fputs(usage, stdout); return 0; }
+    enum { O_RUN = 256, O_LAYER, O_HEAD, O_WINDOW };
+    static const struct option opts[] = {
+        { "run", required_argument, 0, O_RUN }, { "layer", required_argument, 0, O_LAYER },
+        { "head", required_argument, 0, O_HEAD }, { "window", required_argument, 0, O_WINDOW },
+        { "format", required_argument, 0, 'f' }, { 0, 0, 0, 0 } };
+    long run = 0, layer = -1, head = -1, window = 64;
+    int fmt = AN_FMT_TABLE, c;
+    rn_error err = { 0 };
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":f:", opts, NULL)) != -1) {
+        int rc = RN_OK;
+        switch (c) {
+        case O_RUN: rc = cli_parse_long("--run", optarg, 1, INT32_MAX, &run, &err); break;
+        case O_LAYER: rc = cli_parse_long("--layer", optarg, 0, RN_MAX_LAYERS - 1, &layer, &err); break;
+        case O_HEAD: rc = cli_parse_long("--head", optarg, 0, RN_MAX_HEADS - 1, &head, &err); break;
+        case O_WINDOW: rc = cli_parse_long("--window", optarg, 1, INT32_MAX, &window, &err); break;
+        case 'f': rc = an_format_parse(optarg, &fmt, &err); break;
+        case ':': return cli_usage_error(argv[0], "%s needs a value", argv[optind - 1]);
+        default: return cli_usage_error(argv[0], "unknown option '%s'", argv[optind - 1]);
+        }
+        if (rc) return cli_usage_error(argv[0], "%s", err.msg);
+    }
+    if (optind != argc - 1) return cli_usage_error(argv[0], "expected one trace database");
+    const char *path = argv[optind];
+    an_run r;
+    tr_event *ev = NULL;
+    size_t n = 0;
+    an_streams ss = { 0 };
+    an_head_stats *hs = NULL;
+    double t0 = cli_now();
+    int rc = an_run_open(path, run, &r, &err);
+    if (rc) return cli_fail(&err);
+    if ((rc = an_run_check_head(&r, (int)layer, (int)head, &err))) goto out;
+    if ((rc = an_run_load(&r, (int)layer, (int)head, AN_OPS_BOTH, &ev, &n, &err))) goto out;
+    if ((rc = an_streams_build(ev, n, &r.run.cfg, AN_SCOPE_HEAD, AN_OPS_BOTH, &ss, &err))) goto out;
+    free(ev);
+    ev = NULL;
+    hs = calloc((size_t)(ss.n ? ss.n : 1), sizeof *hs);
+    if (!hs) { rc = rn_seterr(&err, RN_ENOMEM, "out of memory"); goto out; }
+    for (int i = 0; i < ss.n && !rc; i++)
+        rc = an_stats_head(&ss.s[i], r.M, rn_config_cape(&r.run.cfg, ss.s[i].layer, ss.s[i].head),
+                           (int)window, &hs[i], &err);
+    if (rc) goto out;
+    fprintf(stderr, "stats: run %lld, %zu events, %d heads in %.2f s\n", (long long)r.run.run_id,
+            an_streams_total(&ss), ss.n, cli_now() - t0);
+    an_stats_print(stdout, fmt, hs, ss.n, r.M, (int)window);
+out:
+    free(ev);
+    free(hs);
+    an_streams_free(&ss);
+    an_run_close(&r);
+    return rc ? cli_fail(&err) : 0;
+}
