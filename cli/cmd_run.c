@@ -11,6 +11,7 @@
 #include "rn_runtime.h"
 #include "rn_sampler.h"
 #include "rn_tokenizer.h"
+#include "tr_record.h"
 
 const char cmd_run_summary[] = "run a model on a prompt and generate a continuation";
 
@@ -25,6 +26,12 @@ static void usage(void)
            "  -p, --top-p P         nucleus sampling mass in (0, 1] (default 0.9)\n"
            "  -s, --seed S          sampling seed (default 42)\n"
            "  -j, --threads N       threads (default: all cores)\n"
+           "      --trace FILE      record every memory access into a trace database\n"
+           "      --layers LIST     traced layers, e.g. 0-3,7 (default all)\n"
+           "      --heads LIST      traced heads (default all)\n"
+           "      --ops OPS         traced accesses: r, w or rw (default rw)\n"
+           "      --name NAME       run name in the trace\n"
+           "      --no-index        skip building the run's trace index\n"
            "  -h, --help            this text\n");
 }
 
@@ -34,12 +41,18 @@ int cmd_run(int argc, char **argv)
     static const struct option opts[] = {
         { "tokens", required_argument, 0, 'n' }, { "temperature", required_argument, 0, 't' },
         { "top-p", required_argument, 0, 'p' },  { "seed", required_argument, 0, 's' },
-        { "threads", required_argument, 0, 'j' }, { 0, 0, 0, 0 }
+        { "threads", required_argument, 0, 'j' }, { "trace", required_argument, 0, 1000 },
+        { "layers", required_argument, 0, 1001 }, { "heads", required_argument, 0, 1002 },
+        { "ops", required_argument, 0, 1003 }, { "name", required_argument, 0, 1004 },
+        { "no-index", no_argument, 0, 1005 }, { 0, 0, 0, 0 }
     };
     long n_gen = 64, threads = 0;
     double temperature = 0.8, top_p = 0.9;
     uint64_t seed = 42;
     rn_error err = { 0 };
+    tr_trace_opts topt = { .build_index = 1 };
+    tr_writer *tw = NULL;
+    char *prompt_text = NULL;
     optind = 1;
     opterr = 0;
     int c;
@@ -51,6 +64,12 @@ int cmd_run(int argc, char **argv)
         case 'p': rc = cli_parse_double("--top-p", optarg, 1e-6, 1, &top_p, &err); break;
         case 's': rc = cli_parse_u64("--seed", optarg, &seed, &err); break;
         case 'j': rc = cli_parse_long("--threads", optarg, 1, 1024, &threads, &err); break;
+        case 1000: topt.db_path = optarg; break;
+        case 1001: topt.layers = optarg; break;
+        case 1002: topt.heads = optarg; break;
+        case 1003: topt.ops = optarg; break;
+        case 1004: topt.name = optarg; break;
+        case 1005: topt.build_index = 0; break;
         case ':': return cli_usage_error("run", "option %s needs a value", argv[optind - 1]);
         default: return cli_usage_error("run", "unknown option %s", argv[optind - 1]);
         }
@@ -73,10 +92,22 @@ int cmd_run(int argc, char **argv)
     if (!rc && !(logits = malloc(sizeof(float) * model.cfg.vocab_size)))
         rc = rn_seterr(&err, RN_ENOMEM, "out of memory");
     if (rc) goto done;
+    if (topt.db_path) {
+        char sampling[192];
+        size_t plen;
+        snprintf(sampling, sizeof sampling, "temperature=%g top_p=%g seed=%llu tokens=%ld",
+                 temperature, top_p, (unsigned long long)seed, n_gen);
+        if (!(rc = rn_read_file(prompt_path, &prompt_text, &plen, &err)))
+            rc = tr_record_begin(&topt, "run", model_path, &model, prompt_text, sampling, &tw, &err);
+        if (rc) goto done;
+        rn_runtime_set_probe(rt, tr_writer_probe(tw));
+    }
     rn_runtime_set_stop_flag(rt, &cli_stop_flag);
 
     double t0 = cli_now();
-    rc = rn_prefill(rt, prompt, n_prompt, logits, 0, &err);
+    rc = tw ? tr_record_prefill(rt, tw, &model.cfg, prompt, n_prompt, 256, logits, &cli_stop_flag,
+                                NULL, NULL, &err)
+            : rn_prefill(rt, prompt, n_prompt, logits, 0, &err);
     double t1 = cli_now();
     if (rc) goto done;
     long made = 0;
@@ -84,7 +115,12 @@ int cmd_run(int argc, char **argv)
         int next = rn_sample(&sampler, logits);
         rn_token_print(&model.cfg, next, made == 0, stdout);
         fflush(stdout);
-        if (made + 1 < n_gen && (rc = rn_step(rt, next, logits, &err))) goto done;
+        if (made + 1 < n_gen) {
+            int64_t pos = rn_runtime_pos(rt);
+            if ((rc = rn_step(rt, next, logits, &err))) goto done;
+            if (tw) tr_record_generated(tw, &model.cfg, pos, next);
+            if (tw && tr_writer_failed(tw, &err)) { rc = err.code; goto done; }
+        }
     }
     double t2 = cli_now();
     if (model.cfg.tokenizer == RN_TOK_IDS || made) putchar('\n');
@@ -93,6 +129,13 @@ int cmd_run(int argc, char **argv)
             made / (t2 - t1 > 0 ? t2 - t1 : 1e-9));
     if (cli_interrupted) rc = rn_seterr(&err, RN_EINTR, "interrupted after %ld generated tokens", made);
 done:
+    if (tw) {
+        rn_error ferr = { 0 };
+        int frc = tr_writer_finish(tw, rc || cli_interrupted ? TR_STATUS_INTERRUPTED
+                                                             : TR_STATUS_COMPLETE, NULL, &ferr);
+        if (frc && (!rc || rc == RN_EINTR)) { rc = frc; err = ferr; }
+    }
+    free(prompt_text);
     free(logits);
     rn_sampler_free(&sampler);
     rn_runtime_free(rt);

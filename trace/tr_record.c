@@ -31,6 +31,27 @@ int tr_record_prefill(rn_runtime *rt, tr_writer *w, const rn_config *cfg, const 
     return RN_OK;
 }
 
+int tr_record_begin(const tr_trace_opts *o, const char *command, const char *model_path,
+                    const rn_model *m, const char *prompt, const char *sampling, tr_writer **w,
+                    rn_error *err)
+{
+    tr_select sel;
+    int rc = tr_select_parse(&sel, o->layers, o->heads, o->ops, &m->cfg, err);
+    if (rc) return rc;
+    tr_run_meta meta = { .name = o->name, .command = command, .model_path = model_path,
+                         .model_hash = rn_model_checksum(m), .cfg = &m->cfg, .prompt = prompt,
+                         .sampling = sampling };
+    tr_writer_opts wo = { .build_index = o->build_index };
+    return tr_writer_open(o->db_path, &meta, &sel, &wo, w, err);
+}
+
+void tr_record_generated(tr_writer *w, const rn_config *cfg, int64_t pos, int token)
+{
+    char piece[64];
+    rn_token_piece(cfg, token, piece, sizeof piece);
+    tr_writer_add_token(w, pos, token, piece, 1);
+}
+
 static double mono(void)
 {
     struct timespec ts;
@@ -59,8 +80,8 @@ int tr_trace_run(const tr_trace_job *job, tr_trace_result *res, rn_error *err)
                          .model_path = job->model_path, .model_hash = rn_model_checksum(&m),
                          .cfg = &m.cfg, .input_path = job->input_path,
                          .sampling = "none (prefill only)" };
-    tr_writer_opts o = { .build_index = job->build_index };
-    if ((rc = tr_writer_open(job->db_path, &meta, &sel, &o, &w, err))) goto done;
+    tr_writer_opts wo = { .build_index = job->build_index };
+    if ((rc = tr_writer_open(job->db_path, &meta, &sel, &wo, &w, err))) goto done;
     res->run_id = tr_writer_run_id(w);
     rn_runtime_set_probe(rt, tr_writer_probe(w));
     double t0 = mono();

@@ -19,6 +19,25 @@ int tr_record_prefill(rn_runtime *rt, tr_writer *w, const rn_config *cfg, const 
                       int n, int chunk, float *logits, volatile int *stop,
                       tr_progress_fn progress, void *user, rn_error *err);
 
+/* Tracing options of a command (`run --trace ...`). */
+typedef struct {
+    const char *db_path;              /* NULL: not tracing */
+    const char *layers, *heads, *ops; /* selection (NULL: all) */
+    const char *name;
+    int build_index;
+} tr_trace_opts;
+
+/* Start a traced run of model m for a command: parse the selection against
+ * m's config (RN_EINPUT naming the option), record the model path and hash,
+ * config, prompt text and sampling settings, and open the writer.  The
+ * caller attaches tr_writer_probe(*w) and calls tr_writer_finish. */
+int tr_record_begin(const tr_trace_opts *o, const char *command, const char *model_path,
+                    const rn_model *m, const char *prompt, const char *sampling, tr_writer **w,
+                    rn_error *err);
+
+/* Record one generated token fed to the model at position pos. */
+void tr_record_generated(tr_writer *w, const rn_config *cfg, int64_t pos, int token);
+
 typedef struct {
     const char *model_path, *input_path, *db_path;
     const char *name;          /* NULL: the input's file name */
