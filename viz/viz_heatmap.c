@@ -128,8 +128,13 @@ int viz_heatmap_grid_draw(cairo_t *cr, viz_rect r, const viz_heatmap_data *d, in
             cairo_stroke(cr);
             if (d[i].title[0] && c.h > f) {
                 viz_font(cr, f * 0.7, 1);
-                cairo_set_source_rgba(cr, 0.85, 0.1, 0.1, 0.95);
-                viz_text(cr, c.x + 2, c.y + 1, d[i].title, 0, 0, 0);
+                cairo_font_extents_t fe;
+                cairo_font_extents(cr, &fe);
+                cairo_set_source_rgba(cr, 1, 1, 1, 0.85);
+                cairo_rectangle(cr, c.x + 1, c.y + 1, viz_text_width(cr, d[i].title) + 4, fe.ascent + fe.descent);
+                cairo_fill(cr);
+                cairo_set_source_rgb(cr, 0.8, 0.08, 0.08);
+                viz_text(cr, c.x + 3, c.y + 1, d[i].title, 0, 0, 0);
             }
             viz_set_rgb(cr, VIZ_INK_RGB);
             viz_font(cr, f * 0.85, 0);
