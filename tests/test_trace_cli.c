@@ -1,0 +1,217 @@
+/* test_trace_cli.c — the trace commands end to end through the binary:
+ * `trace`, `run --trace`, `runs`, `sql` (formats, read-only enforcement,
+ * errors), Ctrl-C during a trace (run marked interrupted, everything flushed,
+ * database intact) and SIGKILL (database intact, holding exactly a prefix of
+ * the batches a complete run writes). */
+#include <sqlite3.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "th.h"
+
+static char g_model[512], g_input[512];
+
+/* A tiny byte-level model (2 layers, 4 heads, K = 8) and an input text. */
+static int setup(void)
+{
+    snprintf(g_model, sizeof g_model, "%s", th_path("tiny.bin"));
+    snprintf(g_input, sizeof g_input, "%s", th_path("input.txt"));
+    if (th_run("%s init --config samples/configs/tiny.cfg --seed 3 -o %s", th_bin(), g_model))
+        return -1;
+    size_t n = 400000;
+    char *t = malloc(n);
+    const char *verse = "In the beginning God created the heaven and the earth. ";
+    for (size_t i = 0; i < n; i++) t[i] = verse[i % strlen(verse)];
+    int rc = th_write_file(g_input, t, n);
+    free(t);
+    return rc;
+}
+
+/* One integer from a query on path (opened read-write, so a hot journal
+ * is rolled back as any SQLite client would). */
+static int64_t q1(const char *path, const char *sql)
+{
+    sqlite3 *db;
+    int64_t v = -1;
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK) { sqlite3_close(db); return -2; }
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
+        v = sqlite3_column_type(st, 0) == SQLITE_TEXT
+                ? !strcmp((const char *)sqlite3_column_text(st, 0), "ok")
+                : sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return v;
+}
+
+static void test_trace_and_sql(void)
+{
+    char small[512], db[512];
+    snprintf(small, sizeof small, "%s", th_path("small.txt"));
+    snprintf(db, sizeof db, "%s", th_path("cli.db"));
+    th_write_file(small, "In the beginning God created the heaven and the earth.\n", 55);
+    CU_ASSERT_EQUAL(th_run("%s trace %s %s -o %s --name first", th_bin(), g_model, small, db), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(th_err(), "56 tokens, 7168 events"));
+    /* 56 tokens (BOS + 55 bytes) x 2 layers x 4 heads x 2 ops x 8 ranks */
+    CU_ASSERT_EQUAL(q1(db, "SELECT count(*) FROM events"), 56 * 128);
+    CU_ASSERT_EQUAL(q1(db, "PRAGMA integrity_check"), 1);
+    /* A second run with a selection appends. */
+    CU_ASSERT_EQUAL(th_run("%s trace %s %s -o %s --layers 1 --heads 0,3 --ops w --no-index",
+                           th_bin(), g_model, small, db), 0);
+    CU_ASSERT_EQUAL(q1(db, "SELECT count(*) FROM events WHERE run_id = 2"), 56 * 2 * 8);
+    CU_ASSERT_EQUAL(q1(db, "SELECT count(*) FROM events WHERE run_id = 2 AND (layer != 1 OR op != 0 OR head NOT IN (0, 3))"), 0);
+    CU_ASSERT_EQUAL(q1(db, "SELECT count(*) FROM events WHERE run_id = 1"), 56 * 128);
+
+    CU_ASSERT_EQUAL(th_run("%s runs %s", th_bin(), db), 0);
+    CU_ASSERT_EQUAL(th_count_lines(th_out()), 4);
+    CU_ASSERT_PTR_NOT_NULL(strstr(th_out(), "first"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(th_out(), "complete"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(th_out(), "layers=1 heads=0,3 ops=w"));
+
+    CU_ASSERT_EQUAL(th_run("%s sql %s \"SELECT op, count(*) AS n FROM events WHERE run_id = 1 GROUP BY op\" --format csv",
+                           th_bin(), db), 0);
+    CU_ASSERT_STRING_EQUAL(th_out(), "op,n\n0,3584\n1,3584\n");
+    CU_ASSERT_EQUAL(th_run("echo 'SELECT token_id, piece FROM tokens WHERE run_id = 1 AND pos < 2;' | %s sql %s -F json",
+                           th_bin(), db), 0);
+    CU_ASSERT_STRING_EQUAL(th_out(), "[{\"token_id\": 256, \"piece\": \"<bos>\"},\n {\"token_id\": 73, \"piece\": \"I\"}]\n");
+    CU_ASSERT_EQUAL(th_run("%s sql %s 'SELECT count(*) AS reads FROM reads WHERE run_id = 1'", th_bin(), db), 0);
+    CU_ASSERT_STRING_EQUAL(th_out(), "reads\n-----\n 3584\n");
+
+    /* Read-only: refused with a clear message, nothing changed. */
+    CU_ASSERT_EQUAL(th_run("%s sql %s 'DELETE FROM runs'", th_bin(), db), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(th_err(), "read-only"));
+    CU_ASSERT_EQUAL(th_run("%s sql %s \"SELECT 1; UPDATE runs SET name = 'x'\"", th_bin(), db), 2);
+    CU_ASSERT_EQUAL(q1(db, "SELECT count(*) FROM runs WHERE name = 'x'"), 0);
+    CU_ASSERT_EQUAL(q1(db, "SELECT count(*) FROM runs"), 2);
+    /* Errors. */
+    CU_ASSERT_EQUAL(th_run("%s sql %s 'SELEC 1'", th_bin(), db), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(th_err(), "SQL error"));
+    CU_ASSERT_EQUAL(th_run("%s sql %s 'SELECT 1'", th_bin(), small), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(th_err(), "not an SQLite database"));
+    CU_ASSERT_EQUAL(th_run("%s runs %s", th_bin(), th_path("nope.db")), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(th_err(), "nope.db: no such file"));
+    CU_ASSERT_EQUAL(th_run("%s sql %s 'SELECT 1' --format xml", th_bin(), db), 2);
+    CU_ASSERT_EQUAL(th_run("%s trace %s %s -o %s --heads 4", th_bin(), g_model, small, db), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(th_err(), "--heads: 4 is outside [0, 4)"));
+    CU_ASSERT_EQUAL(th_run("%s trace %s %s", th_bin(), g_model, small), 2);
+    CU_ASSERT_EQUAL(th_run("%s trace %s %s -o %s", th_bin(), g_model, th_path("missing.txt"), db), 2);
+    CU_ASSERT_EQUAL(q1(db, "SELECT count(*) FROM runs"), 2);
+    CU_ASSERT_EQUAL(th_run("%s trace %s %s -o %s", th_bin(), g_model, small, small), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(th_err(), "not an SQLite database"));
+    for (int i = 0; i < 3; i++) {
+        static const char *cmds[] = { "trace", "sql", "runs" };
+        CU_ASSERT_EQUAL(th_run("%s %s --help", th_bin(), cmds[i]), 0);
+        CU_ASSERT_PTR_NOT_NULL(strstr(th_out(), "usage: ramtrace"));
+    }
+}
+
+static void test_run_trace(void)
+{
+    char prompt[512], db[512];
+    snprintf(prompt, sizeof prompt, "%s", th_path("prompt.txt"));
+    snprintf(db, sizeof db, "%s", th_path("run.db"));
+    th_write_file(prompt, "And God said", 12);
+    CU_ASSERT_EQUAL(th_run("%s run %s %s -n 6 --seed 5 --trace %s --name gen", th_bin(), g_model,
+                           prompt, db), 0);
+    /* 13 prompt positions (BOS + 12) and the 5 generated tokens fed back. */
+    CU_ASSERT_EQUAL(q1(db, "SELECT count(*) FROM tokens WHERE phase = 'prompt'"), 13);
+    CU_ASSERT_EQUAL(q1(db, "SELECT count(*) FROM tokens WHERE phase = 'generated'"), 5);
+    CU_ASSERT_EQUAL(q1(db, "SELECT count(*) FROM events"), 18 * 128);
+    CU_ASSERT_EQUAL(q1(db, "SELECT max(pos) FROM events"), 17);
+    CU_ASSERT_EQUAL(q1(db, "SELECT count(*) FROM runs WHERE status = 'complete' AND name = 'gen'"
+                           " AND prompt = 'And God said' AND sampling LIKE '%seed=5%'"), 1);
+    CU_ASSERT_EQUAL(th_run("%s run %s %s --trace %s --ops x", th_bin(), g_model, prompt, db), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(th_err(), "--ops"));
+}
+
+static void test_interrupt(void)
+{
+    char db[512], st[512];
+    snprintf(db, sizeof db, "%s", th_path("int.db"));
+    snprintf(st, sizeof st, "%s", th_path("int.status"));
+    int rc = th_run("%s trace %s %s -o %s -j 1 & p=$!; sleep 1.5; kill -INT $p; wait $p; echo $? > %s",
+                    th_bin(), g_model, g_input, db, st);
+    CU_ASSERT_EQUAL(rc, 0);
+    char *s = th_read_file(st, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+    CU_ASSERT_EQUAL(atoi(s), 130);
+    free(s);
+    CU_ASSERT_PTR_NOT_NULL(strstr(th_err(), "interrupted"));
+    CU_ASSERT_EQUAL(q1(db, "PRAGMA integrity_check"), 1);
+    CU_ASSERT_EQUAL(q1(db, "SELECT count(*) FROM runs WHERE status = 'interrupted'"), 1);
+    int64_t tokens = q1(db, "SELECT count(*) FROM tokens");
+    int64_t events = q1(db, "SELECT count(*) FROM events");
+    CU_ASSERT(tokens > 0 && tokens < 400001);
+    /* Only whole positions, every one of them flushed and counted. */
+    CU_ASSERT_EQUAL(events, tokens * 128);
+    CU_ASSERT_EQUAL(q1(db, "SELECT n_events FROM runs"), events);
+    CU_ASSERT_EQUAL(q1(db, "SELECT n_tokens FROM runs"), tokens);
+    CU_ASSERT_EQUAL(q1(db, "SELECT max(pos) + 1 FROM events"), tokens);
+}
+
+static void test_sigkill(void)
+{
+    char db[512], ref[512], cut[512];
+    snprintf(db, sizeof db, "%s", th_path("kill.db"));
+    snprintf(ref, sizeof ref, "%s", th_path("ref.db"));
+    snprintf(cut, sizeof cut, "%s", th_path("cut.txt"));
+    int rc = th_run("%s trace %s %s -o %s -j 1 & p=$!; sleep 2.5; kill -KILL $p; wait $p; true",
+                    th_bin(), g_model, g_input, db);
+    CU_ASSERT_EQUAL(rc, 0);
+    CU_ASSERT_EQUAL(q1(db, "PRAGMA integrity_check"), 1);
+    CU_ASSERT_EQUAL(q1(db, "SELECT count(*) FROM runs WHERE status = 'running'"), 1);
+    int64_t groups = q1(db, "SELECT count(*) FROM event_groups");
+    int64_t maxpos = q1(db, "SELECT coalesce(max(pos), 0) FROM event_groups");
+    CU_ASSERT(groups > 0);
+    /* Trace a prefix of the input long enough to cover every chunk the
+     * killed run reached; its rows in insertion order must start with
+     * exactly the killed run's rows. */
+    size_t len;
+    char *in = th_read_file(g_input, &len);
+    size_t want = (size_t)(maxpos / 256 + 1) * 256;
+    th_write_file(cut, in, want < len ? want : len);
+    free(in);
+    CU_ASSERT_EQUAL_FATAL(th_run("%s trace %s %s -o %s -j 1 --no-index", th_bin(), g_model, cut, ref), 0);
+    char sql[1024];
+    snprintf(sql, sizeof sql,
+             "ATTACH '%s' AS k; SELECT count(*) FROM (SELECT * FROM (SELECT layer, head, pos, op,"
+             " r0, n, s0, w0, s3, w3, s7, w7 FROM main.event_groups ORDER BY rowid LIMIT %lld)"
+             " EXCEPT SELECT layer, head, pos, op, r0, n, s0, w0, s3, w3, s7, w7 FROM k.event_groups)",
+             db, (long long)groups);
+    /* q1 runs one statement: attach separately. */
+    sqlite3 *h;
+    CU_ASSERT_EQUAL_FATAL(sqlite3_open(ref, &h), SQLITE_OK);
+    char att[700];
+    snprintf(att, sizeof att, "ATTACH '%s' AS k", db);
+    CU_ASSERT_EQUAL(sqlite3_exec(h, att, NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_stmt *st;
+    const char *q = strstr(sql, "SELECT");
+    CU_ASSERT_EQUAL_FATAL(sqlite3_prepare_v2(h, q, -1, &st, NULL), SQLITE_OK);
+    CU_ASSERT_EQUAL(sqlite3_step(st), SQLITE_ROW);
+    CU_ASSERT_EQUAL(sqlite3_column_int64(st, 0), 0);   /* the prefix holds only killed-run rows */
+    sqlite3_finalize(st);
+    /* ... and the killed run only rows of the prefix: the same set. */
+    snprintf(sql, sizeof sql,
+             "SELECT count(*) FROM (SELECT layer, head, pos, op, r0 FROM k.event_groups"
+             " EXCEPT SELECT layer, head, pos, op, r0 FROM (SELECT * FROM main.event_groups"
+             " ORDER BY rowid LIMIT %lld))", (long long)groups);
+    CU_ASSERT_EQUAL_FATAL(sqlite3_prepare_v2(h, sql, -1, &st, NULL), SQLITE_OK);
+    CU_ASSERT_EQUAL(sqlite3_step(st), SQLITE_ROW);
+    CU_ASSERT_EQUAL(sqlite3_column_int64(st, 0), 0);
+    sqlite3_finalize(st);
+    sqlite3_close(h);
+    /* The reader and the runs listing work on it and count what is there. */
+    CU_ASSERT_EQUAL(th_run("%s runs %s -F csv", th_bin(), db), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(th_out(), ",running,"));
+}
+
+int register_trace_cli(void)
+{
+    CU_pSuite s = CU_add_suite("trace_cli", setup, NULL);
+    if (!s) return -1;
+    CU_add_test(s, "trace, runs and sql commands", test_trace_and_sql);
+    CU_add_test(s, "run --trace records prompt and generated tokens", test_run_trace);
+    CU_add_test(s, "SIGINT: interrupted, flushed, intact", test_interrupt);
+    CU_add_test(s, "SIGKILL: intact, a prefix of committed batches", test_sigkill);
+    return 0;
+}
