@@ -77,6 +77,19 @@ static void test_trace_and_sql(void)
     CU_ASSERT_EQUAL(th_run("%s sql %s 'SELECT count(*) AS reads FROM reads WHERE run_id = 1'", th_bin(), db), 0);
     CU_ASSERT_STRING_EQUAL(th_out(), "reads\n-----\n 3584\n");
 
+    /* Slot utilisation agrees with a direct count on the stored rows (the
+     * latest run traces writes of layer 1, heads 0 and 3; no CAPE there). */
+    char sql[2048], want[64];
+    size_t n = (size_t)snprintf(sql, sizeof sql, "SELECT count(DISTINCT s) FROM (");
+    for (int i = 0; i < 8; i++)
+        n += snprintf(sql + n, sizeof sql - n, "%sSELECT s%d AS s FROM event_groups WHERE run_id = 2"
+                      " AND layer = 1 AND head = 0 AND n > %d", i ? " UNION ALL " : "", i, i);
+    snprintf(sql + n, sizeof sql - n, ")");
+    int64_t used = q1(db, sql);
+    CU_ASSERT(used > 8);
+    snprintf(want, sizeof want, "\n1,0,0,%lld,512,", (long long)used);
+    CU_ASSERT_EQUAL(th_run("%s sql %s -f samples/queries/slot_utilisation.sql -F csv", th_bin(), db), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(th_out(), want));
     /* Read-only: refused with a clear message, nothing changed. */
     CU_ASSERT_EQUAL(th_run("%s sql %s 'DELETE FROM runs'", th_bin(), db), 2);
     CU_ASSERT_PTR_NOT_NULL(strstr(th_err(), "read-only"));
@@ -120,6 +133,13 @@ static void test_run_trace(void)
     CU_ASSERT_EQUAL(q1(db, "SELECT max(pos) FROM events"), 17);
     CU_ASSERT_EQUAL(q1(db, "SELECT count(*) FROM runs WHERE status = 'complete' AND name = 'gen'"
                            " AND prompt = 'And God said' AND sampling LIKE '%seed=5%'"), 1);
+    /* The sample queries run (plain SQL through the views). */
+    static const char *samples[] = { "slot_utilisation", "hottest_slots", "read_after_write",
+                                     "reuse_intervals" };
+    for (int i = 0; i < 4; i++) {
+        CU_ASSERT_EQUAL(th_run("%s sql %s -f samples/queries/%s.sql -F csv", th_bin(), db, samples[i]), 0);
+        CU_ASSERT(th_count_lines(th_out()) > 2);
+    }
     CU_ASSERT_EQUAL(th_run("%s run %s %s --trace %s --ops x", th_bin(), g_model, prompt, db), 2);
     CU_ASSERT_PTR_NOT_NULL(strstr(th_err(), "--ops"));
 }
