@@ -102,7 +102,9 @@ int cmd_run(int argc, char **argv)
         if (rc) goto done;
         rn_runtime_set_probe(rt, tr_writer_probe(tw));
     }
-    rn_runtime_set_stop_flag(rt, &cli_stop_flag);
+    /* A traced prefill stops between its chunks (tr_record_prefill), so the
+     * trace only ever holds whole positions. */
+    rn_runtime_set_stop_flag(rt, tw ? NULL : &cli_stop_flag);
 
     double t0 = cli_now();
     rc = tw ? tr_record_prefill(rt, tw, &model.cfg, prompt, n_prompt, 256, logits, &cli_stop_flag,

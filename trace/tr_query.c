@@ -4,7 +4,8 @@
  * checked with sqlite3_stmt_readonly before it runs, so a modifying statement
  * fails with one clear message and nothing is written.  Tables are aligned
  * over the first TABLE_SAMPLE rows (later rows are streamed with those
- * widths, so memory stays bounded for any result size).
+ * widths, so memory stays bounded for any result size).  Reals print in
+ * the shortest form that reads back exactly (9 digits for float weights).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -32,9 +33,14 @@ static const char *cell_text(sqlite3_stmt *st, int i, char *buf, size_t cap)
         snprintf(buf, cap, "%lld", (long long)sqlite3_column_int64(st, i));
         return buf;
     case SQLITE_FLOAT: {
+        /* Shortest text that reads back exactly; a value that is exactly a
+         * float (trace weights) reads back from 9 digits as that float. */
         double v = sqlite3_column_double(st, i);
         snprintf(buf, cap, "%.15g", v);
-        if (strtod(buf, NULL) != v) snprintf(buf, cap, "%.17g", v);
+        if (strtod(buf, NULL) != v) {
+            if ((double)(float)v == v) snprintf(buf, cap, "%.9g", v);
+            else snprintf(buf, cap, "%.17g", v);
+        }
         return buf;
     }
     case SQLITE_BLOB: {
