@@ -29,7 +29,7 @@ static const char usage[] =
     "  --log PATH           metrics log, one JSON object per line\n"
     "  --set KEY=VALUE      set any config key (repeatable)\n"
     "  --steps N, --lr X, --batch N, --seq-len N, --seed N, --eps-g X,\n"
-    "  --eval-every N, --ckpt-every N, --max-seconds S\n"
+    "  --eval-every N, --ckpt-every N, --max-seconds S, --stop-after N\n"
     "                       shortcuts for the keys of the same name\n"
     "  --threads N          OpenMP/BLAS threads (default: all cores)\n"
     "  -h, --help           this text\n"
@@ -83,9 +83,9 @@ int cmd_train(int argc, char **argv)
         { "resume", 1, 0, 'r' }, { "ckpt", 1, 0, 'k' }, { "log", 1, 0, 'l' }, { "set", 1, 0, 's' },
         { "steps", 1, 0, 1 }, { "lr", 1, 0, 2 }, { "batch", 1, 0, 3 }, { "seq-len", 1, 0, 4 },
         { "seed", 1, 0, 5 }, { "eps-g", 1, 0, 6 }, { "eval-every", 1, 0, 7 }, { "ckpt-every", 1, 0, 8 },
-        { "max-seconds", 1, 0, 9 }, { "threads", 1, 0, 10 }, { 0, 0, 0, 0 } };
+        { "max-seconds", 1, 0, 9 }, { "threads", 1, 0, 10 }, { "stop-after", 1, 0, 11 }, { 0, 0, 0, 0 } };
     static const char *const keyname[] = { "", "steps", "lr", "batch", "seq_len", "seed", "eps_g",
-                                           "eval_every", "ckpt_every", "max_seconds" };
+                                           "eval_every", "ckpt_every", "max_seconds", "", "stop_after" };
     const char *task_s = "mqar", *cfg_path = NULL, *data = NULL, *out = NULL, *resume = NULL,
                *ckpt = NULL, *log = NULL;
     /* overrides are applied after the file, in order */
@@ -123,7 +123,7 @@ int cmd_train(int argc, char **argv)
         case ':': return cli_usage_error("train", "option '%s' needs a value", argv[optind - 1]);
         case '?': return cli_usage_error("train", "unknown option '%s'", argv[optind - 1]);
         default:
-            if (ch >= 1 && ch <= 9) {
+            if ((ch >= 1 && ch <= 9) || ch == 11) {
                 if (nov == 128) return cli_usage_error("train", "too many options");
                 ok[nov] = keyname[ch];
                 ov[nov] = optarg;

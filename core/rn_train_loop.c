@@ -79,6 +79,7 @@ int rn_train_opts_set(void *user, const char *key, const char *v, rn_error *err)
     IN("eval_windows", eval_windows, 0, 1e9);
     D("val_frac", val_frac, 0.001, 0.5);
     D("max_seconds", max_seconds, 0, 1e9);
+    IN("stop_after", stop_after, 0, 1e9);
 #undef D
 #undef IN
     return rn_seterr(err, RN_EINPUT, "unknown config key '%s'", key);
@@ -355,7 +356,8 @@ int rn_train_run(const rn_train_opts *opts, const rn_config *c, rn_train_report_
     int64_t step = start;
     char buf[1024];
     for (; step < o->opt.steps; step++) {
-        if ((stop && *stop) || (o->max_seconds > 0 && now_s() - t0 > o->max_seconds)) {
+        if ((stop && *stop) || (o->max_seconds > 0 && now_s() - t0 > o->max_seconds) ||
+            (o->stop_after > 0 && step == o->stop_after)) {
             rc = rn_checkpoint_save(ckpt, c, step, o->seed, s.m.params, s.mom, s.mom + nb, nb, err);
             if (rc) goto done;
             rn_train_event ev = { .kind = 2, .step = step, .steps = o->opt.steps, .text = ckpt };

@@ -1,0 +1,103 @@
+/* cmd_eval.c — `ramtrace eval MODEL --task mqar|text`: score a saved model
+ * (MQAR: accuracy over the test ladder; text: held-out loss and bits per
+ * byte).  The evaluations live in core/rn_train_loop.c. */
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "rn_modelfile.h"
+#include "rn_train_loop.h"
+
+const char cmd_eval_summary[] = "evaluate a trained model on MQAR or held-out text";
+
+static const char usage[] =
+    "usage: ramtrace eval MODEL --task mqar|text [options]\n"
+    "\n"
+    "mqar: accuracy on the test ladder (L, N) = (64,4) (64,8) (64,16) (128,32)\n"
+    "      (256,64) (512,128) (1024,256): per segment and averaged; an example's\n"
+    "      accuracy is the fraction of its queries answered correctly.\n"
+    "text: loss and bits per byte on the held-out split of the corpus.\n"
+    "\n"
+    "options:\n"
+    "  --task mqar|text   the task (required)\n"
+    "  --examples N       mqar: examples per segment (default 1000)\n"
+    "  --seed N           mqar: seed of the test examples (default 4242)\n"
+    "  --data FILE        text: corpus (default data/kjv.txt)\n"
+    "  --val-frac X       text: held-out fraction at the end (default 0.05)\n"
+    "  --seq-len N        text: window length (default 256)\n"
+    "  --windows N        text: number of held-out windows, 0 = all (default 0)\n"
+    "  --threads N        OpenMP/BLAS threads\n"
+    "  -h, --help         this text\n";
+
+int cmd_eval(int argc, char **argv)
+{
+    if (cli_wants_help(argc, argv)) { fputs(usage, stdout); return 0; }
+    static const struct option lo[] = {
+        { "task", 1, 0, 't' }, { "examples", 1, 0, 'e' }, { "seed", 1, 0, 's' }, { "data", 1, 0, 'd' },
+        { "val-frac", 1, 0, 'v' }, { "seq-len", 1, 0, 'L' }, { "windows", 1, 0, 'w' },
+        { "threads", 1, 0, 'T' }, { 0, 0, 0, 0 } };
+    const char *task = NULL, *data = "data/kjv.txt";
+    long examples = 1000, seq = 256, windows = 0, threads = 0;
+    uint64_t seed = 4242;
+    double vf = 0.05;
+    rn_error err = { 0, "" };
+    optind = 1;
+    opterr = 0;
+    int ch;
+    while ((ch = getopt_long(argc, argv, ":", lo, NULL)) != -1) {
+        switch (ch) {
+        case 't': task = optarg; break;
+        case 'd': data = optarg; break;
+        case 'e': if (cli_parse_long("--examples", optarg, 1, 1000000, &examples, &err)) return cli_fail(&err); break;
+        case 's': if (cli_parse_u64("--seed", optarg, &seed, &err)) return cli_fail(&err); break;
+        case 'v': if (cli_parse_double("--val-frac", optarg, 0.001, 0.5, &vf, &err)) return cli_fail(&err); break;
+        case 'L': if (cli_parse_long("--seq-len", optarg, 1, 1 << 20, &seq, &err)) return cli_fail(&err); break;
+        case 'w': if (cli_parse_long("--windows", optarg, 0, 1L << 30, &windows, &err)) return cli_fail(&err); break;
+        case 'T': if (cli_parse_long("--threads", optarg, 1, 1024, &threads, &err)) return cli_fail(&err); break;
+        case ':': return cli_usage_error("eval", "option '%s' needs a value", argv[optind - 1]);
+        default: return cli_usage_error("eval", "unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind >= argc) return cli_usage_error("eval", "no model given");
+    if (optind + 1 < argc) return cli_usage_error("eval", "unexpected argument '%s'", argv[optind + 1]);
+    if (!task) return cli_usage_error("eval", "no task (--task mqar|text)");
+    int is_mqar = !strcmp(task, "mqar");
+    if (!is_mqar && strcmp(task, "text")) return cli_usage_error("eval", "unknown task '%s' (expected mqar or text)", task);
+    if (threads) cli_set_threads((int)threads);
+    cli_install_signals();
+    rn_model m;
+    if (rn_model_load(&m, argv[optind], &err)) return cli_fail(&err);
+    int rc;
+    if (is_mqar) {
+        double acc[16], mean;
+        if (m.cfg.tokenizer != RN_TOK_IDS || m.cfg.vocab_size < 16) {
+            rn_model_free(&m);
+            rn_seterr(&err, RN_EINPUT, "%s: not an MQAR model (needs tokenizer ids)", argv[optind]);
+            return cli_fail(&err);
+        }
+        fprintf(stderr, "evaluating %ld examples per segment...\n", examples);
+        rc = rn_eval_mqar(&m, rn_mqar_test_segs, rn_mqar_n_test_segs, (int)examples, seed, 8192,
+                          acc, &mean, &cli_stop_flag, &err);
+        if (!rc) {
+            printf("segment (L,N)   accuracy\n");
+            for (int i = 0; i < rn_mqar_n_test_segs; i++)
+                printf("(%d,%d)%*s%.4f\n", rn_mqar_test_segs[i].L, rn_mqar_test_segs[i].N,
+                       16 - (int)snprintf(NULL, 0, "(%d,%d)", rn_mqar_test_segs[i].L, rn_mqar_test_segs[i].N), "", acc[i]);
+            printf("mean            %.4f\n", mean);
+            printf("state size      %lld bytes (4 x sum of M*d_v + M), active %lld floats per token\n",
+                   (long long)(4 * rn_config_total_state(&m.cfg)), (long long)rn_config_active_state(&m.cfg));
+        }
+    } else {
+        rn_text t;
+        rc = rn_text_load(&t, data, vf, (int)seq, &err);
+        if (!rc) {
+            double loss, bpb;
+            rc = rn_eval_text(&m, &t, (int)seq, (int)windows, 16, &loss, &bpb, &cli_stop_flag, &err);
+            if (!rc) printf("held-out loss %.4f nats/byte, %.4f bits/byte\n", loss, bpb);
+            rn_text_free(&t);
+        }
+    }
+    rn_model_free(&m);
+    return rc ? cli_fail(&err) : 0;
+}

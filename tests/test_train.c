@@ -1,0 +1,361 @@
+/* test_train.c — the training module in float: the training forward
+ * against the inference runtime, the MQAR generator against its
+ * definition, AdamW and the schedule against hand computations, the
+ * checkpoint format, learning on a tiny task, and `ramtrace train|eval`
+ * (bad input, resume).  The gradients themselves are checked in double
+ * precision by tests/gradcheck/gradcheck.c. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rn_adamw.h"
+#include "rn_checkpoint.h"
+#include "rn_runtime.h"
+#include "rn_tasks.h"
+#include "rn_train.h"
+#include "rn_train_loop.h"
+#include "th.h"
+
+static void small_config(rn_config *c, int cape, int tied)
+{
+    rn_config_default(c);
+    c->vocab_size = 50; c->tokenizer = RN_TOK_IDS;
+    c->d_model = 32; c->n_layers = 2; c->n_heads = 4; c->d_p = 4; c->order = 2;
+    c->d_v = 8; c->top_k = 3; c->d_ff = 48; c->gamma = 0.5f; c->tie_embeddings = tied;
+    memset(c->cape_mask, 0, sizeof c->cape_mask);
+    if (cape) { c->cape_mask[0] = 15; c->cape_mask[1] = 5; }
+}
+
+/* Training-forward logits equal rn_prefill's, sequence by sequence. */
+static void test_forward_matches_runtime(void)
+{
+    for (int variant = 0; variant < 2; variant++) {
+        rn_config c;
+        small_config(&c, variant, variant);
+        rn_model m;
+        rn_error err;
+        CU_ASSERT_EQUAL_FATAL(rn_model_create_random(&m, &c, 5 + variant, &err), 0);
+        /* larger weights than the init so addresses differ across tokens */
+        for (int64_t i = 0; i < m.n_block; i++) m.params[i] *= 20;
+        rn_weights_carve(&m.cfg, m.params, &m.w);
+        for (int l = 0; l < c.n_layers; l++)
+            for (int i = 0; i < c.d_model; i++) { m.w.layer[l].attn_norm[i] = 1; m.w.layer[l].mlp_norm[i] = 1; }
+        for (int i = 0; i < c.d_model; i++) m.w.norm[i] = 1;
+        enum { B = 3, T = 20 };
+        int tok[B * T], tgt[B * T];
+        rn_rng rng;
+        rn_rng_seed(&rng, 9);
+        for (int i = 0; i < B * T; i++) { tok[i] = (int)rn_rng_below(&rng, c.vocab_size); tgt[i] = 0; }
+        rn_trainer *tr;
+        CU_ASSERT_EQUAL_FATAL(rn_trainer_create(&tr, &m, B * T, B * T, 0.0, &err), 0);
+        double loss;
+        CU_ASSERT_EQUAL_FATAL(rn_trainer_forward(tr, tok, tgt, B, T, &loss, &err), 0);
+        CU_ASSERT_EQUAL(rn_trainer_n_labelled(tr), B * T);
+        rn_runtime *rt;
+        CU_ASSERT_EQUAL_FATAL(rn_runtime_create(&m, 7, &rt, &err), 0);
+        float *lg = malloc(sizeof(float) * T * c.vocab_size);
+        double worst = 0, scale = 0;
+        for (int b = 0; b < B; b++) {
+            rn_runtime_reset(rt);
+            CU_ASSERT_EQUAL(rn_prefill(rt, tok + b * T, T, lg, 1, &err), 0);
+            const float *tl = rn_trainer_logits(tr) + (size_t)b * T * c.vocab_size;
+            for (int i = 0; i < T * c.vocab_size; i++) {
+                worst = fmax(worst, fabs(lg[i] - tl[i]));
+                scale = fmax(scale, fabs(lg[i]));
+            }
+        }
+        CU_ASSERT(scale > 0.1);
+        CU_ASSERT(worst < 1e-3 * scale);
+        free(lg);
+        rn_runtime_free(rt);
+        rn_trainer_free(tr);
+        rn_model_free(&m);
+    }
+}
+
+/* Every MQAR example follows the definition. */
+static void test_mqar_structure(void)
+{
+    const int V = 8192;
+    rn_rng rng;
+    rn_rng_seed(&rng, 3);
+    int tok[1024], tgt[1024];
+    double pbuf[2048];
+    int bad = 0;
+    for (int s = 0; s < rn_mqar_n_test_segs; s++) {
+        int L = rn_mqar_test_segs[s].L, N = rn_mqar_test_segs[s].N;
+        for (int e = 0; e < 20; e++) {
+            rn_mqar_example(&rng, V, L, N, RN_MQAR_POWER_A, tok, tgt, pbuf);
+            int nl = 0;
+            for (int i = 0; i < N; i++) {
+                int k = tok[2 * i], v = tok[2 * i + 1];
+                bad |= !(k >= 1 && k < V / 2) || !(v >= V / 2 && v < V);
+                for (int j = 0; j < i; j++) bad |= tok[2 * j] == k || tok[2 * j + 1] == v;
+                bad |= tgt[2 * i] != -100 || tgt[2 * i + 1] != -100;
+            }
+            for (int p = 0; p < L; p++) {
+                bad |= tok[p] < 0 || tok[p] >= V;
+                if (tgt[p] == -100) continue;
+                nl++;
+                /* labelled: a query position 2N + 2g holding a key; target = its value */
+                bad |= p < 2 * N || (p - 2 * N) % 2;
+                int found = 0;
+                for (int i = 0; i < N; i++)
+                    if (tok[2 * i] == tok[p]) { found = 1; bad |= tgt[p] != tok[2 * i + 1]; }
+                bad |= !found;
+            }
+            bad |= nl != N;
+        }
+    }
+    CU_ASSERT_FALSE(bad);
+    rn_error err;
+    CU_ASSERT_EQUAL(rn_mqar_check(V, 64, 17, &err), RN_EINPUT);
+    CU_ASSERT_EQUAL(rn_mqar_check(V, 63, 4, &err), RN_EINPUT);
+    CU_ASSERT_EQUAL(rn_mqar_check(V, 64, 16, &err), RN_OK);
+}
+
+/* With N = 1, the query gap follows p(g) ∝ a·(g+1)^(a−1). */
+static void test_mqar_gap_distribution(void)
+{
+    const int L = 20, N = 1, space = (L - 2) / 2, n = 40000;
+    rn_rng rng;
+    rn_rng_seed(&rng, 11);
+    int tok[20], tgt[20], count[10] = { 0 };
+    double pbuf[16], p[10], z = 0;
+    for (int i = 0; i < n; i++) {
+        rn_mqar_example(&rng, 100, L, N, RN_MQAR_POWER_A, tok, tgt, pbuf);
+        for (int q = 2; q < L; q++) if (tgt[q] != -100) count[(q - 2) / 2]++;
+    }
+    for (int g = 0; g < space; g++) z += p[g] = RN_MQAR_POWER_A * pow(g + 1.0, RN_MQAR_POWER_A - 1);
+    int ok = 1;
+    for (int g = 0; g < space; g++) {
+        double e = n * p[g] / z, sd = sqrt(e);
+        if (fabs(count[g] - e) > 5 * sd + 5) ok = 0;
+    }
+    CU_ASSERT(ok);
+    CU_ASSERT(count[0] > count[space - 1]);
+}
+
+/* AdamW on one scalar per tensor kind against a hand computation. */
+static void test_adamw_and_schedule(void)
+{
+    rn_adamw_opts o;
+    rn_adamw_defaults(&o);
+    o.lr = 1e-2; o.min_lr = 1e-3; o.warmup = 10; o.steps = 110;
+    CU_ASSERT_DOUBLE_EQUAL(rn_lr_at(&o, 0), 1e-3, 1e-12);
+    CU_ASSERT_DOUBLE_EQUAL(rn_lr_at(&o, 9), 1e-2, 1e-12);
+    CU_ASSERT_DOUBLE_EQUAL(rn_lr_at(&o, 60), 0.5 * (1e-2 + 1e-3), 1e-12);
+    CU_ASSERT_DOUBLE_EQUAL(rn_lr_at(&o, 110), 1e-3, 1e-12);
+    rn_config c;
+    small_config(&c, 0, 1);
+    int64_t n = rn_params_layout(&c, NULL);
+    float *p = calloc((size_t)n, 4), *g = calloc((size_t)n, 4), *m1 = calloc((size_t)n, 4), *m2 = calloc((size_t)n, 4);
+    rn_weights w, gw;
+    rn_weights_carve(&c, p, &w);
+    rn_weights_carve(&c, g, &gw);
+    w.embed[0] = 0.5f; gw.embed[0] = 0.2f;        /* decayed */
+    w.norm[0] = 0.5f; gw.norm[0] = 0.2f;          /* not decayed */
+    w.layer[0].q_alpha[0] = 0.5f; gw.layer[0].q_alpha[0] = -0.3f;
+    double lr = 0.01;
+    for (int step = 0; step < 2; step++)
+        rn_adamw_update(&c, p, g, m1, m2, &o, step, lr, 0.5);
+    /* reference: two steps of AdamW with a constant gradient gs */
+    double ref[3], x0[3] = { 0.5, 0.5, 0.5 }, gr[3] = { 0.1, 0.1, -0.15 }, wd[3] = { 0.1, 0, 0 };
+    for (int k = 0; k < 3; k++) {
+        double x = x0[k], a = 0, b = 0;
+        for (int t = 1; t <= 2; t++) {
+            a = 0.9 * a + 0.1 * gr[k];
+            b = 0.95 * b + 0.05 * gr[k] * gr[k];
+            double u = (a / (1 - pow(0.9, t))) / (sqrt(b / (1 - pow(0.95, t))) + 1e-8);
+            x -= lr * (u + wd[k] * x);
+        }
+        ref[k] = x;
+    }
+    CU_ASSERT_DOUBLE_EQUAL(w.embed[0], ref[0], 1e-6);
+    CU_ASSERT_DOUBLE_EQUAL(w.norm[0], ref[1], 1e-6);
+    CU_ASSERT_DOUBLE_EQUAL(w.layer[0].q_alpha[0], ref[2], 1e-6);
+    CU_ASSERT(fabs(ref[0] - ref[1]) > 1e-5); /* decay made a difference */
+    float v3[3] = { 3, 0, 4 };
+    CU_ASSERT_DOUBLE_EQUAL(rn_grad_norm(v3, 3), 5.0, 1e-9);
+    free(p); free(g); free(m1); free(m2);
+}
+
+/* Save/load round trip; corruption, truncation and a config change are
+ * refused. */
+static void test_checkpoint(void)
+{
+    rn_config c, c2;
+    small_config(&c, 1, 0);
+    int64_t n = rn_params_layout(&c, NULL);
+    float *a = malloc(sizeof(float) * 6 * n);
+    for (int64_t i = 0; i < 3 * n; i++) a[i] = (float)i * 0.5f;
+    const char *path = th_path("t.ckpt");
+    rn_error err;
+    CU_ASSERT_EQUAL_FATAL(rn_checkpoint_save(path, &c, 42, 7, a, a + n, a + 2 * n, n, &err), 0);
+    int64_t step = 0;
+    uint64_t seed = 0;
+    float *b = a + 3 * n;
+    CU_ASSERT_EQUAL(rn_checkpoint_load(path, &c, &step, &seed, b, b + n, b + 2 * n, n, &err), 0);
+    CU_ASSERT_EQUAL(step, 42);
+    CU_ASSERT_EQUAL(seed, 7);
+    CU_ASSERT(memcmp(a, b, sizeof(float) * 3 * n) == 0);
+    c2 = c;
+    c2.gamma = 2;
+    CU_ASSERT_EQUAL(rn_checkpoint_load(path, &c2, &step, &seed, b, b + n, b + 2 * n, n, &err), RN_EINPUT);
+    CU_ASSERT(strstr(err.msg, "different") != NULL);
+    size_t len;
+    char *raw = th_read_file(path, &len);
+    raw[len / 2] ^= 1;
+    th_write_file(th_path("bad.ckpt"), raw, len);
+    CU_ASSERT_EQUAL(rn_checkpoint_load(th_path("bad.ckpt"), &c, &step, &seed, b, b + n, b + 2 * n, n, &err), RN_EINPUT);
+    raw[len / 2] ^= 1;
+    th_write_file(th_path("short.ckpt"), raw, len - 100);
+    CU_ASSERT_EQUAL(rn_checkpoint_load(th_path("short.ckpt"), &c, &step, &seed, b, b + n, b + 2 * n, n, &err), RN_EINPUT);
+    CU_ASSERT(strstr(err.msg, "truncated") != NULL);
+    free(raw);
+    free(a);
+}
+
+/* A tiny model learns to continue a fixed periodic sequence. */
+static void test_learns_periodic_sequence(void)
+{
+    rn_config c;
+    small_config(&c, 1, 1);
+    c.vocab_size = 16;
+    rn_model m;
+    rn_error err;
+    CU_ASSERT_EQUAL_FATAL(rn_model_create_random(&m, &c, 1, &err), 0);
+    enum { B = 4, T = 24 };
+    rn_trainer *tr;
+    CU_ASSERT_EQUAL_FATAL(rn_trainer_create(&tr, &m, B * T, B * T, 0.01, &err), 0);
+    int64_t n = m.n_block;
+    float *mom = calloc(2 * (size_t)n, sizeof(float));
+    rn_adamw_opts o;
+    rn_adamw_defaults(&o);
+    o.lr = 1e-2; o.warmup = 5; o.steps = 120;
+    int tok[B * T], tgt[B * T];
+    const int pat[5] = { 3, 1, 4, 1, 5 };
+    double first = 0, last = 0;
+    rn_rng rng;
+    rn_rng_seed(&rng, 2);
+    for (int step = 0; step < o.steps; step++) {
+        for (int b = 0; b < B; b++) {
+            int off = (int)rn_rng_below(&rng, 5);
+            for (int t = 0; t < T; t++) { tok[b * T + t] = pat[(off + t) % 5]; tgt[b * T + t] = pat[(off + t + 1) % 5]; }
+        }
+        double loss;
+        rn_trainer_zero_grads(tr);
+        CU_ASSERT_EQUAL_FATAL(rn_trainer_forward(tr, tok, tgt, B, T, &loss, &err), 0);
+        rn_trainer_backward(tr, 1.0);
+        double gn = rn_grad_norm(rn_trainer_grads(tr), n);
+        rn_adamw_update(&c, m.params, rn_trainer_grads(tr), mom, mom + n, &o, step, rn_lr_at(&o, step),
+                        gn > 1 ? 1 / gn : 1);
+        if (step == 0) first = loss;
+        last = loss;
+    }
+    CU_ASSERT(first > 2.0);
+    CU_ASSERT(last < 0.3);
+    free(mom);
+    rn_trainer_free(tr);
+    rn_model_free(&m);
+}
+
+/* ---- CLI ---- */
+
+/* A scratch path that stays valid (th_path's buffers rotate, and th_run
+ * uses them too). */
+static const char *P(const char *name)
+{
+    static char pool[32][512];
+    static int next;
+    char *p = pool[next++ % 32];
+    snprintf(p, 512, "%s", th_path(name));
+    return p;
+}
+
+static const char *tiny_cfg(void)
+{
+    static char p[512];
+    snprintf(p, sizeof p, "%s", P("tiny.cfg"));
+    const char *t = "vocab_size = 600\ntokenizer = ids\nd_model = 16\nn_layers = 2\nn_heads = 2\n"
+                    "d_p = 4\norder = 2\nd_v = 8\ntop_k = 2\nd_ff = 32\ncape = first:1\n"
+                    "steps = 6\nbatch = 1\nseq_len = 256\nlr = 3e-3\nwarmup = 2\neval_every = 0\n"
+                    "eval_examples = 2\nckpt_every = 3\nlog_every = 1\n";
+    th_write_file(p, t, strlen(t));
+    return p;
+}
+
+static void test_cli_bad_input(void)
+{
+    char out[512];
+    snprintf(out, sizeof out, "%s", P("bad.bin"));
+    const char *cfg = tiny_cfg();
+    CU_ASSERT_EQUAL(th_run("%s train --help", th_bin()), 0);
+    CU_ASSERT(strstr(th_out(), "usage: ramtrace train") != NULL);
+    CU_ASSERT_EQUAL(th_run("%s eval --help", th_bin()), 0);
+    CU_ASSERT_EQUAL(th_run("%s train --task poetry -o %s", th_bin(), out), 2);
+    CU_ASSERT(strstr(th_err(), "unknown task") != NULL);
+    CU_ASSERT_EQUAL(th_run("%s train --task mqar --frobnicate -o %s", th_bin(), out), 2);
+    CU_ASSERT_EQUAL(th_run("%s train --task mqar --config %s --set top_k=99 -o %s", th_bin(), cfg, out), 2);
+    CU_ASSERT(strstr(th_err(), "top_k") != NULL);
+    CU_ASSERT_EQUAL(th_run("%s train --task mqar --config %s --set lr=abc -o %s", th_bin(), cfg, out), 2);
+    CU_ASSERT_EQUAL(th_run("%s train --task text --data %s -o %s", th_bin(), P("missing.txt"), out), 2);
+    CU_ASSERT(strstr(th_err(), "missing.txt") != NULL);
+    th_write_file(P("empty.txt"), "", 0);
+    CU_ASSERT_EQUAL(th_run("%s train --task text --data %s -o %s", th_bin(), P("empty.txt"), out), 2);
+    CU_ASSERT(strstr(th_err(), "empty") != NULL);
+    th_write_file(P("short.txt"), "In the beginning", 16);
+    CU_ASSERT_EQUAL(th_run("%s train --task text --data %s -o %s", th_bin(), P("short.txt"), out), 2);
+    CU_ASSERT(strstr(th_err(), "shorter") != NULL);
+    CU_ASSERT_FALSE(th_file_exists(out));
+    CU_ASSERT_EQUAL(th_run("%s eval %s --task mqar", th_bin(), P("nope.bin")), 2);
+    CU_ASSERT_EQUAL(th_run("%s eval %s --task chess", th_bin(), P("nope.bin")), 2);
+}
+
+/* Single thread: 3 steps + resume for 3 more gives the same model as 6
+ * uninterrupted steps; resuming with another config is refused and leaves
+ * the files alone. */
+static void test_cli_resume_exact(void)
+{
+    const char *cfg = tiny_cfg();
+    char full[512], part[512], ck[512];
+    snprintf(full, sizeof full, "%s", P("full.bin"));
+    snprintf(part, sizeof part, "%s", P("part.bin"));
+    snprintf(ck, sizeof ck, "%s", P("part.ckpt"));
+    CU_ASSERT_EQUAL_FATAL(th_run("%s train --task mqar --config %s --threads 1 -o %s", th_bin(), cfg, full), 0);
+    CU_ASSERT(strstr(th_err(), "step 6/6") != NULL);
+    /* the same run stopped after 3 steps (checkpoint), then resumed */
+    CU_ASSERT_EQUAL_FATAL(th_run("%s train --task mqar --config %s --threads 1 --stop-after 3 --ckpt %s -o %s",
+                                 th_bin(), cfg, ck, P("dummy.bin")), 0);
+    CU_ASSERT(strstr(th_err(), "step 3/6") != NULL);
+    CU_ASSERT(strstr(th_err(), "step 4/6") == NULL);
+    size_t la, lb;
+    char *a = th_read_file(full, &la);
+    /* resuming at step 3 must reproduce the uninterrupted model exactly */
+    CU_ASSERT_EQUAL(th_run("%s train --task mqar --config %s --threads 1 --resume %s -o %s", th_bin(), cfg, ck, part), 0);
+    char *b = th_read_file(part, &lb);
+    CU_ASSERT(a && b && la == lb && memcmp(a, b, la) == 0);
+    free(a);
+    free(b);
+    /* different config: refused, nothing written */
+    CU_ASSERT_EQUAL(th_run("%s train --task mqar --config %s --set d_ff=48 --resume %s -o %s", th_bin(), cfg, ck, P("other.bin")), 2);
+    CU_ASSERT(strstr(th_err(), "different") != NULL);
+    CU_ASSERT_FALSE(th_file_exists(P("other.bin")));
+    /* eval of the trained model prints the ladder */
+    CU_ASSERT_EQUAL(th_run("%s eval %s --task mqar --examples 2", th_bin(), full), 0);
+    CU_ASSERT(strstr(th_out(), "(1024,256)") != NULL);
+}
+
+int register_train(void)
+{
+    CU_pSuite s = CU_add_suite("train", NULL, NULL);
+    CU_add_test(s, "training forward equals the inference runtime", test_forward_matches_runtime);
+    CU_add_test(s, "MQAR examples follow the definition", test_mqar_structure);
+    CU_add_test(s, "MQAR gap distribution", test_mqar_gap_distribution);
+    CU_add_test(s, "AdamW and LR schedule", test_adamw_and_schedule);
+    CU_add_test(s, "checkpoint round trip and corruption", test_checkpoint);
+    CU_add_test(s, "a tiny model learns a periodic sequence", test_learns_periodic_sequence);
+    CU_add_test(s, "train/eval CLI bad input", test_cli_bad_input);
+    CU_add_test(s, "train CLI resume", test_cli_resume_exact);
+    return 0;
+}
