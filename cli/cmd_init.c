@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "rn_train_loop.h"
 #include "rn_modelfile.h"
 
 const char cmd_init_summary[] = "create a randomly initialised model from a config";
@@ -75,7 +76,11 @@ int cmd_init(int argc, char **argv)
     if (!out) return cli_usage_error("init", "missing -o OUT");
     rn_config c;
     rn_config_default(&c);
-    if (cfgfile && rn_config_load_file(&c, cfgfile, NULL, NULL, &err)) return cli_fail(&err);
+    /* A config file may also hold training keys (samples/configs/kjv.cfg):
+     * they are checked by the trainer's parser and otherwise ignored here. */
+    rn_train_opts ignored;
+    rn_train_opts_default(&ignored, RN_TASK_TEXT);
+    if (cfgfile && rn_config_load_file(&c, cfgfile, rn_train_opts_set, &ignored, &err)) return cli_fail(&err);
     /* Pass 2: config flags, in order; the cape shorthand last. */
     for (int i = 1; i + 1 < argc; i += 2) {
         const char *a = argv[i];
