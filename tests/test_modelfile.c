@@ -638,8 +638,9 @@ static void test_cli_errors(void)
     snprintf(cfgp, sizeof cfgp, "%s", cfg);
     th_write_file(cfgp, "d_model = 32\n\nwidth = 9\n", 24);
     CU_ASSERT_EQUAL(th_run("%s init --config %s -o %s", bin, cfgp, out), 2);
-    snprintf(keep, sizeof keep, "%s:3: unknown key 'width'", cfgp);
+    snprintf(keep, sizeof keep, "%s:3: unknown", cfgp);
     CU_ASSERT_PTR_NOT_NULL(strstr(th_err(), keep));
+    CU_ASSERT_PTR_NOT_NULL(strstr(th_err(), "'width'"));
     CU_ASSERT(one_line_err());
     CU_ASSERT_EQUAL(th_run("%s init --config %s -o %s", bin, th_path("none.cfg"), out), 2);
     CU_ASSERT(!th_file_exists(out));
