@@ -30,6 +30,29 @@ void rn_train_opts_default(rn_train_opts *o, int task)
     o->eval_examples = 100;
     o->eval_windows = 64;
     o->val_frac = 0.05;
+    o->n_segs = rn_mqar_n_train_segs;
+    memcpy(o->segs, rn_mqar_train_segs, sizeof(rn_mqar_seg) * (size_t)rn_mqar_n_train_segs);
+}
+
+/* mqar_train = 64:4,128:8 — the MQAR training segments. */
+static int parse_segs(rn_train_opts *o, const char *v, rn_error *err)
+{
+    int n = 0;
+    const char *p = v;
+    while (*p) {
+        int L, N, used;
+        if (n == 16 || sscanf(p, "%d:%d%n", &L, &N, &used) != 2 || L < 4 || N < 1)
+            return rn_seterr(err, RN_EINPUT, "mqar_train: '%s' is not a list of up to 16 L:N pairs", v);
+        o->segs[n].L = L;
+        o->segs[n].N = N;
+        n++;
+        p += used;
+        if (*p == ',') p++;
+        else if (*p) return rn_seterr(err, RN_EINPUT, "mqar_train: '%s' is not a list of up to 16 L:N pairs", v);
+    }
+    if (!n) return rn_seterr(err, RN_EINPUT, "mqar_train: empty list");
+    o->n_segs = n;
+    return RN_OK;
 }
 
 static int num(const char *key, const char *v, double lo, double hi, double *out, rn_error *err)
@@ -80,6 +103,7 @@ int rn_train_opts_set(void *user, const char *key, const char *v, rn_error *err)
     D("val_frac", val_frac, 0.001, 0.5);
     D("max_seconds", max_seconds, 0, 1e9);
     IN("stop_after", stop_after, 0, 1e9);
+    if (!strcmp(key, "mqar_train")) return parse_segs(o, v, err);
 #undef D
 #undef IN
     return rn_seterr(err, RN_EINPUT, "unknown config key '%s'", key);
@@ -96,8 +120,8 @@ int rn_train_opts_validate(const rn_train_opts *o, const rn_config *c, rn_error 
     if (o->task == RN_TASK_MQAR) {
         if (c->tokenizer != RN_TOK_IDS)
             return rn_seterr(err, RN_EINPUT, "mqar needs tokenizer = ids (the config says bytes)");
-        for (int i = 0; i < rn_mqar_n_train_segs; i++) {
-            const rn_mqar_seg *s = &rn_mqar_train_segs[i];
+        for (int i = 0; i < o->n_segs; i++) {
+            const rn_mqar_seg *s = &o->segs[i];
             int rc = rn_mqar_check(c->vocab_size, s->L, s->N, err);
             if (rc) return rc;
             if (s->L > o->seq_len)
@@ -265,7 +289,7 @@ static void make_batch(const rn_train_opts *o, run_state *s, int V, int64_t step
         return;
     }
     /* MQAR: segments in turn; the same number of rows at every step. */
-    const rn_mqar_seg *sg = &rn_mqar_train_segs[(step * o->grad_accum + micro) % rn_mqar_n_train_segs];
+    const rn_mqar_seg *sg = &o->segs[(step * o->grad_accum + micro) % o->n_segs];
     *T = sg->L;
     *B = o->batch * o->seq_len / sg->L;
     for (int b = 0; b < *B; b++)

@@ -29,6 +29,8 @@ typedef struct {
     double val_frac;          /* text: held-out fraction of the corpus */
     double max_seconds;       /* stop (and save) after this wall time; 0 = none */
     int64_t stop_after;       /* stop (and save) after this step; 0 = none */
+    rn_mqar_seg segs[16];     /* MQAR training segments (key mqar_train) */
+    int n_segs;
     char data[1024];          /* text corpus */
     char out[1024];           /* final model path */
     char ckpt[1024];          /* checkpoint path ("" = out + ".ckpt") */
@@ -41,7 +43,7 @@ void rn_train_opts_default(rn_train_opts *o, int task);
 /* rn_config_extra_fn for the training keys (lr, min_lr, warmup, steps,
  * batch, seq_len, grad_accum, weight_decay, clip, beta1, beta2, eps_g,
  * eval_every, ckpt_every, log_every, seed, eval_examples, eval_windows,
- * val_frac, max_seconds, stop_after); user is an rn_train_opts. */
+ * val_frac, max_seconds, stop_after, mqar_train = L:N,L:N,...); user is an rn_train_opts. */
 int rn_train_opts_set(void *user, const char *key, const char *value, rn_error *err);
 
 /* Cross-field checks (ranges, the task's shapes against the config). */

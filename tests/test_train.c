@@ -299,6 +299,11 @@ static void test_cli_bad_input(void)
     CU_ASSERT_EQUAL(th_run("%s train --task mqar --config %s --set top_k=99 -o %s", th_bin(), cfg, out), 2);
     CU_ASSERT(strstr(th_err(), "top_k") != NULL);
     CU_ASSERT_EQUAL(th_run("%s train --task mqar --config %s --set lr=abc -o %s", th_bin(), cfg, out), 2);
+    CU_ASSERT_EQUAL(th_run("%s train --task mqar --config %s --set mqar_train=64:x -o %s", th_bin(), cfg, out), 2);
+    CU_ASSERT(strstr(th_err(), "mqar_train") != NULL);
+    CU_ASSERT_EQUAL(th_run("%s train --task mqar --config %s --set mqar_train=64:40 -o %s", th_bin(), cfg, out), 2);
+    CU_ASSERT_EQUAL(th_run("%s train --task mqar --config %s --set warmup=100 -o %s", th_bin(), cfg, out), 2);
+    CU_ASSERT(strstr(th_err(), "warmup") != NULL);
     CU_ASSERT_EQUAL(th_run("%s train --task text --data %s -o %s", th_bin(), P("missing.txt"), out), 2);
     CU_ASSERT(strstr(th_err(), "missing.txt") != NULL);
     th_write_file(P("empty.txt"), "", 0);
