@@ -351,6 +351,41 @@ static void test_cli_resume_exact(void)
     CU_ASSERT(strstr(th_out(), "(1024,256)") != NULL);
 }
 
+/* A checkpoint whose parameters hold a NaN: the run stops at its first
+ * step with a message naming it, exit 2, and the checkpoint and output are
+ * left alone. */
+static void test_cli_nonfinite_loss(void)
+{
+    const char *cfgp = tiny_cfg();
+    char *text = th_read_file(cfgp, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(text);
+    rn_config c;
+    rn_train_opts o;
+    rn_config_default(&c);
+    rn_train_opts_default(&o, RN_TASK_MQAR);
+    rn_error err;
+    CU_ASSERT_EQUAL_FATAL(rn_config_parse_text(&c, text, "tiny.cfg", rn_train_opts_set, &o, &err), 0);
+    free(text);
+    int64_t n = rn_params_layout(&c, NULL);
+    float *blk = calloc(3 * (size_t)n, sizeof(float));
+    rn_params_init(&c, blk, 1);
+    blk[5] = NAN;
+    const char *ck = P("nan.ckpt"), *out = P("nan.bin");
+    CU_ASSERT_EQUAL_FATAL(rn_checkpoint_save(ck, &c, 2, o.seed, blk, blk + n, blk + 2 * n, n, &err), 0);
+    size_t l0, l1;
+    char *before = th_read_file(ck, &l0);
+    CU_ASSERT_EQUAL(th_run("%s train --task mqar --config %s --threads 1 --resume %s --ckpt %s -o %s",
+                           th_bin(), cfgp, ck, ck, out), 2);
+    CU_ASSERT(strstr(th_err(), "not finite at step 2") != NULL);
+    CU_ASSERT_EQUAL(th_count_lines(th_err()) <= 2, 1);
+    char *after = th_read_file(ck, &l1);
+    CU_ASSERT(before && after && l0 == l1 && memcmp(before, after, l0) == 0);
+    CU_ASSERT_FALSE(th_file_exists(out));
+    free(before);
+    free(after);
+    free(blk);
+}
+
 int register_train(void)
 {
     CU_pSuite s = CU_add_suite("train", NULL, NULL);
@@ -362,5 +397,6 @@ int register_train(void)
     CU_add_test(s, "a tiny model learns a periodic sequence", test_learns_periodic_sequence);
     CU_add_test(s, "train/eval CLI bad input", test_cli_bad_input);
     CU_add_test(s, "train CLI resume", test_cli_resume_exact);
+    CU_add_test(s, "non-finite loss stops the run", test_cli_nonfinite_loss);
     return 0;
 }
