@@ -9,7 +9,8 @@
  *     of samples/configs/kjv.cfg, traced (every layer and head) vs untraced,
  *     median of 3, and their ratio.
  *
- * Usage: build/bench/bench_trace [TOKENS_PER_SYNTHETIC_RUN]
+ * Usage: build/bench/bench_trace [TOKENS_PER_SYNTHETIC_RUN [sink]]
+ * (`sink` skips part 3).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -163,6 +164,9 @@ int main(int argc, char **argv)
     printf("  bytes/event: %.2f before index, %.2f after (binary file: %.2f)\n",
            (double)size_before / events, (double)size_after / events,
            (double)file_size(bin) / events);
+
+    fflush(stdout);
+    if (argc > 2 && !strcmp(argv[2], "sink")) { unlink(db); unlink(bin); rmdir(dir); return 0; }
 
     /* 3. traced vs untraced model run */
     rn_model m;
