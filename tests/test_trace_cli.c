@@ -62,6 +62,11 @@ static void test_trace_and_sql(void)
     CU_ASSERT_EQUAL(q1(db, "SELECT count(*) FROM events WHERE run_id = 2 AND (layer != 1 OR op != 0 OR head NOT IN (0, 3))"), 0);
     CU_ASSERT_EQUAL(q1(db, "SELECT count(*) FROM events WHERE run_id = 1"), 56 * 128);
 
+    /* Run 1 got its partial index, run 2 (--no-index) none. */
+    CU_ASSERT_EQUAL(q1(db, "SELECT count(*) FROM sqlite_master WHERE name = 'event_groups_run1'"), 1);
+    CU_ASSERT_EQUAL(q1(db, "SELECT count(*) FROM sqlite_master WHERE name = 'event_groups_run2'"), 0);
+    CU_ASSERT_EQUAL(th_run("%s trace %s %s -o /nonexistent-dir/x.db", th_bin(), g_model, small), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(th_err(), "/nonexistent-dir/x.db: cannot open"));
     CU_ASSERT_EQUAL(th_run("%s runs %s", th_bin(), db), 0);
     CU_ASSERT_EQUAL(th_count_lines(th_out()), 4);
     CU_ASSERT_PTR_NOT_NULL(strstr(th_out(), "first"));

@@ -141,10 +141,10 @@ int tr_schema_open_write(const char *path, sqlite3 **out, rn_error *err)
     int rc = sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
                              NULL);
     if (rc != SQLITE_OK) {
-        rn_seterr(err, RN_EIO, "%s: cannot open for writing: %s", path,
+        rn_seterr(err, RN_EINPUT, "%s: cannot open for writing: %s", path,
                   db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
         sqlite3_close(db);
-        return err ? err->code : RN_EIO;
+        return RN_EINPUT;
     }
     sqlite3_busy_timeout(db, 5000);
     /* Rollback journal (new pages of an append are not journaled, so it is
