@@ -174,6 +174,29 @@ static void test_interrupt(void)
     CU_ASSERT_EQUAL(q1(db, "SELECT max(pos) + 1 FROM events"), tokens);
 }
 
+/* Ctrl-C while `run --trace` generates: exit 130, run interrupted, whole
+ * positions only, the generated ones included. */
+static void test_interrupt_run(void)
+{
+    char db[512], prompt[512], st[512];
+    snprintf(db, sizeof db, "%s", th_path("intrun.db"));
+    snprintf(prompt, sizeof prompt, "%s", th_path("intrun.txt"));
+    snprintf(st, sizeof st, "%s", th_path("intrun.status"));
+    th_write_file(prompt, "And God said", 12);
+    CU_ASSERT_EQUAL(th_run("%s run %s %s -n 100000000 -j 1 --trace %s > /dev/null & p=$!; sleep 1.5;"
+                           " kill -INT $p; wait $p; echo $? > %s", th_bin(), g_model, prompt, db, st), 0);
+    char *s = th_read_file(st, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+    CU_ASSERT_EQUAL(atoi(s), 130);
+    free(s);
+    CU_ASSERT_EQUAL(q1(db, "PRAGMA integrity_check"), 1);
+    CU_ASSERT_EQUAL(q1(db, "SELECT count(*) FROM runs WHERE status = 'interrupted'"), 1);
+    int64_t tokens = q1(db, "SELECT count(*) FROM tokens");
+    CU_ASSERT(q1(db, "SELECT count(*) FROM tokens WHERE phase = 'generated'") > 0);
+    CU_ASSERT_EQUAL(q1(db, "SELECT count(*) FROM events"), tokens * 128);
+    CU_ASSERT_EQUAL(q1(db, "SELECT n_events FROM runs"), tokens * 128);
+}
+
 static void test_sigkill(void)
 {
     char db[512], ref[512], cut[512];
@@ -237,6 +260,7 @@ int register_trace_cli(void)
     CU_add_test(s, "trace, runs and sql commands", test_trace_and_sql);
     CU_add_test(s, "run --trace records prompt and generated tokens", test_run_trace);
     CU_add_test(s, "SIGINT: interrupted, flushed, intact", test_interrupt);
+    CU_add_test(s, "SIGINT during run --trace generation", test_interrupt_run);
     CU_add_test(s, "SIGKILL: intact, a prefix of committed batches", test_sigkill);
     return 0;
 }
