@@ -126,6 +126,7 @@ int cmd_run(int argc, char **argv)
     }
     double t2 = cli_now();
     if (model.cfg.tokenizer == RN_TOK_IDS || made) putchar('\n');
+    fflush(stdout);
     fprintf(stderr, "prefill: %d tokens in %.3f s (%.1f tok/s); generation: %ld tokens in %.3f s (%.1f tok/s)\n",
             n_prompt, t1 - t0, n_prompt / (t1 - t0 > 0 ? t1 - t0 : 1e-9), made, t2 - t1,
             made / (t2 - t1 > 0 ? t2 - t1 : 1e-9));
