@@ -13,25 +13,11 @@
 #include "an_reuse.h"
 #include "an_stats.h"
 #include "rn_rng.h"
+#include "bench_util.h"
 
 #define N 10000000u
 #define KEYS 65536u
 #define REPS 5
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp_d(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n) { qsort(v, (size_t)n, sizeof *v, cmp_d); return v[n / 2]; }
 
 int main(void)
 {
@@ -66,11 +52,11 @@ int main(void)
             an_sim_result res = { 0 };
             for (int k = 0; k < REPS; k++) {
                 memset(&res, 0, sizeof res);
-                double t0 = now();
+                double t0 = bench_now();
                 an_simulate(&s, pol, caps[c], 0, pol->needs_next ? nxt : NULL, &res, &err);
-                t[k] = now() - t0;
+                t[k] = bench_now() - t0;
             }
-            double rate = N / median(t, REPS) / 1e6;
+            double rate = N / bench_median(t, REPS) / 1e6;
             if (p == 0) base[c] = rate;
             printf("  %-7s C=%-5llu %7.1f M acc/s  (x%.2f of fifo)  hit ratio %.4f\n", names[p],
                    (unsigned long long)caps[c], rate, rate / base[c], an_hit_ratio(&res));
@@ -78,32 +64,32 @@ int main(void)
     {
         double t[REPS], tn[REPS];
         for (int k = 0; k < REPS; k++) {
-            double t0 = now();
+            double t0 = bench_now();
             an_next_use(&s, nxt, last);
-            tn[k] = now() - t0;
+            tn[k] = bench_now() - t0;
         }
         an_streams ss = { AN_SCOPE_MODEL, 1, &s };
         an_mrc m;
         for (int k = 0; k < REPS; k++) {
-            double t0 = now();
+            double t0 = bench_now();
             an_mrc_build(&ss, 0, &m, &err);
-            t[k] = now() - t0;
+            t[k] = bench_now() - t0;
             if (k < REPS - 1) an_mrc_free(&m);
         }
-        printf("  next-use oracle pass   %7.1f M acc/s\n", N / median(tn, REPS) / 1e6);
+        printf("  next-use oracle pass   %7.1f M acc/s\n", N / bench_median(tn, REPS) / 1e6);
         printf("  exact LRU MRC (%lld capacities) %7.1f M acc/s; LRU hit ratio at 1024: %.4f\n",
-               (long long)m.n, N / median(t, REPS) / 1e6, m.hit_ratio[1023]);
+               (long long)m.n, N / bench_median(t, REPS) / 1e6, m.hit_ratio[1023]);
         an_mrc_free(&m);
     }
     {
         double t[REPS];
         an_head_stats hs;
         for (int k = 0; k < REPS; k++) {
-            double t0 = now();
+            double t0 = bench_now();
             an_stats_head(&s, KEYS, 0, 64, &hs, &err);
-            t[k] = now() - t0;
+            t[k] = bench_now() - t0;
         }
-        printf("  stats of a 10M-event head (in memory) %.2f s\n", median(t, REPS));
+        printf("  stats of a 10M-event head (in memory) %.2f s\n", bench_median(t, REPS));
     }
     free(key); free(nxt); free(last); free(pos); free(op); free(id);
     return 0;

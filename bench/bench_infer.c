@@ -14,27 +14,9 @@
 
 #include "rn_model.h"
 #include "rn_runtime.h"
+#include "bench_util.h"
 
 extern void openblas_set_num_threads(int);
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static int cmpd(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, n, sizeof *v, cmpd);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 /* Read bandwidth: stream a 512 MiB buffer through OpenBLAS's vectorised
  * sasum, each thread its own part (GB/s). */
@@ -44,7 +26,7 @@ static double read_bw(float *buf, size_t n, int threads)
     volatile float sink = 0;
     openblas_set_num_threads(1);
     for (int r = 0; r < 5; r++) {
-        double t0 = now();
+        double t0 = bench_now();
         float s = 0;
         #pragma omp parallel num_threads(threads) reduction(+:s)
         {
@@ -53,11 +35,11 @@ static double read_bw(float *buf, size_t n, int threads)
             s += cblas_sasum((int)len, buf + lo, 1);
         }
         sink += s;
-        t[r] = now() - t0;
+        t[r] = bench_now() - t0;
     }
     (void)sink;
     openblas_set_num_threads(threads);
-    return n * sizeof(float) / median(t, 5) / 1e9;
+    return n * sizeof(float) / bench_median(t, 5) / 1e9;
 }
 
 /* Copy bandwidth: memcpy halves of the buffer (bytes read + written). */
@@ -66,16 +48,16 @@ static double copy_bw(float *buf, size_t n, int threads)
     double t[5];
     size_t half = n / 2;
     for (int r = 0; r < 5; r++) {
-        double t0 = now();
+        double t0 = bench_now();
         #pragma omp parallel num_threads(threads)
         {
             int id = omp_get_thread_num(), nt = omp_get_num_threads();
             size_t chunk = half / nt, lo = id * chunk, len = id == nt - 1 ? half - lo : chunk;
             memcpy(buf + half + lo, buf + lo, len * sizeof(float));
         }
-        t[r] = now() - t0;
+        t[r] = bench_now() - t0;
     }
-    return 2.0 * half * sizeof(float) / median(t, 5) / 1e9;
+    return 2.0 * half * sizeof(float) / bench_median(t, 5) / 1e9;
 }
 
 int main(void)
@@ -116,11 +98,11 @@ int main(void)
         double pt[5];
         for (int r = 0; r < 5; r++) {
             rn_runtime_reset(rt);
-            double t0 = now();
+            double t0 = bench_now();
             rn_prefill(rt, tok, 256, logits, 0, &err);
-            pt[r] = now() - t0;
+            pt[r] = bench_now() - t0;
         }
-        double prefill_tps = 256 / median(pt, 5);
+        double prefill_tps = 256 / bench_median(pt, 5);
         printf("threads %d: read bandwidth %.2f GB/s, copy bandwidth %.2f GB/s (read+write)\n", threads, rbw, cbw);
         printf("  prefill (256 tokens):            %8.1f tok/s\n", prefill_tps);
         for (int ci = 0; ci < 2; ci++) {
@@ -129,11 +111,11 @@ int main(void)
             double gt[7];
             const int steps = 32;
             for (int r = 0; r < 7; r++) {
-                double t0 = now();
+                double t0 = bench_now();
                 for (int s = 0; s < steps; s++) rn_step(rt, tok[s], logits, &err);
-                gt[r] = (now() - t0) / steps;
+                gt[r] = (bench_now() - t0) / steps;
             }
-            double tps = 1.0 / median(gt, 7), gbs = tps * wbytes / 1e9;
+            double tps = 1.0 / bench_median(gt, 7), gbs = tps * wbytes / 1e9;
             printf("  generation at context %4d:      %8.1f tok/s  %.2f GB/s of weights = %.0f%% of read bandwidth\n",
                    ctxs[ci], tps, gbs, 100.0 * gbs / rbw);
         }

@@ -10,19 +10,7 @@
 
 #include "rn_checksum.h"
 #include "rn_modelfile.h"
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmpd(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
+#include "bench_util.h"
 
 #define REPS 7
 static volatile uint64_t sink;
@@ -41,32 +29,32 @@ int main(void)
     size_t bytes = (size_t)m.n_block * 4;
     double t_sum[REPS], t_ck[REPS], t_bin[REPS], t_st[REPS];
     for (int r = 0; r < REPS; r++) {
-        double t0 = now();
+        double t0 = bench_now();
         uint64_t s = 0, w;
         for (size_t i = 0; i + 8 <= bytes; i += 8) { memcpy(&w, (char *)m.params + i, 8); s += w; }
         sink = s;
-        t_sum[r] = now() - t0;
-        t0 = now();
+        t_sum[r] = bench_now() - t0;
+        t0 = bench_now();
         sink = rn_checksum64(m.params, bytes);
-        t_ck[r] = now() - t0;
+        t_ck[r] = bench_now() - t0;
     }
     const char *bin = "build/bench_modelfile.bin", *st = "build/bench_modelfile.safetensors";
     if (rn_model_save(&m, bin, &err) || rn_model_save(&m, st, &err)) { fprintf(stderr, "%s\n", err.msg); return 1; }
     for (int r = 0; r < REPS; r++) {
         rn_model x;
-        double t0 = now();
+        double t0 = bench_now();
         if (rn_model_load(&x, bin, &err)) { fprintf(stderr, "%s\n", err.msg); return 1; }
-        t_bin[r] = now() - t0;
+        t_bin[r] = bench_now() - t0;
         rn_model_free(&x);
-        t0 = now();
+        t0 = bench_now();
         if (rn_model_load(&x, st, &err)) { fprintf(stderr, "%s\n", err.msg); return 1; }
-        t_st[r] = now() - t0;
+        t_st[r] = bench_now() - t0;
         rn_model_free(&x);
     }
-    qsort(t_sum, REPS, sizeof(double), cmpd);
-    qsort(t_ck, REPS, sizeof(double), cmpd);
-    qsort(t_bin, REPS, sizeof(double), cmpd);
-    qsort(t_st, REPS, sizeof(double), cmpd);
+    qsort(t_sum, REPS, sizeof(double), bench_cmp_double);
+    qsort(t_ck, REPS, sizeof(double), bench_cmp_double);
+    qsort(t_bin, REPS, sizeof(double), bench_cmp_double);
+    qsort(t_st, REPS, sizeof(double), bench_cmp_double);
     double mb = (double)bytes / 1e6;
     printf("parameter block: %.1f MB (stories15m shape), medians of %d\n", mb, REPS);
     printf("  baseline word sum   %7.2f ms  %6.0f MB/s\n", 1e3 * t_sum[REPS / 2], mb / t_sum[REPS / 2]);

@@ -23,27 +23,9 @@
 #include "rn_runtime.h"
 #include "rn_tokenizer.h"
 #include "tr_writer.h"
+#include "bench_util.h"
 
 #define REPS 3
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static int cmp_d(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, n, sizeof *v, cmp_d);
-    return v[n / 2];
-}
 
 static int64_t file_size(const char *p)
 {
@@ -131,10 +113,10 @@ int main(int argc, char **argv)
         bin_sink s = { fopen(bin, "wb"), 0 };
         if (!s.f) { perror(bin); return 1; }
         rn_probe p = { &s, bin_access };
-        double t0 = now();
+        double t0 = bench_now();
         feed(&p, &c, T);
         fclose(s.f);
-        tb[r] = now() - t0;
+        tb[r] = bench_now() - t0;
 
         unlink(db);
         tr_select sel;
@@ -142,20 +124,20 @@ int main(int argc, char **argv)
         tr_run_meta meta = { .command = "bench", .cfg = &c };
         tr_writer_opts o = { .build_index = 0 };
         tr_writer *w;
-        t0 = now();
+        t0 = bench_now();
         if (tr_writer_open(db, &meta, &sel, &o, &w, &err)) { fprintf(stderr, "%s\n", err.msg); return 1; }
         feed(tr_writer_probe(w), &c, T);
         tr_writer_stats st;
         if (tr_writer_finish(w, TR_STATUS_COMPLETE, &st, &err)) { fprintf(stderr, "%s\n", err.msg); return 1; }
-        ts[r] = now() - t0;
+        ts[r] = bench_now() - t0;
         ins[r] = st.insert_s;
         size_before = file_size(db);
-        t0 = now();
+        t0 = bench_now();
         if (tr_build_indexes(db, 1, &err)) { fprintf(stderr, "%s\n", err.msg); return 1; }
-        tsi[r] = now() - t0;
+        tsi[r] = bench_now() - t0;
         size_after = file_size(db);
     }
-    double mb = median(tb, REPS), ms = median(ts, REPS), mi = median(tsi, REPS), mins = median(ins, REPS);
+    double mb = bench_median(tb, REPS), ms = bench_median(ts, REPS), mi = bench_median(tsi, REPS), mins = bench_median(ins, REPS);
     printf("  binary append (ceiling):  %7.2f M events/s  (%.3f s)\n", events / mb / 1e6, mb);
     printf("  SQLite trace writer:      %7.2f M events/s  (%.3f s wall; writer thread %.3f s"
            " = %.2f M events/s)  = %.2fx the ceiling's time\n",
@@ -190,24 +172,24 @@ int main(int argc, char **argv)
     for (int r = 0; r < REPS; r++) {
         rn_runtime_reset(rt);
         rn_runtime_set_probe(rt, NULL);
-        double t0 = now();
+        double t0 = bench_now();
         if (rn_prefill(rt, toks, n, NULL, 0, &err)) { fprintf(stderr, "%s\n", err.msg); return 1; }
-        tu[r] = now() - t0;
+        tu[r] = bench_now() - t0;
 
         unlink(db);
         rn_runtime_reset(rt);
         tr_run_meta meta = { .command = "bench", .cfg = &c };
         tr_writer *w;
-        t0 = now();
+        t0 = bench_now();
         if (tr_writer_open(db, &meta, NULL, NULL, &w, &err)) { fprintf(stderr, "%s\n", err.msg); return 1; }
         rn_runtime_set_probe(rt, tr_writer_probe(w));
         if (rn_prefill(rt, toks, n, NULL, 0, &err)) { fprintf(stderr, "%s\n", err.msg); return 1; }
         tr_writer_stats st;
         if (tr_writer_finish(w, TR_STATUS_COMPLETE, &st, &err)) { fprintf(stderr, "%s\n", err.msg); return 1; }
-        tt[r] = now() - t0;
+        tt[r] = bench_now() - t0;
         ev = st.events;
     }
-    double mu = median(tu, REPS), mt = median(tt, REPS);
+    double mu = bench_median(tu, REPS), mt = bench_median(tt, REPS);
     printf("KJV-shaped model, prefill of %d tokens of data/kjv.txt (%lld events), median of %d:\n",
            n, (long long)ev, REPS);
     printf("  untraced %.3f s, traced (all layers and heads, index included) %.3f s: ratio %.2fx\n",

@@ -17,19 +17,7 @@
 #include "rn_config.h"
 #include "tr_writer.h"
 #include "viz_figure.h"
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmpd(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
+#include "bench_util.h"
 
 static int ignore_key(void *u, const char *k, const char *v, rn_error *e)
 {
@@ -74,14 +62,14 @@ static double time_figure(const viz_fig_opts *o)
     double t[REPS];
     rn_error err = { 0 };
     for (int i = 0; i < REPS; i++) {
-        double t0 = now();
+        double t0 = bench_now();
         if (viz_figure(o, &err)) {
             fprintf(stderr, "bench_viz: %s\n", err.msg);
             exit(1);
         }
-        t[i] = now() - t0;
+        t[i] = bench_now() - t0;
     }
-    qsort(t, REPS, sizeof t[0], cmpd);
+    qsort(t, REPS, sizeof t[0], bench_cmp_double);
     return t[REPS / 2];
 }
 
