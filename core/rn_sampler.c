@@ -68,6 +68,11 @@ int rn_sample(rn_sampler *s, const float *logits)
     float cutoff = (1.0f - s->top_p) / (float)(V - 1);
     int n = 0;
     for (int i = 0; i < V; i++) if (s->probs[i] >= cutoff) s->idx[n++] = i;
+    if (n == 0) { /* top_p < 1/V on a near-flat (or NaN) distribution: keep the argmax */
+        int best = 0;
+        for (int i = 1; i < V; i++) if (s->probs[i] > s->probs[best]) best = i;
+        s->idx[n++] = best;
+    }
     g_sort_probs = s->probs;
     qsort(s->idx, n, sizeof(int), cmp_desc);
     double mass = 0;

@@ -459,6 +459,25 @@ static void test_sampler(void)
     rn_sampler_free(&s);
 }
 
+/* A near-uniform distribution with top_p < 1/V leaves no token above the
+ * nucleus cut-off: the sampler must still return a token in [0, V). */
+static void test_sampler_tiny_top_p(void)
+{
+    enum { V = 257 };
+    static float lg[V];
+    rn_sampler s;
+    rn_error err;
+    CU_ASSERT_EQUAL_FATAL(rn_sampler_init(&s, V, 1.0f, 1e-6f, 5, &err), RN_OK);
+    /* the nucleus of mass 1e-6 is the single most probable token */
+    for (int i = 0; i < V; i++) lg[i] = 0.0f;
+    lg[7] = 1e-3f;
+    for (int i = 0; i < 50; i++) CU_ASSERT_EQUAL(rn_sample(&s, lg), 7);
+    for (int i = 0; i < V; i++) lg[i] = NAN;
+    int t = rn_sample(&s, lg);
+    CU_ASSERT(t >= 0 && t < V);
+    rn_sampler_free(&s);
+}
+
 int register_runtime(void)
 {
     CU_pSuite s = CU_add_suite("runtime", NULL, NULL);
@@ -469,5 +488,6 @@ int register_runtime(void)
     CU_add_test(s, "probe sees every access, same in both paths", test_probe_events);
     CU_add_test(s, "tokenizers", test_tokenizers);
     CU_add_test(s, "sampler", test_sampler);
+    CU_add_test(s, "sampler with top_p below 1/V", test_sampler_tiny_top_p);
     return 0;
 }
