@@ -5,15 +5,24 @@
 
 #include "rn_layers.h"
 
+/* The team size of a region that indexes per-thread scratch allocated for
+ * n threads: the current OpenMP default, but never more than n. */
+static int threads_upto(int n)
+{
+    int t = omp_get_max_threads();
+    return t < n ? t : n;
+}
+
 void rn_address_forward(uint32_t *addr, uint32_t *slot, rn_real *w, const rn_real *a,
                         const rn_real *alpha, const rn_config *c, uint64_t cape_mask,
-                        int n, int64_t pos0, rn_decode_ws **ws)
+                        int n, int64_t pos0, rn_decode_ws **ws, int n_ws)
 {
     const int H = c->n_heads, U = c->order, dp = c->d_p, K = c->top_k, dk = U * dp;
     const int64_t M = rn_config_slots(c);
     double scale[RN_MAX_HEADS];
     for (int h = 0; h < H; h++) scale[h] = exp((double)alpha[h]) / (double)c->tau;
-    #pragma omp parallel for if (n * H > 16) schedule(static)
+    const int nt = threads_upto(n_ws);
+    #pragma omp parallel for if (n * H > 16) schedule(static) num_threads(nt)
     for (int r = 0; r < n; r++) {
         rn_decode_ws *my = ws[omp_get_thread_num()];
         for (int h = 0; h < H; h++) {
@@ -40,13 +49,14 @@ static inline int digit_of(uint32_t addr, int u, int U, int dp)
 
 void rn_address_train_forward(uint32_t *addr, uint32_t *slot, rn_real *w, const rn_real *a,
                               const rn_real *alpha, const rn_config *c, uint64_t cape_mask,
-                              int n, int T, rn_decode_ws **ws)
+                              int n, int T, rn_decode_ws **ws, int n_ws)
 {
     const int H = c->n_heads, U = c->order, dp = c->d_p, K = c->top_k, dk = U * dp;
     const int64_t M = rn_config_slots(c);
     double scale[RN_MAX_HEADS];
     for (int h = 0; h < H; h++) scale[h] = exp((double)alpha[h]) / (double)c->tau;
-    #pragma omp parallel for if (n * H > 16) schedule(static)
+    const int nt = threads_upto(n_ws);
+    #pragma omp parallel for if (n * H > 16) schedule(static) num_threads(nt)
     for (int r = 0; r < n; r++) {
         rn_decode_ws *my = ws[omp_get_thread_num()];
         double lp[RN_ADDR_LP_STACK];
@@ -76,12 +86,13 @@ void rn_address_train_forward(uint32_t *addr, uint32_t *slot, rn_real *w, const 
 
 void rn_address_backward(rn_real *da, rn_real *dalpha, const rn_real *dw, const rn_real *a,
                          const uint32_t *addr, const rn_real *w, const rn_real *alpha,
-                         const rn_config *c, int n, double *lp)
+                         const rn_config *c, int n, double *lp, int n_lp)
 {
     const int H = c->n_heads, U = c->order, dp = c->d_p, K = c->top_k, dk = U * dp;
     double scale[RN_MAX_HEADS];
     for (int h = 0; h < H; h++) scale[h] = exp((double)alpha[h]) / (double)c->tau;
-    #pragma omp parallel for if (n * H > 16) schedule(static)
+    const int nt = threads_upto(n_lp);
+    #pragma omp parallel for if (n * H > 16) schedule(static) num_threads(nt)
     for (int r = 0; r < n; r++) {
         double *p = lp + (size_t)omp_get_thread_num() * dk;
         for (int h = 0; h < H; h++) {

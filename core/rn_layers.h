@@ -30,10 +30,11 @@ void rn_swiglu_forward(rn_real *out, const rn_real *g, const rn_real *u, int64_t
  * pos0 + r) and head h, writes the K top addresses addr[(r·H + h)·K + j],
  * their physical slots after CAPE (slot, same layout; CAPE where
  * cape_mask bit h is set) and weights w (same layout).  ws[t] is a decode
- * workspace per OpenMP thread.  Parallel over rows. */
+ * workspace per OpenMP thread, t < n_ws (at most n_ws threads are used).
+ * Parallel over rows. */
 void rn_address_forward(uint32_t *addr, uint32_t *slot, rn_real *w, const rn_real *a,
                         const rn_real *alpha, const rn_config *c, uint64_t cape_mask,
-                        int n, int64_t pos0, rn_decode_ws **ws);
+                        int n, int64_t pos0, rn_decode_ws **ws, int n_ws);
 
 /* PDMA for one head: apply the K writes (slot ws[K], weight ww[K]) of value
  * v[d_v] to state S[M, d_v] and z[M]: d = (1−w)^γ (0⁰ = 1),
@@ -80,7 +81,7 @@ void rn_swiglu_backward(rn_real *dg, rn_real *du, const rn_real *dout, const rn_
  * so it is a smooth function of a between top-K changes. */
 void rn_address_train_forward(uint32_t *addr, uint32_t *slot, rn_real *w, const rn_real *a,
                               const rn_real *alpha, const rn_config *c, uint64_t cape_mask,
-                              int n, int T, rn_decode_ws **ws);
+                              int n, int T, rn_decode_ws **ws, int n_ws);
 
 /* Address backward through the product softmax and the top-K mask (the
  * selection is piecewise constant: only the K selected weights carry
@@ -89,10 +90,11 @@ void rn_address_train_forward(uint32_t *addr, uint32_t *slot, rn_real *w, const 
  * dalpha[H] (+=).  With G_k = dw_k·w_k and scale = e^α/τ:
  *   da_u[j] = scale·(Σ_{k: i_u^k = j} G_k − p_u[j]·Σ_k G_k),
  *   dα = Σ_j da[j]·a[j].
- * lp is scratch of dk doubles per OpenMP thread (lp + thread·dk). */
+ * lp is scratch of dk doubles per OpenMP thread (lp + thread·dk), for
+ * n_lp threads (at most n_lp threads are used). */
 void rn_address_backward(rn_real *da, rn_real *dalpha, const rn_real *dw, const rn_real *a,
                          const uint32_t *addr, const rn_real *w, const rn_real *alpha,
-                         const rn_config *c, int n, double *lp);
+                         const rn_config *c, int n, double *lp, int n_lp);
 
 /* Training memory scan of one (sequence, head) over T steps.  Step t uses
  * v/o at + t·vstride (d_v wide) and slots/weights at + t·astride (K).  It

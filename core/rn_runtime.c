@@ -149,9 +149,9 @@ static void forward_rows(rn_runtime *rt, const int *tokens, int n, float *logits
         rn_matmul_forward(rt->k, rt->hb, lw->wk, n, D, hdk, 0);
         rn_matmul_forward(rt->v, rt->hb, lw->wv, n, D, hdv, 0);
         rn_address_forward(rt->raddr, rt->rslot, rt->rw, rt->q, lw->q_alpha, c, c->cape_mask[l],
-                           n, rt->pos, rt->ws);
+                           n, rt->pos, rt->ws, rt->n_ws);
         rn_address_forward(rt->waddr, rt->wslot, rt->ww, rt->k, lw->k_alpha, c, c->cape_mask[l],
-                           n, rt->pos, rt->ws);
+                           n, rt->pos, rt->ws, rt->n_ws);
         rn_real *S = rt->S + (size_t)l * H * rt->M * dv, *z = rt->z + (size_t)l * H * rt->M;
         #pragma omp parallel for if (n > 1) schedule(dynamic, 1)
         for (int h = 0; h < H; h++)

@@ -176,7 +176,8 @@ static void pdma_forward(rn_trainer *tr, layer_acts *a)
     const rn_config *c = &tr->c;
     const int B = tr->B, T = tr->T, H = c->n_heads, K = c->top_k, dv = c->d_v;
     const size_t per = (size_t)tr->M * (dv + 1), rs = (size_t)K * (dv + 1);
-    #pragma omp parallel for schedule(dynamic, 1)
+    const int nt = omp_get_max_threads() < tr->nthreads ? omp_get_max_threads() : tr->nthreads;
+    #pragma omp parallel for schedule(dynamic, 1) num_threads(nt)
     for (int bh = 0; bh < B * H; bh++) {
         int b = bh / H, h = bh % H;
         rn_real *S = tr->Sz + (size_t)omp_get_thread_num() * per, *z = S + (size_t)tr->M * dv;
@@ -193,7 +194,8 @@ static void pdma_backward(rn_trainer *tr, layer_acts *a)
     const rn_config *c = &tr->c;
     const int B = tr->B, T = tr->T, H = c->n_heads, K = c->top_k, dv = c->d_v;
     const size_t per = (size_t)tr->M * (dv + 1), rs = (size_t)K * (dv + 1);
-    #pragma omp parallel for schedule(dynamic, 1)
+    const int nt = omp_get_max_threads() < tr->nthreads ? omp_get_max_threads() : tr->nthreads;
+    #pragma omp parallel for schedule(dynamic, 1) num_threads(nt)
     for (int bh = 0; bh < B * H; bh++) {
         int b = bh / H, h = bh % H;
         rn_real *dS = tr->dSz + (size_t)omp_get_thread_num() * per, *dz = dS + (size_t)tr->M * dv;
@@ -240,8 +242,8 @@ int rn_trainer_forward(rn_trainer *tr, const int *tokens, const int *targets, in
         rn_matmul_forward(a->q, a->h1, lw->wq, n, D, hdk, 0);
         rn_matmul_forward(a->k, a->h1, lw->wk, n, D, hdk, 0);
         rn_matmul_forward(a->v, a->h1, lw->wv, n, D, hdv, 0);
-        rn_address_train_forward(a->raddr, a->rslot, a->rw, a->q, lw->q_alpha, c, c->cape_mask[l], n, T, tr->ws);
-        rn_address_train_forward(a->waddr, a->wslot, a->ww, a->k, lw->k_alpha, c, c->cape_mask[l], n, T, tr->ws);
+        rn_address_train_forward(a->raddr, a->rslot, a->rw, a->q, lw->q_alpha, c, c->cape_mask[l], n, T, tr->ws, tr->nthreads);
+        rn_address_train_forward(a->waddr, a->wslot, a->ww, a->k, lw->k_alpha, c, c->cape_mask[l], n, T, tr->ws, tr->nthreads);
         pdma_forward(tr, a);
         memcpy(a->xm, a->x, sizeof(rn_real) * (size_t)n * D);
         rn_matmul_forward(a->xm, a->o, lw->wo, n, hdv, D, 1);
@@ -315,8 +317,8 @@ void rn_trainer_backward(rn_trainer *tr, double scale)
         /* attention: xm = x + o·W_oᵀ */
         rn_matmul_backward(tr->dout, gl->wo, tr->dres, a->o, lw->wo, n, hdv, D, 0);
         pdma_backward(tr, a);
-        rn_address_backward(tr->dq, gl->q_alpha, tr->drw, a->q, a->raddr, a->rw, lw->q_alpha, c, n, tr->lp);
-        rn_address_backward(tr->dk, gl->k_alpha, tr->dww, a->k, a->waddr, a->ww, lw->k_alpha, c, n, tr->lp);
+        rn_address_backward(tr->dq, gl->q_alpha, tr->drw, a->q, a->raddr, a->rw, lw->q_alpha, c, n, tr->lp, tr->nthreads);
+        rn_address_backward(tr->dk, gl->k_alpha, tr->dww, a->k, a->waddr, a->ww, lw->k_alpha, c, n, tr->lp, tr->nthreads);
         rn_matmul_backward(tr->dh, gl->wq, tr->dq, a->h1, lw->wq, n, D, hdk, 0);
         rn_matmul_backward(tr->dh, gl->wk, tr->dk, a->h1, lw->wk, n, D, hdk, 1);
         rn_matmul_backward(tr->dh, gl->wv, tr->dv, a->h1, lw->wv, n, D, hdv, 1);

@@ -5,6 +5,7 @@
  * (bad input, resume).  The gradients themselves are checked in double
  * precision by tests/gradcheck/gradcheck.c. */
 #include <math.h>
+#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -386,10 +387,64 @@ static void test_cli_nonfinite_loss(void)
     free(blk);
 }
 
+/* Trainer and runtime hold per-thread workspaces sized when they are
+ * created; raising the OpenMP thread count afterwards must neither overrun
+ * them nor change any result. */
+static void test_more_threads_after_create(void)
+{
+    rn_config c;
+    small_config(&c, 1, 0);
+    rn_model m;
+    rn_error err;
+    CU_ASSERT_EQUAL_FATAL(rn_model_create_random(&m, &c, 11, &err), 0);
+    for (int64_t i = 0; i < m.n_block; i++) m.params[i] *= 20;
+    enum { B = 4, T = 24, NT = 8 };
+    int tok[B * T], tgt[B * T];
+    rn_rng rng;
+    rn_rng_seed(&rng, 3);
+    for (int i = 0; i < B * T; i++) { tok[i] = (int)rn_rng_below(&rng, c.vocab_size); tgt[i] = (i * 7) % c.vocab_size; }
+    const size_t n = (size_t)m.n_block, nl = (size_t)T * c.vocab_size;
+    rn_real *g1 = malloc(sizeof(rn_real) * n);
+    float *l1 = malloc(sizeof(float) * nl), *l2 = malloc(sizeof(float) * nl);
+    CU_ASSERT_FATAL(g1 && l1 && l2);
+    int saved = omp_get_max_threads();
+    double loss1 = 0, loss2 = 0, worst = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        omp_set_num_threads(1);
+        rn_trainer *tr;
+        rn_runtime *rt;
+        CU_ASSERT_EQUAL_FATAL(rn_trainer_create(&tr, &m, B * T, B * T, 0.01, &err), 0);
+        CU_ASSERT_EQUAL_FATAL(rn_runtime_create(&m, 64, &rt, &err), 0);
+        if (pass) omp_set_num_threads(NT);
+        CU_ASSERT_EQUAL(rn_trainer_forward(tr, tok, tgt, B, T, pass ? &loss2 : &loss1, &err), 0);
+        rn_trainer_backward(tr, 1.0);
+        CU_ASSERT_EQUAL(rn_prefill(rt, tok, T, pass ? l2 : l1, 1, &err), 0);
+        if (!pass) memcpy(g1, rn_trainer_grads(tr), sizeof(rn_real) * n);
+        else
+            for (size_t i = 0; i < n; i++) {
+                double d = fabs((double)g1[i] - rn_trainer_grads(tr)[i]);
+                if (d > worst) worst = d;
+            }
+        rn_runtime_free(rt);
+        rn_trainer_free(tr);
+    }
+    omp_set_num_threads(saved);
+    CU_ASSERT(fabs(loss1 - loss2) < 1e-4);
+    CU_ASSERT(worst < 1e-4);
+    double lw = 0;
+    for (size_t i = 0; i < nl; i++) lw = fmax(lw, fabs((double)l1[i] - l2[i]));
+    CU_ASSERT(lw < 1e-4);
+    free(g1);
+    free(l1);
+    free(l2);
+    rn_model_free(&m);
+}
+
 int register_train(void)
 {
     CU_pSuite s = CU_add_suite("train", NULL, NULL);
     CU_add_test(s, "training forward equals the inference runtime", test_forward_matches_runtime);
+    CU_add_test(s, "more threads after create", test_more_threads_after_create);
     CU_add_test(s, "MQAR examples follow the definition", test_mqar_structure);
     CU_add_test(s, "MQAR gap distribution", test_mqar_gap_distribution);
     CU_add_test(s, "AdamW and LR schedule", test_adamw_and_schedule);
