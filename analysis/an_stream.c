@@ -133,11 +133,11 @@ int an_streams_build(const tr_event *ev_in, size_t n, const rn_config *cfg, int 
     size_t nsel = 0;
     for (size_t i = 0; i < n; i++) {
         const tr_event *e = &ev[i];
-        if (e->layer >= L || e->head >= H || (int64_t)e->slot >= M || e->pos < 0) {
+        if (e->layer >= L || e->head >= H || (int64_t)e->slot >= M || e->pos < 0 || e->op > 1) {
             free(sorted);
             return rn_seterr(err, RN_EINPUT,
-                             "event (layer %d, head %d, pos %d, slot %u) outside the run's config",
-                             e->layer, e->head, e->pos, e->slot);
+                             "event (layer %d, head %d, pos %d, op %d, slot %u) outside the run's config",
+                             e->layer, e->head, e->pos, e->op, e->slot);
         }
         if (!((ops >> e->op) & 1)) continue;
         nsel++;

@@ -481,6 +481,9 @@ static void test_streams(void)
     an_streams_free(&ss);
     ev[3].slot = 9; /* outside M = 4 */
     CU_ASSERT_EQUAL(an_streams_build(ev, 16, &cfg, AN_SCOPE_HEAD, AN_OPS_BOTH, &ss, &err), RN_EINPUT);
+    ev[3].slot = 1;
+    ev[5].op = 32; /* neither a write nor a read (a corrupt trace) */
+    CU_ASSERT_EQUAL(an_streams_build(ev, 16, &cfg, AN_SCOPE_HEAD, AN_OPS_BOTH, &ss, &err), RN_EINPUT);
 }
 
 /* Dense keys: as many as distinct (layer, head, slot), each id kept
