@@ -374,6 +374,21 @@ static void test_not_a_trace(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "schema version 99"));
     CU_ASSERT_EQUAL(tr_writer_open(ver, &meta, NULL, NULL, &w, &err), RN_EINPUT);
     CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "schema version 99"));
+    /* A trace whose heads table names a head outside the run's config. */
+    const char *bad = th_path("badhead.db");
+    traced_run(bad, &c, NULL, 4, 0, NULL, &rec, "b");
+    free(rec.ev);
+    sqlite3_open(bad, &s);
+    sqlite3_exec(s, "INSERT INTO heads VALUES(1, 200, 0, 0, 512)", NULL, NULL, NULL);
+    sqlite3_close(s);
+    CU_ASSERT_EQUAL_FATAL(tr_open_read(bad, &d, &err), 0);
+    tr_head_info *h = NULL;
+    int nh = -1;
+    CU_ASSERT_EQUAL(tr_list_heads(d, 1, &h, &nh, &err), RN_EINPUT);
+    CU_ASSERT_PTR_NULL(h);
+    CU_ASSERT_EQUAL(nh, 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "outside"));
+    tr_close(d);
 }
 
 int register_trace(void)

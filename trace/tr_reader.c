@@ -172,8 +172,10 @@ int tr_list_heads(tr_db *d, int64_t run_id, tr_head_info **heads, int *n, rn_err
 {
     *heads = NULL;
     *n = 0;
-    int rc = resolve_run(d, &run_id, err);
+    tr_run_info run;
+    int rc = tr_run_get(d, run_id, &run, err);
     if (rc) return rc;
+    run_id = run.run_id;
     char sql[256];
     snprintf(sql, sizeof sql, "SELECT layer, head, cape FROM heads WHERE run_id = %lld"
              " ORDER BY layer, head", (long long)run_id);
@@ -191,6 +193,12 @@ int tr_list_heads(tr_db *d, int64_t run_id, tr_head_info **heads, int *n, rn_err
         a[*n].layer = sqlite3_column_int(st, 0);
         a[*n].head = sqlite3_column_int(st, 1);
         a[*n].cape = sqlite3_column_int(st, 2);
+        if (a[*n].layer < 0 || a[*n].layer >= run.cfg.n_layers || a[*n].head < 0 ||
+            a[*n].head >= run.cfg.n_heads) {
+            rc = rn_seterr(err, RN_EINPUT, "%s: run %lld lists head (layer %d, head %d) outside its config",
+                           d->path, (long long)run_id, a[*n].layer, a[*n].head);
+            break;
+        }
         (*n)++;
     }
     sqlite3_finalize(st);
