@@ -133,6 +133,23 @@ int rn_trainer_create(rn_trainer **out, const rn_model *m, int max_rows, int max
     tr->nthreads = omp_get_max_threads();
     tr->eps_g = eps_g;
     tr->n_block = m->n_block;
+    /* The byte counts carve_all forms must not wrap around size_t: bound
+     * them in double first (per-layer activations and PDMA saves, the
+     * per-thread dense state and gradient, logits, gradient block). */
+    {
+        const rn_config *c = &tr->c;
+        double n = max_rows, H = c->n_heads, K = c->top_k, dv1 = c->d_v + 1.0;
+        double widths = 5.0 * c->d_model + 2.0 * H * rn_config_dk(c) + 2.0 * H * c->d_v + 3.0 * c->d_ff + 2;
+        double floats = (double)c->n_layers * n * (widths + H * K * (2 * dv1 + 4)) +
+                        2.0 * tr->nthreads * (double)tr->M * dv1 + (double)tr->max_lab * c->vocab_size +
+                        (double)tr->n_block;
+        if (floats * sizeof(rn_real) > 0x1p50) {
+            int nt = tr->nthreads;
+            free(tr);
+            return rn_seterr(err, RN_EINPUT, "trainer: %.3g floats of training state (%d threads) is too large",
+                             floats, nt);
+        }
+    }
     carver cv = { NULL, 0 };
     carve_all(tr, &cv);
     tr->mem = aligned_alloc(64, cv.off);

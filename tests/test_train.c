@@ -440,11 +440,35 @@ static void test_more_threads_after_create(void)
     rn_model_free(&m);
 }
 
+/* A config whose per-thread dense state (threads x M x (d_v+1) floats)
+ * overflows a size_t byte count is refused, not carved from a wrapped-around
+ * allocation. */
+static void test_trainer_state_too_large(void)
+{
+    rn_config c;
+    rn_config_default(&c);
+    c.d_model = 8; c.n_layers = 1; c.n_heads = 1; c.d_p = 2; c.order = 31; c.top_k = 2;
+    c.d_v = (1 << 21) - 1; c.d_ff = 8;
+    memset(c.cape_mask, 0, sizeof c.cape_mask);
+    rn_model m;
+    rn_error err;
+    CU_ASSERT_EQUAL_FATAL(rn_model_create_zero(&m, &c, &err), 0);
+    int saved = omp_get_max_threads();
+    omp_set_num_threads(1024);
+    rn_trainer *tr = NULL;
+    CU_ASSERT_EQUAL(rn_trainer_create(&tr, &m, 2, 2, 0.0, &err), RN_EINPUT);
+    CU_ASSERT_PTR_NULL(tr);
+    omp_set_num_threads(saved);
+    rn_trainer_free(tr);
+    rn_model_free(&m);
+}
+
 int register_train(void)
 {
     CU_pSuite s = CU_add_suite("train", NULL, NULL);
     CU_add_test(s, "training forward equals the inference runtime", test_forward_matches_runtime);
     CU_add_test(s, "more threads after create", test_more_threads_after_create);
+    CU_add_test(s, "trainer state too large", test_trainer_state_too_large);
     CU_add_test(s, "MQAR examples follow the definition", test_mqar_structure);
     CU_add_test(s, "MQAR gap distribution", test_mqar_gap_distribution);
     CU_add_test(s, "AdamW and LR schedule", test_adamw_and_schedule);
