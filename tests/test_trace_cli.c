@@ -101,6 +101,18 @@ static void test_trace_and_sql(void)
     CU_ASSERT_EQUAL(th_run("%s sql %s \"SELECT 1; UPDATE runs SET name = 'x'\"", th_bin(), db), 2);
     CU_ASSERT_EQUAL(q1(db, "SELECT count(*) FROM runs WHERE name = 'x'"), 0);
     CU_ASSERT_EQUAL(q1(db, "SELECT count(*) FROM runs"), 2);
+    /* Table rows past the measured first 1000 keep long text whole. */
+    CU_ASSERT_EQUAL(th_run("%s sql %s \"WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c "
+                           "WHERE x < 1001) SELECT x, replace(hex(zeroblob(150)), '0', 'a') AS t FROM c\"",
+                           th_bin(), db), 0);
+    {
+        char line[320];
+        int k = snprintf(line, sizeof line, "\n1001  ");
+        memset(line + k, 'a', 300);
+        line[k + 300] = '\n';
+        line[k + 301] = 0;
+        CU_ASSERT_PTR_NOT_NULL(strstr(th_out(), line));
+    }
     /* Errors. */
     CU_ASSERT_EQUAL(th_run("%s sql %s 'SELEC 1'", th_bin(), db), 2);
     CU_ASSERT_PTR_NOT_NULL(strstr(th_err(), "SQL error"));

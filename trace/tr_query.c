@@ -220,12 +220,16 @@ static int print_result(sqlite3 *db, const char *path, sqlite3_stmt *st, int for
         if (s.rows == TABLE_SAMPLE) {
             char **cells = malloc(sizeof(char *) * (ncol ? ncol : 1));
             if (!cells) { free(width); free(colnum); return rn_seterr(err, RN_ENOMEM, "out of memory"); }
-            char (*bufs)[256] = malloc(sizeof(*bufs) * (ncol ? ncol : 1));
-            while (bufs && (src = sqlite3_step(st)) == SQLITE_ROW) {
-                for (int c = 0; c < ncol; c++) {
-                    snprintf(bufs[c], sizeof bufs[c], "%s", cell_text(st, c, buf, sizeof buf));
-                    cells[c] = bufs[c];
-                }
+            /* Text cells point into the statement (valid until the next
+             * step); numbers and blobs are formatted into bufs. */
+            char (*bufs)[4096] = malloc(sizeof(*bufs) * (ncol ? ncol : 1));
+            if (!bufs) {
+                free(cells); free(width); free(colnum);
+                return rn_seterr(err, RN_ENOMEM, "out of memory");
+            }
+            while ((src = sqlite3_step(st)) == SQLITE_ROW) {
+                for (int c = 0; c < ncol; c++)
+                    cells[c] = (char *)cell_text(st, c, bufs[c], sizeof bufs[c]);
                 table_row(out, cells, colnum, width, ncol);
             }
             free(bufs);
