@@ -181,7 +181,6 @@ static int fig_heatmap(fig *f, rn_error *err)
         if (lidx[f->heads[i].layer] < 0) { lidx[f->heads[i].layer] = nl; layer_of[nl++] = f->heads[i].layer; }
         if (hidx[f->heads[i].head] < 0) { hidx[f->heads[i].head] = nh; head_of[nh++] = f->heads[i].head; }
     }
-    (void)layer_of; (void)head_of;
     if (!grid) nl = nh = 1;
     int cells = nl * nh;
     viz_heatmap_data *d = calloc((size_t)cells, sizeof *d);
@@ -209,6 +208,8 @@ static int fig_heatmap(fig *f, rn_error *err)
         st.cmap = o->cmap;
         st.log = o->log;
         st.value_label = f->ops == 1 ? "writes" : f->ops == 2 ? "reads" : "accesses";
+        st.layer_ids = layer_of;
+        st.head_ids = head_of;
         double W = dflt(o->width, grid ? nh * 170.0 + 200 : 860), H = dflt(o->height, grid ? nl * 130.0 + 110 : 520);
         viz_surface s;
         rc = viz_surface_open(&s, o->out_path, W, H, o->dpi, err);

@@ -18,6 +18,8 @@ void viz_heatmap_style_default(viz_heatmap_style *st)
     st->log = 0;
     st->vmax = 0;
     st->value_label = "accesses";
+    st->layer_ids = NULL;
+    st->head_ids = NULL;
 }
 
 void viz_heatmap_bin(const viz_access *ev, size_t n, int ops, int64_t pos_lo, int64_t pos_hi,
@@ -139,11 +141,11 @@ int viz_heatmap_grid_draw(cairo_t *cr, viz_rect r, const viz_heatmap_data *d, in
             viz_set_rgb(cr, VIZ_INK_RGB);
             viz_font(cr, f * 0.85, 0);
             if (l == 0) {
-                snprintf(buf, sizeof buf, "head %d", h);
+                snprintf(buf, sizeof buf, "head %d", st->head_ids ? st->head_ids[h] : h);
                 viz_text_fit(cr, c.x + c.w / 2, c.y - f * 0.3, buf, c.w + f * 0.3, 0.5, 1);
             }
             if (h == 0) {
-                snprintf(buf, sizeof buf, "layer %d", l);
+                snprintf(buf, sizeof buf, "layer %d", st->layer_ids ? st->layer_ids[l] : l);
                 viz_text(cr, c.x - f * 0.4, c.y + c.h / 2, buf, 0.5, 1, -M_PI / 2);
             }
         }

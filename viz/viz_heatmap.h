@@ -30,6 +30,8 @@ typedef struct {
     int log;               /* log10 colour scale */
     double vmax;           /* top of the scale; 0 = the data's maximum */
     const char *value_label; /* colour-bar title ("accesses") */
+    const int *layer_ids;  /* grid: layer number of each row; NULL = 0, 1, ... */
+    const int *head_ids;   /* grid: head number of each column; NULL = 0, 1, ... */
 } viz_heatmap_style;
 
 void viz_heatmap_style_default(viz_heatmap_style *st);
