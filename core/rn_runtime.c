@@ -45,11 +45,12 @@ int rn_runtime_create(const rn_model *m, int max_chunk, rn_runtime **out, rn_err
     rt->chunk = max_chunk;
     const int64_t L = c->n_layers, H = c->n_heads, D = c->d_model, F = c->d_ff, K = c->top_k;
     const int64_t hdk = H * rn_config_dk(c), hdv = H * c->d_v, C = max_chunk;
-    int64_t state = L * H * rt->M * (c->d_v + 1);
-    if (state > ((int64_t)1 << 33)) { /* 32 GiB of float state: refuse clearly */
+    /* in double: L·H·M·(d_v+1) can exceed int64 for a valid config */
+    double state = (double)L * H * (double)rt->M * (c->d_v + 1.0);
+    if (state > 0x1p33) { /* 32 GiB of float state: refuse clearly */
         free(rt);
-        return rn_seterr(err, RN_EINPUT, "model memory state needs %lld floats (L*H*M*(d_v+1)); too large for dense state",
-                         (long long)state);
+        return rn_seterr(err, RN_EINPUT, "model memory state needs %.0f floats (L*H*M*(d_v+1)); too large for dense state",
+                         state);
     }
     rt->n_ws = omp_get_max_threads();
     size_t wsb = al64(rn_decode_ws_bytes(c->order, c->d_p, c->top_k));
