@@ -166,6 +166,12 @@ static int64_t index_of(const int32_t *pos, int64_t n, int32_t p)
 int an_attribute_matrix(const tr_event *ev, size_t n, int64_t M, double gamma, double eps,
                         int64_t max_n, an_matrix *out, rn_error *err)
 {
+    return an_attribute_matrix_range(ev, n, M, gamma, eps, INT64_MIN, INT64_MAX, max_n, out, err);
+}
+
+int an_attribute_matrix_range(const tr_event *ev, size_t n, int64_t M, double gamma, double eps,
+                              int64_t lo, int64_t hi, int64_t max_n, an_matrix *out, rn_error *err)
+{
     memset(out, 0, sizeof *out);
     wr *w;
     size_t nw;
@@ -173,10 +179,12 @@ int an_attribute_matrix(const tr_event *ev, size_t n, int64_t M, double gamma, d
     if (rc) return rc;
     int32_t *pos = malloc((n ? n : 1) * sizeof *pos);
     if (!pos) { free(w); return rn_seterr(err, RN_ENOMEM, "out of memory"); }
-    for (size_t i = 0; i < n; i++) pos[i] = ev[i].pos;
-    qsort(pos, n, sizeof *pos, cmp_i32);
+    size_t nin = 0;
+    for (size_t i = 0; i < n; i++)
+        if (ev[i].pos >= lo && ev[i].pos < hi) pos[nin++] = ev[i].pos;
+    qsort(pos, nin, sizeof *pos, cmp_i32);
     int64_t np = 0;
-    for (size_t i = 0; i < n; i++) if (!np || pos[np - 1] != pos[i]) pos[np++] = pos[i];
+    for (size_t i = 0; i < nin; i++) if (!np || pos[np - 1] != pos[i]) pos[np++] = pos[i];
     if (np > max_n) {
         free(w); free(pos);
         return rn_seterr(err, RN_EINPUT, "the head has %lld traced positions, more than the matrix "
@@ -190,13 +198,13 @@ int an_attribute_matrix(const tr_event *ev, size_t n, int64_t M, double gamma, d
         return rn_seterr(err, RN_ENOMEM, "out of memory for a %lld x %lld matrix", (long long)np, (long long)np);
     }
     for (size_t i = 0; i < n; i++) {
-        if (ev[i].op != 1) continue;
+        if (ev[i].op != 1 || ev[i].pos < lo || ev[i].pos >= hi) continue;
         int32_t T = ev[i].pos;
         int64_t row = index_of(pos, np, T);
-        size_t lo, hi;
-        write_range(w, nw, ev[i].slot, T, &lo, &hi);
-        double z = normaliser(w, lo, hi, M, gamma), r = ev[i].weight, P = 1.0;
-        for (size_t j = hi; j-- > lo;) {
+        size_t wlo, whi;
+        write_range(w, nw, ev[i].slot, T, &wlo, &whi);
+        double z = normaliser(w, wlo, whi, M, gamma), r = ev[i].weight, P = 1.0;
+        for (size_t j = whi; j-- > wlo && w[j].pos >= lo;) {
             out->values[row * np + index_of(pos, np, w[j].pos)] += r * w[j].w * P / (z + eps);
             P *= pow(1.0 - w[j].w, gamma);
         }

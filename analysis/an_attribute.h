@@ -64,6 +64,11 @@ void an_attribution_free(an_attribution *a);
  * positions, else RN_EINPUT naming the limit). */
 int an_attribute_matrix(const tr_event *ev, size_t n, int64_t M, double gamma, double eps,
                         int64_t max_n, an_matrix *out, rn_error *err);
+/* The same restricted to the positions in [lo, hi): rows are the reads at
+ * those positions, columns the writes there; earlier writes still decay
+ * and normalise the reads but take no column (max_n counts the window). */
+int an_attribute_matrix_range(const tr_event *ev, size_t n, int64_t M, double gamma, double eps,
+                              int64_t lo, int64_t hi, int64_t max_n, an_matrix *out, rn_error *err);
 void an_matrix_free(an_matrix *m);
 
 #endif

@@ -36,6 +36,13 @@ static void test_hand_worked(void)
     CU_ASSERT_DOUBLE_EQUAL(m.values[1], 0.0, 0);
     an_matrix_free(&m);
     CU_ASSERT_EQUAL(an_attribute_matrix(ev, 3, 2, 1.0, 0.0, 1, &m, &err), RN_EINPUT);
+    /* A window past the limit's worth of earlier positions: t0 still decays
+     * and normalises the read at 1 but takes no column. */
+    CU_ASSERT_EQUAL_FATAL(an_attribute_matrix_range(ev, 3, 2, 1.0, 0.0, 1, 2, 1, &m, &err), RN_OK);
+    CU_ASSERT_EQUAL(m.n, 1);
+    CU_ASSERT_EQUAL(m.pos[0], 1);
+    CU_ASSERT_DOUBLE_EQUAL(m.values[0], 0.5 / 0.875, 1e-12);
+    an_matrix_free(&m);
 }
 
 typedef struct { tr_event *ev; size_t n, cap; } recorder;

@@ -405,7 +405,7 @@ static int fig_attribution(fig *f, rn_error *err)
     int rc = tr_load_events(f->db, f->run.run_id, &flt, &ev, &n, err);
     if (rc) return rc;
     an_matrix m;
-    rc = an_attribute_matrix(ev, n, f->M, f->run.cfg.gamma, f->run.cfg.eps, 4096, &m, err);
+    rc = an_attribute_matrix_range(ev, n, f->M, f->run.cfg.gamma, f->run.cfg.eps, lo, hi, 4096, &m, err);
     free(ev);
     if (rc) return rc;
     tr_token *tok = NULL;
