@@ -30,15 +30,6 @@ static const char usage_text[] =
     "\n"
     "example: ramtrace init --config samples/configs/tiny.cfg --seed 7 -o tiny.bin\n";
 
-/* Clip CAPE masks to the current n_layers / n_heads (after flags shrank a
- * config that a file described). */
-static void clip_masks(rn_config *c)
-{
-    uint64_t allowed = c->n_heads >= 64 ? ~0ull : c->n_heads > 0 ? ((1ull << c->n_heads) - 1) : 0;
-    for (int l = 0; l < RN_MAX_LAYERS; l++)
-        c->cape_mask[l] = (c->n_layers > 0 && l < c->n_layers) ? (c->cape_mask[l] & allowed) : 0;
-}
-
 int cmd_init(int argc, char **argv)
 {
     if (cli_wants_help(argc, argv)) {
@@ -95,7 +86,7 @@ int cmd_init(int argc, char **argv)
             return cli_fail(&err);
         }
     }
-    if (shape_flag) clip_masks(&c);
+    if (shape_flag) rn_config_clip_masks(&c);
     if (cape && rn_config_set(&c, "cape", cape, &err)) {
         rn_preferr(&err, "init: --cape");
         return cli_fail(&err);

@@ -142,11 +142,17 @@ int cmd_train(int argc, char **argv)
     task_defaults(&c, task);
     rn_train_opts_default(&o, task);
     if (cfg_path && rn_config_load_file(&c, cfg_path, rn_train_opts_set, &o, &err)) return cli_fail(&err);
-    for (int i = 0; i < nov; i++)
+    int shape_set = 0, cape_set = 0;
+    for (int i = 0; i < nov; i++) {
         if (set_key(&c, &o, ok[i], ov[i], &err)) {
             fprintf(stderr, "ramtrace train: %s\n", err.msg);
             return 2;
         }
+        shape_set |= !strcmp(ok[i], "n_heads") || !strcmp(ok[i], "n_layers");
+        cape_set |= !strcmp(ok[i], "cape") || !strcmp(ok[i], "cape_masks");
+    }
+    /* as in init: an override that shrinks the shape drops stale CAPE bits */
+    if (shape_set && !cape_set) rn_config_clip_masks(&c);
     snprintf(o.out, sizeof o.out, "%s", out);
     if (ckpt) snprintf(o.ckpt, sizeof o.ckpt, "%s", ckpt);
     if (log) snprintf(o.log, sizeof o.log, "%s", log);

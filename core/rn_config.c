@@ -280,6 +280,13 @@ int rn_config_load_file(rn_config *c, const char *path, rn_config_extra_fn extra
     return rc;
 }
 
+void rn_config_clip_masks(rn_config *c)
+{
+    uint64_t allowed = c->n_heads >= 64 ? ~0ull : c->n_heads > 0 ? ((1ull << c->n_heads) - 1) : 0;
+    for (int l = 0; l < RN_MAX_LAYERS; l++)
+        c->cape_mask[l] = (c->n_layers > 0 && l < c->n_layers) ? (c->cape_mask[l] & allowed) : 0;
+}
+
 size_t rn_config_format_masks(const rn_config *c, char *buf, size_t cap)
 {
     size_t n = 0;

@@ -77,6 +77,11 @@ int rn_config_parse_text(rn_config *c, const char *text, const char *origin,
 int rn_config_load_file(rn_config *c, const char *path, rn_config_extra_fn extra,
                         void *user, rn_error *err);
 
+/* Clear CAPE bits of heads >= n_heads and masks of layers >= n_layers: used
+ * when a command-line override shrinks a config that a file (or the
+ * defaults) described, so stale masks do not make it invalid. */
+void rn_config_clip_masks(rn_config *c);
+
 /* Write the config as `key = value` lines (parseable by the above) into buf.
  * Returns the length it needed (like snprintf). */
 size_t rn_config_format(const rn_config *c, char *buf, size_t cap);

@@ -188,6 +188,28 @@ static void test_sizes(void)
     CU_ASSERT_EQUAL(emb, 2 * 1000 * 10);
 }
 
+/* Shrinking the shape after masks were set drops exactly the stale bits. */
+static void test_clip_masks(void)
+{
+    rn_config c;
+    rn_config_default(&c);
+    rn_error err;
+    c.n_layers = 3;
+    c.n_heads = 4;
+    c.cape_mask[0] = 15;
+    c.cape_mask[1] = 6;
+    c.cape_mask[2] = 8;
+    CU_ASSERT_EQUAL(rn_config_validate(&c, &err), RN_OK);
+    c.n_heads = 2;
+    c.n_layers = 2;
+    CU_ASSERT_EQUAL(rn_config_validate(&c, &err), RN_EINPUT); /* stale bits */
+    rn_config_clip_masks(&c);
+    CU_ASSERT_EQUAL(c.cape_mask[0], 3u);
+    CU_ASSERT_EQUAL(c.cape_mask[1], 2u);
+    CU_ASSERT_EQUAL(c.cape_mask[2], 0u);
+    CU_ASSERT_EQUAL(rn_config_validate(&c, &err), RN_OK);
+}
+
 int register_config(void)
 {
     CU_pSuite s = CU_add_suite("config", NULL, NULL);
@@ -197,5 +219,6 @@ int register_config(void)
     CU_add_test(s, "validation of every field", test_validate);
     CU_add_test(s, "format parses back to the same config", test_format_round_trip);
     CU_add_test(s, "parameter and state sizes", test_sizes);
+    CU_add_test(s, "clipping CAPE masks to a smaller shape", test_clip_masks);
     return 0;
 }
