@@ -82,7 +82,11 @@ int cmd_plot(int argc, char **argv)
         int rc = 0;
         switch (c) {
         case 'o': o.out_path = optarg; break;
-        case 'r': rc = cli_parse_u64("--run", optarg, &u, &err); o.run_id = (int64_t)u; break;
+        case 'r':
+            rc = cli_parse_u64("--run", optarg, &u, &err);
+            if (!rc && u > INT64_MAX) rc = rn_seterr(&err, RN_EINPUT, "--run: %s is not a run id", optarg);
+            o.run_id = (int64_t)u;
+            break;
         case 'l': o.layers = optarg; break;
         case 'H': o.heads = optarg; break;
         case O_OPS: o.ops = optarg; break;

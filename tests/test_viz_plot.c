@@ -172,6 +172,10 @@ static void test_cli_bad_input(void)
     expect_bad(args, th_path("e.png"), "--cmap");
     snprintf(args, sizeof args, "mrc '%s' --policies nosuch", g_db);
     expect_bad(args, th_path("e.png"), "nosuch");
+    snprintf(args, sizeof args, "trace '%s' --run 9", g_db);
+    expect_bad(args, th_path("e.png"), "no run 9");
+    snprintf(args, sizeof args, "trace '%s' --run 18446744073709551615", g_db);
+    expect_bad(args, th_path("e.png"), "--run");
     /* an existing output survives a failed plot untouched */
     const char *keep = th_path("keep.png");
     th_write_file(keep, "old", 3);
