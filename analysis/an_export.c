@@ -39,7 +39,12 @@ int an_export_write(FILE *f, int fmt, const tr_event *ev, size_t n, const rn_con
     an_streams ss;
     int rc = an_streams_build(ev, n, cfg, AN_SCOPE_MODEL, ops, &ss, err);
     if (rc) return rc;
-    if (ss.n == 0) { an_streams_free(&ss); return RN_OK; }
+    if (ss.n == 0) {
+        an_streams_free(&ss);
+        if (fmt == AN_EXPORT_CSV && fprintf(f, "index,time,layer,head,slot,op,obj_id,next\n") < 0)
+            return rn_seterr(err, RN_EIO, "export: write failed (disk full?)");
+        return RN_OK;
+    }
     const an_stream *s = &ss.s[0];
     uint32_t *nxt = malloc((s->n ? s->n : 1) * sizeof *nxt);
     uint32_t *last = malloc(((size_t)s->n_keys + 1) * sizeof *last);

@@ -110,6 +110,18 @@ static void test_export_roundtrip(void)
     CU_ASSERT_EQUAL(th_count_lines(t), 1 + NG / 2 * K);
     CU_ASSERT_PTR_NOT_NULL(strstr(t, "index,time,layer,head,slot,op,obj_id,next\n1,0,0,0,"));
     free(t);
+    /* an empty selection still gets the CSV header */
+    rn_config c;
+    rn_config_default(&c);
+    char *mem = NULL;
+    size_t mlen = 0;
+    FILE *f = open_memstream(&mem, &mlen);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    rn_error err = { 0 };
+    CU_ASSERT_EQUAL(an_export_write(f, AN_EXPORT_CSV, NULL, 0, &c, AN_OPS_BOTH, &err), RN_OK);
+    fclose(f);
+    CU_ASSERT_STRING_EQUAL(mem, "index,time,layer,head,slot,op,obj_id,next\n");
+    free(mem);
 }
 
 /* Brute-force LRU misses of capacity C in scope `scope` over op mask. */
