@@ -125,7 +125,7 @@ int cmd_attribute(int argc, char **argv)
     }
     if (rc) goto out;
     if (outp) {
-        if ((rc = rn_atomic_open(&af, outp, &err))) goto out;
+        if ((rc = rn_atomic_check_not_input(path, outp, &err)) || (rc = rn_atomic_open(&af, outp, &err))) goto out;
         have_af = 1;
         f = af.f;
     }

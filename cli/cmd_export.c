@@ -74,7 +74,7 @@ int cmd_export(int argc, char **argv)
     if ((rc = an_run_check_head(&r, (int)layer, (int)head, &err))) goto out;
     if ((rc = an_run_load(&r, (int)layer, (int)head, ops, &ev, &n, &err))) goto out;
     rn_atomic_file af;
-    if ((rc = rn_atomic_open(&af, outp, &err))) goto out;
+    if ((rc = rn_atomic_check_not_input(path, outp, &err)) || (rc = rn_atomic_open(&af, outp, &err))) goto out;
     if ((rc = an_export_write(af.f, fmt, ev, n, &r.run.cfg, ops, &err)) || cli_stop_flag) {
         rn_atomic_abort(&af);
         if (!rc) rc = rn_seterr(&err, RN_EINTR, "export: interrupted; %s not written", outp);

@@ -153,7 +153,7 @@ int cmd_simulate(int argc, char **argv)
     if (want_mrc && (rc = an_mrc_build(&ss, (int32_t)warmup, &mrc, &err))) goto out;
     if (mrc_out) {
         rn_atomic_file af;
-        if ((rc = rn_atomic_open(&af, mrc_out, &err))) goto out;
+        if ((rc = rn_atomic_check_not_input(path, mrc_out, &err)) || (rc = rn_atomic_open(&af, mrc_out, &err))) goto out;
         an_mrc_print_csv(af.f, &mrc);
         if ((rc = rn_atomic_commit(&af, &err))) goto out;
     }

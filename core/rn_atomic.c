@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define MAX_TMP 16
@@ -42,6 +43,15 @@ int rn_atomic_tmpname(const char *path, char *tmp, size_t cap, rn_error *err)
 {
     int n = snprintf(tmp, cap, "%s.tmp.%ld", path, (long)getpid());
     if (n < 0 || (size_t)n >= cap) return rn_seterr(err, RN_EINPUT, "%s: path too long", path);
+    return RN_OK;
+}
+
+int rn_atomic_check_not_input(const char *in, const char *out, rn_error *err)
+{
+    struct stat a, b;
+    if (in && out && stat(in, &a) == 0 && stat(out, &b) == 0 && a.st_dev == b.st_dev &&
+        a.st_ino == b.st_ino)
+        return rn_seterr(err, RN_EINPUT, "%s: output would replace the input file %s", out, in);
     return RN_OK;
 }
 

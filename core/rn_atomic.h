@@ -41,6 +41,10 @@ void rn_atomic_cleanup_all(void);
 int rn_atomic_register(const char *tmp);
 void rn_atomic_unregister(int slot);
 
+/* RN_EINPUT when out names the same existing file as in (a command must not
+ * replace its own input, e.g. `export trace.db -o trace.db`). */
+int rn_atomic_check_not_input(const char *in, const char *out, rn_error *err);
+
 /* Fill tmp (cap bytes) with a unique temp name beside path. */
 int rn_atomic_tmpname(const char *path, char *tmp, size_t cap, rn_error *err);
 

@@ -273,6 +273,11 @@ static void test_bad_input(void)
     snprintf(a, sizeof a, "simulate %s --scope galaxy", DB); expect_bad(a, "--scope");
     snprintf(a, sizeof a, "stats %s/missing.db", th_tmpdir()); expect_bad(a, "missing.db");
     snprintf(a, sizeof a, "export %s -f parquet -o %s", DB, th_path("x.out")); expect_bad(a, "parquet");
+    /* an output that names the input trace is refused; the trace survives */
+    snprintf(a, sizeof a, "export %s -o %s", DB, DB); expect_bad(a, "replace the input");
+    snprintf(a, sizeof a, "attribute %s --layer 0 --head 0 --pos 3 -o %s", DB, DB); expect_bad(a, "replace the input");
+    snprintf(a, sizeof a, "simulate %s --capacity 4 --mrc-out %s", DB, DB); expect_bad(a, "replace the input");
+    CU_ASSERT_EQUAL(th_run("%s stats %s", th_bin(), DB), 0);
     snprintf(a, sizeof a, "export %s --layer 3 -o %s", DB, th_path("x.out")); expect_bad(a, "--layer");
     CU_ASSERT_FALSE(th_file_exists(th_path("x.out")));
     /* a run still marked running */
