@@ -170,6 +170,17 @@ static void test_cape(void)
         }
 }
 
+/* Slow (make test-long): larger M and K against brute force, many vectors. */
+static void test_beam_brute_force_long(void)
+{
+    if (!th_long()) return;
+    rn_rng rng;
+    rn_rng_seed(&rng, 4321);
+    const int cfgs[][3] = { {3, 16, 64}, {4, 8, 32}, {2, 64, 100}, {6, 4, 48}, {12, 2, 128} };
+    for (size_t c = 0; c < sizeof cfgs / sizeof cfgs[0]; c++)
+        for (int mode = 0; mode < 2; mode++) check_config(cfgs[c][0], cfgs[c][1], cfgs[c][2], 300, mode, &rng);
+}
+
 int register_decoder(void)
 {
     CU_pSuite s = CU_add_suite("decoder", NULL, NULL);
@@ -178,5 +189,6 @@ int register_decoder(void)
     CU_add_test(s, "weights are chunk-probability products", test_weights_are_products);
     CU_add_test(s, "decode at M = 8^8", test_large_m);
     CU_add_test(s, "CAPE slot mapping", test_cape);
+    CU_add_test(s, "beam top-K vs brute force at larger M (test-long only)", test_beam_brute_force_long);
     return 0;
 }
