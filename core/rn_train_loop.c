@@ -32,26 +32,29 @@ void rn_train_opts_default(rn_train_opts *o, int task)
     o->val_frac = 0.05;
     o->n_segs = rn_mqar_n_train_segs;
     memcpy(o->segs, rn_mqar_train_segs, sizeof(rn_mqar_seg) * (size_t)rn_mqar_n_train_segs);
+    o->top_k_anneal = 0.5;
+    o->n_eval_segs = rn_mqar_n_test_segs;
+    memcpy(o->eval_segs, rn_mqar_test_segs, sizeof(rn_mqar_seg) * (size_t)rn_mqar_n_test_segs);
 }
 
-/* mqar_train = 64:4,128:8 — the MQAR training segments. */
-static int parse_segs(rn_train_opts *o, const char *v, rn_error *err)
+/* mqar_train / mqar_eval = 64:4,128:8 — a list of MQAR segments. */
+static int parse_segs(const char *key, rn_mqar_seg *segs, int *n_out, const char *v, rn_error *err)
 {
     int n = 0;
     const char *p = v;
     while (*p) {
         int L, N, used;
         if (n == 16 || sscanf(p, "%d:%d%n", &L, &N, &used) != 2 || L < 4 || N < 1)
-            return rn_seterr(err, RN_EINPUT, "mqar_train: '%s' is not a list of up to 16 L:N pairs", v);
-        o->segs[n].L = L;
-        o->segs[n].N = N;
+            return rn_seterr(err, RN_EINPUT, "%s: '%s' is not a list of up to 16 L:N pairs", key, v);
+        segs[n].L = L;
+        segs[n].N = N;
         n++;
         p += used;
         if (*p == ',') p++;
-        else if (*p) return rn_seterr(err, RN_EINPUT, "mqar_train: '%s' is not a list of up to 16 L:N pairs", v);
+        else if (*p) return rn_seterr(err, RN_EINPUT, "%s: '%s' is not a list of up to 16 L:N pairs", key, v);
     }
-    if (!n) return rn_seterr(err, RN_EINPUT, "mqar_train: empty list");
-    o->n_segs = n;
+    if (!n) return rn_seterr(err, RN_EINPUT, "%s: empty list", key);
+    *n_out = n;
     return RN_OK;
 }
 
@@ -103,7 +106,10 @@ int rn_train_opts_set(void *user, const char *key, const char *v, rn_error *err)
     D("val_frac", val_frac, 0.001, 0.5);
     D("max_seconds", max_seconds, 0, 1e9);
     IN("stop_after", stop_after, 0, 1e9);
-    if (!strcmp(key, "mqar_train")) return parse_segs(o, v, err);
+    IN("top_k_start", top_k_start, 0, RN_MAX_TOPK);
+    D("top_k_anneal", top_k_anneal, 0.001, 1);
+    if (!strcmp(key, "mqar_train")) return parse_segs(key, o->segs, &o->n_segs, v, err);
+    if (!strcmp(key, "mqar_eval")) return parse_segs(key, o->eval_segs, &o->n_eval_segs, v, err);
 #undef D
 #undef IN
     return rn_seterr(err, RN_EINPUT, "unknown config key '%s'", key);
@@ -117,6 +123,11 @@ int rn_train_opts_validate(const rn_train_opts *o, const rn_config *c, rn_error 
         return rn_seterr(err, RN_EINPUT, "warmup (%lld) must not exceed steps (%lld)", (long long)o->opt.warmup, (long long)o->opt.steps);
     if ((int64_t)o->batch * o->seq_len > (1 << 22))
         return rn_seterr(err, RN_EINPUT, "batch x seq_len = %lld rows is too large (max 4194304)", (long long)o->batch * o->seq_len);
+    if (o->top_k_start > 0 && o->top_k_start < c->top_k)
+        return rn_seterr(err, RN_EINPUT, "top_k_start (%d) must not be below top_k (%d)", o->top_k_start, c->top_k);
+    if (o->top_k_start > 0 && o->top_k_start > rn_config_slots(c))
+        return rn_seterr(err, RN_EINPUT, "top_k_start (%d) exceeds the %lld memory slots", o->top_k_start,
+                         (long long)rn_config_slots(c));
     if (o->task == RN_TASK_MQAR) {
         if (c->tokenizer != RN_TOK_IDS)
             return rn_seterr(err, RN_EINPUT, "mqar needs tokenizer = ids (the config says bytes)");
@@ -127,10 +138,30 @@ int rn_train_opts_validate(const rn_train_opts *o, const rn_config *c, rn_error 
             if (s->L > o->seq_len)
                 return rn_seterr(err, RN_EINPUT, "mqar: seq_len %d is shorter than the train segment length %d", o->seq_len, s->L);
         }
+        for (int i = 0; i < o->n_eval_segs; i++) {
+            int rc = rn_mqar_check(c->vocab_size, o->eval_segs[i].L, o->eval_segs[i].N, err);
+            if (rc) {
+                char why[RN_ERRMSG_LEN];
+                snprintf(why, sizeof why, "%s", err->msg);
+                return rn_seterr(err, RN_EINPUT, "mqar_eval: %s", why);
+            }
+        }
     } else if (c->vocab_size < 256) {
         return rn_seterr(err, RN_EINPUT, "text: vocab_size must be >= 256 for bytes (got %d)", c->vocab_size);
     }
     return RN_OK;
+}
+
+int rn_train_top_k_at(const rn_train_opts *o, int k_final, int64_t step)
+{
+    if (o->top_k_start <= k_final) return k_final;
+    int phases = 0; /* halvings from top_k_start down to k_final */
+    while ((o->top_k_start >> phases) > k_final) phases++;
+    double span = o->top_k_anneal * (double)o->opt.steps;
+    if ((double)step >= span) return k_final;
+    int i = (int)((double)step / span * phases);
+    int k = o->top_k_start >> i;
+    return k > k_final ? k : k_final;
 }
 
 static uint64_t stream_seed(uint64_t seed, uint64_t stream, uint64_t i)
@@ -186,11 +217,12 @@ static int eval_mqar_with(rn_trainer *tr, int V, const rn_mqar_seg *segs, int n_
     return RN_OK;
 }
 
-static int max_space(void)
+/* Scratch doubles the generator needs for any segment of segs. */
+static int max_space(const rn_mqar_seg *segs, int n)
 {
     int m = 0;
-    for (int i = 0; i < rn_mqar_n_test_segs; i++) {
-        int s = (rn_mqar_test_segs[i].L - 2 * rn_mqar_test_segs[i].N) / 2;
+    for (int i = 0; i < n; i++) {
+        int s = (segs[i].L - 2 * segs[i].N) / 2;
         if (s > m) m = s;
     }
     return m + 1024;
@@ -206,7 +238,7 @@ int rn_eval_mqar(const rn_model *m, const rn_mqar_seg *segs, int n_segs, int exa
     int rc = rn_trainer_create(&tr, m, max_rows, max_rows, 0.0, err);
     if (rc) return rc;
     int *tok = malloc(sizeof(int) * 2 * (size_t)max_rows);
-    double *pbuf = malloc(sizeof(double) * (size_t)(max_rows + max_space()));
+    double *pbuf = malloc(sizeof(double) * (size_t)(max_rows + max_space(segs, n_segs)));
     if (!tok || !pbuf) rc = rn_seterr(err, RN_ENOMEM, "out of memory");
     else rc = eval_mqar_with(tr, m->cfg.vocab_size, segs, n_segs, examples, seed, max_rows, tok,
                              tok + max_rows, pbuf, acc, mean, stop, err);
@@ -257,7 +289,9 @@ int rn_eval_text(const rn_model *m, const rn_text *t, int T, int windows, int ba
 /* Everything a run owns, released in one place. */
 typedef struct {
     rn_model m;
-    rn_trainer *tr;
+    rn_trainer *tr;     /* the model's own K: evaluation, and training after annealing */
+    rn_model ma;        /* s.m's weights viewed with the annealing K (owns nothing) */
+    rn_trainer *tra;    /* training while annealing (K = ma.cfg.top_k), else NULL */
     rn_real *mom;       /* m1 then m2 */
     int *tok, *tgt;
     double *pbuf;
@@ -268,6 +302,7 @@ typedef struct {
 static void run_free(run_state *s)
 {
     rn_trainer_free(s->tr);
+    rn_trainer_free(s->tra);
     rn_model_free(&s->m);
     free(s->mom);
     free(s->tok);
@@ -302,14 +337,14 @@ static int do_eval(const rn_train_opts *o, run_state *s, int max_rows, char *buf
 {
     if (o->task == RN_TASK_MQAR) {
         double acc[16], mean;
-        int rc = eval_mqar_with(s->tr, s->m.cfg.vocab_size, rn_mqar_test_segs, rn_mqar_n_test_segs,
+        int rc = eval_mqar_with(s->tr, s->m.cfg.vocab_size, o->eval_segs, o->n_eval_segs,
                                 o->eval_examples, 4242, max_rows, s->tok, s->tgt, s->pbuf, acc,
                                 &mean, stop, err);
         if (rc) return rc;
         size_t n = (size_t)snprintf(buf, cap, "{\"task\":\"mqar\",\"mean_acc\":%.5f,\"acc\":{", mean);
-        for (int i = 0; i < rn_mqar_n_test_segs && n < cap; i++)
+        for (int i = 0; i < o->n_eval_segs && n < cap; i++)
             n += (size_t)snprintf(buf + n, cap - n, "%s\"%d,%d\":%.5f", i ? "," : "",
-                                  rn_mqar_test_segs[i].L, rn_mqar_test_segs[i].N, acc[i]);
+                                  o->eval_segs[i].L, o->eval_segs[i].N, acc[i]);
         if (n < cap) snprintf(buf + n, cap - n, "}}");
         *metric = mean;
         return RN_OK;
@@ -345,15 +380,15 @@ int rn_train_run(const rn_train_opts *opts, const rn_config *c, rn_train_report_
     if ((rc = rn_model_create_random(&s.m, c, o->seed, err))) goto done;
     int max_rows = o->batch * o->seq_len, max_lab = max_rows;
     if (o->task == RN_TASK_MQAR) {
-        for (int i = 0; i < rn_mqar_n_test_segs; i++)
-            if (rn_mqar_test_segs[i].L > max_rows) max_rows = rn_mqar_test_segs[i].L;
+        for (int i = 0; i < o->n_eval_segs; i++)
+            if (o->eval_segs[i].L > max_rows) max_rows = o->eval_segs[i].L;
         max_lab = max_rows / 4;
     }
     if ((rc = rn_trainer_create(&s.tr, &s.m, max_rows, max_lab, o->eps_g, err))) goto done;
     int64_t nb = s.m.n_block;
     s.mom = calloc(2 * (size_t)nb, sizeof(rn_real));
     s.tok = malloc(sizeof(int) * 2 * (size_t)max_rows);
-    s.pbuf = malloc(sizeof(double) * (size_t)(max_rows + max_space()));
+    s.pbuf = malloc(sizeof(double) * (size_t)(max_rows + max_space(o->eval_segs, o->n_eval_segs)));
     if (!s.mom || !s.tok || !s.pbuf) { rc = rn_seterr(err, RN_ENOMEM, "out of memory"); goto done; }
     s.tgt = s.tok + max_rows;
     int64_t start = 0;
@@ -389,23 +424,42 @@ int rn_train_run(const rn_train_opts *opts, const rn_config *c, rn_train_report_
             if (stop && *stop) { rc = rn_seterr(err, RN_EINTR, "interrupted at step %lld; checkpoint %s", (long long)step, ckpt); goto done; }
             break;
         }
-        rn_trainer_zero_grads(s.tr);
+        /* the trainer for this step's K (top-K annealing), made when K changes */
+        int k_now = rn_train_top_k_at(o, c->top_k, step);
+        rn_trainer *tr = s.tr;
+        if (k_now != c->top_k) {
+            if (!s.tra || s.ma.cfg.top_k != k_now) {
+                rn_trainer_free(s.tra);
+                s.tra = NULL;
+                s.ma = s.m;
+                s.ma.owned = NULL;
+                s.ma.map = NULL;
+                s.ma.cfg.top_k = k_now;
+                if ((rc = rn_trainer_create(&s.tra, &s.ma, o->batch * o->seq_len, o->batch * o->seq_len,
+                                            o->eps_g, err))) goto done;
+            }
+            tr = s.tra;
+        } else if (s.tra) {
+            rn_trainer_free(s.tra);
+            s.tra = NULL;
+        }
+        rn_trainer_zero_grads(tr);
         double loss = 0;
         for (int mi = 0; mi < o->grad_accum; mi++) {
             int B, T;
             double l;
             make_batch(o, &s, c->vocab_size, step, mi, &B, &T);
-            if ((rc = rn_trainer_forward(s.tr, s.tok, s.tgt, B, T, &l, err))) goto done;
+            if ((rc = rn_trainer_forward(tr, s.tok, s.tgt, B, T, &l, err))) goto done;
             if (!isfinite(l)) {
                 rc = rn_seterr(err, RN_EINPUT, "loss is not finite at step %lld; stopped (last checkpoint kept: %s)",
                                (long long)step, ckpt);
                 goto done;
             }
-            rn_trainer_backward(s.tr, 1.0 / o->grad_accum);
+            rn_trainer_backward(tr, 1.0 / o->grad_accum);
             loss += l / o->grad_accum;
             tokens += (double)B * T;
         }
-        double gn = rn_grad_norm(rn_trainer_grads(s.tr), nb);
+        double gn = rn_grad_norm(rn_trainer_grads(tr), nb);
         if (!isfinite(gn)) {
             rc = rn_seterr(err, RN_EINPUT, "gradient is not finite at step %lld; stopped (last checkpoint kept: %s)",
                            (long long)step, ckpt);
@@ -413,15 +467,15 @@ int rn_train_run(const rn_train_opts *opts, const rn_config *c, rn_train_report_
         }
         double lr = rn_lr_at(&o->opt, step);
         double gscale = (o->opt.clip > 0 && gn > o->opt.clip) ? o->opt.clip / gn : 1.0;
-        rn_adamw_update(c, s.m.params, rn_trainer_grads(s.tr), s.mom, s.mom + nb, &o->opt, step, lr, gscale);
+        rn_adamw_update(c, s.m.params, rn_trainer_grads(tr), s.mom, s.mom + nb, &o->opt, step, lr, gscale);
         double el = now_s() - t0;
         int64_t done_steps = step + 1 - start;
         if ((step + 1) % o->log_every == 0 || step + 1 == o->opt.steps) {
             rn_train_event ev = { 0, step + 1, o->opt.steps, loss, lr, gn, tokens / el,
-                                  el / done_steps * (o->opt.steps - step - 1), el, NULL };
+                                  el / done_steps * (o->opt.steps - step - 1), el, NULL, k_now };
             if (report) report(user, &ev);
-            if (s.log) fprintf(s.log, "{\"step\":%lld,\"loss\":%.6f,\"lr\":%.6g,\"grad_norm\":%.5g,\"tok_per_s\":%.1f,\"elapsed\":%.2f}\n",
-                               (long long)(step + 1), loss, lr, gn, tokens / el, el);
+            if (s.log) fprintf(s.log, "{\"step\":%lld,\"loss\":%.6f,\"lr\":%.6g,\"grad_norm\":%.5g,\"tok_per_s\":%.1f,\"elapsed\":%.2f,\"top_k\":%d}\n",
+                               (long long)(step + 1), loss, lr, gn, tokens / el, el, k_now);
         }
         if (o->eval_every > 0 && (step + 1) % o->eval_every == 0 && step + 1 < o->opt.steps) {
             double metric;

@@ -29,8 +29,12 @@ typedef struct {
     double val_frac;          /* text: held-out fraction of the corpus */
     double max_seconds;       /* stop (and save) after this wall time; 0 = none */
     int64_t stop_after;       /* stop (and save) after this step; 0 = none */
+    int top_k_start;          /* top-K annealing: K at step 0 (0 = off; key top_k_start) */
+    double top_k_anneal;      /* fraction of the steps over which K halves down to top_k */
     rn_mqar_seg segs[16];     /* MQAR training segments (key mqar_train) */
     int n_segs;
+    rn_mqar_seg eval_segs[16]; /* periodic evaluation segments (key mqar_eval; default the test ladder) */
+    int n_eval_segs;
     char data[1024];          /* text corpus */
     char out[1024];           /* final model path */
     char ckpt[1024];          /* checkpoint path ("" = out + ".ckpt") */
@@ -43,11 +47,20 @@ void rn_train_opts_default(rn_train_opts *o, int task);
 /* rn_config_extra_fn for the training keys (lr, min_lr, warmup, steps,
  * batch, seq_len, grad_accum, weight_decay, clip, beta1, beta2, eps_g,
  * eval_every, ckpt_every, log_every, seed, eval_examples, eval_windows,
- * val_frac, max_seconds, stop_after, mqar_train = L:N,L:N,...); user is an rn_train_opts. */
+ * val_frac, max_seconds, stop_after, top_k_start, top_k_anneal,
+ * mqar_train = L:N,L:N,..., mqar_eval = L:N,...); user is an rn_train_opts. */
 int rn_train_opts_set(void *user, const char *key, const char *value, rn_error *err);
 
 /* Cross-field checks (ranges, the task's shapes against the config). */
 int rn_train_opts_validate(const rn_train_opts *o, const rn_config *c, rn_error *err);
+
+/* Top-K annealing: the K the training forward uses at 0-based `step` for
+ * a model whose K is k_final.  Off (top_k_start <= k_final): k_final.  On:
+ * K starts at top_k_start and halves in equal phases over the first
+ * top_k_anneal·steps steps, never below k_final; the rest of the run (and
+ * every evaluation) uses k_final.  Dense early addressing lets queries and
+ * keys align before the reads become sparse (docs/training.md). */
+int rn_train_top_k_at(const rn_train_opts *o, int k_final, int64_t step);
 
 /* What the loop reports. */
 typedef struct {
@@ -55,6 +68,7 @@ typedef struct {
     int64_t step, steps;
     double loss, lr, grad_norm, tok_per_s, eta_s, elapsed_s;
     const char *text;         /* eval summary / checkpoint path */
+    int top_k;                /* steps: the K the forward used (annealing) */
 } rn_train_event;
 
 typedef void (*rn_train_report_fn)(void *user, const rn_train_event *ev);

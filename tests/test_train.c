@@ -261,6 +261,35 @@ static void test_learns_periodic_sequence(void)
     rn_model_free(&m);
 }
 
+/* Top-K annealing: K halves in equal phases over the first
+ * top_k_anneal·steps steps, never below the model's K. */
+static void test_top_k_schedule(void)
+{
+    rn_train_opts o;
+    rn_train_opts_default(&o, RN_TASK_MQAR);
+    o.opt.steps = 1000;
+    CU_ASSERT_EQUAL(rn_train_top_k_at(&o, 8, 0), 8); /* off */
+    o.top_k_start = 64;
+    o.top_k_anneal = 0.6; /* 600 steps, 3 halvings: 64, 32, 16 for 200 steps each */
+    CU_ASSERT_EQUAL(rn_train_top_k_at(&o, 8, 0), 64);
+    CU_ASSERT_EQUAL(rn_train_top_k_at(&o, 8, 199), 64);
+    CU_ASSERT_EQUAL(rn_train_top_k_at(&o, 8, 200), 32);
+    CU_ASSERT_EQUAL(rn_train_top_k_at(&o, 8, 399), 32);
+    CU_ASSERT_EQUAL(rn_train_top_k_at(&o, 8, 400), 16);
+    CU_ASSERT_EQUAL(rn_train_top_k_at(&o, 8, 599), 16);
+    CU_ASSERT_EQUAL(rn_train_top_k_at(&o, 8, 600), 8);
+    CU_ASSERT_EQUAL(rn_train_top_k_at(&o, 8, 999), 8);
+    /* not a power-of-two ratio: 20, 10 for 300 steps each, then 8 */
+    o.top_k_start = 20;
+    CU_ASSERT_EQUAL(rn_train_top_k_at(&o, 8, 299), 20);
+    CU_ASSERT_EQUAL(rn_train_top_k_at(&o, 8, 300), 10);
+    CU_ASSERT_EQUAL(rn_train_top_k_at(&o, 8, 599), 10);
+    CU_ASSERT_EQUAL(rn_train_top_k_at(&o, 8, 600), 8);
+    /* a start at or below the model's K is off */
+    o.top_k_start = 8;
+    CU_ASSERT_EQUAL(rn_train_top_k_at(&o, 8, 0), 8);
+}
+
 /* ---- CLI ---- */
 
 /* A scratch path that stays valid (th_path's buffers rotate, and th_run
@@ -314,6 +343,13 @@ static void test_cli_bad_input(void)
     CU_ASSERT_EQUAL(th_run("%s train --task text --data %s -o %s", th_bin(), P("short.txt"), out), 2);
     CU_ASSERT(strstr(th_err(), "shorter") != NULL);
     CU_ASSERT_FALSE(th_file_exists(out));
+    CU_ASSERT_EQUAL(th_run("%s train --task mqar --config %s --set top_k_start=1 -o %s", th_bin(), cfg, out), 2);
+    CU_ASSERT(strstr(th_err(), "top_k_start") != NULL);
+    CU_ASSERT_EQUAL(th_run("%s train --task mqar --config %s --set top_k_start=17 -o %s", th_bin(), cfg, out), 2);
+    CU_ASSERT(strstr(th_err(), "16 memory slots") != NULL);
+    CU_ASSERT_EQUAL(th_run("%s train --task mqar --config %s --set mqar_eval=64:40 -o %s", th_bin(), cfg, out), 2);
+    CU_ASSERT(strstr(th_err(), "mqar_eval") != NULL);
+    CU_ASSERT_FALSE(th_file_exists(out));
     CU_ASSERT_EQUAL(th_run("%s eval %s --task mqar", th_bin(), P("nope.bin")), 2);
     CU_ASSERT_EQUAL(th_run("%s eval %s --task chess", th_bin(), P("nope.bin")), 2);
 }
@@ -347,6 +383,21 @@ static void test_cli_resume_exact(void)
     CU_ASSERT_EQUAL(th_run("%s train --task mqar --config %s --set d_ff=48 --resume %s -o %s", th_bin(), cfg, ck, P("other.bin")), 2);
     CU_ASSERT(strstr(th_err(), "different") != NULL);
     CU_ASSERT_FALSE(th_file_exists(P("other.bin")));
+    /* the same with top-K annealing (K 8, 8, 4, then 2 from step 3): a
+     * resume right at the switch to the model's K is exact too */
+    CU_ASSERT_EQUAL_FATAL(th_run("%s train --task mqar --config %s --threads 1 --set top_k_start=8 -o %s",
+                                 th_bin(), cfg, full), 0);
+    CU_ASSERT(strstr(th_err(), "step 1/6  loss") != NULL && strstr(th_err(), "K 8 ") != NULL);
+    CU_ASSERT(strstr(th_err(), "K 4 ") != NULL);
+    CU_ASSERT_EQUAL_FATAL(th_run("%s train --task mqar --config %s --threads 1 --set top_k_start=8 --stop-after 3 --ckpt %s -o %s",
+                                 th_bin(), cfg, ck, P("dummy.bin")), 0);
+    CU_ASSERT_EQUAL(th_run("%s train --task mqar --config %s --threads 1 --set top_k_start=8 --resume %s -o %s",
+                           th_bin(), cfg, ck, part), 0);
+    a = th_read_file(full, &la);
+    b = th_read_file(part, &lb);
+    CU_ASSERT(a && b && la == lb && memcmp(a, b, la) == 0);
+    free(a);
+    free(b);
     /* eval of the trained model prints the ladder */
     CU_ASSERT_EQUAL(th_run("%s eval %s --task mqar --examples 2", th_bin(), full), 0);
     CU_ASSERT(strstr(th_out(), "(1024,256)") != NULL);
@@ -472,6 +523,7 @@ int register_train(void)
     CU_add_test(s, "MQAR examples follow the definition", test_mqar_structure);
     CU_add_test(s, "MQAR gap distribution", test_mqar_gap_distribution);
     CU_add_test(s, "AdamW and LR schedule", test_adamw_and_schedule);
+    CU_add_test(s, "top-K annealing schedule", test_top_k_schedule);
     CU_add_test(s, "checkpoint round trip and corruption", test_checkpoint);
     CU_add_test(s, "a tiny model learns a periodic sequence", test_learns_periodic_sequence);
     CU_add_test(s, "train/eval CLI bad input", test_cli_bad_input);
