@@ -56,7 +56,7 @@ setup:
 -include $(wildcard mk/*.mk)
 
 ramtrace: $(BIN)
-	@cp $(BIN) ramtrace
+	@cp $(BIN) ramtrace.tmp && mv -f ramtrace.tmp ramtrace
 
 $(LIB): $(LIB_OBJ)
 	@rm -f $@

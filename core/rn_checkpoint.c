@@ -9,7 +9,7 @@
 #include "rn_atomic.h"
 
 #define CK_MAGIC "RNCKPT01"
-#define CK_VERSION 1u
+#define CK_VERSION 2u
 
 static uint64_t fnv(uint64_t h, const void *p, size_t n)
 {
@@ -25,7 +25,7 @@ static void put(ckw *w, const void *p, size_t n)
     w->h = fnv(w->h, p, n);
 }
 
-int rn_checkpoint_save(const char *path, const rn_config *c, int64_t step, uint64_t seed,
+int rn_checkpoint_save(const char *path, const rn_config *c, const char *recipe, int64_t step, uint64_t seed,
                        const rn_real *params, const rn_real *m1, const rn_real *m2,
                        int64_t n_block, rn_error *err)
 {
@@ -36,11 +36,13 @@ int rn_checkpoint_save(const char *path, const rn_config *c, int64_t step, uint6
     int rc = rn_atomic_open(&af, path, err);
     if (rc) return rc;
     ckw w = { af.f, 1469598103934665603ull, 0 };
-    uint32_t ver = CK_VERSION, len = (uint32_t)cl;
+    uint32_t ver = CK_VERSION, len = (uint32_t)cl, rlen = (uint32_t)strlen(recipe);
     put(&w, CK_MAGIC, 8);
     put(&w, &ver, 4);
     put(&w, &len, 4);
     put(&w, cfg, cl);
+    put(&w, &rlen, 4);
+    put(&w, recipe, rlen);
     put(&w, &step, 8);
     put(&w, &n_block, 8);
     put(&w, &seed, 8);
@@ -56,7 +58,27 @@ int rn_checkpoint_save(const char *path, const rn_config *c, int64_t step, uint6
     return rn_atomic_commit(&af, err);
 }
 
-int rn_checkpoint_load(const char *path, const rn_config *c, int64_t *step, uint64_t *seed,
+/* The first line where recipes a (stored) and b (this run) differ, for
+ * the message: "'steps = 6500', this run has 'steps = 8500'". */
+static void recipe_diff(const char *a, const char *b, char *out, size_t n)
+{
+    for (;;) {
+        size_t la = strcspn(a, "\n"), lb = strcspn(b, "\n");
+        if (la != lb || memcmp(a, b, la)) {
+            if (!la) snprintf(out, n, "no '%.*s'", (int)(lb > 200 ? 200 : lb), b);
+            else if (!lb) snprintf(out, n, "'%.*s', this run has no such key", (int)(la > 200 ? 200 : la), a);
+            else snprintf(out, n, "'%.*s', this run has '%.*s'", (int)(la > 200 ? 200 : la), a,
+                          (int)(lb > 200 ? 200 : lb), b);
+            return;
+        }
+        if (!a[la]) break;
+        a += la + 1;
+        b += lb + 1;
+    }
+    snprintf(out, n, "other training keys");
+}
+
+int rn_checkpoint_load(const char *path, const rn_config *c, const char *recipe, int64_t *step, uint64_t *seed,
                        rn_real *params, rn_real *m1, rn_real *m2, int64_t n_block,
                        rn_error *err)
 {
@@ -66,7 +88,7 @@ int rn_checkpoint_load(const char *path, const rn_config *c, int64_t *step, uint
     uint32_t ver = 0, len = 0;
     uint64_t h = 1469598103934665603ull;
     int rc = RN_OK;
-    char *cfg = NULL;
+    char *cfg = NULL, *rec = NULL;
 #define RD(p, n) do { if (fread((p), 1, (n), f) != (size_t)(n)) { rc = rn_seterr(err, RN_EINPUT, "%s: checkpoint is truncated", path); goto out; } h = fnv(h, (p), (n)); } while (0)
     RD(magic, 8);
     if (memcmp(magic, CK_MAGIC, 8)) { rc = rn_seterr(err, RN_EINPUT, "%s: not a ramtrace checkpoint (bad magic)", path); goto out; }
@@ -81,6 +103,19 @@ int rn_checkpoint_load(const char *path, const rn_config *c, int64_t *step, uint
     size_t wl = rn_config_format(c, want, sizeof want);
     if (wl != len || memcmp(want, cfg, len)) {
         rc = rn_seterr(err, RN_EINPUT, "%s: checkpoint was written for a different model config", path);
+        goto out;
+    }
+    uint32_t rlen = 0;
+    RD(&rlen, 4);
+    if (rlen > 65536) { rc = rn_seterr(err, RN_EINPUT, "%s: corrupt checkpoint header (recipe length %u)", path, rlen); goto out; }
+    rec = calloc(1, (size_t)rlen + 1);
+    if (!rec) { rc = rn_seterr(err, RN_ENOMEM, "out of memory"); goto out; }
+    RD(rec, rlen);
+    if (strlen(rec) != rlen) { rc = rn_seterr(err, RN_EINPUT, "%s: corrupt checkpoint header (recipe text)", path); goto out; }
+    if (strcmp(rec, recipe)) {
+        char why[600];
+        recipe_diff(rec, recipe, why, sizeof why);
+        rc = rn_seterr(err, RN_EINPUT, "%s: checkpoint was written with %s (resume needs the same training keys)", path, why);
         goto out;
     }
     int64_t nb = 0;
@@ -98,6 +133,7 @@ int rn_checkpoint_load(const char *path, const rn_config *c, int64_t *step, uint
 #undef RD
 out:
     free(cfg);
+    free(rec);
     fclose(f);
     return rc;
 }

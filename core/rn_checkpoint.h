@@ -3,9 +3,11 @@
  * exactly where it stopped.  One file, written atomically (rn_atomic.h),
  * checksummed; float builds only.
  *
- * Layout (little-endian): "RNCKPT01", u32 version (1), u32 config text
- * length, the config text (rn_config_format), i64 step, i64 block elements,
- * u64 seed, params[n], m1[n], m2[n] (float32), u64 FNV-1a of all before. */
+ * Layout (little-endian): "RNCKPT01", u32 version (2), u32 config text
+ * length, the config text (rn_config_format), u32 recipe length, the recipe
+ * (the training keys that shape the run, as `key = value` lines; see
+ * rn_train_recipe), i64 step, i64 block elements, u64 seed, params[n],
+ * m1[n], m2[n] (float32), u64 FNV-1a of all before. */
 #ifndef RN_CHECKPOINT_H
 #define RN_CHECKPOINT_H
 
@@ -15,14 +17,15 @@
 #include "rn_error.h"
 #include "rn_real.h"
 
-int rn_checkpoint_save(const char *path, const rn_config *c, int64_t step, uint64_t seed,
+int rn_checkpoint_save(const char *path, const rn_config *c, const char *recipe, int64_t step, uint64_t seed,
                        const rn_real *params, const rn_real *m1, const rn_real *m2,
                        int64_t n_block, rn_error *err);
 
-/* Load a checkpoint written for config c (RN_EINPUT naming the file when
- * it is missing, corrupt, truncated, or for a different config).  Fills
- * params/m1/m2 (n_block elements each), *step and *seed. */
-int rn_checkpoint_load(const char *path, const rn_config *c, int64_t *step, uint64_t *seed,
+/* Load a checkpoint written for config c and recipe (RN_EINPUT naming the
+ * file when it is missing, corrupt, truncated, for a different config, or
+ * for a different recipe: the message quotes the first line that differs).
+ * Fills params/m1/m2 (n_block elements each), *step and *seed. */
+int rn_checkpoint_load(const char *path, const rn_config *c, const char *recipe, int64_t *step, uint64_t *seed,
                        rn_real *params, rn_real *m1, rn_real *m2, int64_t n_block,
                        rn_error *err);
 

@@ -115,6 +115,30 @@ int rn_train_opts_set(void *user, const char *key, const char *v, rn_error *err)
     return rn_seterr(err, RN_EINPUT, "unknown config key '%s'", key);
 }
 
+size_t rn_train_recipe(const rn_train_opts *o, char *buf, size_t n)
+{
+    int64_t warmup = o->opt.warmup < 0 ? o->opt.steps / 20 : o->opt.warmup;
+    size_t k = 0;
+#define ADD(...) do { int w_ = snprintf(buf + (k < n ? k : n), k < n ? n - k : 0, __VA_ARGS__); if (w_ > 0) k += (size_t)w_; } while (0)
+    ADD("task = %s\n", o->task == RN_TASK_MQAR ? "mqar" : "text");
+    ADD("steps = %lld\nwarmup = %lld\n", (long long)o->opt.steps, (long long)warmup);
+    ADD("lr = %.17g\nmin_lr = %.17g\n", o->opt.lr, o->opt.min_lr);
+    ADD("beta1 = %.17g\nbeta2 = %.17g\nadam_eps = %.17g\n", o->opt.beta1, o->opt.beta2, o->opt.eps);
+    ADD("weight_decay = %.17g\nclip = %.17g\n", o->opt.weight_decay, o->opt.clip);
+    ADD("batch = %d\nseq_len = %d\ngrad_accum = %d\n", o->batch, o->seq_len, o->grad_accum);
+    ADD("eps_g = %.17g\n", o->eps_g);
+    ADD("top_k_start = %d\ntop_k_anneal = %.17g\n", o->top_k_start, o->top_k_anneal);
+    if (o->task == RN_TASK_MQAR) {
+        ADD("mqar_train = ");
+        for (int i = 0; i < o->n_segs; i++) ADD("%s%d:%d", i ? "," : "", o->segs[i].L, o->segs[i].N);
+        ADD("\n");
+    } else {
+        ADD("val_frac = %.17g\n", o->val_frac);
+    }
+#undef ADD
+    return k;
+}
+
 int rn_train_opts_validate(const rn_train_opts *o, const rn_config *c, rn_error *err)
 {
     if (o->opt.min_lr > o->opt.lr)
@@ -391,10 +415,15 @@ int rn_train_run(const rn_train_opts *opts, const rn_config *c, rn_train_report_
     s.pbuf = malloc(sizeof(double) * (size_t)(max_rows + max_space(o->eval_segs, o->n_eval_segs)));
     if (!s.mom || !s.tok || !s.pbuf) { rc = rn_seterr(err, RN_ENOMEM, "out of memory"); goto done; }
     s.tgt = s.tok + max_rows;
+    char recipe[2048];
+    if (rn_train_recipe(o, recipe, sizeof recipe) >= sizeof recipe) {
+        rc = rn_seterr(err, RN_EINTERNAL, "training recipe too long");
+        goto done;
+    }
     int64_t start = 0;
     if (o->resume[0]) {
         uint64_t seed;
-        rc = rn_checkpoint_load(o->resume, c, &start, &seed, s.m.params, s.mom, s.mom + nb, nb, err);
+        rc = rn_checkpoint_load(o->resume, c, recipe, &start, &seed, s.m.params, s.mom, s.mom + nb, nb, err);
         if (rc) goto done;
         if (seed != o->seed) {
             rc = rn_seterr(err, RN_EINPUT, "%s: checkpoint was written with --seed %llu, not %llu", o->resume,
@@ -417,7 +446,7 @@ int rn_train_run(const rn_train_opts *opts, const rn_config *c, rn_train_report_
     for (; step < o->opt.steps; step++) {
         if ((stop && *stop) || (o->max_seconds > 0 && now_s() - t0 > o->max_seconds) ||
             (o->stop_after > 0 && step == o->stop_after)) {
-            rc = rn_checkpoint_save(ckpt, c, step, o->seed, s.m.params, s.mom, s.mom + nb, nb, err);
+            rc = rn_checkpoint_save(ckpt, c, recipe, step, o->seed, s.m.params, s.mom, s.mom + nb, nb, err);
             if (rc) goto done;
             rn_train_event ev = { .kind = 2, .step = step, .steps = o->opt.steps, .text = ckpt };
             if (report) report(user, &ev);
@@ -488,7 +517,7 @@ int rn_train_run(const rn_train_opts *opts, const rn_config *c, rn_train_report_
             if (s.log) { fprintf(s.log, "{\"step\":%lld,\"eval\":%s}\n", (long long)(step + 1), buf); fflush(s.log); }
         }
         if (o->ckpt_every > 0 && (step + 1) % o->ckpt_every == 0 && step + 1 < o->opt.steps) {
-            if ((rc = rn_checkpoint_save(ckpt, c, step + 1, o->seed, s.m.params, s.mom, s.mom + nb, nb, err))) goto done;
+            if ((rc = rn_checkpoint_save(ckpt, c, recipe, step + 1, o->seed, s.m.params, s.mom, s.mom + nb, nb, err))) goto done;
             rn_train_event ev = { .kind = 2, .step = step + 1, .steps = o->opt.steps, .text = ckpt };
             if (report) report(user, &ev);
         }
@@ -501,7 +530,7 @@ int rn_train_run(const rn_train_opts *opts, const rn_config *c, rn_train_report_
         if (report) report(user, &ev);
         if (s.log) fprintf(s.log, "{\"step\":%lld,\"eval\":%s,\"final\":true}\n", (long long)step, buf);
     }
-    if ((rc = rn_checkpoint_save(ckpt, c, step, o->seed, s.m.params, s.mom, s.mom + nb, nb, err))) goto done;
+    if ((rc = rn_checkpoint_save(ckpt, c, recipe, step, o->seed, s.m.params, s.mom, s.mom + nb, nb, err))) goto done;
     if ((rc = rn_model_save(&s.m, o->out, err))) goto done;
 done:
     run_free(&s);

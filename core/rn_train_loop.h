@@ -51,6 +51,13 @@ void rn_train_opts_default(rn_train_opts *o, int task);
  * mqar_train = L:N,L:N,..., mqar_eval = L:N,...); user is an rn_train_opts. */
 int rn_train_opts_set(void *user, const char *key, const char *value, rn_error *err);
 
+/* The recipe: the training keys that shape the run's trajectory (task,
+ * schedule, optimiser, batch shape, proxy ε, top-K annealing, MQAR
+ * segments, text split), as canonical `key = value` lines with warm-up
+ * resolved.  Checkpoints store it and --resume refuses a different one, so
+ * a resumed run is the run it continues.  Returns the length (as snprintf). */
+size_t rn_train_recipe(const rn_train_opts *o, char *buf, size_t n);
+
 /* Cross-field checks (ranges, the task's shapes against the config). */
 int rn_train_opts_validate(const rn_train_opts *o, const rn_config *c, rn_error *err);
 

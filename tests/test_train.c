@@ -181,8 +181,8 @@ static void test_adamw_and_schedule(void)
     free(p); free(g); free(m1); free(m2);
 }
 
-/* Save/load round trip; corruption, truncation and a config change are
- * refused. */
+/* Save/load round trip; corruption, truncation, a config change and a
+ * recipe change are refused. */
 static void test_checkpoint(void)
 {
     rn_config c, c2;
@@ -192,26 +192,32 @@ static void test_checkpoint(void)
     for (int64_t i = 0; i < 3 * n; i++) a[i] = (float)i * 0.5f;
     const char *path = th_path("t.ckpt");
     rn_error err;
-    CU_ASSERT_EQUAL_FATAL(rn_checkpoint_save(path, &c, 42, 7, a, a + n, a + 2 * n, n, &err), 0);
+    const char *rec = "steps = 6\nlr = 0.01\n";
+    CU_ASSERT_EQUAL_FATAL(rn_checkpoint_save(path, &c, rec, 42, 7, a, a + n, a + 2 * n, n, &err), 0);
     int64_t step = 0;
     uint64_t seed = 0;
     float *b = a + 3 * n;
-    CU_ASSERT_EQUAL(rn_checkpoint_load(path, &c, &step, &seed, b, b + n, b + 2 * n, n, &err), 0);
+    CU_ASSERT_EQUAL(rn_checkpoint_load(path, &c, rec, &step, &seed, b, b + n, b + 2 * n, n, &err), 0);
     CU_ASSERT_EQUAL(step, 42);
     CU_ASSERT_EQUAL(seed, 7);
     CU_ASSERT(memcmp(a, b, sizeof(float) * 3 * n) == 0);
     c2 = c;
     c2.gamma = 2;
-    CU_ASSERT_EQUAL(rn_checkpoint_load(path, &c2, &step, &seed, b, b + n, b + 2 * n, n, &err), RN_EINPUT);
+    CU_ASSERT_EQUAL(rn_checkpoint_load(path, &c2, rec, &step, &seed, b, b + n, b + 2 * n, n, &err), RN_EINPUT);
     CU_ASSERT(strstr(err.msg, "different") != NULL);
+    CU_ASSERT_EQUAL(rn_checkpoint_load(path, &c, "steps = 6\nlr = 0.02\n", &step, &seed, b, b + n, b + 2 * n, n, &err),
+                    RN_EINPUT);
+    CU_ASSERT(strstr(err.msg, "'lr = 0.01', this run has 'lr = 0.02'") != NULL);
+    CU_ASSERT_EQUAL(rn_checkpoint_load(path, &c, "steps = 6\n", &step, &seed, b, b + n, b + 2 * n, n, &err), RN_EINPUT);
+    CU_ASSERT(strstr(err.msg, "'lr = 0.01', this run has no such key") != NULL);
     size_t len;
     char *raw = th_read_file(path, &len);
     raw[len / 2] ^= 1;
     th_write_file(th_path("bad.ckpt"), raw, len);
-    CU_ASSERT_EQUAL(rn_checkpoint_load(th_path("bad.ckpt"), &c, &step, &seed, b, b + n, b + 2 * n, n, &err), RN_EINPUT);
+    CU_ASSERT_EQUAL(rn_checkpoint_load(th_path("bad.ckpt"), &c, rec, &step, &seed, b, b + n, b + 2 * n, n, &err), RN_EINPUT);
     raw[len / 2] ^= 1;
     th_write_file(th_path("short.ckpt"), raw, len - 100);
-    CU_ASSERT_EQUAL(rn_checkpoint_load(th_path("short.ckpt"), &c, &step, &seed, b, b + n, b + 2 * n, n, &err), RN_EINPUT);
+    CU_ASSERT_EQUAL(rn_checkpoint_load(th_path("short.ckpt"), &c, rec, &step, &seed, b, b + n, b + 2 * n, n, &err), RN_EINPUT);
     CU_ASSERT(strstr(err.msg, "truncated") != NULL);
     free(raw);
     free(a);
@@ -383,6 +389,21 @@ static void test_cli_resume_exact(void)
     CU_ASSERT_EQUAL(th_run("%s train --task mqar --config %s --set d_ff=48 --resume %s -o %s", th_bin(), cfg, ck, P("other.bin")), 2);
     CU_ASSERT(strstr(th_err(), "different") != NULL);
     CU_ASSERT_FALSE(th_file_exists(P("other.bin")));
+    /* different training keys (the schedule, the annealing): refused too,
+     * naming the key, with the checkpoint left as it was */
+    size_t lc0, lc1;
+    char *c0 = th_read_file(ck, &lc0);
+    CU_ASSERT_EQUAL(th_run("%s train --task mqar --config %s --steps 9 --resume %s -o %s", th_bin(), cfg, ck, P("other.bin")), 2);
+    CU_ASSERT(strstr(th_err(), "'steps = 6', this run has 'steps = 9'") != NULL);
+    CU_ASSERT_EQUAL(th_run("%s train --task mqar --config %s --set top_k_start=8 --resume %s -o %s", th_bin(), cfg, ck,
+                           P("other.bin")), 2);
+    CU_ASSERT(strstr(th_err(), "'top_k_start = 0', this run has 'top_k_start = 8'") != NULL);
+    CU_ASSERT(th_count_lines(th_err()) <= 2); /* the header line, then the error */
+    CU_ASSERT_FALSE(th_file_exists(P("other.bin")));
+    char *c1 = th_read_file(ck, &lc1);
+    CU_ASSERT(c0 && c1 && lc0 == lc1 && memcmp(c0, c1, lc0) == 0);
+    free(c0);
+    free(c1);
     /* the same with top-K annealing (K 8, 8, 4, then 2 from step 3): a
      * resume right at the switch to the model's K is exact too */
     CU_ASSERT_EQUAL_FATAL(th_run("%s train --task mqar --config %s --threads 1 --set top_k_start=8 -o %s",
@@ -438,7 +459,9 @@ static void test_cli_nonfinite_loss(void)
     rn_params_init(&c, blk, 1);
     blk[5] = NAN;
     const char *ck = P("nan.ckpt"), *out = P("nan.bin");
-    CU_ASSERT_EQUAL_FATAL(rn_checkpoint_save(ck, &c, 2, o.seed, blk, blk + n, blk + 2 * n, n, &err), 0);
+    char rec[2048];
+    rn_train_recipe(&o, rec, sizeof rec);
+    CU_ASSERT_EQUAL_FATAL(rn_checkpoint_save(ck, &c, rec, 2, o.seed, blk, blk + n, blk + 2 * n, n, &err), 0);
     size_t l0, l1;
     char *before = th_read_file(ck, &l0);
     CU_ASSERT_EQUAL(th_run("%s train --task mqar --config %s --threads 1 --resume %s --ckpt %s -o %s",
