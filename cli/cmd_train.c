@@ -52,9 +52,12 @@ static void report(void *user, const rn_train_event *ev)
     int tty = *(int *)user;
     if (ev->kind == 0) {
         int eta = (int)ev->eta_s;
-        fprintf(stderr, "%sstep %lld/%lld  loss %.4f  lr %.2e  |g| %.3f  K %d  %.0f tok/s  ETA %d:%02d:%02d%s",
+        char k[32]; /* "K 8", or "K 8/64" (writes/reads) while only the reads anneal */
+        if (ev->read_k == ev->top_k) snprintf(k, sizeof k, "%d", ev->top_k);
+        else snprintf(k, sizeof k, "%d/%d", ev->top_k, ev->read_k);
+        fprintf(stderr, "%sstep %lld/%lld  loss %.4f  lr %.2e  |g| %.3f  K %s  %.0f tok/s  ETA %d:%02d:%02d%s",
                 tty ? "\r\033[K" : "", (long long)ev->step, (long long)ev->steps, ev->loss, ev->lr,
-                ev->grad_norm, ev->top_k, ev->tok_per_s, eta / 3600, eta / 60 % 60, eta % 60, tty ? "" : "\n");
+                ev->grad_norm, k, ev->tok_per_s, eta / 3600, eta / 60 % 60, eta % 60, tty ? "" : "\n");
     } else if (ev->kind == 1) {
         fprintf(stderr, "%seval at step %lld (%.0f s): %s\n", tty ? "\r\033[K" : "", (long long)ev->step,
                 ev->elapsed_s, ev->text);

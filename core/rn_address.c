@@ -48,10 +48,10 @@ static inline int digit_of(uint32_t addr, int u, int U, int dp)
 }
 
 void rn_address_train_forward(uint32_t *addr, uint32_t *slot, rn_real *w, const rn_real *a,
-                              const rn_real *alpha, const rn_config *c, uint64_t cape_mask,
+                              const rn_real *alpha, const rn_config *c, int K, uint64_t cape_mask,
                               int n, int T, rn_decode_ws **ws, int n_ws)
 {
-    const int H = c->n_heads, U = c->order, dp = c->d_p, K = c->top_k, dk = U * dp;
+    const int H = c->n_heads, U = c->order, dp = c->d_p, dk = U * dp;
     const int64_t M = rn_config_slots(c);
     double scale[RN_MAX_HEADS];
     for (int h = 0; h < H; h++) scale[h] = exp((double)alpha[h]) / (double)c->tau;
@@ -86,9 +86,9 @@ void rn_address_train_forward(uint32_t *addr, uint32_t *slot, rn_real *w, const 
 
 void rn_address_backward(rn_real *da, rn_real *dalpha, const rn_real *dw, const rn_real *a,
                          const uint32_t *addr, const rn_real *w, const rn_real *alpha,
-                         const rn_config *c, int n, double *lp, int n_lp)
+                         const rn_config *c, int K, int n, double *lp, int n_lp)
 {
-    const int H = c->n_heads, U = c->order, dp = c->d_p, K = c->top_k, dk = U * dp;
+    const int H = c->n_heads, U = c->order, dp = c->d_p, dk = U * dp;
     double scale[RN_MAX_HEADS];
     for (int h = 0; h < H; h++) scale[h] = exp((double)alpha[h]) / (double)c->tau;
     const int nt = threads_upto(n_lp);

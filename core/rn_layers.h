@@ -78,14 +78,16 @@ void rn_swiglu_backward(rn_real *dg, rn_real *du, const rn_real *dout, const rn_
 /* Training address decoding: as rn_address_forward for n rows of sequences
  * of length T (row r is position r mod T, for CAPE), but each weight is
  * computed as exp(Σ_u log p_u[i_u]) from the unquantised chunk log-probs,
- * so it is a smooth function of a between top-K changes. */
+ * so it is a smooth function of a between top-K changes.  K (not
+ * c->top_k) addresses per head: training may anneal it; the decoder
+ * workspaces must have room for it. */
 void rn_address_train_forward(uint32_t *addr, uint32_t *slot, rn_real *w, const rn_real *a,
-                              const rn_real *alpha, const rn_config *c, uint64_t cape_mask,
+                              const rn_real *alpha, const rn_config *c, int K, uint64_t cape_mask,
                               int n, int T, rn_decode_ws **ws, int n_ws);
 
 /* Address backward through the product softmax and the top-K mask (the
  * selection is piecewise constant: only the K selected weights carry
- * gradient).  From dw[n,H,K] (gradient of the selected weights), the raw
+ * gradient).  K addresses per head.  From dw[n,H,K] (gradient of the selected weights), the raw
  * a[n,H·dk], addr[n,H,K], w[n,H,K] and alpha[H]: da[n,H·dk] (set) and
  * dalpha[H] (+=).  With G_k = dw_k·w_k and scale = e^α/τ:
  *   da_u[j] = scale·(Σ_{k: i_u^k = j} G_k − p_u[j]·Σ_k G_k),
@@ -94,20 +96,23 @@ void rn_address_train_forward(uint32_t *addr, uint32_t *slot, rn_real *w, const 
  * n_lp threads (at most n_lp threads are used). */
 void rn_address_backward(rn_real *da, rn_real *dalpha, const rn_real *dw, const rn_real *a,
                          const uint32_t *addr, const rn_real *w, const rn_real *alpha,
-                         const rn_config *c, int n, double *lp, int n_lp);
+                         const rn_config *c, int K, int n, double *lp, int n_lp);
 
 /* Training memory scan of one (sequence, head) over T steps.  Step t uses
- * v/o at + t·vstride (d_v wide) and slots/weights at + t·astride (K).  It
- * saves, per step and rank j, the pre-write row and z of the written slot
- * (wsave[(t·K + j)·(d_v+1)]: d_v values then z) and the row and z of the
- * read slot at read time (rsave, same layout), so the reverse scan needs no
- * dense per-step states.  S[M·d_v], z[M] must be in the reset state (S = 0,
- * z = 1/M) on entry and are returned to it (only touched slots are reset, so
- * the cost is O(T·K·d_v), not O(M·d_v)). */
+ * v/o at + t·vstride (d_v wide), Kw write slots/weights at + t·wstride and
+ * Kr read slots/weights at + t·rstride (Kr may differ from Kw while
+ * training anneals the reads' top-K).  It saves, per step and rank j, the
+ * pre-write row and z of the written slot (wsave[(t·Kw + j)·(d_v+1)]: d_v
+ * values then z) and the row and z of the read slot at read time
+ * (rsave[(t·Kr + j)·(d_v+1)]), so the reverse scan needs no dense per-step
+ * states.  S[M·d_v], z[M] must be in the reset state (S = 0, z = 1/M) on
+ * entry and are returned to it (only touched slots are reset, so the cost
+ * is O(T·(Kw + Kr)·d_v), not O(M·d_v)). */
 void rn_pdma_train_forward(rn_real *o, rn_real *wsave, rn_real *rsave, rn_real *S, rn_real *z,
                            const rn_real *v, const uint32_t *wslot, const rn_real *ww,
                            const uint32_t *rslot, const rn_real *rw, int T, int vstride,
-                           int astride, int K, int d_v, int64_t M, rn_real gamma, rn_real eps);
+                           int wstride, int Kw, int rstride, int Kr, int d_v, int64_t M,
+                           rn_real gamma, rn_real eps);
 
 /* Reverse scan of rn_pdma_train_forward.  From dout (layout of o): dv (set,
  * layout of v), dww and drw (set, layout of the weights).  dS[M·d_v], dz[M]
@@ -118,8 +123,8 @@ void rn_pdma_train_backward(rn_real *dv, rn_real *dww, rn_real *drw, rn_real *dS
                             const rn_real *dout, const rn_real *wsave, const rn_real *rsave,
                             const rn_real *v, const uint32_t *wslot, const rn_real *ww,
                             const uint32_t *rslot, const rn_real *rw, int T, int vstride,
-                            int astride, int K, int d_v, rn_real gamma, rn_real eps,
-                            rn_real eps_g);
+                            int wstride, int Kw, int rstride, int Kr, int d_v, rn_real gamma,
+                            rn_real eps, rn_real eps_g);
 
 /* The decay (1−w)^γ and its (proxy) derivative, exposed for tests. */
 rn_real rn_pdma_decay(rn_real w, rn_real gamma);

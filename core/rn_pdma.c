@@ -69,31 +69,32 @@ rn_real rn_pdma_decay_grad(rn_real w, rn_real gamma, rn_real eps_g)
 void rn_pdma_train_forward(rn_real *o, rn_real *wsave, rn_real *rsave, rn_real *S, rn_real *z,
                            const rn_real *v, const uint32_t *wslot, const rn_real *ww,
                            const uint32_t *rslot, const rn_real *rw, int T, int vstride,
-                           int astride, int K, int d_v, int64_t M, rn_real gamma, rn_real eps)
+                           int wstride, int Kw, int rstride, int Kr, int d_v, int64_t M,
+                           rn_real gamma, rn_real eps)
 {
     const size_t rs = (size_t)d_v + 1;
     for (int t = 0; t < T; t++) {
-        const uint32_t *ws = wslot + (size_t)t * astride, *rsl = rslot + (size_t)t * astride;
-        const rn_real *wt = ww + (size_t)t * astride, *rt = rw + (size_t)t * astride;
+        const uint32_t *ws = wslot + (size_t)t * wstride, *rsl = rslot + (size_t)t * rstride;
+        const rn_real *wt = ww + (size_t)t * wstride, *rt = rw + (size_t)t * rstride;
         const rn_real *vt = v + (size_t)t * vstride;
-        for (int j = 0; j < K; j++) {
-            rn_real *sv = wsave + ((size_t)t * K + j) * rs, *row = S + (size_t)ws[j] * d_v;
+        for (int j = 0; j < Kw; j++) {
+            rn_real *sv = wsave + ((size_t)t * Kw + j) * rs, *row = S + (size_t)ws[j] * d_v;
             for (int i = 0; i < d_v; i++) sv[i] = row[i];
             sv[d_v] = z[ws[j]];
         }
-        rn_pdma_write(S, z, d_v, ws, wt, K, vt, gamma);
-        for (int j = 0; j < K; j++) {
-            rn_real *sv = rsave + ((size_t)t * K + j) * rs;
+        rn_pdma_write(S, z, d_v, ws, wt, Kw, vt, gamma);
+        for (int j = 0; j < Kr; j++) {
+            rn_real *sv = rsave + ((size_t)t * Kr + j) * rs;
             const rn_real *row = S + (size_t)rsl[j] * d_v;
             for (int i = 0; i < d_v; i++) sv[i] = row[i];
             sv[d_v] = z[rsl[j]];
         }
-        rn_pdma_read(o + (size_t)t * vstride, S, z, d_v, rsl, rt, K, eps);
+        rn_pdma_read(o + (size_t)t * vstride, S, z, d_v, rsl, rt, Kr, eps);
     }
     rn_real inv = (rn_real)(1.0 / (double)M);
     for (int t = 0; t < T; t++)
-        for (int j = 0; j < K; j++) {
-            uint32_t s = wslot[(size_t)t * astride + j];
+        for (int j = 0; j < Kw; j++) {
+            uint32_t s = wslot[(size_t)t * wstride + j];
             for (int i = 0; i < d_v; i++) S[(size_t)s * d_v + i] = 0;
             z[s] = inv;
         }
@@ -111,18 +112,18 @@ void rn_pdma_train_backward(rn_real *dv, rn_real *dww, rn_real *drw, rn_real *dS
                             const rn_real *dout, const rn_real *wsave, const rn_real *rsave,
                             const rn_real *v, const uint32_t *wslot, const rn_real *ww,
                             const uint32_t *rslot, const rn_real *rw, int T, int vstride,
-                            int astride, int K, int d_v, rn_real gamma, rn_real eps,
-                            rn_real eps_g)
+                            int wstride, int Kw, int rstride, int Kr, int d_v, rn_real gamma,
+                            rn_real eps, rn_real eps_g)
 {
     const size_t rs = (size_t)d_v + 1;
     for (int t = T - 1; t >= 0; t--) {
-        const uint32_t *ws = wslot + (size_t)t * astride, *rsl = rslot + (size_t)t * astride;
-        const rn_real *wt = ww + (size_t)t * astride, *rt = rw + (size_t)t * astride;
+        const uint32_t *ws = wslot + (size_t)t * wstride, *rsl = rslot + (size_t)t * rstride;
+        const rn_real *wt = ww + (size_t)t * wstride, *rt = rw + (size_t)t * rstride;
         const rn_real *vt = v + (size_t)t * vstride, *go = dout + (size_t)t * vstride;
         rn_real *dvt = dv + (size_t)t * vstride;
-        rn_real *dwt = dww + (size_t)t * astride, *drt = drw + (size_t)t * astride;
-        for (int j = 0; j < K; j++) {
-            const rn_real *sv = rsave + ((size_t)t * K + j) * rs;
+        rn_real *dwt = dww + (size_t)t * wstride, *drt = drw + (size_t)t * rstride;
+        for (int j = 0; j < Kr; j++) {
+            const rn_real *sv = rsave + ((size_t)t * Kr + j) * rs;
             rn_real zz = sv[d_v] + eps, dot = 0;
             for (int i = 0; i < d_v; i++) dot += go[i] * sv[i];
             drt[j] = dot / zz;
@@ -131,8 +132,8 @@ void rn_pdma_train_backward(rn_real *dv, rn_real *dww, rn_real *drw, rn_real *dS
             dz[rsl[j]] -= c * dot / zz;
         }
         for (int i = 0; i < d_v; i++) dvt[i] = 0;
-        for (int j = K - 1; j >= 0; j--) {
-            const rn_real *sv = wsave + ((size_t)t * K + j) * rs;
+        for (int j = Kw - 1; j >= 0; j--) {
+            const rn_real *sv = wsave + ((size_t)t * Kw + j) * rs;
             rn_real w = wt[j], d = decay(w, gamma), dd = rn_pdma_decay_grad(w, gamma, eps_g);
             rn_real *g = dS + (size_t)ws[j] * d_v, gz = dz[ws[j]];
             rn_real dsv = 0, dss = 0;
@@ -146,11 +147,16 @@ void rn_pdma_train_backward(rn_real *dv, rn_real *dww, rn_real *drw, rn_real *dS
             dz[ws[j]] = d * gz;
         }
     }
-    for (int t = 0; t < T; t++)
-        for (int j = 0; j < K; j++) {
-            uint32_t a = wslot[(size_t)t * astride + j], b = rslot[(size_t)t * astride + j];
-            for (int i = 0; i < d_v; i++) { dS[(size_t)a * d_v + i] = 0; dS[(size_t)b * d_v + i] = 0; }
+    for (int t = 0; t < T; t++) {
+        for (int j = 0; j < Kw; j++) {
+            uint32_t a = wslot[(size_t)t * wstride + j];
+            for (int i = 0; i < d_v; i++) dS[(size_t)a * d_v + i] = 0;
             dz[a] = 0;
+        }
+        for (int j = 0; j < Kr; j++) {
+            uint32_t b = rslot[(size_t)t * rstride + j];
+            for (int i = 0; i < d_v; i++) dS[(size_t)b * d_v + i] = 0;
             dz[b] = 0;
         }
+    }
 }

@@ -26,9 +26,9 @@ typedef struct {
     rn_real *h1, *rstd1;   /* [n,D], [n] attention RMSNorm out / 1/rms */
     rn_real *q, *k;        /* [n,H·dk] raw (before α) */
     rn_real *v, *o;        /* [n,H·dv] */
-    uint32_t *raddr, *rslot, *waddr, *wslot; /* [n,H,K] */
-    rn_real *rw, *ww;      /* [n,H,K] */
-    rn_real *wsave, *rsave; /* [B,H,T,K,dv+1] PDMA saves */
+    uint32_t *raddr, *rslot, *waddr, *wslot; /* [n,H,Kr] reads, [n,H,K] writes */
+    rn_real *rw, *ww;      /* [n,H,Kr], [n,H,K] */
+    rn_real *wsave, *rsave; /* [B,H,T,K,dv+1], [B,H,T,Kr,dv+1] PDMA saves */
     rn_real *xm;           /* [n,D] after attention residual */
     rn_real *h2, *rstd2;   /* [n,D], [n] */
     rn_real *g, *u, *a;    /* [n,F] gate, up, silu(g)·u */
@@ -39,6 +39,7 @@ struct rn_trainer {
     rn_config c;
     int64_t M;
     int max_rows, max_lab, nthreads;
+    int Kr;                     /* top-K of the reads (c.top_k: of the writes) */
     double eps_g;
     int B, T, n_lab;
     double loss_sum;
@@ -77,7 +78,7 @@ static void carve_all(rn_trainer *tr, carver *cv)
 {
     const rn_config *c = &tr->c;
     const size_t n = (size_t)tr->max_rows, D = c->d_model, H = c->n_heads, F = c->d_ff;
-    const size_t K = c->top_k, dv = c->d_v, hdk = H * rn_config_dk(c), hdv = H * dv;
+    const size_t K = c->top_k, Kr = tr->Kr, dv = c->d_v, hdk = H * rn_config_dk(c), hdv = H * dv;
     const size_t R = sizeof(rn_real), NL = (size_t)tr->max_lab, V = c->vocab_size;
     const size_t nt = (size_t)tr->nthreads, M = (size_t)tr->M;
     for (int l = 0; l < c->n_layers; l++) {
@@ -85,10 +86,10 @@ static void carve_all(rn_trainer *tr, carver *cv)
         a->x = take(cv, R * n * D); a->h1 = take(cv, R * n * D); a->rstd1 = take(cv, R * n);
         a->q = take(cv, R * n * hdk); a->k = take(cv, R * n * hdk);
         a->v = take(cv, R * n * hdv); a->o = take(cv, R * n * hdv);
-        a->raddr = take(cv, 4 * n * H * K); a->rslot = take(cv, 4 * n * H * K);
+        a->raddr = take(cv, 4 * n * H * Kr); a->rslot = take(cv, 4 * n * H * Kr);
         a->waddr = take(cv, 4 * n * H * K); a->wslot = take(cv, 4 * n * H * K);
-        a->rw = take(cv, R * n * H * K); a->ww = take(cv, R * n * H * K);
-        a->wsave = take(cv, R * n * H * K * (dv + 1)); a->rsave = take(cv, R * n * H * K * (dv + 1));
+        a->rw = take(cv, R * n * H * Kr); a->ww = take(cv, R * n * H * K);
+        a->wsave = take(cv, R * n * H * K * (dv + 1)); a->rsave = take(cv, R * n * H * Kr * (dv + 1));
         a->xm = take(cv, R * n * D); a->h2 = take(cv, R * n * D); a->rstd2 = take(cv, R * n);
         a->g = take(cv, R * n * F); a->u = take(cv, R * n * F); a->a = take(cv, R * n * F);
     }
@@ -102,23 +103,32 @@ static void carve_all(rn_trainer *tr, carver *cv)
     tr->dq = take(cv, R * n * hdk); tr->dk = take(cv, R * n * hdk);
     tr->dv = take(cv, R * n * hdv); tr->dout = take(cv, R * n * hdv);
     tr->dg = take(cv, R * n * F); tr->du = take(cv, R * n * F); tr->da = take(cv, R * n * F);
-    tr->dww = take(cv, R * n * H * K); tr->drw = take(cv, R * n * H * K);
+    tr->dww = take(cv, R * n * H * K); tr->drw = take(cv, R * n * H * Kr);
     tr->dhsel = take(cv, R * NL * D);
     tr->Sz = take(cv, R * nt * M * (dv + 1)); tr->dSz = take(cv, R * nt * M * (dv + 1));
     tr->lp = take(cv, sizeof(double) * nt * (size_t)rn_config_dk(c));
     tr->ws = take(cv, sizeof(rn_decode_ws *) * nt);
-    size_t wsb = al64(rn_decode_ws_bytes(c->order, c->d_p, c->top_k));
+    const int kmax = c->top_k > tr->Kr ? c->top_k : tr->Kr;
+    size_t wsb = al64(rn_decode_ws_bytes(c->order, c->d_p, kmax));
     char *wsm = take(cv, wsb * nt);
     if (cv->base)
         for (size_t t = 0; t < nt; t++)
-            tr->ws[t] = rn_decode_ws_init(wsm + t * wsb, c->order, c->d_p, c->top_k);
+            tr->ws[t] = rn_decode_ws_init(wsm + t * wsb, c->order, c->d_p, kmax);
     tr->grad = take(cv, R * (size_t)tr->n_block);
 }
 
 int rn_trainer_create(rn_trainer **out, const rn_model *m, int max_rows, int max_lab,
                       double eps_g, rn_error *err)
 {
+    return rn_trainer_create_kr(out, m, max_rows, max_lab, eps_g, 0, err);
+}
+
+int rn_trainer_create_kr(rn_trainer **out, const rn_model *m, int max_rows, int max_lab,
+                         double eps_g, int read_k, rn_error *err)
+{
     *out = NULL;
+    if (read_k < 0 || read_k > rn_config_slots(&m->cfg) || read_k > RN_MAX_TOPK)
+        return rn_seterr(err, RN_EINPUT, "trainer: read top-K %d is outside [1, min(M, %d)]", read_k, RN_MAX_TOPK);
     if (max_rows < 1 || max_lab < 1)
         return rn_seterr(err, RN_EINPUT, "trainer: batch must have at least one row and one label");
     if (!(eps_g >= 0 && eps_g < 1))
@@ -131,6 +141,7 @@ int rn_trainer_create(rn_trainer **out, const rn_model *m, int max_rows, int max
     tr->max_rows = max_rows;
     tr->max_lab = max_lab < max_rows ? max_lab : max_rows;
     tr->nthreads = omp_get_max_threads();
+    tr->Kr = read_k ? read_k : m->cfg.top_k;
     tr->eps_g = eps_g;
     tr->n_block = m->n_block;
     /* The byte counts carve_all forms must not wrap around size_t: bound
@@ -138,7 +149,7 @@ int rn_trainer_create(rn_trainer **out, const rn_model *m, int max_rows, int max
      * per-thread dense state and gradient, logits, gradient block). */
     {
         const rn_config *c = &tr->c;
-        double n = max_rows, H = c->n_heads, K = c->top_k, dv1 = c->d_v + 1.0;
+        double n = max_rows, H = c->n_heads, K = (c->top_k + tr->Kr) / 2.0, dv1 = c->d_v + 1.0;
         double widths = 5.0 * c->d_model + 2.0 * H * rn_config_dk(c) + 2.0 * H * c->d_v + 3.0 * c->d_ff + 2;
         double floats = (double)c->n_layers * n * (widths + H * K * (2 * dv1 + 4)) +
                         2.0 * tr->nthreads * (double)tr->M * dv1 + (double)tr->max_lab * c->vocab_size +
@@ -191,37 +202,39 @@ double rn_trainer_loss_sum(const rn_trainer *tr) { return tr->loss_sum; }
 static void pdma_forward(rn_trainer *tr, layer_acts *a)
 {
     const rn_config *c = &tr->c;
-    const int B = tr->B, T = tr->T, H = c->n_heads, K = c->top_k, dv = c->d_v;
-    const size_t per = (size_t)tr->M * (dv + 1), rs = (size_t)K * (dv + 1);
+    const int B = tr->B, T = tr->T, H = c->n_heads, K = c->top_k, Kr = tr->Kr, dv = c->d_v;
+    const size_t per = (size_t)tr->M * (dv + 1);
     const int nt = omp_get_max_threads() < tr->nthreads ? omp_get_max_threads() : tr->nthreads;
     #pragma omp parallel for schedule(dynamic, 1) num_threads(nt)
     for (int bh = 0; bh < B * H; bh++) {
         int b = bh / H, h = bh % H;
         rn_real *S = tr->Sz + (size_t)omp_get_thread_num() * per, *z = S + (size_t)tr->M * dv;
-        size_t r0 = (size_t)b * T, vo = r0 * H * dv + (size_t)h * dv, ao = (r0 * H + h) * K;
-        size_t so = ((size_t)b * H + h) * T * rs;
-        rn_pdma_train_forward(a->o + vo, a->wsave + so, a->rsave + so, S, z, a->v + vo,
-                              a->wslot + ao, a->ww + ao, a->rslot + ao, a->rw + ao, T, H * dv,
-                              H * K, K, dv, tr->M, c->gamma, c->eps);
+        size_t r0 = (size_t)b * T, vo = r0 * H * dv + (size_t)h * dv;
+        size_t wo = (r0 * H + h) * K, ro = (r0 * H + h) * Kr;
+        size_t wso = ((size_t)b * H + h) * T * K * (dv + 1), rso = ((size_t)b * H + h) * T * Kr * (dv + 1);
+        rn_pdma_train_forward(a->o + vo, a->wsave + wso, a->rsave + rso, S, z, a->v + vo,
+                              a->wslot + wo, a->ww + wo, a->rslot + ro, a->rw + ro, T, H * dv,
+                              H * K, K, H * Kr, Kr, dv, tr->M, c->gamma, c->eps);
     }
 }
 
 static void pdma_backward(rn_trainer *tr, layer_acts *a)
 {
     const rn_config *c = &tr->c;
-    const int B = tr->B, T = tr->T, H = c->n_heads, K = c->top_k, dv = c->d_v;
-    const size_t per = (size_t)tr->M * (dv + 1), rs = (size_t)K * (dv + 1);
+    const int B = tr->B, T = tr->T, H = c->n_heads, K = c->top_k, Kr = tr->Kr, dv = c->d_v;
+    const size_t per = (size_t)tr->M * (dv + 1);
     const int nt = omp_get_max_threads() < tr->nthreads ? omp_get_max_threads() : tr->nthreads;
     #pragma omp parallel for schedule(dynamic, 1) num_threads(nt)
     for (int bh = 0; bh < B * H; bh++) {
         int b = bh / H, h = bh % H;
         rn_real *dS = tr->dSz + (size_t)omp_get_thread_num() * per, *dz = dS + (size_t)tr->M * dv;
-        size_t r0 = (size_t)b * T, vo = r0 * H * dv + (size_t)h * dv, ao = (r0 * H + h) * K;
-        size_t so = ((size_t)b * H + h) * T * rs;
-        rn_pdma_train_backward(tr->dv + vo, tr->dww + ao, tr->drw + ao, dS, dz, tr->dout + vo,
-                               a->wsave + so, a->rsave + so, a->v + vo, a->wslot + ao, a->ww + ao,
-                               a->rslot + ao, a->rw + ao, T, H * dv, H * K, K, dv, c->gamma,
-                               c->eps, (rn_real)tr->eps_g);
+        size_t r0 = (size_t)b * T, vo = r0 * H * dv + (size_t)h * dv;
+        size_t wo = (r0 * H + h) * K, ro = (r0 * H + h) * Kr;
+        size_t wso = ((size_t)b * H + h) * T * K * (dv + 1), rso = ((size_t)b * H + h) * T * Kr * (dv + 1);
+        rn_pdma_train_backward(tr->dv + vo, tr->dww + wo, tr->drw + ro, dS, dz, tr->dout + vo,
+                               a->wsave + wso, a->rsave + rso, a->v + vo, a->wslot + wo, a->ww + wo,
+                               a->rslot + ro, a->rw + ro, T, H * dv, H * K, K, H * Kr, Kr, dv,
+                               c->gamma, c->eps, (rn_real)tr->eps_g);
     }
 }
 
@@ -259,8 +272,8 @@ int rn_trainer_forward(rn_trainer *tr, const int *tokens, const int *targets, in
         rn_matmul_forward(a->q, a->h1, lw->wq, n, D, hdk, 0);
         rn_matmul_forward(a->k, a->h1, lw->wk, n, D, hdk, 0);
         rn_matmul_forward(a->v, a->h1, lw->wv, n, D, hdv, 0);
-        rn_address_train_forward(a->raddr, a->rslot, a->rw, a->q, lw->q_alpha, c, c->cape_mask[l], n, T, tr->ws, tr->nthreads);
-        rn_address_train_forward(a->waddr, a->wslot, a->ww, a->k, lw->k_alpha, c, c->cape_mask[l], n, T, tr->ws, tr->nthreads);
+        rn_address_train_forward(a->raddr, a->rslot, a->rw, a->q, lw->q_alpha, c, tr->Kr, c->cape_mask[l], n, T, tr->ws, tr->nthreads);
+        rn_address_train_forward(a->waddr, a->wslot, a->ww, a->k, lw->k_alpha, c, c->top_k, c->cape_mask[l], n, T, tr->ws, tr->nthreads);
         pdma_forward(tr, a);
         memcpy(a->xm, a->x, sizeof(rn_real) * (size_t)n * D);
         rn_matmul_forward(a->xm, a->o, lw->wo, n, hdv, D, 1);
@@ -334,8 +347,8 @@ void rn_trainer_backward(rn_trainer *tr, double scale)
         /* attention: xm = x + o·W_oᵀ */
         rn_matmul_backward(tr->dout, gl->wo, tr->dres, a->o, lw->wo, n, hdv, D, 0);
         pdma_backward(tr, a);
-        rn_address_backward(tr->dq, gl->q_alpha, tr->drw, a->q, a->raddr, a->rw, lw->q_alpha, c, n, tr->lp, tr->nthreads);
-        rn_address_backward(tr->dk, gl->k_alpha, tr->dww, a->k, a->waddr, a->ww, lw->k_alpha, c, n, tr->lp, tr->nthreads);
+        rn_address_backward(tr->dq, gl->q_alpha, tr->drw, a->q, a->raddr, a->rw, lw->q_alpha, c, tr->Kr, n, tr->lp, tr->nthreads);
+        rn_address_backward(tr->dk, gl->k_alpha, tr->dww, a->k, a->waddr, a->ww, lw->k_alpha, c, c->top_k, n, tr->lp, tr->nthreads);
         rn_matmul_backward(tr->dh, gl->wq, tr->dq, a->h1, lw->wq, n, D, hdk, 0);
         rn_matmul_backward(tr->dh, gl->wk, tr->dk, a->h1, lw->wk, n, D, hdk, 1);
         rn_matmul_backward(tr->dh, gl->wv, tr->dv, a->h1, lw->wv, n, D, hdv, 1);

@@ -32,6 +32,11 @@ typedef struct rn_trainer rn_trainer;
  * gradient's ε (0: exact derivative of (1−w)^γ). */
 int rn_trainer_create(rn_trainer **out, const rn_model *m, int max_rows, int max_lab,
                       double eps_g, rn_error *err);
+/* The same with the reads' top-K set apart from the writes' (read_k, 0 =
+ * the model's top_k; 1..min(M, RN_MAX_TOPK)): top-K annealing of the reads
+ * alone (rn_train_loop.h).  The writes always use the model's top_k. */
+int rn_trainer_create_kr(rn_trainer **out, const rn_model *m, int max_rows, int max_lab,
+                         double eps_g, int read_k, rn_error *err);
 void rn_trainer_free(rn_trainer *tr);
 
 /* Forward B sequences of length T (tokens[B·T], targets[B·T], RN_IGNORE

@@ -107,6 +107,7 @@ int rn_train_opts_set(void *user, const char *key, const char *v, rn_error *err)
     D("max_seconds", max_seconds, 0, 1e9);
     IN("stop_after", stop_after, 0, 1e9);
     IN("top_k_start", top_k_start, 0, RN_MAX_TOPK);
+    IN("top_k_read_start", top_k_read_start, 0, RN_MAX_TOPK);
     D("top_k_anneal", top_k_anneal, 0.001, 1);
     if (!strcmp(key, "mqar_train")) return parse_segs(key, o->segs, &o->n_segs, v, err);
     if (!strcmp(key, "mqar_eval")) return parse_segs(key, o->eval_segs, &o->n_eval_segs, v, err);
@@ -127,7 +128,8 @@ size_t rn_train_recipe(const rn_train_opts *o, char *buf, size_t n)
     ADD("weight_decay = %.17g\nclip = %.17g\n", o->opt.weight_decay, o->opt.clip);
     ADD("batch = %d\nseq_len = %d\ngrad_accum = %d\n", o->batch, o->seq_len, o->grad_accum);
     ADD("eps_g = %.17g\n", o->eps_g);
-    ADD("top_k_start = %d\ntop_k_anneal = %.17g\n", o->top_k_start, o->top_k_anneal);
+    ADD("top_k_start = %d\ntop_k_read_start = %d\ntop_k_anneal = %.17g\n", o->top_k_start,
+        o->top_k_read_start, o->top_k_anneal);
     if (o->task == RN_TASK_MQAR) {
         ADD("mqar_train = ");
         for (int i = 0; i < o->n_segs; i++) ADD("%s%d:%d", i ? "," : "", o->segs[i].L, o->segs[i].N);
@@ -151,6 +153,11 @@ int rn_train_opts_validate(const rn_train_opts *o, const rn_config *c, rn_error 
         return rn_seterr(err, RN_EINPUT, "top_k_start (%d) must not be below top_k (%d)", o->top_k_start, c->top_k);
     if (o->top_k_start > 0 && o->top_k_start > rn_config_slots(c))
         return rn_seterr(err, RN_EINPUT, "top_k_start (%d) exceeds the %lld memory slots", o->top_k_start,
+                         (long long)rn_config_slots(c));
+    if (o->top_k_read_start > 0 && o->top_k_read_start < c->top_k)
+        return rn_seterr(err, RN_EINPUT, "top_k_read_start (%d) must not be below top_k (%d)", o->top_k_read_start, c->top_k);
+    if (o->top_k_read_start > 0 && o->top_k_read_start > rn_config_slots(c))
+        return rn_seterr(err, RN_EINPUT, "top_k_read_start (%d) exceeds the %lld memory slots", o->top_k_read_start,
                          (long long)rn_config_slots(c));
     if (o->task == RN_TASK_MQAR) {
         if (c->tokenizer != RN_TOK_IDS)
@@ -176,16 +183,29 @@ int rn_train_opts_validate(const rn_train_opts *o, const rn_config *c, rn_error 
     return RN_OK;
 }
 
-int rn_train_top_k_at(const rn_train_opts *o, int k_final, int64_t step)
+/* K at `step` of a schedule that starts at `start` and halves in equal
+ * phases over the first anneal·steps steps, never below k_final. */
+static int anneal_k(int start, double anneal, int64_t steps, int k_final, int64_t step)
 {
-    if (o->top_k_start <= k_final) return k_final;
-    int phases = 0; /* halvings from top_k_start down to k_final */
-    while ((o->top_k_start >> phases) > k_final) phases++;
-    double span = o->top_k_anneal * (double)o->opt.steps;
+    if (start <= k_final) return k_final;
+    int phases = 0; /* halvings from start down to k_final */
+    while ((start >> phases) > k_final) phases++;
+    double span = anneal * (double)steps;
     if ((double)step >= span) return k_final;
     int i = (int)((double)step / span * phases);
-    int k = o->top_k_start >> i;
+    int k = start >> i;
     return k > k_final ? k : k_final;
+}
+
+int rn_train_top_k_at(const rn_train_opts *o, int k_final, int64_t step)
+{
+    return anneal_k(o->top_k_start, o->top_k_anneal, o->opt.steps, k_final, step);
+}
+
+int rn_train_read_k_at(const rn_train_opts *o, int k_final, int64_t step)
+{
+    int start = o->top_k_read_start ? o->top_k_read_start : o->top_k_start;
+    return anneal_k(start, o->top_k_anneal, o->opt.steps, k_final, step);
 }
 
 static uint64_t stream_seed(uint64_t seed, uint64_t stream, uint64_t i)
@@ -316,6 +336,7 @@ typedef struct {
     rn_trainer *tr;     /* the model's own K: evaluation, and training after annealing */
     rn_model ma;        /* s.m's weights viewed with the annealing K (owns nothing) */
     rn_trainer *tra;    /* training while annealing (K = ma.cfg.top_k), else NULL */
+    int tra_kr;         /* the read K of tra */
     rn_real *mom;       /* m1 then m2 */
     int *tok, *tgt;
     double *pbuf;
@@ -454,18 +475,19 @@ int rn_train_run(const rn_train_opts *opts, const rn_config *c, rn_train_report_
             break;
         }
         /* the trainer for this step's K (top-K annealing), made when K changes */
-        int k_now = rn_train_top_k_at(o, c->top_k, step);
+        int k_now = rn_train_top_k_at(o, c->top_k, step), kr_now = rn_train_read_k_at(o, c->top_k, step);
         rn_trainer *tr = s.tr;
-        if (k_now != c->top_k) {
-            if (!s.tra || s.ma.cfg.top_k != k_now) {
+        if (k_now != c->top_k || kr_now != c->top_k) {
+            if (!s.tra || s.ma.cfg.top_k != k_now || s.tra_kr != kr_now) {
                 rn_trainer_free(s.tra);
                 s.tra = NULL;
                 s.ma = s.m;
                 s.ma.owned = NULL;
                 s.ma.map = NULL;
                 s.ma.cfg.top_k = k_now;
-                if ((rc = rn_trainer_create(&s.tra, &s.ma, o->batch * o->seq_len, o->batch * o->seq_len,
-                                            o->eps_g, err))) goto done;
+                s.tra_kr = kr_now;
+                if ((rc = rn_trainer_create_kr(&s.tra, &s.ma, o->batch * o->seq_len, o->batch * o->seq_len,
+                                               o->eps_g, kr_now, err))) goto done;
             }
             tr = s.tra;
         } else if (s.tra) {
@@ -501,10 +523,10 @@ int rn_train_run(const rn_train_opts *opts, const rn_config *c, rn_train_report_
         int64_t done_steps = step + 1 - start;
         if ((step + 1) % o->log_every == 0 || step + 1 == o->opt.steps) {
             rn_train_event ev = { 0, step + 1, o->opt.steps, loss, lr, gn, tokens / el,
-                                  el / done_steps * (o->opt.steps - step - 1), el, NULL, k_now };
+                                  el / done_steps * (o->opt.steps - step - 1), el, NULL, k_now, kr_now };
             if (report) report(user, &ev);
-            if (s.log) fprintf(s.log, "{\"step\":%lld,\"loss\":%.6f,\"lr\":%.6g,\"grad_norm\":%.5g,\"tok_per_s\":%.1f,\"elapsed\":%.2f,\"top_k\":%d}\n",
-                               (long long)(step + 1), loss, lr, gn, tokens / el, el, k_now);
+            if (s.log) fprintf(s.log, "{\"step\":%lld,\"loss\":%.6f,\"lr\":%.6g,\"grad_norm\":%.5g,\"tok_per_s\":%.1f,\"elapsed\":%.2f,\"top_k\":%d,\"read_k\":%d}\n",
+                               (long long)(step + 1), loss, lr, gn, tokens / el, el, k_now, kr_now);
         }
         if (o->eval_every > 0 && (step + 1) % o->eval_every == 0 && step + 1 < o->opt.steps) {
             double metric;

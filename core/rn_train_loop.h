@@ -30,6 +30,7 @@ typedef struct {
     double max_seconds;       /* stop (and save) after this wall time; 0 = none */
     int64_t stop_after;       /* stop (and save) after this step; 0 = none */
     int top_k_start;          /* top-K annealing: K at step 0 (0 = off; key top_k_start) */
+    int top_k_read_start;     /* the reads' K at step 0 (0 = top_k_start; key top_k_read_start) */
     double top_k_anneal;      /* fraction of the steps over which K halves down to top_k */
     rn_mqar_seg segs[16];     /* MQAR training segments (key mqar_train) */
     int n_segs;
@@ -69,13 +70,20 @@ int rn_train_opts_validate(const rn_train_opts *o, const rn_config *c, rn_error 
  * keys align before the reads become sparse (docs/training.md). */
 int rn_train_top_k_at(const rn_train_opts *o, int k_final, int64_t step);
 
+/* The same for the reads: from top_k_read_start (0 = top_k_start) over the
+ * same span.  Annealing the reads alone (top_k_start = 0) keeps the writes
+ * sparse while the queries see many slots, at a fraction of the cost of a
+ * dense start (docs/training.md). */
+int rn_train_read_k_at(const rn_train_opts *o, int k_final, int64_t step);
+
 /* What the loop reports. */
 typedef struct {
     int kind;                 /* 0 step, 1 eval, 2 checkpoint */
     int64_t step, steps;
     double loss, lr, grad_norm, tok_per_s, eta_s, elapsed_s;
     const char *text;         /* eval summary / checkpoint path */
-    int top_k;                /* steps: the K the forward used (annealing) */
+    int top_k;                /* steps: the K the forward used (annealing): writes */
+    int read_k;               /* steps: the reads' K */
 } rn_train_event;
 
 typedef void (*rn_train_report_fn)(void *user, const rn_train_event *ev);

@@ -294,6 +294,18 @@ static void test_top_k_schedule(void)
     /* a start at or below the model's K is off */
     o.top_k_start = 8;
     CU_ASSERT_EQUAL(rn_train_top_k_at(&o, 8, 0), 8);
+    /* the reads follow top_k_start unless top_k_read_start is set; then
+     * they anneal on their own from it over the same span */
+    o.top_k_start = 20;
+    CU_ASSERT_EQUAL(rn_train_read_k_at(&o, 8, 299), 20);
+    CU_ASSERT_EQUAL(rn_train_read_k_at(&o, 8, 300), 10);
+    o.top_k_start = 0;
+    o.top_k_read_start = 64;
+    CU_ASSERT_EQUAL(rn_train_top_k_at(&o, 8, 0), 8);
+    CU_ASSERT_EQUAL(rn_train_read_k_at(&o, 8, 0), 64);
+    CU_ASSERT_EQUAL(rn_train_read_k_at(&o, 8, 200), 32);
+    CU_ASSERT_EQUAL(rn_train_read_k_at(&o, 8, 599), 16);
+    CU_ASSERT_EQUAL(rn_train_read_k_at(&o, 8, 600), 8);
 }
 
 /* ---- CLI ---- */
@@ -352,6 +364,10 @@ static void test_cli_bad_input(void)
     CU_ASSERT_EQUAL(th_run("%s train --task mqar --config %s --set top_k_start=1 -o %s", th_bin(), cfg, out), 2);
     CU_ASSERT(strstr(th_err(), "top_k_start") != NULL);
     CU_ASSERT_EQUAL(th_run("%s train --task mqar --config %s --set top_k_start=17 -o %s", th_bin(), cfg, out), 2);
+    CU_ASSERT(strstr(th_err(), "16 memory slots") != NULL);
+    CU_ASSERT_EQUAL(th_run("%s train --task mqar --config %s --set top_k_read_start=1 -o %s", th_bin(), cfg, out), 2);
+    CU_ASSERT(strstr(th_err(), "top_k_read_start (1) must not be below") != NULL);
+    CU_ASSERT_EQUAL(th_run("%s train --task mqar --config %s --set top_k_read_start=17 -o %s", th_bin(), cfg, out), 2);
     CU_ASSERT(strstr(th_err(), "16 memory slots") != NULL);
     CU_ASSERT_EQUAL(th_run("%s train --task mqar --config %s --set mqar_eval=64:40 -o %s", th_bin(), cfg, out), 2);
     CU_ASSERT(strstr(th_err(), "mqar_eval") != NULL);
@@ -413,6 +429,21 @@ static void test_cli_resume_exact(void)
     CU_ASSERT_EQUAL_FATAL(th_run("%s train --task mqar --config %s --threads 1 --set top_k_start=8 --stop-after 3 --ckpt %s -o %s",
                                  th_bin(), cfg, ck, P("dummy.bin")), 0);
     CU_ASSERT_EQUAL(th_run("%s train --task mqar --config %s --threads 1 --set top_k_start=8 --resume %s -o %s",
+                           th_bin(), cfg, ck, part), 0);
+    a = th_read_file(full, &la);
+    b = th_read_file(part, &lb);
+    CU_ASSERT(a && b && la == lb && memcmp(a, b, la) == 0);
+    free(a);
+    free(b);
+    /* annealing the reads alone (writes K = 2, reads 16, 8, 4, then 2):
+     * the progress line shows both, and a resume mid-way is exact */
+    CU_ASSERT_EQUAL_FATAL(th_run("%s train --task mqar --config %s --threads 1 --set top_k_read_start=16 -o %s",
+                                 th_bin(), cfg, full), 0);
+    CU_ASSERT(strstr(th_err(), "K 2/16 ") != NULL && strstr(th_err(), "K 2/4 ") != NULL);
+    CU_ASSERT(strstr(th_err(), "step 6/6  loss") != NULL && strstr(th_err(), "K 2 ") != NULL);
+    CU_ASSERT_EQUAL_FATAL(th_run("%s train --task mqar --config %s --threads 1 --set top_k_read_start=16 --stop-after 2 --ckpt %s -o %s",
+                                 th_bin(), cfg, ck, P("dummy.bin")), 0);
+    CU_ASSERT_EQUAL(th_run("%s train --task mqar --config %s --threads 1 --set top_k_read_start=16 --resume %s -o %s",
                            th_bin(), cfg, ck, part), 0);
     a = th_read_file(full, &la);
     b = th_read_file(part, &lb);

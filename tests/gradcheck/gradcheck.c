@@ -29,8 +29,9 @@ static double loss_of(rn_trainer *tr, const int *tok, const int *tgt, int B, int
     return loss;
 }
 
-/* Max relative error over all parameters for one configuration. */
-static double check_model(double gamma, int cape, int tied, uint64_t seed, int *n_checked)
+/* Max relative error over all parameters for one configuration; read_k
+ * (0 = top_k) sets the reads' top-K apart from the writes' (annealing). */
+static double check_model(double gamma, int cape, int tied, uint64_t seed, int read_k, int *n_checked)
 {
     rn_config c;
     rn_config_default(&c);
@@ -65,7 +66,7 @@ static double check_model(double gamma, int cape, int tied, uint64_t seed, int *
         tgt[i] = (i % 3 == 1) ? RN_IGNORE : (int)rn_rng_below(&rng, c.vocab_size);
     }
     rn_trainer *tr;
-    if (rn_trainer_create(&tr, &m, B * T, B * T, 0.0, &err)) { fprintf(stderr, "%s\n", err.msg); return 1; }
+    if (rn_trainer_create_kr(&tr, &m, B * T, B * T, 0.0, read_k, &err)) { fprintf(stderr, "%s\n", err.msg); return 1; }
     loss_of(tr, tok, tgt, B, T);
     rn_trainer_backward(tr, 1.0);
     const rn_real *g = rn_trainer_grads(tr);
@@ -102,9 +103,15 @@ static void test_gradients_match_finite_differences(void)
     for (int gi = 0; gi < 4; gi++)
         for (int cape = 0; cape < 2; cape++)
             for (int tied = 0; tied < 2; tied++) {
-                double e = check_model(gammas[gi], cape, tied, 100 + gi * 4 + cape * 2 + tied, &n);
+                double e = check_model(gammas[gi], cape, tied, 100 + gi * 4 + cape * 2 + tied, 0, &n);
                 if (e > worst) worst = e;
             }
+    /* reads with more slots than the writes (7 and all 9 of M = 9, K = 3) */
+    for (int cape = 0; cape < 2; cape++)
+        for (int rk = 7; rk <= 9; rk += 2) {
+            double e = check_model(1, cape, 0, 200 + cape * 2 + rk, rk, &n);
+            if (e > worst) worst = e;
+        }
     fprintf(stderr, "\n  %d parameter gradients checked, max relative error %.3g\n", n, worst);
     CU_ASSERT(n > 10000);
     CU_ASSERT(worst < 1e-5);
