@@ -27,6 +27,8 @@ static const char usage[] =
     "  --val-frac X       text: held-out fraction at the end (default 0.05)\n"
     "  --seq-len N        text: window length (default 256)\n"
     "  --windows N        text: number of held-out windows, 0 = all (default 0)\n"
+    "  --top-k K          read and write K slots per token instead of the\n"
+    "                     model's top_k (1..min(M, 1024)): accuracy against K\n"
     "  --threads N        OpenMP/BLAS threads\n"
     "  -h, --help         this text\n";
 
@@ -36,9 +38,9 @@ int cmd_eval(int argc, char **argv)
     static const struct option lo[] = {
         { "task", 1, 0, 't' }, { "examples", 1, 0, 'e' }, { "seed", 1, 0, 's' }, { "data", 1, 0, 'd' },
         { "val-frac", 1, 0, 'v' }, { "seq-len", 1, 0, 'L' }, { "windows", 1, 0, 'w' },
-        { "threads", 1, 0, 'T' }, { 0, 0, 0, 0 } };
+        { "threads", 1, 0, 'T' }, { "top-k", 1, 0, 'k' }, { 0, 0, 0, 0 } };
     const char *task = NULL, *data = "data/kjv.txt";
-    long examples = 1000, seq = 256, windows = 0, threads = 0;
+    long examples = 1000, seq = 256, windows = 0, threads = 0, top_k = 0;
     uint64_t seed = 4242;
     double vf = 0.05;
     rn_error err = { 0, "" };
@@ -55,6 +57,7 @@ int cmd_eval(int argc, char **argv)
         case 'L': if (cli_parse_long("--seq-len", optarg, 1, 1 << 20, &seq, &err)) return cli_fail(&err); break;
         case 'w': if (cli_parse_long("--windows", optarg, 0, 1L << 30, &windows, &err)) return cli_fail(&err); break;
         case 'T': if (cli_parse_long("--threads", optarg, 1, 1024, &threads, &err)) return cli_fail(&err); break;
+        case 'k': if (cli_parse_long("--top-k", optarg, 1, RN_MAX_TOPK, &top_k, &err)) return cli_fail(&err); break;
         case ':': return cli_usage_error("eval", "option '%s' needs a value", argv[optind - 1]);
         default: return cli_usage_error("eval", "unknown option '%s'", argv[optind - 1]);
         }
@@ -68,6 +71,15 @@ int cmd_eval(int argc, char **argv)
     cli_install_signals();
     rn_model m;
     if (rn_model_load(&m, argv[optind], &err)) return cli_fail(&err);
+    if (top_k) {
+        if (top_k > rn_config_slots(&m.cfg)) {
+            rn_seterr(&err, RN_EINPUT, "--top-k: %ld exceeds the %lld memory slots of %s", top_k,
+                      (long long)rn_config_slots(&m.cfg), argv[optind]);
+            rn_model_free(&m);
+            return cli_fail(&err);
+        }
+        m.cfg.top_k = (int)top_k; /* only the forward's K; the parameters do not depend on it */
+    }
     int rc;
     if (is_mqar) {
         double acc[16], mean;

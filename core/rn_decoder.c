@@ -127,6 +127,57 @@ static void select_best(const int64_t *s, const uint64_t *a, int n, int k, int *
     }
 }
 
+/* The best `keep` extensions of a beam by one chunk, in rank order.
+ * Candidate (b, j) is beam b (score bs[b], prefix ba[b]) extended by the
+ * chunk's j-th best digit ord[j] (score l[ord[j]]).  Beams and digits are
+ * each sorted by (score desc, address asc), and an address is prefix·d_p +
+ * digit, so (b, j) ranks before both (b+1, j) and (b, j+1): the ranking is
+ * monotone along both axes, and the best candidates come off a frontier
+ * heap (pop the best; push its right neighbour (b, j+1) and, for j = 0, the
+ * next beam's first (b+1, 0)).  Exact, ties included, in O(keep·log keep)
+ * instead of selecting from all nb·kc candidates.  hs/ha/hi hold the heap
+ * (at least keep + 1 entries). */
+static void merge_best(const int64_t *bs, const uint64_t *ba, int nb, const int64_t *l,
+                       const int *ord, int kc, uint64_t d_p, int keep, int64_t *hs, uint64_t *ha,
+                       int *hi, int64_t *os, uint64_t *oa)
+{
+    int h = 0;
+#define MB_PUSH(b, j) do { \
+        int q_ = h++; \
+        hs[q_] = bs[b] + l[ord[j]]; ha[q_] = ba[b] * d_p + (uint64_t)ord[j]; hi[q_] = (b) * kc + (j); \
+        while (q_ > 0) { \
+            int p_ = (q_ - 1) / 2; \
+            if (!better(hs[q_], ha[q_], hs[p_], ha[p_])) break; \
+            int64_t ts = hs[p_]; hs[p_] = hs[q_]; hs[q_] = ts; \
+            uint64_t ta = ha[p_]; ha[p_] = ha[q_]; ha[q_] = ta; \
+            int ti = hi[p_]; hi[p_] = hi[q_]; hi[q_] = ti; \
+            q_ = p_; \
+        } \
+    } while (0)
+    MB_PUSH(0, 0);
+    for (int out = 0; out < keep; out++) {
+        os[out] = hs[0];
+        oa[out] = ha[0];
+        int b = hi[0] / kc, j = hi[0] % kc;
+        /* pop: move the last entry to the root and sift it down */
+        h--;
+        hs[0] = hs[h]; ha[0] = ha[h]; hi[0] = hi[h];
+        for (int q = 0;;) {
+            int c1 = 2 * q + 1, c2 = c1 + 1, w = q;
+            if (c1 < h && better(hs[c1], ha[c1], hs[w], ha[w])) w = c1;
+            if (c2 < h && better(hs[c2], ha[c2], hs[w], ha[w])) w = c2;
+            if (w == q) break;
+            int64_t ts = hs[w]; hs[w] = hs[q]; hs[q] = ts;
+            uint64_t ta = ha[w]; ha[w] = ha[q]; ha[q] = ta;
+            int ti = hi[w]; hi[w] = hi[q]; hi[q] = ti;
+            q = w;
+        }
+        if (j + 1 < kc) MB_PUSH(b, j + 1);
+        if (j == 0 && b + 1 < nb) MB_PUSH(b + 1, 0);
+    }
+#undef MB_PUSH
+}
+
 void rn_decode_topk_lp(const double *lp, int U, int d_p, int K,
                        uint32_t *addr, double *score, rn_decode_ws *ws)
 {
@@ -152,16 +203,10 @@ void rn_decode_topk_lp(const double *lp, int U, int d_p, int K,
     }
     for (int u = 1; u < U; u++) {
         const int64_t *l = ql + (size_t)u * d_p;
-        int n = 0;
-        for (int b = 0; b < nb; b++)
-            for (int j = 0; j < kc; j++) {
-                int i = ws->order[u * kc + j];
-                ws->cs[n] = ws->bs[b] + l[i];
-                ws->ca[n] = ws->ba[b] * (uint64_t)d_p + (uint64_t)i;
-                n++;
-            }
-        int keep = n < K ? n : K;
-        select_best(ws->cs, ws->ca, n, keep, ws->heap, ws->ns, ws->na);
+        const int *ord = ws->order + (size_t)u * kc;
+        int keep = nb * kc < K ? nb * kc : K;
+        merge_best(ws->bs, ws->ba, nb, l, ord, kc, (uint64_t)d_p, keep, ws->cs, ws->ca, ws->heap,
+                   ws->ns, ws->na);
         memcpy(ws->bs, ws->ns, sizeof(int64_t) * keep);
         memcpy(ws->ba, ws->na, sizeof(uint64_t) * keep);
         nb = keep;

@@ -8,8 +8,11 @@
  * towards the smaller address, in descending weight (rank 0 first), without
  * ever building the M-vector: a log-domain beam search keeps the best K
  * prefixes after each chunk, drawing each chunk's digits from its best
- * min(K, d_p) in (log-prob desc, digit asc) order.  Cost O(U·K² +
- * U·d_p·log d_p); works for any M <= 2^31.
+ * min(K, d_p) in (log-prob desc, digit asc) order.  The K best extensions
+ * of a beam come off a frontier heap (the candidates are sorted along both
+ * the beam and the digit axis), so the cost is O(U·K·log K +
+ * U·d_p·log d_p), within the paper's O(U·K² + U·d_p·log d_p); works for
+ * any M <= 2^31.
  *
  * Exactness: each chunk log-prob is quantised to a fixed-point integer
  * (units of 2^-40 ≈ 1e-12 in log space, far below float precision of the

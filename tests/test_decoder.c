@@ -42,10 +42,12 @@ static void brute(const double *lp, int U, int dp, int K, uint32_t *addr, double
     free(c);
 }
 
-static void check_config(int U, int dp, int K, int trials, int tie_mode, rn_rng *rng)
+/* ws_k: the K the workspace is made for (>= K; training decodes a smaller
+ * K with a workspace sized for the largest K of an annealing schedule). */
+static void check_config_ws(int U, int dp, int K, int ws_k, int trials, int tie_mode, rn_rng *rng)
 {
-    void *mem = aligned_alloc(64, (rn_decode_ws_bytes(U, dp, K) + 63) / 64 * 64);
-    rn_decode_ws *ws = rn_decode_ws_init(mem, U, dp, K);
+    void *mem = aligned_alloc(64, (rn_decode_ws_bytes(U, dp, ws_k) + 63) / 64 * 64);
+    rn_decode_ws *ws = rn_decode_ws_init(mem, U, dp, ws_k);
     float *a = malloc(sizeof(float) * U * dp);
     double *lp = malloc(sizeof(double) * U * dp);
     uint32_t *ga = malloc(4 * K), *ba = malloc(4 * K);
@@ -66,6 +68,11 @@ static void check_config(int U, int dp, int K, int trials, int tie_mode, rn_rng 
     if (bad) fprintf(stderr, "\nmismatch at U=%d d_p=%d K=%d tie_mode=%d\n", U, dp, K, tie_mode);
     CU_ASSERT_FALSE(bad);
     free(mem); free(a); free(lp); free(ga); free(ba); free(gs); free(bs);
+}
+
+static void check_config(int U, int dp, int K, int trials, int tie_mode, rn_rng *rng)
+{
+    check_config_ws(U, dp, K, K, trials, tie_mode, rng);
 }
 
 static void test_beam_equals_brute_force(void)
@@ -90,6 +97,9 @@ static void test_beam_equals_brute_force(void)
         }
         /* K = M: the whole address space, sorted */
         if (M <= 256) { check_config(U, dp, (int)M, 50, 0, &rng); check_config(U, dp, (int)M, 50, 1, &rng); total += 100; }
+        /* a workspace made for K = M decoding smaller K */
+        if (M <= 256 && M >= 3)
+            for (int mode = 0; mode < 2; mode++) { check_config_ws(U, dp, (int)(M / 3), (int)M, 50, mode, &rng); total += 50; }
     }
     CU_ASSERT(total > 5000);
 }
