@@ -372,6 +372,12 @@ static void test_cli_bad_input(void)
     CU_ASSERT_EQUAL(th_run("%s train --task mqar --config %s --set mqar_eval=64:40 -o %s", th_bin(), cfg, out), 2);
     CU_ASSERT(strstr(th_err(), "mqar_eval") != NULL);
     CU_ASSERT_FALSE(th_file_exists(out));
+    CU_ASSERT_EQUAL(th_run("%s eval samples/mqar.bin --task mqar --top-k 65", th_bin()), 2);
+    CU_ASSERT(strstr(th_err(), "--top-k: 65 exceeds the 64 memory slots") != NULL);
+    CU_ASSERT_EQUAL(th_run("%s eval samples/mqar.bin --task mqar --top-k 0", th_bin()), 2);
+    /* another K runs the model with it: 2·K·(d_v+1) floats per head and layer */
+    CU_ASSERT_EQUAL(th_run("%s eval samples/mqar.bin --task mqar --examples 2 --top-k 16", th_bin()), 0);
+    CU_ASSERT(strstr(th_out(), "active 4224 floats per token") != NULL);
     CU_ASSERT_EQUAL(th_run("%s eval %s --task mqar", th_bin(), P("nope.bin")), 2);
     CU_ASSERT_EQUAL(th_run("%s eval %s --task chess", th_bin(), P("nope.bin")), 2);
 }
