@@ -382,6 +382,23 @@ static void test_cli_bad_input(void)
     CU_ASSERT_EQUAL(th_run("%s eval %s --task chess", th_bin(), P("nope.bin")), 2);
 }
 
+/* A run with `extra` flags stopped after `stop` steps and resumed from its
+ * checkpoint ck gives a model (part) byte-identical to the uninterrupted
+ * run's (full, already trained with the same flags). */
+static void check_resume_exact(const char *cfg, const char *extra, int stop, const char *full,
+                               const char *ck, const char *part)
+{
+    CU_ASSERT_EQUAL_FATAL(th_run("%s train --task mqar --config %s --threads 1 %s --stop-after %d --ckpt %s -o %s",
+                                 th_bin(), cfg, extra, stop, ck, P("dummy.bin")), 0);
+    CU_ASSERT_EQUAL(th_run("%s train --task mqar --config %s --threads 1 %s --resume %s -o %s",
+                           th_bin(), cfg, extra, ck, part), 0);
+    size_t la, lb;
+    char *a = th_read_file(full, &la), *b = th_read_file(part, &lb);
+    CU_ASSERT(a && b && la == lb && memcmp(a, b, la) == 0);
+    free(a);
+    free(b);
+}
+
 /* Single thread: 3 steps + resume for 3 more gives the same model as 6
  * uninterrupted steps; resuming with another config is refused and leaves
  * the files alone. */
@@ -432,30 +449,14 @@ static void test_cli_resume_exact(void)
                                  th_bin(), cfg, full), 0);
     CU_ASSERT(strstr(th_err(), "step 1/6  loss") != NULL && strstr(th_err(), "K 8 ") != NULL);
     CU_ASSERT(strstr(th_err(), "K 4 ") != NULL);
-    CU_ASSERT_EQUAL_FATAL(th_run("%s train --task mqar --config %s --threads 1 --set top_k_start=8 --stop-after 3 --ckpt %s -o %s",
-                                 th_bin(), cfg, ck, P("dummy.bin")), 0);
-    CU_ASSERT_EQUAL(th_run("%s train --task mqar --config %s --threads 1 --set top_k_start=8 --resume %s -o %s",
-                           th_bin(), cfg, ck, part), 0);
-    a = th_read_file(full, &la);
-    b = th_read_file(part, &lb);
-    CU_ASSERT(a && b && la == lb && memcmp(a, b, la) == 0);
-    free(a);
-    free(b);
+    check_resume_exact(cfg, "--set top_k_start=8", 3, full, ck, part);
     /* annealing the reads alone (writes K = 2, reads 16, 8, 4, then 2):
      * the progress line shows both, and a resume mid-way is exact */
     CU_ASSERT_EQUAL_FATAL(th_run("%s train --task mqar --config %s --threads 1 --set top_k_read_start=16 -o %s",
                                  th_bin(), cfg, full), 0);
     CU_ASSERT(strstr(th_err(), "K 2/16 ") != NULL && strstr(th_err(), "K 2/4 ") != NULL);
     CU_ASSERT(strstr(th_err(), "step 6/6  loss") != NULL && strstr(th_err(), "K 2 ") != NULL);
-    CU_ASSERT_EQUAL_FATAL(th_run("%s train --task mqar --config %s --threads 1 --set top_k_read_start=16 --stop-after 2 --ckpt %s -o %s",
-                                 th_bin(), cfg, ck, P("dummy.bin")), 0);
-    CU_ASSERT_EQUAL(th_run("%s train --task mqar --config %s --threads 1 --set top_k_read_start=16 --resume %s -o %s",
-                           th_bin(), cfg, ck, part), 0);
-    a = th_read_file(full, &la);
-    b = th_read_file(part, &lb);
-    CU_ASSERT(a && b && la == lb && memcmp(a, b, la) == 0);
-    free(a);
-    free(b);
+    check_resume_exact(cfg, "--set top_k_read_start=16", 2, full, ck, part);
     /* eval of the trained model prints the ladder */
     CU_ASSERT_EQUAL(th_run("%s eval %s --task mqar --examples 2", th_bin(), full), 0);
     CU_ASSERT(strstr(th_out(), "(1024,256)") != NULL);
