@@ -111,6 +111,8 @@ int rn_train_opts_set(void *user, const char *key, const char *v, rn_error *err)
     D("top_k_anneal", top_k_anneal, 0.001, 1);
     if (!strcmp(key, "mqar_train")) return parse_segs(key, o->segs, &o->n_segs, v, err);
     if (!strcmp(key, "mqar_eval")) return parse_segs(key, o->eval_segs, &o->n_eval_segs, v, err);
+    if (!strcmp(key, "mqar_first")) return parse_segs(key, o->first_segs, &o->n_first_segs, v, err);
+    IN("mqar_first_steps", first_steps, 0, 1e9);
 #undef D
 #undef IN
     return rn_seterr(err, RN_EINPUT, "unknown config key '%s'", key);
@@ -134,6 +136,12 @@ size_t rn_train_recipe(const rn_train_opts *o, char *buf, size_t n)
         ADD("mqar_train = ");
         for (int i = 0; i < o->n_segs; i++) ADD("%s%d:%d", i ? "," : "", o->segs[i].L, o->segs[i].N);
         ADD("\n");
+        if (o->first_steps > 0) {
+            ADD("mqar_first = ");
+            for (int i = 0; i < o->n_first_segs; i++)
+                ADD("%s%d:%d", i ? "," : "", o->first_segs[i].L, o->first_segs[i].N);
+            ADD("\nmqar_first_steps = %lld\n", (long long)o->first_steps);
+        }
     } else {
         ADD("val_frac = %.17g\n", o->val_frac);
     }
@@ -162,8 +170,11 @@ int rn_train_opts_validate(const rn_train_opts *o, const rn_config *c, rn_error 
     if (o->task == RN_TASK_MQAR) {
         if (c->tokenizer != RN_TOK_IDS)
             return rn_seterr(err, RN_EINPUT, "mqar needs tokenizer = ids (the config says bytes)");
-        for (int i = 0; i < o->n_segs; i++) {
-            const rn_mqar_seg *s = &o->segs[i];
+        if (o->first_steps > 0 && !o->n_first_segs)
+            return rn_seterr(err, RN_EINPUT, "mqar_first_steps = %lld needs mqar_first (the segments of those steps)",
+                             (long long)o->first_steps);
+        for (int i = 0; i < o->n_segs + o->n_first_segs; i++) {
+            const rn_mqar_seg *s = i < o->n_segs ? &o->segs[i] : &o->first_segs[i - o->n_segs];
             int rc = rn_mqar_check(c->vocab_size, s->L, s->N, err);
             if (rc) return rc;
             if (s->L > o->seq_len)
@@ -368,8 +379,12 @@ static void make_batch(const rn_train_opts *o, run_state *s, int V, int64_t step
         rn_text_batch(&s->text, &rng, *B, *T, s->tok, s->tgt);
         return;
     }
-    /* MQAR: segments in turn; the same number of rows at every step. */
-    const rn_mqar_seg *sg = &o->segs[(step * o->grad_accum + micro) % o->n_segs];
+    /* MQAR: segments in turn (mqar_first's during the first first_steps
+     * steps); the same number of rows at every step. */
+    const int first = step < o->first_steps && o->n_first_segs > 0;
+    const rn_mqar_seg *segs = first ? o->first_segs : o->segs;
+    const int n_segs = first ? o->n_first_segs : o->n_segs;
+    const rn_mqar_seg *sg = &segs[(step * o->grad_accum + micro) % n_segs];
     *T = sg->L;
     *B = o->batch * o->seq_len / sg->L;
     for (int b = 0; b < *B; b++)

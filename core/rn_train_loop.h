@@ -34,6 +34,9 @@ typedef struct {
     double top_k_anneal;      /* fraction of the steps over which K halves down to top_k */
     rn_mqar_seg segs[16];     /* MQAR training segments (key mqar_train) */
     int n_segs;
+    rn_mqar_seg first_segs[16]; /* MQAR segments of the first first_steps steps (key mqar_first) */
+    int n_first_segs;
+    int64_t first_steps;      /* key mqar_first_steps (0 = no such stage) */
     rn_mqar_seg eval_segs[16]; /* periodic evaluation segments (key mqar_eval; default the test ladder) */
     int n_eval_segs;
     char data[1024];          /* text corpus */
@@ -48,8 +51,9 @@ void rn_train_opts_default(rn_train_opts *o, int task);
 /* rn_config_extra_fn for the training keys (lr, min_lr, warmup, steps,
  * batch, seq_len, grad_accum, weight_decay, clip, beta1, beta2, eps_g,
  * eval_every, ckpt_every, log_every, seed, eval_examples, eval_windows,
- * val_frac, max_seconds, stop_after, top_k_start, top_k_anneal,
- * mqar_train = L:N,L:N,..., mqar_eval = L:N,...); user is an rn_train_opts. */
+ * val_frac, max_seconds, stop_after, top_k_start, top_k_read_start,
+ * top_k_anneal, mqar_train = L:N,L:N,..., mqar_first = L:N,...,
+ * mqar_first_steps, mqar_eval = L:N,...); user is an rn_train_opts. */
 int rn_train_opts_set(void *user, const char *key, const char *value, rn_error *err);
 
 /* The recipe: the training keys that shape the run's trajectory (task,

@@ -369,6 +369,11 @@ static void test_cli_bad_input(void)
     CU_ASSERT(strstr(th_err(), "top_k_read_start (1) must not be below") != NULL);
     CU_ASSERT_EQUAL(th_run("%s train --task mqar --config %s --set top_k_read_start=17 -o %s", th_bin(), cfg, out), 2);
     CU_ASSERT(strstr(th_err(), "16 memory slots") != NULL);
+    CU_ASSERT_EQUAL(th_run("%s train --task mqar --config %s --set mqar_first_steps=3 -o %s", th_bin(), cfg, out), 2);
+    CU_ASSERT(strstr(th_err(), "needs mqar_first") != NULL);
+    CU_ASSERT_EQUAL(th_run("%s train --task mqar --config %s --set mqar_first=512:4 --set mqar_first_steps=3 -o %s",
+                           th_bin(), cfg, out), 2);
+    CU_ASSERT(strstr(th_err(), "shorter than the train segment length 512") != NULL);
     CU_ASSERT_EQUAL(th_run("%s train --task mqar --config %s --set mqar_eval=64:40 -o %s", th_bin(), cfg, out), 2);
     CU_ASSERT(strstr(th_err(), "mqar_eval") != NULL);
     CU_ASSERT_FALSE(th_file_exists(out));
@@ -460,6 +465,33 @@ static void test_cli_resume_exact(void)
     /* eval of the trained model prints the ladder */
     CU_ASSERT_EQUAL(th_run("%s eval %s --task mqar --examples 2", th_bin(), full), 0);
     CU_ASSERT(strstr(th_out(), "(1024,256)") != NULL);
+}
+
+/* A first stage on other segments (mqar_first for mqar_first_steps):
+ * over the whole run it is the same run as training on those segments;
+ * over none of it, the same as no stage; a partial stage differs from
+ * both. */
+static void test_cli_mqar_first_stage(void)
+{
+    const char *cfg = tiny_cfg();
+    const char *a = P("st_a.bin"), *b = P("st_b.bin"), *c = P("st_c.bin"), *d = P("st_d.bin");
+    CU_ASSERT_EQUAL_FATAL(th_run("%s train --task mqar --config %s --threads 1 --set mqar_train=16:2,32:4 -o %s",
+                                 th_bin(), cfg, a), 0);
+    CU_ASSERT_EQUAL_FATAL(th_run("%s train --task mqar --config %s --threads 1 --set mqar_first=16:2,32:4 "
+                                 "--set mqar_first_steps=6 -o %s", th_bin(), cfg, b), 0);
+    CU_ASSERT_EQUAL_FATAL(th_run("%s train --task mqar --config %s --threads 1 -o %s", th_bin(), cfg, c), 0);
+    CU_ASSERT_EQUAL_FATAL(th_run("%s train --task mqar --config %s --threads 1 --set mqar_first=16:2,32:4 "
+                                 "--set mqar_first_steps=3 -o %s", th_bin(), cfg, d), 0);
+    size_t la, lb, lc, ld;
+    char *ta = th_read_file(a, &la), *tb = th_read_file(b, &lb), *tc = th_read_file(c, &lc), *td = th_read_file(d, &ld);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ta);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(tb);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(tc);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(td);
+    CU_ASSERT(la == lb && memcmp(ta, tb, la) == 0);
+    CU_ASSERT(ld == lc && memcmp(td, tc, lc) != 0);
+    CU_ASSERT(ld == la && memcmp(td, ta, la) != 0);
+    free(ta); free(tb); free(tc); free(td);
 }
 
 /* The committed MQAR sample still recalls with the current code: on a
@@ -597,6 +629,7 @@ int register_train(void)
     CU_add_test(s, "more threads after create", test_more_threads_after_create);
     CU_add_test(s, "trainer state too large", test_trainer_state_too_large);
     CU_add_test(s, "MQAR examples follow the definition", test_mqar_structure);
+    CU_add_test(s, "MQAR first-stage segments", test_cli_mqar_first_stage);
     CU_add_test(s, "MQAR gap distribution", test_mqar_gap_distribution);
     CU_add_test(s, "AdamW and LR schedule", test_adamw_and_schedule);
     CU_add_test(s, "top-K annealing schedule", test_top_k_schedule);
