@@ -35,9 +35,12 @@ static const char usage[] =
     "  -h, --help           this text\n"
     "\n"
     "Checkpoints are written atomically every ckpt_every steps and on Ctrl-C;\n"
-    "with one thread a resumed run repeats the uninterrupted loss curve.\n"
+    "with one thread a resumed run repeats the uninterrupted loss curve (the\n"
+    "checkpoint records the training keys; a resume that changes one is refused).\n"
     "Sparse addresses learn faster started dense: --set top_k_start=M anneals\n"
-    "the training K down to top_k over the first top_k_anneal of the steps.\n";
+    "the training K down to top_k over the first top_k_anneal of the steps.\n"
+    "MQAR: --set mqar_first=16:2,32:4 --set mqar_first_steps=N trains on short\n"
+    "segments first (samples/configs/mqar.cfg; docs/training.md).\n";
 
 /* Route a key to the model config or the training options. */
 static int set_key(rn_config *c, rn_train_opts *o, const char *key, const char *val, rn_error *err)

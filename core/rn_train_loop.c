@@ -173,7 +173,8 @@ int rn_train_opts_validate(const rn_train_opts *o, const rn_config *c, rn_error 
         if (o->first_steps > 0 && !o->n_first_segs)
             return rn_seterr(err, RN_EINPUT, "mqar_first_steps = %lld needs mqar_first (the segments of those steps)",
                              (long long)o->first_steps);
-        for (int i = 0; i < o->n_segs + o->n_first_segs; i++) {
+        const int n_first = o->first_steps > 0 ? o->n_first_segs : 0; /* unused otherwise */
+        for (int i = 0; i < o->n_segs + n_first; i++) {
             const rn_mqar_seg *s = i < o->n_segs ? &o->segs[i] : &o->first_segs[i - o->n_segs];
             int rc = rn_mqar_check(c->vocab_size, s->L, s->N, err);
             if (rc) return rc;

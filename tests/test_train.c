@@ -468,9 +468,9 @@ static void test_cli_resume_exact(void)
 }
 
 /* A first stage on other segments (mqar_first for mqar_first_steps):
- * over the whole run it is the same run as training on those segments;
- * over none of it, the same as no stage; a partial stage differs from
- * both. */
+ * over the whole run it is the same run as training on those segments; a
+ * partial stage differs from both that and no stage; with no steps the
+ * segments are ignored. */
 static void test_cli_mqar_first_stage(void)
 {
     const char *cfg = tiny_cfg();
@@ -491,6 +491,14 @@ static void test_cli_mqar_first_stage(void)
     CU_ASSERT(la == lb && memcmp(ta, tb, la) == 0);
     CU_ASSERT(ld == lc && memcmp(td, tc, lc) != 0);
     CU_ASSERT(ld == la && memcmp(td, ta, la) != 0);
+    /* with mqar_first_steps = 0 the stage's segments are unused, so not
+     * checked against seq_len either: the plain run */
+    const char *e = P("st_e.bin");
+    CU_ASSERT_EQUAL(th_run("%s train --task mqar --config %s --threads 1 --set mqar_first=512:4 -o %s", th_bin(), cfg, e), 0);
+    size_t le;
+    char *te = th_read_file(e, &le);
+    CU_ASSERT(te && le == lc && memcmp(te, tc, lc) == 0);
+    free(te);
     free(ta); free(tb); free(tc); free(td);
 }
 
