@@ -28,11 +28,11 @@ BLASLIB  = /usr/lib/$(MULTIARCH)/openblas-openmp
 PKGCFG   = $(eval PKGCFG := -I/usr/include/$(MULTIARCH)/openblas-openmp $(shell pkg-config --cflags sqlite3 cairo libpng 2>/dev/null))$(PKGCFG)
 PKGLIBS  = $(eval PKGLIBS := -L$(BLASLIB) -Wl,-rpath,$(BLASLIB) $(shell pkg-config --libs sqlite3 cairo libpng 2>/dev/null))$(PKGLIBS)
 CFLAGS  += -std=c11 $(OPT) -g -Wall -Wextra -Werror $(WNO) -fopenmp -D_GNU_SOURCE -pthread $(SAN) \
-           -Icore -Itrace -Ianalysis -Iviz -Icli -I$(BUILD)/gen $(PKGCFG)
+           -Icore -Itrace -Ianalysis -Iviz -Ifigure -Icli -I$(BUILD)/gen $(PKGCFG)
 LDLIBS  += $(PKGLIBS) -lopenblas -lsqlite3 -lcairo -lpng -lm -pthread
 LDFLAGS += -fopenmp $(SAN)
 
-LIB_SRC   := $(wildcard core/*.c trace/*.c analysis/*.c viz/*.c)
+LIB_SRC   := $(wildcard core/*.c trace/*.c analysis/*.c viz/*.c figure/*.c)
 CLI_SRC   := $(wildcard cli/*.c)
 TEST_SRC  := $(wildcard tests/test_*.c)
 TEST_HELP := $(filter-out $(TEST_SRC),$(wildcard tests/*.c))

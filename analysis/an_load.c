@@ -52,9 +52,17 @@ int an_run_check_head(const an_run *r, int layer, int head, rn_error *err)
 
 int an_run_load(const an_run *r, int layer, int head, int ops, tr_event **ev, size_t *n, rn_error *err)
 {
+    return an_run_load_range(r, layer, head, ops, 0, -1, ev, n, err);
+}
+
+int an_run_load_range(const an_run *r, int layer, int head, int ops, int64_t lo, int64_t hi, tr_event **ev,
+                      size_t *n, rn_error *err)
+{
     tr_filter f = tr_filter_all();
     f.layer = layer;
     f.head = head;
-    f.op = ops == AN_OPS_BOTH ? -1 : ops == AN_OPS_READ ? 1 : 0;
+    f.ops = ops;
+    f.pos_lo = lo;
+    f.pos_hi = hi;
     return tr_load_events(r->db, r->run.run_id, &f, ev, n, err);
 }

@@ -28,7 +28,11 @@ void an_run_close(an_run *r);
 int an_run_check_head(const an_run *r, int layer, int head, rn_error *err);
 
 /* Load the events of the run selected by layer / head (-1 = all) and ops
- * (AN_OPS_* mask). */
+ * (an RN_OPS_* set). */
 int an_run_load(const an_run *r, int layer, int head, int ops, tr_event **ev, size_t *n, rn_error *err);
+
+/* The same, limited to positions [lo, hi) (hi < 0: to the end). */
+int an_run_load_range(const an_run *r, int layer, int head, int ops, int64_t lo, int64_t hi, tr_event **ev,
+                      size_t *n, rn_error *err);
 
 #endif

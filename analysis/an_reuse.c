@@ -109,6 +109,39 @@ void an_hist_build(an_hist *h, const uint32_t *values, size_t n, const uint8_t *
     h->n_bins = h->total ? top + 1 : 0;
 }
 
+void an_hist_merge(an_hist *into, const an_hist *h)
+{
+    for (int b = 0; b < AN_HIST_BINS; b++) {
+        into->lo[b] = h->lo[b];
+        into->hi[b] = h->hi[b];
+        into->count[b] += h->count[b];
+    }
+    if (h->n_bins > into->n_bins) into->n_bins = h->n_bins;
+    into->total += h->total;
+    into->cold += h->cold;
+}
+
+int an_reuse_hists(const an_streams *ss, an_hist out[2], rn_error *err)
+{
+    memset(out, 0, 2 * sizeof *out);
+    size_t nmax = 0;
+    for (int s = 0; s < ss->n; s++)
+        if (ss->s[s].n > nmax) nmax = ss->s[s].n;
+    uint32_t *val = malloc(sizeof *val * (nmax + 1));
+    if (!val) return rn_seterr(err, RN_ENOMEM, "out of memory for %zu reuse values", nmax);
+    int rc = RN_OK;
+    for (int s = 0; s < ss->n && !rc; s++)
+        for (int m = 0; m < 2 && !rc; m++) {
+            rc = m == 0 ? an_reuse_times(&ss->s[s], val, err) : an_stack_distances(&ss->s[s], val, err);
+            if (rc) break;
+            an_hist h;
+            an_hist_build(&h, val, ss->s[s].n, NULL);
+            an_hist_merge(&out[m], &h);
+        }
+    free(val);
+    return rc;
+}
+
 int an_percentiles(const uint32_t *values, size_t n, const uint8_t *mask, const double *q, int nq,
                    uint32_t *out, rn_error *err)
 {

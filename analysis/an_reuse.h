@@ -45,6 +45,14 @@ typedef struct {
  * with mask && !mask[i] are skipped. */
 void an_hist_build(an_hist *h, const uint32_t *values, size_t n, const uint8_t *mask);
 
+/* Add h's counts into into (both log2 histograms from an_hist_build; into
+ * may be all zero). */
+void an_hist_merge(an_hist *into, const an_hist *h);
+
+/* The reuse-time (out[0]) and stack-distance (out[1]) histograms of every
+ * access of every stream of ss, summed over the streams. */
+int an_reuse_hists(const an_streams *ss, an_hist out[2], rn_error *err);
+
 /* Exact percentiles of the non-cold values: out[j] = the smallest v with
  * at least q[j]·total values <= v (q in (0, 1]); AN_COLD when none.
  * Counting over the value range: O(n + max value) time, allocates. */

@@ -19,15 +19,6 @@ const char *an_scope_name(int scope)
     return scope == AN_SCOPE_HEAD ? "head" : scope == AN_SCOPE_LAYER ? "layer" : "model";
 }
 
-int an_ops_parse(const char *s, int *ops, rn_error *err)
-{
-    if (!strcmp(s, "rw") || !strcmp(s, "wr")) *ops = AN_OPS_BOTH;
-    else if (!strcmp(s, "r")) *ops = AN_OPS_READ;
-    else if (!strcmp(s, "w")) *ops = AN_OPS_WRITE;
-    else return rn_seterr(err, RN_EINPUT, "--ops: '%s' is not r, w or rw", s);
-    return RN_OK;
-}
-
 /* Canonical order: (layer, head, pos, op, rank). */
 static int cmp_canonical(const void *a, const void *b)
 {
@@ -139,7 +130,7 @@ int an_streams_build(const tr_event *ev_in, size_t n, const rn_config *cfg, int 
                              "event (layer %d, head %d, pos %d, op %d, slot %u) outside the run's config",
                              e->layer, e->head, e->pos, e->op, e->slot);
         }
-        if (!((ops >> e->op) & 1)) continue;
+        if (!rn_ops_has(ops, e->op)) continue;
         nsel++;
         if (e->pos > maxpos) maxpos = e->pos;
     }
@@ -154,10 +145,10 @@ int an_streams_build(const tr_event *ev_in, size_t n, const rn_config *cfg, int 
     int rc = RN_OK;
     if (!cnt || !a || !b || !gcount) { rc = RN_ENOMEM; goto done; }
     for (size_t i = 0; i < n; i++)
-        if ((ops >> ev[i].op) & 1) cnt[ev[i].pos + 1]++;
+        if (rn_ops_has(ops, ev[i].op)) cnt[ev[i].pos + 1]++;
     for (size_t p = 1; p < nb; p++) cnt[p] += cnt[p - 1];
     for (size_t i = 0; i < n; i++)
-        if ((ops >> ev[i].op) & 1) a[cnt[ev[i].pos]++] = (uint32_t)i;
+        if (rn_ops_has(ops, ev[i].op)) a[cnt[ev[i].pos]++] = (uint32_t)i;
 #define GROUP(e) (scope == AN_SCOPE_HEAD ? (e)->layer * H + (e)->head : \
                   scope == AN_SCOPE_LAYER ? (e)->layer : 0)
     for (size_t j = 0; j < nsel; j++) gcount[GROUP(&ev[a[j]]) + 1]++;

@@ -27,14 +27,12 @@
 
 #include "rn_config.h"
 #include "rn_error.h"
+#include "rn_probe.h" /* RN_OP_*, RN_OPS_* */
 #include "tr_reader.h"
 
 #define AN_NONE UINT32_MAX /* "no key" / "never again" */
 
 enum an_scope { AN_SCOPE_HEAD = 0, AN_SCOPE_LAYER = 1, AN_SCOPE_MODEL = 2 };
-
-/* Which operations count as accesses (bit mask). */
-enum { AN_OPS_WRITE = 1, AN_OPS_READ = 2, AN_OPS_BOTH = 3 };
 
 typedef struct {
     int layer, head;      /* the group: -1 where the scope spans it */
@@ -64,9 +62,6 @@ static inline uint32_t an_id_slot(uint64_t id) { return (uint32_t)id; }
 /* Parse "head", "layer", "model" into *scope; RN_EINPUT otherwise. */
 int an_scope_parse(const char *s, int *scope, rn_error *err);
 const char *an_scope_name(int scope);
-
-/* Parse "rw" / "r" / "w" into an AN_OPS_* mask; RN_EINPUT otherwise. */
-int an_ops_parse(const char *s, int *ops, rn_error *err);
 
 /* Build the streams of a scope from n events (any order; canonical order is
  * the fast path) of a run whose config is cfg, keeping the operations in

@@ -16,7 +16,7 @@
 
 #include "rn_config.h"
 #include "tr_writer.h"
-#include "viz_figure.h"
+#include "fig_figure.h"
 #include "bench_util.h"
 
 static int ignore_key(void *u, const char *k, const char *v, rn_error *e)
@@ -57,13 +57,13 @@ static int make_db(const char *path, const rn_config *cfg, int n_pos, rn_error *
 
 #define REPS 5
 
-static double time_figure(const viz_fig_opts *o)
+static double time_figure(const fig_opts *o)
 {
     double t[REPS];
     rn_error err = { 0 };
     for (int i = 0; i < REPS; i++) {
         double t0 = bench_now();
-        if (viz_figure(o, &err)) {
+        if (fig_draw(o, &err)) {
             fprintf(stderr, "bench_viz: %s\n", err.msg);
             exit(1);
         }
@@ -105,9 +105,9 @@ int main(void)
         return 1;
     }
 
-    viz_fig_opts o;
-    viz_fig_opts_default(&o);
-    o.kind = VIZ_FIG_HEATMAP;
+    fig_opts o;
+    fig_opts_default(&o);
+    o.kind = FIG_HEATMAP;
     o.model = 1;
     o.db_path = db1;
     o.out_path = out1;
@@ -115,8 +115,8 @@ int main(void)
     printf("heatmap grid, %dx%d heads, 1024 tokens, M=%lld: %.3f s (median of %d)\n", c1.n_layers,
            c1.n_heads, (long long)rn_config_slots(&c1), t1, REPS);
 
-    viz_fig_opts_default(&o);
-    o.kind = VIZ_FIG_TRACE;
+    fig_opts_default(&o);
+    o.kind = FIG_TRACE;
     o.db_path = db2;
     o.out_path = out2;
     double t2 = time_figure(&o);

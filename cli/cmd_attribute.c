@@ -111,7 +111,7 @@ int cmd_attribute(int argc, char **argv)
     int rc = an_run_open(path, run, &r, &err);
     if (rc) return cli_fail(&err);
     if ((rc = an_run_check_head(&r, (int)layer, (int)head, &err))) goto out;
-    if ((rc = an_run_load(&r, (int)layer, (int)head, AN_OPS_BOTH, &ev, &n, &err))) goto out;
+    if ((rc = an_run_load(&r, (int)layer, (int)head, RN_OPS_BOTH, &ev, &n, &err))) goto out;
     if ((rc = tr_load_tokens(r.db, r.run.run_id, &toks, &nt, &err))) goto out;
     const rn_config *cfg = &r.run.cfg;
     if (matrix) rc = an_attribute_matrix(ev, n, r.M, cfg->gamma, cfg->eps, maxtok, &m, &err);

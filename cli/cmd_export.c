@@ -43,7 +43,7 @@ int cmd_export(int argc, char **argv)
         { "format", required_argument, 0, 'f' }, { "output", required_argument, 0, 'o' },
         { 0, 0, 0, 0 } };
     long run = 0, layer = -1, head = -1;
-    int fmt = AN_EXPORT_ORACLEGENERAL, ops = AN_OPS_BOTH, c;
+    int fmt = AN_EXPORT_ORACLEGENERAL, ops = RN_OPS_BOTH, c;
     const char *outp = NULL;
     rn_error err = { 0 };
     optind = 1;
@@ -54,7 +54,7 @@ int cmd_export(int argc, char **argv)
         case O_RUN: rc = cli_parse_long("--run", optarg, 1, INT32_MAX, &run, &err); break;
         case O_LAYER: rc = cli_parse_long("--layer", optarg, 0, RN_MAX_LAYERS - 1, &layer, &err); break;
         case O_HEAD: rc = cli_parse_long("--head", optarg, 0, RN_MAX_HEADS - 1, &head, &err); break;
-        case O_OPS: rc = an_ops_parse(optarg, &ops, &err); break;
+        case O_OPS: rc = rn_ops_parse(optarg, &ops, &err); break;
         case 'f': rc = an_export_format_parse(optarg, &fmt, &err); break;
         case 'o': outp = optarg; break;
         case ':': return cli_usage_error(argv[0], "%s needs a value", argv[optind - 1]);

@@ -1,12 +1,12 @@
 /* cmd_plot.c — `ramtrace plot KIND TRACE.db -o FILE`: draw a figure of a
- * traced run (the work is in viz/viz_figure.c). */
+ * traced run (the work is in figure/, one file per kind). */
 #include <cairo.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "cli.h"
-#include "viz_figure.h"
+#include "fig_figure.h"
 
 const char cmd_plot_summary[] = "draw a trace, heatmap, hit-ratio, reuse or attribution plot";
 
@@ -43,6 +43,7 @@ static void usage(void)
            "      --cmap NAME       viridis (default), greys or blues\n"
            "      --policies LIST   mrc: policies (default lru,fifo,clock,arc,opt; all)\n"
            "      --scope S         mrc/reuse: cache per head, layer or model (default head)\n"
+           "      --warmup T        mrc: tokens that warm the caches uncounted (default 0)\n"
            "      --title TEXT      figure title\n"
            "  -h, --help            this text\n\n"
            "examples:\n"
@@ -52,7 +53,14 @@ static void usage(void)
 }
 
 enum { O_OPS = 256, O_FROM, O_TO, O_DPI, O_FONT, O_COLS, O_BUCKETS, O_BINS, O_MODEL, O_LOG,
-       O_CMAP, O_POLICIES, O_SCOPE, O_TITLE };
+       O_CMAP, O_POLICIES, O_SCOPE, O_TITLE, O_WARMUP };
+
+/* Ctrl-C stops a long capacity sweep between simulations. */
+static int stop_requested(void *user, int done, int total)
+{
+    (void)user; (void)done; (void)total;
+    return cli_stop_flag;
+}
 
 int cmd_plot(int argc, char **argv)
 {
@@ -68,10 +76,11 @@ int cmd_plot(int argc, char **argv)
         { "model", no_argument, 0, O_MODEL }, { "log", no_argument, 0, O_LOG },
         { "cmap", required_argument, 0, O_CMAP }, { "policies", required_argument, 0, O_POLICIES },
         { "scope", required_argument, 0, O_SCOPE }, { "title", required_argument, 0, O_TITLE },
+        { "warmup", required_argument, 0, O_WARMUP },
         { 0, 0, 0, 0 }
     };
-    viz_fig_opts o;
-    viz_fig_opts_default(&o);
+    fig_opts o;
+    fig_opts_default(&o);
     rn_error err = { 0 };
     long v;
     uint64_t u;
@@ -110,13 +119,14 @@ int cmd_plot(int argc, char **argv)
         case O_POLICIES: o.policies = optarg; break;
         case O_SCOPE: o.scope = optarg; break;
         case O_TITLE: o.title = optarg; break;
+        case O_WARMUP: rc = cli_parse_long("--warmup", optarg, 0, INT32_MAX, &v, &err); o.warmup = (int32_t)v; break;
         case ':': return cli_usage_error("plot", "option %s needs a value", argv[optind - 1]);
         default: return cli_usage_error("plot", "unknown option %s", argv[optind - 1]);
         }
         if (rc) return cli_usage_error("plot", "%s", err.msg);
     }
     if (argc - optind != 2) return cli_usage_error("plot", "expected KIND and TRACE.db");
-    o.kind = viz_fig_kind_from_name(argv[optind]);
+    o.kind = fig_kind_from_name(argv[optind]);
     if (o.kind < 0)
         return cli_usage_error("plot", "unknown plot kind '%s' (trace, heatmap, mrc, reuse, attribution)",
                                argv[optind]);
@@ -125,7 +135,9 @@ int cmd_plot(int argc, char **argv)
     if (o.pos_hi >= 0 && o.pos_hi <= o.pos_lo)
         return cli_usage_error("plot", "--to %lld must be greater than --from %lld", (long long)o.pos_hi,
                                (long long)o.pos_lo);
-    int rc = viz_figure(&o, &err);
+    o.progress = stop_requested;
+    cli_install_signals();
+    int rc = fig_draw(&o, &err);
     /* drop cairo's font caches so leak checkers see a clean exit */
     cairo_debug_reset_static_data();
     return rc ? cli_fail(&err) : 0;

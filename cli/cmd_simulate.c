@@ -84,7 +84,7 @@ int cmd_simulate(int argc, char **argv)
         { "mrc-out", required_argument, 0, O_MRCOUT }, { "format", required_argument, 0, 'f' },
         { 0, 0, 0, 0 } };
     const char *pol_s = "all", *cap_s = NULL, *mrc_out = NULL;
-    int sweep = 0, scope = AN_SCOPE_MODEL, ops = AN_OPS_BOTH, fmt = AN_FMT_TABLE, want_mrc = 0;
+    int sweep = 0, scope = AN_SCOPE_MODEL, ops = RN_OPS_BOTH, fmt = AN_FMT_TABLE, want_mrc = 0;
     long warmup = 0, layer = -1, head = -1, run = 0;
     rn_error err = { 0 };
     int c;
@@ -97,7 +97,7 @@ int cmd_simulate(int argc, char **argv)
         case 'c': cap_s = optarg; break;
         case O_SWEEP: sweep = 1; break;
         case O_SCOPE: rc = an_scope_parse(optarg, &scope, &err); break;
-        case O_OPS: rc = an_ops_parse(optarg, &ops, &err); break;
+        case O_OPS: rc = rn_ops_parse(optarg, &ops, &err); break;
         case O_WARMUP: rc = cli_parse_long("--warmup", optarg, 0, INT32_MAX, &warmup, &err); break;
         case O_LAYER: rc = cli_parse_long("--layer", optarg, 0, RN_MAX_LAYERS - 1, &layer, &err); break;
         case O_HEAD: rc = cli_parse_long("--head", optarg, 0, RN_MAX_HEADS - 1, &head, &err); break;

@@ -67,8 +67,8 @@ int cmd_stats(int argc, char **argv)
     int rc = an_run_open(path, run, &r, &err);
     if (rc) return cli_fail(&err);
     if ((rc = an_run_check_head(&r, (int)layer, (int)head, &err))) goto out;
-    if ((rc = an_run_load(&r, (int)layer, (int)head, AN_OPS_BOTH, &ev, &n, &err))) goto out;
-    if ((rc = an_streams_build(ev, n, &r.run.cfg, AN_SCOPE_HEAD, AN_OPS_BOTH, &ss, &err))) goto out;
+    if ((rc = an_run_load(&r, (int)layer, (int)head, RN_OPS_BOTH, &ev, &n, &err))) goto out;
+    if ((rc = an_streams_build(ev, n, &r.run.cfg, AN_SCOPE_HEAD, RN_OPS_BOTH, &ss, &err))) goto out;
     free(ev);
     ev = NULL;
     hs = calloc((size_t)(ss.n ? ss.n : 1), sizeof *hs);

@@ -20,7 +20,27 @@
 
 #include <stdint.h>
 
+#include "rn_error.h"
+
+/* The one vocabulary of memory operations, used by every module: an event's
+ * op is RN_OP_WRITE or RN_OP_READ (stored as 0 / 1 in traces); a set of ops
+ * (what to record, load, count or draw) is a bit mask of 1 << op. */
 enum { RN_OP_WRITE = 0, RN_OP_READ = 1 };
+enum {
+    RN_OPS_WRITE = 1 << RN_OP_WRITE,
+    RN_OPS_READ = 1 << RN_OP_READ,
+    RN_OPS_BOTH = RN_OPS_WRITE | RN_OPS_READ
+};
+
+/* Does the set ops contain op? */
+static inline int rn_ops_has(int ops, int op) { return op >= 0 && op < 2 && ((ops >> op) & 1); }
+
+/* Parse the option text "r", "w", "rw" (also "wr", "all") into an RN_OPS_*
+ * set; RN_EINPUT naming --ops otherwise. */
+int rn_ops_parse(const char *s, int *ops, rn_error *err);
+
+/* "rw", "r", "w" or "none". */
+const char *rn_ops_name(int ops);
 
 typedef struct {
     void *user;

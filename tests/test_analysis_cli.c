@@ -118,7 +118,7 @@ static void test_export_roundtrip(void)
     FILE *f = open_memstream(&mem, &mlen);
     CU_ASSERT_PTR_NOT_NULL_FATAL(f);
     rn_error err = { 0 };
-    CU_ASSERT_EQUAL(an_export_write(f, AN_EXPORT_CSV, NULL, 0, &c, AN_OPS_BOTH, &err), RN_OK);
+    CU_ASSERT_EQUAL(an_export_write(f, AN_EXPORT_CSV, NULL, 0, &c, RN_OPS_BOTH, &err), RN_OK);
     fclose(f);
     CU_ASSERT_STRING_EQUAL(mem, "index,time,layer,head,slot,op,obj_id,next\n");
     free(mem);

@@ -419,7 +419,7 @@ static void test_mrc_equals_lru(void)
     for (int scope = 0; scope < 3; scope++) {
         an_streams ss;
         rn_error err;
-        CU_ASSERT_EQUAL_FATAL(an_streams_build(ev, m, &cfg, scope, AN_OPS_BOTH, &ss, &err), RN_OK);
+        CU_ASSERT_EQUAL_FATAL(an_streams_build(ev, m, &cfg, scope, RN_OPS_BOTH, &ss, &err), RN_OK);
         an_mrc mrc;
         CU_ASSERT_EQUAL_FATAL(an_mrc_build(&ss, 10, &mrc, &err), RN_OK);
         int bad = 0;
@@ -455,7 +455,7 @@ static void test_streams(void)
         }
     an_streams ss;
     rn_error err;
-    CU_ASSERT_EQUAL_FATAL(an_streams_build(ev, 16, &cfg, AN_SCOPE_MODEL, AN_OPS_BOTH, &ss, &err), RN_OK);
+    CU_ASSERT_EQUAL_FATAL(an_streams_build(ev, 16, &cfg, AN_SCOPE_MODEL, RN_OPS_BOTH, &ss, &err), RN_OK);
     CU_ASSERT_EQUAL(ss.n, 1);
     CU_ASSERT_EQUAL(ss.s[0].n, 16u);
     CU_ASSERT_EQUAL(ss.s[0].universe, 16u);
@@ -471,7 +471,7 @@ static void test_streams(void)
     /* reversed input gives the same streams */
     tr_event rev[16];
     for (int i = 0; i < 16; i++) rev[i] = ev[15 - i];
-    CU_ASSERT_EQUAL_FATAL(an_streams_build(rev, 16, &cfg, AN_SCOPE_HEAD, AN_OPS_READ, &ss, &err), RN_OK);
+    CU_ASSERT_EQUAL_FATAL(an_streams_build(rev, 16, &cfg, AN_SCOPE_HEAD, RN_OPS_READ, &ss, &err), RN_OK);
     CU_ASSERT_EQUAL(ss.n, 4);
     CU_ASSERT_EQUAL(ss.s[3].layer, 1);
     CU_ASSERT_EQUAL(ss.s[3].head, 1);
@@ -480,10 +480,10 @@ static void test_streams(void)
     CU_ASSERT_EQUAL(an_id_slot(ss.s[3].id[ss.s[3].key[1]]), 3u);
     an_streams_free(&ss);
     ev[3].slot = 9; /* outside M = 4 */
-    CU_ASSERT_EQUAL(an_streams_build(ev, 16, &cfg, AN_SCOPE_HEAD, AN_OPS_BOTH, &ss, &err), RN_EINPUT);
+    CU_ASSERT_EQUAL(an_streams_build(ev, 16, &cfg, AN_SCOPE_HEAD, RN_OPS_BOTH, &ss, &err), RN_EINPUT);
     ev[3].slot = 1;
     ev[5].op = 32; /* neither a write nor a read (a corrupt trace) */
-    CU_ASSERT_EQUAL(an_streams_build(ev, 16, &cfg, AN_SCOPE_HEAD, AN_OPS_BOTH, &ss, &err), RN_EINPUT);
+    CU_ASSERT_EQUAL(an_streams_build(ev, 16, &cfg, AN_SCOPE_HEAD, RN_OPS_BOTH, &ss, &err), RN_EINPUT);
 }
 
 /* Dense keys: as many as distinct (layer, head, slot), each id kept
@@ -508,7 +508,7 @@ static void test_stream_keys(void)
     }
     an_streams ss;
     rn_error err;
-    CU_ASSERT_EQUAL_FATAL(an_streams_build(ev, n, &cfg, AN_SCOPE_MODEL, AN_OPS_BOTH, &ss, &err), RN_OK);
+    CU_ASSERT_EQUAL_FATAL(an_streams_build(ev, n, &cfg, AN_SCOPE_MODEL, RN_OPS_BOTH, &ss, &err), RN_OK);
     CU_ASSERT_EQUAL(ss.s[0].n_keys, distinct);
     int bad = 0;
     for (size_t i = 0; i < ss.s[0].n; i++) {

@@ -256,7 +256,7 @@ static void test_selection_and_filters(void)
     /* Reader filter: layer 2, head 2, reads, positions [5, 12). */
     tr_db *d;
     CU_ASSERT_EQUAL_FATAL(tr_open_read(db, &d, &err), 0);
-    tr_filter f = { 2, 2, 1, 5, 12 };
+    tr_filter f = { 2, 2, RN_OPS_READ, 5, 12 };
     tr_event *ev;
     size_t n;
     CU_ASSERT_EQUAL(tr_load_events(d, id, &f, &ev, &n, &err), 0);

@@ -69,8 +69,8 @@ static void synth(viz_access *ev, size_t *n)
 {
     size_t k = 0;
     for (int p = 0; p < NP; p++) {
-        ev[k++] = (viz_access){ p, (NS - 1 - p % NS), 1.0f, VIZ_OP_WRITE };
-        if (p % 2 == 0) ev[k++] = (viz_access){ p, 2 + (p / 2) % 2 * 3, 1.0f, VIZ_OP_READ };
+        ev[k++] = (viz_access){ p, (NS - 1 - p % NS), 1.0f, RN_OP_WRITE };
+        if (p % 2 == 0) ev[k++] = (viz_access){ p, 2 + (p / 2) % 2 * 3, 1.0f, RN_OP_READ };
     }
     *n = k;
 }
@@ -112,7 +112,7 @@ static void test_trace_pixels(void)
             int w = 0, rd = 0;
             for (size_t i = 0; i < n; i++)
                 if (ev[i].pos == p && ev[i].slot == sl) {
-                    if (ev[i].op == VIZ_OP_WRITE) w = 1; else rd = 1;
+                    if (ev[i].op == RN_OP_WRITE) w = 1; else rd = 1;
                 }
             if (w && !vp_red(px)) bad_w++;
             if (rd && !w && !vp_green(px)) bad_r++;
@@ -138,8 +138,8 @@ static void test_trace_dense_keeps_isolated_event(void)
 {
     size_t n = 4096;
     viz_access *ev = malloc(sizeof *ev * n);
-    for (size_t i = 0; i < n; i++) ev[i] = (viz_access){ (int64_t)i, (int64_t)(i % 256), 0.5f, VIZ_OP_READ };
-    ev[2000] = (viz_access){ 2000, 900, 1.0f, VIZ_OP_WRITE };
+    for (size_t i = 0; i < n; i++) ev[i] = (viz_access){ (int64_t)i, (int64_t)(i % 256), 0.5f, RN_OP_READ };
+    ev[2000] = (viz_access){ 2000, 900, 1.0f, RN_OP_WRITE };
     viz_trace_data d = { 0, 4096, 1024, n, ev, "" };
     viz_trace_style st;
     viz_trace_style_default(&st);

@@ -13,20 +13,20 @@
 static void test_bin_counts(void)
 {
     viz_access ev[] = {
-        { 0, 0, 1, VIZ_OP_WRITE }, { 1, 0, 1, VIZ_OP_READ }, { 1, 1, 1, VIZ_OP_READ },
-        { 7, 7, 1, VIZ_OP_WRITE }, { 8, 0, 1, VIZ_OP_WRITE }, /* pos 8 is out of range */
-        { 3, 9, 1, VIZ_OP_WRITE },                           /* slot 9 is out of range */
+        { 0, 0, 1, RN_OP_WRITE }, { 1, 0, 1, RN_OP_READ }, { 1, 1, 1, RN_OP_READ },
+        { 7, 7, 1, RN_OP_WRITE }, { 8, 0, 1, RN_OP_WRITE }, /* pos 8 is out of range */
+        { 3, 9, 1, RN_OP_WRITE },                           /* slot 9 is out of range */
     };
     float out[4];
     /* 2 slot bins (0-3, 4-7) x 2 time buckets (0-3, 4-7) */
-    viz_heatmap_bin(ev, 6, VIZ_OPS_BOTH, 0, 8, 8, 2, 2, out);
+    viz_heatmap_bin(ev, 6, RN_OPS_BOTH, 0, 8, 8, 2, 2, out);
     CU_ASSERT_EQUAL(out[0], 3); /* row 0 (low slots), bucket 0 */
     CU_ASSERT_EQUAL(out[1], 0);
     CU_ASSERT_EQUAL(out[2], 0);
     CU_ASSERT_EQUAL(out[3], 1); /* row 1, bucket 1: (7, 7) */
-    viz_heatmap_bin(ev, 6, VIZ_OPS_WRITES, 0, 8, 8, 2, 2, out);
+    viz_heatmap_bin(ev, 6, RN_OPS_WRITE, 0, 8, 8, 2, 2, out);
     CU_ASSERT_EQUAL(out[0], 1);
-    viz_heatmap_bin(ev, 6, VIZ_OPS_READS, 0, 8, 8, 2, 2, out);
+    viz_heatmap_bin(ev, 6, RN_OPS_READ, 0, 8, 8, 2, 2, out);
     CU_ASSERT_EQUAL(out[0], 2);
     CU_ASSERT_EQUAL(out[3], 0);
 }

@@ -3,12 +3,13 @@
  * events are, every kind renders in every format, and bad input (unknown
  * kind or extension, unwritable output, empty selection, missing database)
  * fails with one line and exit status 2, leaving no file behind. */
+#include <sqlite3.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "th.h"
 #include "tr_writer.h"
-#include "viz_figure.h"
+#include "fig_figure.h"
 #include "viz_png.h"
 #include "viz_trace.h"
 
@@ -65,23 +66,26 @@ static int make_db(void)
 
 static int setup(void) { return make_db(); }
 
-/* The figure library draws layer 1 head 0 where its events are. */
-static void test_trace_figure_pixels(void)
+/* The figure library draws layer 1 head 0 where its events are, and only
+ * the operations asked for (ops "rw", "r" or "w"). */
+static void check_trace_pixels(const char *ops)
 {
-    viz_fig_opts o;
-    viz_fig_opts_default(&o);
-    o.kind = VIZ_FIG_TRACE;
+    int want_w = strchr(ops, 'w') != NULL, want_r = strchr(ops, 'r') != NULL;
+    fig_opts o;
+    fig_opts_default(&o);
+    o.kind = FIG_TRACE;
     o.db_path = g_db;
     o.out_path = th_path("fig-trace.png");
     o.layers = "1";
     o.heads = "0";
+    o.ops = ops;
     o.width = 700;
     o.height = 450;
     rn_error err = { 0 };
-    CU_ASSERT_EQUAL_FATAL(viz_figure(&o, &err), RN_OK);
+    CU_ASSERT_EQUAL_FATAL(fig_draw(&o, &err), RN_OK);
     vp_img im;
     CU_ASSERT_EQUAL_FATAL(vp_load(o.out_path, &im), 0);
-    /* the panel rectangle viz_figure uses for one head: the page less a 4 px
+    /* the panel rectangle the trace figure uses for one head: the page less a 4 px
      * border and the legend strip */
     viz_trace_style st;
     viz_trace_style_default(&st);
@@ -93,14 +97,22 @@ static void test_trace_figure_pixels(void)
         for (int s = 0; s < 16; s++) {
             viz_rect c = viz_trace_cell(a, &d, p, s);
             const unsigned char *px = vp_at(&im, c.x + c.w / 2, c.y + c.h / 2);
-            int w = (uint32_t)s == w_slot(1, 0, p, 0) || (uint32_t)s == w_slot(1, 0, p, 1);
-            int r = p % 2 == 0 && ((uint32_t)s == r_slot(0, 0) || (uint32_t)s == r_slot(0, 1));
+            int w = want_w && ((uint32_t)s == w_slot(1, 0, p, 0) || (uint32_t)s == w_slot(1, 0, p, 1));
+            int r = want_r && p % 2 == 0 && ((uint32_t)s == r_slot(0, 0) || (uint32_t)s == r_slot(0, 1));
             if (w && !vp_red(px)) bad++;
             if (r && !w && !vp_green(px)) bad++;
             if (!w && !r && !vp_white(px)) bad++;
         }
+    if (bad) fprintf(stderr, "\n--ops %s: %d cells wrong\n", ops, bad);
     CU_ASSERT_EQUAL(bad, 0);
     free(im.px);
+}
+
+static void test_trace_figure_pixels(void)
+{
+    check_trace_pixels("rw");
+    check_trace_pixels("w");
+    check_trace_pixels("r");
 }
 
 static int plot(const char *args, const char *out)
@@ -134,6 +146,18 @@ static void test_cli_kinds_and_formats(void)
     CU_ASSERT_EQUAL(plot("attribution --layers 1 --heads 1 --to 20", th_path("a.png")), 0);
     CU_ASSERT_EQUAL(vp_load(th_path("a.png"), &im), 0);
     free(im.px);
+    /* every kind draws reads only and writes only (--ops r once failed with
+     * "no traced head matches") */
+    static const char *const kinds[] = { "trace", "heatmap --model", "mrc", "reuse",
+                                         "attribution --layers 1 --heads 1 --to 20" };
+    for (int k = 0; k < 5; k++)
+        for (int op = 0; op < 2; op++) {
+            char args[128];
+            snprintf(args, sizeof args, "%s --ops %s", kinds[k], op ? "r" : "w");
+            int rc = plot(args, th_path("ops.png"));
+            if (rc) fprintf(stderr, "\nplot %s: %s", args, th_err());
+            CU_ASSERT_EQUAL(rc, 0);
+        }
     CU_ASSERT_EQUAL(th_run("%s plot --help", th_bin()), 0);
     CU_ASSERT(strstr(th_out(), "usage: ramtrace plot") != NULL);
 }
@@ -176,6 +200,16 @@ static void test_cli_bad_input(void)
     expect_bad(args, th_path("e.png"), "no run 9");
     snprintf(args, sizeof args, "trace '%s' --run 18446744073709551615", g_db);
     expect_bad(args, th_path("e.png"), "--run");
+    /* a run still being written (or whose writer died) is refused, as every
+     * analysis command refuses it */
+    const char *running = th_path("running.db");
+    CU_ASSERT_EQUAL_FATAL(th_run("cp '%s' '%s'", g_db, running), 0);
+    sqlite3 *s;
+    CU_ASSERT_EQUAL_FATAL(sqlite3_open(running, &s), SQLITE_OK);
+    CU_ASSERT_EQUAL(sqlite3_exec(s, "UPDATE runs SET status = 'running'", NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(s);
+    snprintf(args, sizeof args, "heatmap '%s'", running);
+    expect_bad(args, th_path("e.png"), "still running");
     /* an existing output survives a failed plot untouched */
     const char *keep = th_path("keep.png");
     th_write_file(keep, "old", 3);

@@ -253,7 +253,9 @@ static void where_clause(int64_t run_id, const tr_filter *f, char *buf, size_t c
     size_t n = (size_t)snprintf(buf, cap, " WHERE run_id = %lld", (long long)run_id);
     if (f->layer >= 0) n += snprintf(buf + n, cap - n, " AND layer = %d", f->layer);
     if (f->head >= 0) n += snprintf(buf + n, cap - n, " AND head = %d", f->head);
-    if (f->op >= 0) n += snprintf(buf + n, cap - n, " AND op = %d", f->op);
+    if ((f->ops & RN_OPS_BOTH) == 0) n += snprintf(buf + n, cap - n, " AND 0");
+    else if ((f->ops & RN_OPS_BOTH) != RN_OPS_BOTH)
+        n += snprintf(buf + n, cap - n, " AND op = %d", rn_ops_has(f->ops, RN_OP_READ) ? RN_OP_READ : RN_OP_WRITE);
     if (f->pos_lo > 0) n += snprintf(buf + n, cap - n, " AND pos >= %lld", (long long)f->pos_lo);
     if (f->pos_hi >= 0) snprintf(buf + n, cap - n, " AND pos < %lld", (long long)f->pos_hi);
 }

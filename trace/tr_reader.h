@@ -15,6 +15,7 @@
 
 #include "rn_config.h"
 #include "rn_error.h"
+#include "rn_probe.h"
 
 typedef struct tr_db tr_db;
 
@@ -69,14 +70,15 @@ int tr_list_heads(tr_db *db, int64_t run_id, tr_head_info **heads, int *n, rn_er
 /* Traced tokens of a run, by pos (malloc'd; free()). */
 int tr_load_tokens(tr_db *db, int64_t run_id, tr_token **toks, int64_t *n, rn_error *err);
 
-/* Selection for bulk loads and iterators: layer/head -1 = all; op -1 = both;
- * pos range [pos_lo, pos_hi) with pos_hi < 0 meaning no upper bound. */
+/* Selection for bulk loads and iterators: layer/head -1 = all; ops an
+ * RN_OPS_* set; pos range [pos_lo, pos_hi) with pos_hi < 0 meaning no upper
+ * bound. */
 typedef struct {
-    int layer, head, op;
+    int layer, head, ops;
     int64_t pos_lo, pos_hi;
 } tr_filter;
 
-static inline tr_filter tr_filter_all(void) { tr_filter f = { -1, -1, -1, 0, -1 }; return f; }
+static inline tr_filter tr_filter_all(void) { tr_filter f = { -1, -1, RN_OPS_BOTH, 0, -1 }; return f; }
 
 /* Load every selected event of a run into a malloc'd array in canonical
  * order. */

@@ -6,9 +6,17 @@
 #define TR_SCHEMA_H
 
 #include <sqlite3.h>
+#include <stddef.h>
+#include <stdint.h>
 
 #include "rn_error.h"
-#include "tr_writer.h"
+
+/* Schema version stored in PRAGMA user_version; files are recognised by
+ * PRAGMA application_id = TR_APPLICATION_ID ("RNTR"). */
+#define TR_SCHEMA_VERSION 1
+#define TR_APPLICATION_ID 0x524E5452
+/* Ranks stored per event_groups row (a group of K > 8 takes ceil(K/8) rows). */
+#define TR_LANES 8
 
 /* Open path for writing (created if missing) with the bulk-load settings,
  * recover a hot journal, and create the schema in an empty file or check an

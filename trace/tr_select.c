@@ -1,16 +1,17 @@
-/* tr_select.c — which (layer, head, op) events a traced run records: parsing
- * the --layers/--heads/--ops option forms and printing them back. */
+/* tr_select.c — which (layer, head, op) events a run records or a reader
+ * wants (tr_select.h): parsing the --layers/--heads/--ops option forms and
+ * printing them back. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "tr_writer.h"
+#include "tr_select.h"
 
 void tr_select_all(tr_select *s)
 {
     memset(s, 0xff, sizeof s->layers);
     s->heads = ~0ULL;
-    s->ops = 3;
+    s->ops = RN_OPS_BOTH;
 }
 
 /* Parse "all" or "A,B-C,..." into bits of out[] over [0, n); opt names the
@@ -60,11 +61,7 @@ int tr_select_parse(tr_select *s, const char *layers, const char *heads, const c
     if (rc) return rc;
     rc = parse_list("--heads", heads ? heads : "all", cfg->n_heads, &s->heads, err);
     if (rc) return rc;
-    if (!ops || !strcmp(ops, "rw") || !strcmp(ops, "wr") || !strcmp(ops, "all")) s->ops = 3;
-    else if (!strcmp(ops, "r")) s->ops = 2;
-    else if (!strcmp(ops, "w")) s->ops = 1;
-    else return rn_seterr(err, RN_EINPUT, "--ops: '%s' is not r, w or rw", ops);
-    return RN_OK;
+    return ops ? rn_ops_parse(ops, &s->ops, err) : RN_OK;
 }
 
 /* Print the set bits of bits[] over [0, n) as "all" or "0-3,7". */
@@ -94,6 +91,5 @@ void tr_select_format(const tr_select *s, const rn_config *cfg, char *buf, size_
     char l[512], h[256];
     format_list(s->layers, cfg->n_layers, l, sizeof l);
     format_list(&s->heads, cfg->n_heads, h, sizeof h);
-    snprintf(buf, cap, "layers=%s heads=%s ops=%s", l, h,
-             s->ops == 3 ? "rw" : s->ops == 2 ? "r" : s->ops == 1 ? "w" : "none");
+    snprintf(buf, cap, "layers=%s heads=%s ops=%s", l, h, rn_ops_name(s->ops));
 }

@@ -358,7 +358,7 @@ static int insert_run(tr_writer *w, const tr_run_meta *meta, rn_error *err)
         src = sqlite3_prepare_v2(w->db, "INSERT INTO heads VALUES(?,?,?,?,?)", -1, &st, NULL);
         for (int l = 0; l < w->L && src == SQLITE_OK; l++)
             for (int h = 0; h < w->H && src == SQLITE_OK; h++) {
-                if (!tr_select_has(&w->sel, l, h, 0) && !tr_select_has(&w->sel, l, h, 1)) continue;
+                if (!tr_select_has_head(&w->sel, l, h)) continue;
                 sqlite3_bind_int64(st, 1, w->run_id);
                 sqlite3_bind_int(st, 2, l);
                 sqlite3_bind_int(st, 3, h);

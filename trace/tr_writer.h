@@ -27,42 +27,9 @@
 #include "rn_config.h"
 #include "rn_error.h"
 #include "rn_probe.h"
-
-/* Schema version stored in PRAGMA user_version; files are recognised by
- * PRAGMA application_id = TR_APPLICATION_ID ("RNTR"). */
-#define TR_SCHEMA_VERSION 1
-#define TR_APPLICATION_ID 0x524E5452
-/* Ranks stored per event_groups row (a group of K > 8 takes ceil(K/8) rows). */
-#define TR_LANES 8
+#include "tr_select.h"
 
 enum { TR_STATUS_RUNNING = 0, TR_STATUS_COMPLETE = 1, TR_STATUS_INTERRUPTED = 2 };
-
-/* Which events to record.  A bit per layer / head; ops: bit 0 writes, bit 1
- * reads. */
-typedef struct {
-    uint64_t layers[RN_MAX_LAYERS / 64];
-    uint64_t heads;
-    int ops;
-} tr_select;
-
-void tr_select_all(tr_select *s);
-
-/* Parse the command-line forms: layers/heads "all" or lists of indices and
- * inclusive ranges ("0-3,7"); ops "r", "w" or "rw" (also "wr", "all").  NULL
- * means all.  Indices are checked against cfg (RN_EINPUT naming the option:
- * "--layers: 9 is outside [0, 4)"). */
-int tr_select_parse(tr_select *s, const char *layers, const char *heads, const char *ops,
-                    const rn_config *cfg, rn_error *err);
-
-static inline int tr_select_has(const tr_select *s, int layer, int head, int op)
-{
-    return ((s->layers[layer >> 6] >> (layer & 63)) & 1u) && ((s->heads >> head) & 1u) &&
-           ((s->ops >> op) & 1);
-}
-
-/* The text form of a selection ("layers=0-3,7 heads=all ops=rw"), as stored
- * in runs.selection. */
-void tr_select_format(const tr_select *s, const rn_config *cfg, char *buf, size_t cap);
 
 /* Run metadata recorded in the runs row.  Strings may be NULL. */
 typedef struct {

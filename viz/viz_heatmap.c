@@ -30,7 +30,7 @@ void viz_heatmap_bin(const viz_access *ev, size_t n, int ops, int64_t pos_lo, in
     if (np < 1 || n_slots < 1) return;
     for (size_t i = 0; i < n; i++) {
         const viz_access *e = &ev[i];
-        if (!(ops & (e->op == VIZ_OP_WRITE ? VIZ_OPS_WRITES : VIZ_OPS_READS))) continue;
+        if (!rn_ops_has(ops, e->op)) continue;
         if (e->pos < pos_lo || e->pos >= pos_hi || e->slot < 0 || e->slot >= n_slots) continue;
         int c = (int)((e->pos - pos_lo) * cols / np);
         int r = (int)(e->slot * rows / n_slots);

@@ -13,9 +13,6 @@
 #include "viz_colormap.h"
 #include "viz_trace.h"
 
-/* Which operations a heatmap counts. */
-enum { VIZ_OPS_WRITES = 1, VIZ_OPS_READS = 2, VIZ_OPS_BOTH = 3 };
-
 typedef struct {
     int rows, cols;        /* rows: slot bins (row 0 = lowest slots); cols: time buckets */
     const float *v;        /* rows x cols counts, v[row * cols + col] */
@@ -36,7 +33,7 @@ typedef struct {
 
 void viz_heatmap_style_default(viz_heatmap_style *st);
 
-/* Count the events of ops (VIZ_OPS_*) with pos in [pos_lo, pos_hi) and slot
+/* Count the events of ops (an RN_OPS_* set) with pos in [pos_lo, pos_hi) and slot
  * in [0, n_slots) into out (rows x cols, zeroed here): column = time
  * bucket, row = slot bin, both of equal width. */
 void viz_heatmap_bin(const viz_access *ev, size_t n, int ops, int64_t pos_lo, int64_t pos_hi,

@@ -65,11 +65,11 @@ static int rasterise(cairo_t *cr, viz_rect a, const viz_trace_data *d, const viz
     for (size_t i = 0; i < d->n; i++) {
         const viz_access *e = &d->ev[i];
         if (e->pos < d->pos_lo || e->pos >= d->pos_hi || e->slot < 0 || e->slot >= ns) continue;
-        if (e->op == VIZ_OP_WRITE ? !st->show_writes : !st->show_reads) continue;
+        if (e->op == RN_OP_WRITE ? !st->show_writes : !st->show_reads) continue;
         int x = (int)((e->pos - d->pos_lo) * W / np);
         int y = H - 1 - (int)(e->slot * H / ns);
         float w = e->weight > 0 ? e->weight : 0;
-        float *c = &acc[((size_t)y * W + x) * 2 + (e->op == VIZ_OP_WRITE ? 0 : 1)];
+        float *c = &acc[((size_t)y * W + x) * 2 + (e->op == RN_OP_WRITE ? 0 : 1)];
         if (w / wmax > *c) *c = w / wmax;
         else if (*c == 0) *c = 1e-9f; /* present, weightless */
     }

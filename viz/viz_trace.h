@@ -12,11 +12,10 @@
 #include <stdint.h>
 
 #include "rn_error.h"
+#include "rn_probe.h"
 #include "viz_style.h"
 
-enum { VIZ_OP_WRITE = 0, VIZ_OP_READ = 1 };
-
-/* One access: op VIZ_OP_WRITE or VIZ_OP_READ, weight in [0, 1]. */
+/* One access: op RN_OP_WRITE or RN_OP_READ, weight in [0, 1]. */
 typedef struct {
     int64_t pos;
     int64_t slot;

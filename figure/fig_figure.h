@@ -1,0 +1,59 @@
+/* fig_figure.h — whole figures of a traced run, written to a file: the
+ * logic behind `ramtrace plot KIND trace.db -o FILE`.
+ *
+ * figure/ is the one place that joins analysis to drawing.  A figure opens
+ * the run through analysis/an_load.h (so it refuses what every analysis
+ * refuses: a missing run, a run still being written), computes what it
+ * shows with analysis/ (streams, the simulation grid, reuse histograms,
+ * attribution), fills the plain data structs of viz/ and draws them into a
+ * viz_surface (PNG, SVG or PDF by extension, written atomically).  viz/
+ * itself knows nothing of traces or analysis.
+ */
+#ifndef FIG_FIGURE_H
+#define FIG_FIGURE_H
+
+#include <stdint.h>
+
+#include "an_simrun.h" /* an_progress_fn */
+#include "rn_error.h"
+#include "viz_colormap.h"
+
+typedef enum { FIG_TRACE = 0, FIG_HEATMAP, FIG_MRC, FIG_REUSE, FIG_ATTRIBUTION, FIG_N_KINDS } fig_kind;
+
+/* Parse "trace", "heatmap", "mrc", "reuse", "attribution"; -1 if unknown. */
+int fig_kind_from_name(const char *name);
+const char *fig_kind_name(int kind);
+
+typedef struct {
+    int kind;                 /* fig_kind */
+    const char *db_path;
+    const char *out_path;     /* .png, .svg or .pdf */
+    int64_t run_id;           /* 0 = the latest run */
+    const char *layers;       /* "0-3,7" / "all" / NULL (all) */
+    const char *heads;
+    const char *ops;          /* "r", "w", "rw" (NULL = rw) */
+    int64_t pos_lo, pos_hi;   /* positions [lo, hi); hi < 0 = to the end */
+    double width, height;     /* page in px (0 = kind's default) */
+    double dpi;               /* PNG resolution (96) */
+    double font;              /* label size in px (0 = 13) */
+    int cols;                 /* trace grid columns (0 = about square) */
+    int buckets, slot_bins;   /* heatmap bins (0 = defaults) */
+    int model;                /* heatmap: layers x heads grid */
+    int log;                  /* heatmap: log colour; mrc: log capacity axis */
+    viz_cmap cmap;
+    const char *policies;     /* mrc: policy list (NULL = lru,fifo,clock,arc,opt) */
+    const char *scope;        /* mrc/reuse: head, layer, model (NULL = head) */
+    int32_t warmup;           /* mrc: tokens that warm the caches uncounted (0) */
+    const char *title;        /* overrides the default title */
+    an_progress_fn progress;  /* mrc: called per simulation; non-zero stops (may be NULL) */
+    void *progress_user;
+} fig_opts;
+
+void fig_opts_default(fig_opts *o);
+
+/* Draw the figure into o->out_path.  RN_EINPUT (message naming the file or
+ * option) for a bad database, run, selection or output path, RN_EINTR when
+ * o->progress asked to stop; nothing is written on error. */
+int fig_draw(const fig_opts *o, rn_error *err);
+
+#endif

@@ -1,0 +1,66 @@
+/* fig_mrc.c — `plot mrc`: hit ratio against cache capacity per policy.
+ * The numbers are analysis/an_simrun.h's simulation grid over the capacity
+ * sweep, the same computation as `ramtrace simulate --sweep`. */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "an_cache.h"
+#include "an_simrun.h"
+#include "fig_ctx.h"
+#include "viz_mrc.h"
+
+typedef struct {
+    const fig_ctx *f;
+    viz_mrc_data d;
+} mrc_page;
+
+static int draw_mrc(cairo_t *cr, double W, double H, void *user, rn_error *err)
+{
+    mrc_page *p = user;
+    return viz_mrc_draw(cr, viz_rect_make(4, 4, W - 8, H - 8), &p->d, p->f->font, err);
+}
+
+int fig_mrc(fig_ctx *f, rn_error *err)
+{
+    const fig_opts *o = f->o;
+    const an_policy *pol[32];
+    int np = 0, scope;
+    int rc = an_policy_parse_list(o->policies ? o->policies : "lru,fifo,clock,arc,opt", pol, 32, &np, err);
+    if (rc) return rn_preferr(err, "--policies");
+    an_streams ss;
+    if ((rc = fig_load_streams(f, &scope, &ss, err))) return rc;
+    if (an_streams_total(&ss) == 0) {
+        an_streams_free(&ss);
+        return rn_seterr(err, RN_EINPUT, "%s: no accesses in the selection", o->db_path);
+    }
+    uint64_t caps[40];
+    int nc = an_sweep_capacities(&ss, caps, 40);
+    an_simgrid g;
+    rc = an_simgrid_run(&ss, pol, np, caps, nc, o->warmup, (uint64_t)(f->run.run.cfg.d_v + 1) * 4, o->progress,
+                        o->progress_user, &g, err);
+    size_t total = an_streams_total(&ss);
+    int n_streams = ss.n;
+    an_streams_free(&ss);
+    if (rc) return rc;
+    double *xs = malloc(sizeof *xs * (size_t)nc), *ys = malloc(sizeof *ys * (size_t)np * nc);
+    viz_series *series = malloc(sizeof *series * (size_t)np);
+    if (!xs || !ys || !series) rc = rn_seterr(err, RN_ENOMEM, "out of memory");
+    for (int p = 0; p < np && !rc; p++) {
+        for (int c = 0; c < nc; c++) {
+            xs[c] = (double)caps[c];
+            ys[(size_t)p * nc + c] = an_hit_ratio(&g.result[p * nc + c]);
+        }
+        series[p] = (viz_series){ pol[p]->name, (size_t)nc, xs, ys + (size_t)p * nc };
+    }
+    if (!rc) {
+        mrc_page pg = { f, { np, series, "", o->log } };
+        if (o->title) snprintf(pg.d.title, sizeof pg.d.title, "%s", o->title);
+        else
+            snprintf(pg.d.title, sizeof pg.d.title, "hit ratio per %s cache, %d stream%s, %zu accesses",
+                     an_scope_name(scope), n_streams, n_streams == 1 ? "" : "s", total);
+        rc = fig_render(f, fig_dflt(o->width, 800), fig_dflt(o->height, 520), draw_mrc, &pg, err);
+    }
+    free(xs); free(ys); free(series);
+    an_simgrid_free(&g);
+    return rc;
+}

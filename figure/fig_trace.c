@@ -1,0 +1,47 @@
+/* fig_trace.c — `plot trace`: slot against position, one panel per
+ * selected head (viz/viz_trace.h draws the grid). */
+#include <stdlib.h>
+
+#include "fig_ctx.h"
+
+typedef struct {
+    const fig_ctx *f;
+    viz_trace_data *d;
+    int n, cols;
+} trace_page;
+
+static int draw_trace(cairo_t *cr, double W, double H, void *user, rn_error *err)
+{
+    const trace_page *p = user;
+    viz_trace_style st;
+    viz_trace_style_default(&st);
+    st.font = p->f->font;
+    st.show_writes = rn_ops_has(p->f->ops, RN_OP_WRITE);
+    st.show_reads = rn_ops_has(p->f->ops, RN_OP_READ);
+    return viz_trace_grid_draw(cr, viz_rect_make(4, 4, W - 8, H - 8), p->d, p->n, p->cols, &st, NULL, err);
+}
+
+int fig_trace(fig_ctx *f, rn_error *err)
+{
+    int n = f->n_heads, cols = viz_grid_cols(n, f->o->cols), rows = (n + cols - 1) / cols;
+    viz_trace_data *d = calloc((size_t)n, sizeof *d);
+    viz_access **ev = calloc((size_t)n, sizeof *ev);
+    int rc = (!d || !ev) ? rn_seterr(err, RN_ENOMEM, "out of memory") : RN_OK;
+    for (int i = 0; i < n && !rc; i++) {
+        rc = fig_load_head(f, &f->heads[i], &ev[i], &d[i].n, err);
+        d[i].ev = ev[i];
+        d[i].pos_lo = f->lo;
+        d[i].pos_hi = f->hi;
+        d[i].n_slots = f->M;
+        fig_head_title(&f->heads[i], d[i].title, sizeof d[i].title);
+    }
+    if (!rc) {
+        trace_page p = { f, d, n, cols };
+        rc = fig_render(f, fig_dflt(f->o->width, cols * 620.0), fig_dflt(f->o->height, rows * 400.0 + 30),
+                        draw_trace, &p, err);
+    }
+    for (int i = 0; ev && i < n; i++) free(ev[i]);
+    free(ev);
+    free(d);
+    return rc;
+}
