@@ -98,6 +98,15 @@ void an_streams_free(an_streams *ss)
     ss->n = 0;
 }
 
+/* Order event indices by their event's pos, ties by index (stable). */
+static int cmp_index_by_pos(const void *x, const void *y, void *ctx)
+{
+    const tr_event *ev = ctx;
+    uint32_t i = *(const uint32_t *)x, j = *(const uint32_t *)y;
+    if (ev[i].pos != ev[j].pos) return ev[i].pos < ev[j].pos ? -1 : 1;
+    return i < j ? -1 : i > j;
+}
+
 int an_streams_build(const tr_event *ev_in, size_t n, const rn_config *cfg, int scope, int ops,
                      an_streams *out, rn_error *err)
 {
@@ -125,30 +134,42 @@ int an_streams_build(const tr_event *ev_in, size_t n, const rn_config *cfg, int 
     for (size_t i = 0; i < n; i++) {
         const tr_event *e = &ev[i];
         if (e->layer >= L || e->head >= H || (int64_t)e->slot >= M || e->pos < 0 || e->op > 1) {
+            /* the message is built before sorted (which may hold e) is freed */
+            int rc = rn_seterr(err, RN_EINPUT,
+                               "event (layer %d, head %d, pos %d, op %d, slot %u) outside the run's config",
+                               e->layer, e->head, e->pos, e->op, e->slot);
             free(sorted);
-            return rn_seterr(err, RN_EINPUT,
-                             "event (layer %d, head %d, pos %d, op %d, slot %u) outside the run's config",
-                             e->layer, e->head, e->pos, e->op, e->slot);
+            return rc;
         }
         if (!rn_ops_has(ops, e->op)) continue;
         nsel++;
         if (e->pos > maxpos) maxpos = e->pos;
     }
 
-    /* Stable counting sort of the selected events by pos, then by group:
-     * canonical input makes the result (group, pos, layer, head, op, rank). */
-    size_t nb = (size_t)maxpos + 2;
+    /* Stable sort of the selected events by pos, then by group: canonical
+     * input makes the result (group, pos, layer, head, op, rank).  By pos:
+     * a counting sort when positions are dense enough, else a comparison
+     * sort, so memory stays O(events) whatever positions a trace claims. */
+    int dense = (uint64_t)maxpos <= 4 * (uint64_t)nsel + 4096;
+    size_t nb = dense ? (size_t)maxpos + 2 : 0;
     size_t *cnt = calloc(nb > (size_t)G + 1 ? nb : (size_t)G + 1, sizeof *cnt);
     uint32_t *a = malloc((nsel ? nsel : 1) * sizeof *a), *b = malloc((nsel ? nsel : 1) * sizeof *b);
     size_t *gcount = calloc((size_t)G + 1, sizeof *gcount);
     idmap map = { 0 };
     int rc = RN_OK;
     if (!cnt || !a || !b || !gcount) { rc = RN_ENOMEM; goto done; }
-    for (size_t i = 0; i < n; i++)
-        if (rn_ops_has(ops, ev[i].op)) cnt[ev[i].pos + 1]++;
-    for (size_t p = 1; p < nb; p++) cnt[p] += cnt[p - 1];
-    for (size_t i = 0; i < n; i++)
-        if (rn_ops_has(ops, ev[i].op)) a[cnt[ev[i].pos]++] = (uint32_t)i;
+    if (dense) {
+        for (size_t i = 0; i < n; i++)
+            if (rn_ops_has(ops, ev[i].op)) cnt[ev[i].pos + 1]++;
+        for (size_t p = 1; p < nb; p++) cnt[p] += cnt[p - 1];
+        for (size_t i = 0; i < n; i++)
+            if (rn_ops_has(ops, ev[i].op)) a[cnt[ev[i].pos]++] = (uint32_t)i;
+    } else {
+        size_t k = 0;
+        for (size_t i = 0; i < n; i++)
+            if (rn_ops_has(ops, ev[i].op)) a[k++] = (uint32_t)i;
+        qsort_r(a, nsel, sizeof *a, cmp_index_by_pos, (void *)ev);
+    }
 #define GROUP(e) (scope == AN_SCOPE_HEAD ? (e)->layer * H + (e)->head : \
                   scope == AN_SCOPE_LAYER ? (e)->layer : 0)
     for (size_t j = 0; j < nsel; j++) gcount[GROUP(&ev[a[j]]) + 1]++;

@@ -4,6 +4,11 @@
  * `events` view) and expanded into ranks here, in canonical order
  * (layer, head, pos, op, rank).  Queries put the run id in the SQL text as a
  * literal so SQLite can use the run's partial index.
+ *
+ * A trace file is input like any other: every value of an event row is
+ * checked against its run's header (layers, heads, M, K, tokens) before it
+ * is narrowed into a tr_event, and a violation is a one-line "corrupt trace"
+ * error (RN_EINPUT), never a truncated value or an overflow.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +30,8 @@ struct tr_iter {
     tr_event base;     /* layer, head, pos, op of the current row */
     int r0;
     int64_t cape_m;
+    /* the run's header, for checking every row */
+    int64_t run_id, L, H, M, K, n_tokens;
 };
 
 int tr_open_read(const char *path, tr_db **out, rn_error *err)
@@ -106,8 +113,12 @@ static int read_run(tr_db *d, sqlite3_stmt *st, tr_run_info *r, rn_error *err)
     snprintf(origin, sizeof origin, "%s: run %lld config", d->path, (long long)r->run_id);
     int rc = rn_config_parse_text(&r->cfg, cfg ? cfg : "", origin, NULL, NULL, err);
     if (!rc) rc = rn_config_validate(&r->cfg, err);
-    if (rc) return rn_seterr(err, RN_EINPUT, "%s: run %lld has an invalid config: %s", d->path,
-                             (long long)r->run_id, err ? err->msg : "");
+    if (rc) {
+        char why[RN_ERRMSG_LEN] = "";
+        if (err) memcpy(why, err->msg, sizeof why); /* err->msg cannot be both format argument and output */
+        return rn_seterr(err, RN_EINPUT, "%s: run %lld has an invalid config: %s", d->path,
+                         (long long)r->run_id, why);
+    }
     if (!strcmp(r->status, "running"))
         rc = count_run(d, r->run_id, &r->n_tokens, &r->n_events, err);
     return rc;
@@ -280,10 +291,18 @@ int tr_count_events(tr_db *d, int64_t run_id, const tr_filter *f, int64_t *n, rn
 int tr_iter_open(tr_db *d, int64_t run_id, const tr_filter *f, tr_iter **out, rn_error *err)
 {
     *out = NULL;
-    int rc = resolve_run(d, &run_id, err);
+    tr_run_info run;
+    int rc = tr_run_get(d, run_id, &run, err);
     if (rc) return rc;
+    run_id = run.run_id;
     tr_iter *it = calloc(1, sizeof *it);
     if (!it) return rn_seterr(err, RN_ENOMEM, "out of memory");
+    it->run_id = run_id;
+    it->L = run.cfg.n_layers;
+    it->H = run.cfg.n_heads;
+    it->M = rn_config_slots(&run.cfg);
+    it->K = run.cfg.top_k;
+    it->n_tokens = run.n_tokens;
     char where[512], sql[1200];
     size_t n = (size_t)snprintf(sql, sizeof sql, "SELECT layer, head, pos, op, r0, n, cape_m");
     for (int i = 0; i < TR_LANES; i++) n += snprintf(sql + n, sizeof sql - n, ", s%d, w%d", i, i);
@@ -295,30 +314,76 @@ int tr_iter_open(tr_db *d, int64_t run_id, const tr_filter *f, tr_iter **out, rn
     return RN_OK;
 }
 
+/* One-line error for a row value outside the run's header. */
+static int corrupt(const tr_iter *it, const char *what, int64_t v, int64_t lo, int64_t hi, rn_error *err)
+{
+    return rn_seterr(err, RN_EINPUT,
+                     "%s: corrupt trace: run %lld has an event row (layer %d, head %d, pos %d) with %s %lld "
+                     "outside [%lld, %lld]", it->db->path, (long long)it->run_id, it->base.layer, it->base.head,
+                     it->base.pos, what, (long long)v, (long long)lo, (long long)hi);
+}
+
+/* Read the group columns of the current row into it->base, r0, n, cape_m,
+ * checking each against the run's header. */
+static int read_group(tr_iter *it, rn_error *err)
+{
+    sqlite3_stmt *st = it->st;
+    int64_t layer = sqlite3_column_int64(st, 0), head = sqlite3_column_int64(st, 1);
+    int64_t pos = sqlite3_column_int64(st, 2), op = sqlite3_column_int64(st, 3);
+    int64_t r0 = sqlite3_column_int64(st, 4), n = sqlite3_column_int64(st, 5);
+    int64_t cape_m = sqlite3_column_int64(st, 6);
+    static const char *const names[] = { "layer", "head", "pos", "op", "r0", "n", "cape_m" };
+    for (int c = 0; c < 7; c++)
+        if (sqlite3_column_type(st, c) != SQLITE_INTEGER)
+            return rn_seterr(err, RN_EINPUT, "%s: corrupt trace: run %lld has an event row whose %s is not an integer",
+                             it->db->path, (long long)it->run_id, names[c]);
+    it->base.layer = (uint16_t)(layer >= 0 && layer < it->L ? layer : 0);
+    it->base.head = (uint16_t)(head >= 0 && head < it->H ? head : 0);
+    it->base.pos = (int32_t)(pos >= 0 && pos < it->n_tokens ? pos : -1);
+    if (layer < 0 || layer >= it->L) return corrupt(it, "layer", layer, 0, it->L - 1, err);
+    if (head < 0 || head >= it->H) return corrupt(it, "head", head, 0, it->H - 1, err);
+    if (pos < 0 || pos >= it->n_tokens) return corrupt(it, "position", pos, 0, it->n_tokens - 1, err);
+    if (op != RN_OP_WRITE && op != RN_OP_READ) return corrupt(it, "op", op, RN_OP_WRITE, RN_OP_READ, err);
+    if (n < 1 || n > TR_LANES) return corrupt(it, "lane count", n, 1, TR_LANES, err);
+    if (r0 < 0 || r0 + n > it->K) return corrupt(it, "first rank", r0, 0, it->K - n, err);
+    if (cape_m != 0 && cape_m != it->M) return corrupt(it, "CAPE modulus", cape_m, 0, it->M, err);
+    it->base.op = (uint8_t)op;
+    it->r0 = (int)r0;
+    it->n = (int)n;
+    it->cape_m = cape_m;
+    return RN_OK;
+}
+
 int tr_iter_next(tr_iter *it, tr_event *ev, rn_error *err)
 {
     while (!it->have_row || it->lane >= it->n) {
         int src = sqlite3_step(it->st);
         if (src == SQLITE_DONE) return 0;
         if (src != SQLITE_ROW) return tr_sqlerr(it->db->db, src, it->db->path, "reading events", err);
-        sqlite3_stmt *st = it->st;
-        it->base.layer = (uint16_t)sqlite3_column_int(st, 0);
-        it->base.head = (uint16_t)sqlite3_column_int(st, 1);
-        it->base.pos = (int32_t)sqlite3_column_int64(st, 2);
-        it->base.op = (uint8_t)sqlite3_column_int(st, 3);
-        it->r0 = sqlite3_column_int(st, 4);
-        it->n = sqlite3_column_int(st, 5);
-        if (it->n > TR_LANES) it->n = TR_LANES;
-        it->cape_m = sqlite3_column_int64(st, 6);
+        it->have_row = 0;
+        int rc = read_group(it, err);
+        if (rc) return rc;
         it->lane = 0;
         it->have_row = 1;
     }
     int i = it->lane++;
     *ev = it->base;
+    int wt = sqlite3_column_type(it->st, 8 + 2 * i);
+    if (sqlite3_column_type(it->st, 7 + 2 * i) != SQLITE_INTEGER || (wt != SQLITE_FLOAT && wt != SQLITE_INTEGER))
+        return rn_seterr(err, RN_EINPUT, "%s: corrupt trace: run %lld has an event (layer %d, head %d, pos %d) "
+                         "whose slot or weight of rank %d is missing or not a number", it->db->path,
+                         (long long)it->run_id, ev->layer, ev->head, ev->pos, it->r0 + i);
     int64_t slot = sqlite3_column_int64(it->st, 7 + 2 * i);
+    double w = sqlite3_column_double(it->st, 8 + 2 * i);
+    if (slot < 0 || slot >= it->M) return corrupt(it, "slot", slot, 0, it->M - 1, err);
+    if (!(w >= 0 && w <= 1))   /* also NaN */
+        return rn_seterr(err, RN_EINPUT, "%s: corrupt trace: run %lld has an event (layer %d, head %d, pos %d) "
+                         "whose weight %g is not in [0, 1]", it->db->path, (long long)it->run_id, ev->layer,
+                         ev->head, ev->pos, w);
     ev->slot = (uint32_t)slot;
+    /* slot < M <= 2^32 and pos < 2^31: the sum fits in int64 */
     ev->addr = it->cape_m > 0 ? (uint32_t)((slot + ev->pos) % it->cape_m) : (uint32_t)slot;
-    ev->weight = (float)sqlite3_column_double(it->st, 8 + 2 * i);
+    ev->weight = (float)w;
     ev->rank = (uint16_t)(it->r0 + i);
     return 1;
 }

@@ -1,0 +1,177 @@
+/* test_trace_corrupt.c — a trace file is untrusted input.  A small real
+ * trace is edited one way at a time (values out of the run's range, wrong
+ * types, a lying token count) and every reading command must answer with one
+ * line naming a corrupt trace and exit 2: no crash, no truncated value
+ * accepted, no allocation sized by a claimed position. */
+#include <sqlite3.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+
+#include "an_stream.h"
+#include "rn_config.h"
+#include "th.h"
+#include "tr_writer.h"
+
+#define NPOS 24
+static char g_db[512];
+
+static void config(rn_config *c)
+{
+    rn_config_default(c);
+    c->n_layers = 2; c->n_heads = 2; c->d_p = 4; c->order = 2; c->top_k = 2; c->d_v = 8;
+    memset(c->cape_mask, 0, sizeof c->cape_mask);
+    c->cape_mask[0] = 1; /* layer 0 head 0: CAPE, so cape_m = M there */
+}
+
+static int make_db(void)
+{
+    snprintf(g_db, sizeof g_db, "%s", th_path("good.db"));
+    rn_config c;
+    config(&c);
+    tr_select sel;
+    tr_select_all(&sel);
+    tr_run_meta meta = { .name = "corrupt-me", .command = "trace", .cfg = &c };
+    tr_writer *w;
+    rn_error err = { 0 };
+    if (tr_writer_open(g_db, &meta, &sel, NULL, &w, &err)) { fprintf(stderr, "%s\n", err.msg); return -1; }
+    const rn_probe *pr = tr_writer_probe(w);
+    for (int p = 0; p < NPOS; p++) {
+        tr_writer_add_token(w, p, 'a' + p % 26, NULL, 0);
+        for (int l = 0; l < 2; l++)
+            for (int h = 0; h < 2; h++)
+                for (int op = 0; op < 2; op++) {
+                    uint32_t s[2] = { (uint32_t)(p + l + h + op) % 16, (uint32_t)(p * 3 + 1) % 16 };
+                    if (s[1] == s[0]) s[1] = (s[0] + 1) % 16;
+                    float wt[2] = { 0.7f, 0.2f };
+                    pr->access(pr->user, l, h, p, op, 2, s, s, wt);
+                }
+    }
+    return tr_writer_finish(w, TR_STATUS_COMPLETE, NULL, &err) ? -1 : 0;
+}
+
+static int setup(void) { return make_db(); }
+
+/* A copy of the good trace with one SQL edit applied. */
+static const char *corrupted(const char *name, const char *sql)
+{
+    const char *path = th_path(name);
+    char *copy = strdup(path);
+    if (th_run("cp '%s' '%s'", g_db, copy) != 0) { free(copy); return NULL; }
+    sqlite3 *s;
+    int ok = sqlite3_open(copy, &s) == SQLITE_OK && sqlite3_exec(s, sql, NULL, NULL, NULL) == SQLITE_OK &&
+             sqlite3_changes(s) > 0;
+    sqlite3_close(s);
+    if (!ok) fprintf(stderr, "\nedit failed: %s\n", sql);
+    CU_ASSERT(ok);
+    th_run("true"); /* keep th_path's rotating buffer from reusing copy's text */
+    static char keep[8][512];
+    static int k;
+    snprintf(keep[k % 8], sizeof keep[0], "%s", copy);
+    free(copy);
+    return keep[k++ % 8];
+}
+
+/* The reading commands on db: exit 2, one line, "corrupt trace".  The
+ * first three read every event of the run; attribute (layer 0, head 0) and
+ * plot (each traced head over [0, tokens)) read through a filter, so they
+ * are asked only when the edited row is one they read (filtered). */
+static void expect_corrupt(const char *db, const char *what, int filtered)
+{
+    static const char *const cmds[] = {
+        "stats '%s'", "simulate '%s' --capacity 4", "export '%s' -f csv -o /dev/null",
+        "attribute '%s' --layer 0 --head 0 --pos 5", "plot heatmap '%s' -o %s/x.png",
+    };
+    for (int i = 0; i < (filtered ? 5 : 3); i++) {
+        char cmd[1200];
+        snprintf(cmd, sizeof cmd, cmds[i], db, th_tmpdir());
+        int rc = th_run("%s %s", th_bin(), cmd);
+        int ok = rc == 2 && th_count_lines(th_err()) == 1 && strstr(th_err(), "corrupt trace");
+        if (!ok) fprintf(stderr, "\n%s: ramtrace %s -> %d: %s", what, cmd, rc, th_err());
+        CU_ASSERT(ok);
+    }
+}
+
+static void test_good_trace_reads(void)
+{
+    CU_ASSERT_EQUAL(th_run("%s stats '%s'", th_bin(), g_db), 0);
+    CU_ASSERT_EQUAL(th_run("%s simulate '%s' --capacity 4", th_bin(), g_db), 0);
+}
+
+static void test_out_of_range_values(void)
+{
+#define ROW " WHERE layer = 0 AND head = 0 AND pos = 5 AND op = 0"
+    static const struct { const char *name, *sql; int filtered; } edits[] = {
+        { "negative head", "UPDATE event_groups SET head = -50" ROW, 0 },
+        { "layer 65536", "UPDATE event_groups SET layer = 65536" ROW, 0 },
+        { "head past H", "UPDATE event_groups SET head = 2" ROW, 0 },
+        { "text layer", "UPDATE event_groups SET layer = 'one'" ROW, 0 },
+        { "position 2^31-1", "UPDATE event_groups SET pos = 2147483647" ROW, 0 },
+        { "position past the tokens", "UPDATE event_groups SET pos = 24" ROW, 0 },
+        { "fewer tokens claimed", "UPDATE runs SET n_tokens = 3", 0 },
+        { "slot 2^32+3", "UPDATE event_groups SET s0 = 4294967299" ROW, 1 },
+        { "slot M", "UPDATE event_groups SET s1 = 16" ROW, 1 },
+        { "negative slot", "UPDATE event_groups SET s0 = -1" ROW, 1 },
+        { "op 7", "UPDATE event_groups SET op = 7" ROW, 1 },
+        { "rank past K", "UPDATE event_groups SET r0 = 300" ROW, 1 },
+        { "no lanes", "UPDATE event_groups SET n = 0" ROW, 1 },
+        { "nine lanes", "UPDATE event_groups SET n = 9" ROW, 1 },
+        { "CAPE modulus", "UPDATE event_groups SET cape_m = 5" ROW, 1 },
+        { "weight 2.5", "UPDATE event_groups SET w0 = 2.5" ROW, 1 },
+        { "NaN weight", "UPDATE event_groups SET w1 = 'nan'" ROW, 1 },
+        { "missing slot", "UPDATE event_groups SET s1 = NULL" ROW, 1 },
+    };
+#undef ROW
+    for (size_t i = 0; i < sizeof edits / sizeof *edits; i++) {
+        char name[64];
+        snprintf(name, sizeof name, "bad%zu.db", i);
+        const char *db = corrupted(name, edits[i].sql);
+        if (db) expect_corrupt(db, edits[i].name, edits[i].filtered);
+    }
+}
+
+/* Streams of a run whose positions are huge but few: memory follows the
+ * number of events, not the largest position (this once sized a counting
+ * array by the position: 16 GiB for one event at 2^31 - 1). */
+static void test_streams_memory_bounded(void)
+{
+    rn_config c;
+    config(&c);
+    tr_event ev[6];
+    memset(ev, 0, sizeof ev);
+    for (int i = 0; i < 6; i++) {
+        ev[i].layer = (uint16_t)(i % 2);
+        ev[i].pos = i < 3 ? i : INT32_MAX - 6 + i;
+        ev[i].slot = (uint32_t)(i * 5 % 16);
+        ev[i].op = (uint8_t)(i % 2);
+        ev[i].weight = 0.5f;
+    }
+    struct rusage before, after;
+    getrusage(RUSAGE_SELF, &before);
+    an_streams ss;
+    rn_error err = { 0 };
+    CU_ASSERT_EQUAL_FATAL(an_streams_build(ev, 6, &c, AN_SCOPE_MODEL, RN_OPS_BOTH, &ss, &err), RN_OK);
+    getrusage(RUSAGE_SELF, &after);
+    CU_ASSERT(after.ru_maxrss - before.ru_maxrss < 64 * 1024); /* KiB: far below the 16 GiB of old */
+    /* replay order (pos, layer, head, op, rank): by position */
+    CU_ASSERT_EQUAL(ss.n, 1);
+    CU_ASSERT_EQUAL(ss.s[0].n, 6);
+    for (int i = 1; i < 6; i++) CU_ASSERT(ss.s[0].pos[i - 1] <= ss.s[0].pos[i]);
+    CU_ASSERT_EQUAL(ss.s[0].pos[5], INT32_MAX - 1);
+    an_streams_free(&ss);
+    /* an event outside the config names it (and reads nothing freed) */
+    ev[4].head = 9;
+    CU_ASSERT_EQUAL(an_streams_build(ev, 6, &c, AN_SCOPE_HEAD, RN_OPS_BOTH, &ss, &err), RN_EINPUT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "head 9"));
+}
+
+int register_trace_corrupt(void)
+{
+    CU_pSuite s = CU_add_suite("trace_corrupt", setup, NULL);
+    if (!s) return -1;
+    if (!CU_add_test(s, "the unedited trace reads", test_good_trace_reads) ||
+        !CU_add_test(s, "every out-of-range value is a one-line corrupt-trace error", test_out_of_range_values) ||
+        !CU_add_test(s, "stream memory follows events, not positions", test_streams_memory_bounded))
+        return -1;
+    return 0;
+}
