@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 void rn_config_default(rn_config *c)
 {
@@ -256,6 +257,11 @@ int rn_config_load_file(rn_config *c, const char *path, rn_config_extra_fn extra
 {
     FILE *f = fopen(path, "rb");
     if (!f) return rn_seterr(err, RN_EINPUT, "%s: cannot open: %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
+        fclose(f);
+        return rn_seterr(err, RN_EINPUT, "%s: is a directory, not a file", path);
+    }
     char *buf = NULL;
     size_t len = 0, cap = 0;
     for (;;) {

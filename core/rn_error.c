@@ -5,6 +5,14 @@
 #include <stdio.h>
 #include <string.h>
 
+/* An error message is one line: fold line breaks and tabs (e.g. from an SQL
+ * text quoted in a library's message) into spaces. */
+static void one_line(char *s)
+{
+    for (; *s; s++)
+        if (*s == '\n' || *s == '\r' || *s == '\t') *s = ' ';
+}
+
 int rn_seterr(rn_error *err, int code, const char *fmt, ...)
 {
     if (err) {
@@ -12,6 +20,7 @@ int rn_seterr(rn_error *err, int code, const char *fmt, ...)
         va_start(ap, fmt);
         vsnprintf(err->msg, sizeof err->msg, fmt, ap);
         va_end(ap);
+        one_line(err->msg);
         err->code = code;
     }
     return code;
@@ -27,5 +36,6 @@ int rn_preferr(rn_error *err, const char *fmt, ...)
     va_end(ap);
     memcpy(old, err->msg, sizeof old);
     snprintf(err->msg, sizeof err->msg, "%s: %s", pre, old);
+    one_line(err->msg);
     return err->code;
 }

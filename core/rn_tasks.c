@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 const rn_mqar_seg rn_mqar_train_segs[] = { {64, 4}, {128, 8}, {256, 16}, {256, 32}, {256, 64} };
 const int rn_mqar_n_train_segs = 5;
@@ -82,7 +83,8 @@ int rn_text_load(rn_text *t, const char *path, double val_frac, int T, rn_error 
     memset(t, 0, sizeof *t);
     FILE *f = fopen(path, "rb");
     if (!f) return rn_seterr(err, RN_EINPUT, "%s: cannot open corpus: %s", path, strerror(errno));
-    if (fseek(f, 0, SEEK_END) || ftell(f) < 0) {
+    struct stat st;
+    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode) || fseek(f, 0, SEEK_END) || ftell(f) < 0) {
         fclose(f);
         return rn_seterr(err, RN_EINPUT, "%s: corpus is not a regular file", path);
     }

@@ -6,6 +6,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 int rn_read_file(const char *path, char **data, size_t *len, rn_error *err)
 {
@@ -13,6 +14,11 @@ int rn_read_file(const char *path, char **data, size_t *len, rn_error *err)
     *len = 0;
     FILE *f = fopen(path, "rb");
     if (!f) return rn_seterr(err, RN_EINPUT, "%s: cannot open: %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
+        fclose(f);
+        return rn_seterr(err, RN_EINPUT, "%s: is a directory, not a file", path);
+    }
     size_t cap = 1 << 16, n = 0;
     char *b = malloc(cap + 1);
     if (!b) { fclose(f); return rn_seterr(err, RN_ENOMEM, "%s: out of memory", path); }

@@ -88,6 +88,16 @@ static void test_bad_inputs(void)
     CU_ASSERT_EQUAL(th_run("head -c 1000 %s > %s", g_ids_model, trunc), 0);
     CU_ASSERT_EQUAL(th_run("%s run %s %s", th_bin(), trunc, p), 2);
     assert_one_line_error(trunc);
+    /* a directory where a file is expected (exit 1 "read error" once) */
+    CU_ASSERT_EQUAL(th_run("%s run %s %s", th_bin(), g_ids_model, th_tmpdir()), 2);
+    assert_one_line_error("directory");
+    CU_ASSERT_EQUAL(th_run("%s trace %s %s -o %s", th_bin(), g_ids_model, th_tmpdir(), th_path("d.db")), 2);
+    assert_one_line_error("directory");
+    CU_ASSERT_EQUAL(th_run("%s init --config %s -o %s", th_bin(), th_tmpdir(), th_path("d.bin")), 2);
+    assert_one_line_error("directory");
+    CU_ASSERT_EQUAL(th_run("%s train --task text --data %s --steps 1 -o %s", th_bin(), th_tmpdir(),
+                           th_path("d.bin")), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(th_err(), "not a regular file")); /* after the training banner */
     CU_ASSERT_EQUAL(th_run("%s run --help", th_bin()), 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(th_out(), "usage"));
 }

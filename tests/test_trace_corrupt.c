@@ -11,6 +11,7 @@
 #include "an_stream.h"
 #include "rn_config.h"
 #include "th.h"
+#include "tr_schema.h"
 #include "tr_writer.h"
 
 #define NPOS 24
@@ -59,8 +60,9 @@ static const char *corrupted(const char *name, const char *sql)
     char *copy = strdup(path);
     if (th_run("cp '%s' '%s'", g_db, copy) != 0) { free(copy); return NULL; }
     sqlite3 *s;
+    /* an UPDATE must change a row, or the edit tests nothing */
     int ok = sqlite3_open(copy, &s) == SQLITE_OK && sqlite3_exec(s, sql, NULL, NULL, NULL) == SQLITE_OK &&
-             sqlite3_changes(s) > 0;
+             (strncmp(sql, "UPDATE", 6) != 0 || sqlite3_changes(s) > 0);
     sqlite3_close(s);
     if (!ok) fprintf(stderr, "\nedit failed: %s\n", sql);
     CU_ASSERT(ok);
@@ -165,13 +167,43 @@ static void test_streams_memory_bounded(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "head 9"));
 }
 
+/* A file that is SQLite with a trace's header but not a trace's tables
+ * (a foreign or damaged schema) is bad input: one line, exit 2 (it was
+ * exit 1, "no such table"). */
+static void test_foreign_schema(void)
+{
+    static const char *const edits[] = { "DROP TABLE runs", "DROP TABLE event_groups",
+                                         "DROP TABLE heads; CREATE TABLE heads(x)" };
+    for (int i = 0; i < 3; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "schema%d.db", i);
+        const char *db = corrupted(name, edits[i]);
+        const char *cmds[] = { "stats", "runs", "simulate" };
+        for (int c = 0; c < 3 && db; c++) {
+            int rc = th_run("%s %s '%s'", th_bin(), cmds[c], db);
+            if (i > 0 && c == 1) continue; /* runs reads only the runs table */
+            int ok = rc == 2 && th_count_lines(th_err()) == 1 && strstr(th_err(), name);
+            if (!ok) fprintf(stderr, "\n%s on '%s' -> %d: %s", cmds[c], edits[i], rc, th_err());
+            CU_ASSERT(ok);
+        }
+    }
+    /* a read-only file refused by SQLite is bad input too (exit 2), and any
+     * message is one line whatever the library put in it */
+    rn_error err = { 0 };
+    CU_ASSERT_EQUAL(tr_sqlerr(NULL, SQLITE_READONLY, "ro.db", "inserting events", &err), RN_EINPUT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "read-only"));
+    rn_seterr(&err, RN_EINPUT, "x: malformed schema:\nCREATE TABLE t(\r\n  a)");
+    CU_ASSERT_PTR_NULL(strpbrk(err.msg, "\r\n"));
+}
+
 int register_trace_corrupt(void)
 {
     CU_pSuite s = CU_add_suite("trace_corrupt", setup, NULL);
     if (!s) return -1;
     if (!CU_add_test(s, "the unedited trace reads", test_good_trace_reads) ||
         !CU_add_test(s, "every out-of-range value is a one-line corrupt-trace error", test_out_of_range_values) ||
-        !CU_add_test(s, "stream memory follows events, not positions", test_streams_memory_bounded))
+        !CU_add_test(s, "stream memory follows events, not positions", test_streams_memory_bounded) ||
+        !CU_add_test(s, "a foreign schema is bad input", test_foreign_schema))
         return -1;
     return 0;
 }

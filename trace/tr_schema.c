@@ -18,12 +18,19 @@
 int tr_sqlerr(sqlite3 *db, int rc, const char *path, const char *what, rn_error *err)
 {
     int prim = rc & 0xff;
-    int code = (prim == SQLITE_FULL || prim == SQLITE_IOERR || prim == SQLITE_CANTOPEN ||
-                prim == SQLITE_READONLY) ? RN_EIO
-             : (prim == SQLITE_NOTADB || prim == SQLITE_CORRUPT) ? RN_EINPUT
+    /* Our statements are fixed: SQLITE_ERROR on them means the file's schema
+     * is not a trace's (a foreign or damaged file), which is bad input. */
+    int code = (prim == SQLITE_FULL || prim == SQLITE_IOERR || prim == SQLITE_CANTOPEN) ? RN_EIO
+             : (prim == SQLITE_NOTADB || prim == SQLITE_CORRUPT || prim == SQLITE_ERROR ||
+                prim == SQLITE_READONLY) ? RN_EINPUT
              : RN_EINTERNAL;
     if (prim == SQLITE_NOTADB)
         return rn_seterr(err, code, "%s: not an SQLite database (so not a trace)", path);
+    if (prim == SQLITE_READONLY)
+        return rn_seterr(err, code, "%s: %s: the file is read-only", path, what);
+    if (prim == SQLITE_ERROR)
+        return rn_seterr(err, code, "%s: not a valid trace (%s: %s)", path, what,
+                         db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
     return rn_seterr(err, code, "%s: %s: %s", path, what, db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
 }
 
