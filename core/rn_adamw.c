@@ -1,4 +1,5 @@
-/* rn_adamw.c — AdamW, clipping and the LR schedule (see rn_adamw.h). */
+/* rn_adamw.c — AdamW, clipping and the LR schedule (see rn_adamw.h).  The
+ * per-tensor weight decay comes from the parameter table (rn_params.h). */
 #include "rn_adamw.h"
 
 #include <math.h>
@@ -31,13 +32,13 @@ double rn_grad_norm(const rn_real *g, int64_t n)
 void rn_adamw_update(const rn_config *c, rn_real *params, const rn_real *grad, rn_real *m1,
                      rn_real *m2, const rn_adamw_opts *o, int64_t step, double lr, double gscale)
 {
-    static rn_tensor_desc d[1 + 11 * RN_MAX_LAYERS + 2];
     int nt = rn_params_count_tensors(c);
-    rn_params_layout(c, d);
     double bc1 = 1 - pow(o->beta1, (double)(step + 1)), bc2 = 1 - pow(o->beta2, (double)(step + 1));
     for (int i = 0; i < nt; i++) {
-        double wd = (d[i].kind == RN_T_MATRIX || d[i].kind == RN_T_EMBED) ? o->weight_decay : 0;
-        int64_t off = d[i].offset, n = d[i].numel;
+        rn_tensor_desc t;
+        rn_params_tensor(c, i, &t);
+        double wd = (t.kind == RN_T_MATRIX || t.kind == RN_T_EMBED) ? o->weight_decay : 0;
+        int64_t off = t.offset, n = t.numel;
         #pragma omp parallel for if (n > 65536) schedule(static)
         for (int64_t j = off; j < off + n; j++) {
             double g = (double)grad[j] * gscale;

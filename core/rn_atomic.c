@@ -1,42 +1,60 @@
-/* rn_atomic.c — temp-file-then-rename output files; see rn_atomic.h. */
+/* rn_atomic.c — temp-file-then-rename output files and the registry of open
+ * temp files that a signal handler removes; see rn_atomic.h. */
 #include "rn_atomic.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* The registry of open temp files, so that a signal handler can remove them.
+ *
+ * This is the one piece of mutable file-scope state in core/, on purpose: a
+ * signal handler can only reach process-global state.  It is safe to use
+ * from several threads and from a handler: a slot is claimed with a
+ * compare-exchange on its state (FREE -> CLAIMED), its path written, and
+ * only then published (READY).  Cleanup takes READY slots (READY ->
+ * REMOVING) so a path is never read while it is being written, and never
+ * unlinked twice.  Lock-free atomics are async-signal-safe. */
 #define MAX_TMP 16
+enum { SLOT_FREE = 0, SLOT_CLAIMED, SLOT_READY, SLOT_REMOVING };
+_Static_assert(ATOMIC_INT_LOCK_FREE == 2, "the temp-file registry needs lock-free atomics (signal safety)");
 static char g_tmp[MAX_TMP][4096];
-static volatile sig_atomic_t g_used[MAX_TMP];
+static atomic_int g_state[MAX_TMP];
 
 int rn_atomic_register(const char *tmp)
 {
-    for (int i = 0; i < MAX_TMP; i++)
-        if (!g_used[i]) {
+    for (int i = 0; i < MAX_TMP; i++) {
+        int want = SLOT_FREE;
+        if (atomic_compare_exchange_strong(&g_state[i], &want, SLOT_CLAIMED)) {
             snprintf(g_tmp[i], sizeof g_tmp[i], "%s", tmp);
-            g_used[i] = 1;
+            atomic_store(&g_state[i], SLOT_READY);
             return i;
         }
+    }
     return -1;
 }
 
 void rn_atomic_unregister(int slot)
 {
-    if (slot >= 0 && slot < MAX_TMP) g_used[slot] = 0;
+    /* A slot that cleanup is removing stays its until cleanup frees it. */
+    int want = SLOT_READY;
+    if (slot >= 0 && slot < MAX_TMP) atomic_compare_exchange_strong(&g_state[slot], &want, SLOT_FREE);
 }
 
 void rn_atomic_cleanup_all(void)
 {
-    for (int i = 0; i < MAX_TMP; i++)
-        if (g_used[i]) {
+    for (int i = 0; i < MAX_TMP; i++) {
+        int want = SLOT_READY;
+        if (atomic_compare_exchange_strong(&g_state[i], &want, SLOT_REMOVING)) {
             unlink(g_tmp[i]);
-            g_used[i] = 0;
+            atomic_store(&g_state[i], SLOT_FREE);
         }
+    }
 }
 
 int rn_atomic_tmpname(const char *path, char *tmp, size_t cap, rn_error *err)

@@ -6,7 +6,8 @@
  * never left half-written: on error, interrupt or crash the target is either
  * the old file or the complete new one.  Open temp files are registered so
  * a signal handler can remove them (rn_atomic_cleanup_all is
- * async-signal-safe).
+ * async-signal-safe); registration is thread-safe.  That registry is the
+ * one deliberate piece of process-global mutable state in core/.
  */
 #ifndef RN_ATOMIC_H
 #define RN_ATOMIC_H

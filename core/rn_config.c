@@ -11,6 +11,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "rn_params.h"
+
 void rn_config_default(rn_config *c)
 {
     memset(c, 0, sizeof *c);
@@ -335,17 +337,7 @@ size_t rn_config_format(const rn_config *c, char *buf, size_t cap)
 
 int64_t rn_config_param_count(const rn_config *c)
 {
-    int64_t D = c->d_model, dk = rn_config_dk(c), H = c->n_heads;
-    int64_t per_layer = D                     /* attn_norm */
-        + 2 * H * dk * D                      /* q, k */
-        + H * c->d_v * D                      /* v */
-        + 2 * H                               /* alphas */
-        + D * H * c->d_v                      /* o */
-        + D                                   /* mlp_norm */
-        + 3 * (int64_t)c->d_ff * D;           /* gate, up, down */
-    int64_t n = (int64_t)c->vocab_size * D + per_layer * c->n_layers + D;
-    if (!c->tie_embeddings) n += (int64_t)c->vocab_size * D;
-    return n;
+    return rn_params_numel(c); /* summed over the parameter table */
 }
 
 int64_t rn_config_total_state(const rn_config *c)

@@ -196,20 +196,30 @@ static int check_header(const unsigned char *h, uint64_t fsize, const char *path
     return RN_OK;
 }
 
-/* The padding between tensors must be zero (so conversions are lossless). */
+/* The padding between tensors must be zero (so conversions are lossless):
+ * the gap before each tensor belongs to the one before it, the gap after the
+ * last tensor runs to the end of the block. */
 static int check_padding(const rn_config *c, const rn_real *block, int64_t n_block,
                          const char *path, rn_error *err)
 {
-    static rn_tensor_desc d[1 + 11 * RN_MAX_LAYERS + 2];
     int n = rn_params_count_tensors(c);
-    rn_params_layout(c, d);
-    for (int i = 0; i < n; i++) {
-        int64_t from = d[i].offset + d[i].numel, to = i + 1 < n ? d[i + 1].offset : n_block;
+    int64_t from = 0;
+    for (int i = 0; i <= n; i++) {
+        rn_tensor_desc t;
+        int64_t to = n_block;
+        if (i < n) {
+            rn_params_tensor(c, i, &t);
+            to = t.offset;
+        }
         for (int64_t j = from; j < to; j++) {
             uint32_t u;
             memcpy(&u, &block[j], 4);
-            if (u) return rn_seterr(err, RN_EINPUT, "%s: padding after tensor %s is not zero", path, d[i].name);
+            if (u) {
+                rn_params_tensor(c, i - 1, &t);
+                return rn_seterr(err, RN_EINPUT, "%s: padding after tensor %s is not zero", path, t.name);
+            }
         }
+        if (i < n) from = t.offset + t.numel;
     }
     return RN_OK;
 }

@@ -16,7 +16,7 @@ int64_t rn_config_param_count_noembed(const rn_config *c)
 /* "12345 (12.1 KiB)" style byte counts. */
 static void human(char *out, size_t cap, double bytes)
 {
-    static const char *unit[] = { "B", "KiB", "MiB", "GiB", "TiB" };
+    static const char *const unit[] = { "B", "KiB", "MiB", "GiB", "TiB" };
     int u = 0;
     while (bytes >= 1024 && u < 4) { bytes /= 1024; u++; }
     snprintf(out, cap, u ? "%.1f %s" : "%.0f %s", bytes, unit[u]);

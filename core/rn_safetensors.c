@@ -23,7 +23,6 @@
 #define ST_MAX_HEADER (100u << 20) /* the reference implementation's limit */
 #define ST_MAX_STR 256
 #define ST_MAX_DIMS 8
-#define ST_MAX_TENSORS (1 + 11 * RN_MAX_LAYERS + 2)
 
 /* The config keys every file carries in __metadata__ as `ramnet.KEY`. */
 static const char *const meta_keys[] = {
@@ -79,10 +78,9 @@ static void meta_value(const rn_config *c, const char *key, char *out, size_t ca
 
 int rn_safetensors_save(const rn_model *m, const char *path, rn_error *err)
 {
-    static rn_tensor_desc d[ST_MAX_TENSORS];
     const rn_config *c = &m->cfg;
     int n = rn_params_count_tensors(c);
-    rn_params_layout(c, d);
+    rn_tensor_desc t;
     sbuf b = {0};
     sb_printf(&b, "{\"__metadata__\":{");
     char val[RN_MAX_LAYERS * 22];
@@ -93,13 +91,14 @@ int rn_safetensors_save(const rn_model *m, const char *path, rn_error *err)
     sb_printf(&b, "}");
     uint64_t at = 0;
     for (int i = 0; i < n; i++) {
-        uint64_t bytes = (uint64_t)d[i].numel * 4;
-        if (d[i].ndim == 2)
+        rn_params_tensor(c, i, &t);
+        uint64_t bytes = (uint64_t)t.numel * 4;
+        if (t.ndim == 2)
             sb_printf(&b, ",\"%s\":{\"dtype\":\"F32\",\"shape\":[%" PRId64 ",%" PRId64 "],\"data_offsets\":[%" PRIu64 ",%" PRIu64 "]}",
-                      d[i].name, d[i].shape[0], d[i].shape[1], at, at + bytes);
+                      t.name, t.shape[0], t.shape[1], at, at + bytes);
         else
             sb_printf(&b, ",\"%s\":{\"dtype\":\"F32\",\"shape\":[%" PRId64 "],\"data_offsets\":[%" PRIu64 ",%" PRIu64 "]}",
-                      d[i].name, d[i].shape[0], at, at + bytes);
+                      t.name, t.shape[0], at, at + bytes);
         at += bytes;
     }
     sb_printf(&b, "}");
@@ -114,8 +113,10 @@ int rn_safetensors_save(const rn_model *m, const char *path, rn_error *err)
     unsigned char len8[8];
     for (int i = 0; i < 8; i++) len8[i] = (unsigned char)((uint64_t)b.len >> (8 * i));
     int ok = fwrite(len8, 1, 8, af.f) == 8 && fwrite(b.s, 1, b.len, af.f) == b.len;
-    for (int i = 0; ok && i < n; i++)
-        ok = fwrite(m->params + d[i].offset, 4, (size_t)d[i].numel, af.f) == (size_t)d[i].numel;
+    for (int i = 0; ok && i < n; i++) {
+        rn_params_tensor(c, i, &t);
+        ok = fwrite(m->params + t.offset, 4, (size_t)t.numel, af.f) == (size_t)t.numel;
+    }
     free(b.s);
     if (!ok) {
         int e = errno;
@@ -142,7 +143,7 @@ typedef struct {
     const char *path;
     rn_error *err;
     st_entry *ent;
-    int n_ent;
+    int n_ent, max_ent;     /* entries used and allocated */
     rn_config cfg;
     int have_meta[N_META];
     int seen_metadata;
@@ -308,8 +309,8 @@ static int parse_tensor(st_parser *ps, const char *name)
     for (int i = 0; i < ps->n_ent; i++)
         if (!strcmp(ps->ent[i].name, name))
             return rn_seterr(ps->err, RN_EINPUT, "%s: tensor '%s' is listed twice", ps->path, name);
-    if (ps->n_ent >= ST_MAX_TENSORS)
-        return rn_seterr(ps->err, RN_EINPUT, "%s: more than %d tensors", ps->path, ST_MAX_TENSORS);
+    if (ps->n_ent >= ps->max_ent)
+        return rn_seterr(ps->err, RN_EINPUT, "%s: more than %d tensors", ps->path, ps->max_ent);
     st_entry *e = &ps->ent[ps->n_ent++];
     memset(e, 0, sizeof *e);
     snprintf(e->name, sizeof e->name, "%s", name);
@@ -380,10 +381,10 @@ static void fmt_shape(const int64_t *s, int nd, char *out, size_t cap)
     if (n < cap) snprintf(out + n, cap - n, "]");
 }
 
-static const st_entry *g_sort_ent; /* qsort context (the load is not reentrant per thread anyway) */
-static int cmp_begin(const void *a, const void *b)
+/* qsort_r order of entry indices by data_offsets (ent is the entry array). */
+static int cmp_begin(const void *a, const void *b, void *ent)
 {
-    const st_entry *x = &g_sort_ent[*(const int *)a], *y = &g_sort_ent[*(const int *)b];
+    const st_entry *x = (const st_entry *)ent + *(const int *)a, *y = (const st_entry *)ent + *(const int *)b;
     return x->begin < y->begin ? -1 : x->begin > y->begin ? 1 : (x->end > y->end) - (x->end < y->end);
 }
 
@@ -435,8 +436,7 @@ static int check_entries(st_parser *ps, const rn_tensor_desc *d, int nd, uint64_
     int *ord = malloc(sizeof *ord * (size_t)ps->n_ent);
     if (!ord) return rn_seterr(ps->err, RN_ENOMEM, "%s: out of memory", path);
     for (int i = 0; i < ps->n_ent; i++) ord[i] = i;
-    g_sort_ent = ps->ent;
-    qsort(ord, (size_t)ps->n_ent, sizeof *ord, cmp_begin);
+    qsort_r(ord, (size_t)ps->n_ent, sizeof *ord, cmp_begin, ps->ent);
     int64_t at = 0;
     int rc = RN_OK;
     for (int i = 0; i < ps->n_ent && !rc; i++) {
@@ -465,6 +465,7 @@ int rn_safetensors_load(rn_model *m, const char *path, rn_error *err)
     char *hdr = NULL;
     st_parser ps;
     memset(&ps, 0, sizeof ps);
+    rn_tensor_desc *d = NULL; /* the config's layout, once the metadata is read */
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
         rc = rn_seterr(err, RN_EINPUT, "%s: not a regular file", path);
         goto out;
@@ -487,7 +488,8 @@ int rn_safetensors_load(rn_model *m, const char *path, rn_error *err)
         goto out;
     }
     hdr = malloc((size_t)hlen + 1);
-    ps.ent = malloc(sizeof *ps.ent * ST_MAX_TENSORS);
+    ps.max_ent = rn_params_max_tensors();
+    ps.ent = malloc(sizeof *ps.ent * (size_t)ps.max_ent);
     if (!hdr || !ps.ent) { rc = rn_seterr(err, RN_ENOMEM, "%s: out of memory", path); goto out; }
     if (pread(fd, hdr, (size_t)hlen, 8) != (ssize_t)hlen) { rc = rn_seterr(err, RN_EIO, "%s: read error", path); goto out; }
     hdr[hlen] = 0;
@@ -502,8 +504,9 @@ int rn_safetensors_load(rn_model *m, const char *path, rn_error *err)
             goto out;
         }
     if ((rc = rn_config_validate(&ps.cfg, err))) { rn_preferr(err, "%s", path); goto out; }
-    static rn_tensor_desc d[ST_MAX_TENSORS];
     int nd = rn_params_count_tensors(&ps.cfg);
+    d = malloc(sizeof *d * (size_t)nd);
+    if (!d) { rc = rn_seterr(err, RN_ENOMEM, "%s: out of memory", path); goto out; }
     rn_params_layout(&ps.cfg, d);
     uint64_t data_at = 8 + hlen, data_bytes = fsize - data_at;
     if ((rc = check_entries(&ps, d, nd, data_bytes))) goto out;
@@ -518,6 +521,7 @@ int rn_safetensors_load(rn_model *m, const char *path, rn_error *err)
         }
     }
 out:
+    free(d);
     free(hdr);
     free(ps.ent);
     close(fd);

@@ -28,10 +28,12 @@ void rn_sampler_free(rn_sampler *s)
     s->idx = NULL;
 }
 
-static const float *g_sort_probs;
-static int cmp_desc(const void *a, const void *b)
+/* qsort_r order of token ids: descending probability, then ascending id
+ * (a total order, so the result does not depend on the sort algorithm). */
+static int cmp_desc(const void *a, const void *b, void *probs)
 {
-    float x = g_sort_probs[*(const int *)a], y = g_sort_probs[*(const int *)b];
+    const float *p = probs;
+    float x = p[*(const int *)a], y = p[*(const int *)b];
     if (x > y) return -1;
     if (x < y) return 1;
     return *(const int *)a - *(const int *)b;
@@ -73,8 +75,7 @@ int rn_sample(rn_sampler *s, const float *logits)
         for (int i = 1; i < V; i++) if (s->probs[i] > s->probs[best]) best = i;
         s->idx[n++] = best;
     }
-    g_sort_probs = s->probs;
-    qsort(s->idx, n, sizeof(int), cmp_desc);
+    qsort_r(s->idx, n, sizeof(int), cmp_desc, s->probs);
     double mass = 0;
     int last = n - 1;
     for (int i = 0; i < n; i++) {
