@@ -5,6 +5,7 @@
  * rn_runtime.c and carves all buffers from one allocation. */
 #include "rn_train.h"
 
+#include <assert.h>
 #include <math.h>
 #include <omp.h>
 #include <stdlib.h>
@@ -168,9 +169,11 @@ int rn_trainer_create_kr(rn_trainer **out, const rn_model *m, int max_rows, int 
         free(tr);
         return rn_seterr(err, RN_ENOMEM, "out of memory allocating %zu bytes of training state", cv.off);
     }
+    const size_t bytes = cv.off;
     cv.base = tr->mem;
     cv.off = 0;
     carve_all(tr, &cv);
+    assert(cv.off == bytes); /* the carving takes what the counting pass measured */
     memset(tr->grad, 0, sizeof(rn_real) * (size_t)tr->n_block);
     rn_weights_carve(&tr->c, tr->grad, &tr->gw);
     /* Dense PDMA state per thread starts reset; accumulators start at zero. */
@@ -236,6 +239,7 @@ static void pdma_forward(rn_trainer *tr, layer_acts *a)
     const size_t per = (size_t)tr->M * (dv + 1);
     #pragma omp parallel for schedule(dynamic, 1) num_threads(scan_threads(tr))
     for (int bh = 0; bh < tr->B * H; bh++) {
+        assert(omp_get_thread_num() < tr->nthreads); /* a PDMA state per thread */
         rn_real *S = tr->Sz + (size_t)omp_get_thread_num() * per, *z = S + (size_t)tr->M * dv;
         const scan_offsets so = scan_at(tr, bh);
         rn_pdma_train_forward(a->o + so.v, a->wsave + so.wsave, a->rsave + so.rsave, S, z, a->v + so.v,
@@ -253,6 +257,7 @@ static void pdma_backward(rn_trainer *tr, layer_acts *a)
     const size_t per = (size_t)tr->M * (dv + 1);
     #pragma omp parallel for schedule(dynamic, 1) num_threads(scan_threads(tr))
     for (int bh = 0; bh < tr->B * H; bh++) {
+        assert(omp_get_thread_num() < tr->nthreads);
         rn_real *dS = tr->dSz + (size_t)omp_get_thread_num() * per, *dz = dS + (size_t)tr->M * dv;
         const scan_offsets so = scan_at(tr, bh);
         rn_pdma_train_backward(tr->dv + so.v, tr->dww + so.w, tr->drw + so.r, dS, dz, tr->dout + so.v,

@@ -2,6 +2,7 @@
  * (see rn_train_loop.h).  Float builds only (it writes files). */
 #include "rn_train_loop.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -411,6 +412,7 @@ static void make_batch(const rn_train_opts *o, run_state *s, int V, int64_t step
     const rn_mqar_seg *sg = &segs[(step * o->grad_accum + micro) % n_segs];
     *T = sg->L;
     *B = o->batch * o->seq_len / sg->L;
+    assert(*B >= 1 && *B * *T <= s->max_rows); /* validated: L <= seq_len */
     for (int b = 0; b < *B; b++)
         rn_mqar_example(&rng, V, sg->L, sg->N, RN_MQAR_POWER_A, s->tok + (size_t)b * sg->L,
                         s->tgt + (size_t)b * sg->L, s->pbuf);
@@ -425,6 +427,7 @@ static int do_eval(run_state *s, double *metric, rn_error *err)
     const size_t cap = sizeof s->summary;
     if (o->task == RN_TASK_MQAR) {
         double acc[16], mean;
+        assert(o->n_eval_segs >= 1 && o->n_eval_segs <= 16); /* parse_segs keeps 1..16 */
         int rc = eval_mqar_with(s->tr, s->m.cfg.vocab_size, o->eval_segs, o->n_eval_segs,
                                 o->eval_examples, 4242, s->max_rows, s->tok, s->tgt, s->pbuf, acc,
                                 &mean, s->stop, err);
