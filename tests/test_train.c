@@ -559,6 +559,8 @@ static void test_cli_nonfinite_loss(void)
 typedef struct {
     char seq[1024];
     char start_text[512], done_text[512];
+    int64_t stop_at;      /* set *stop on the STEP event of this step (0 = never) */
+    volatile int *stop;
 } event_log;
 
 static void record_event(void *user, const rn_train_event *ev)
@@ -569,12 +571,13 @@ static void record_event(void *user, const rn_train_event *ev)
     snprintf(lg->seq + n, sizeof lg->seq - n, "%s%s:%lld", n ? " " : "", name[ev->kind], (long long)ev->step);
     if (ev->kind == RN_TRAIN_EV_START) snprintf(lg->start_text, sizeof lg->start_text, "%s", ev->text);
     if (ev->kind == RN_TRAIN_EV_DONE) snprintf(lg->done_text, sizeof lg->done_text, "%s", ev->text);
+    if (ev->kind == RN_TRAIN_EV_STEP && ev->step == lg->stop_at) *lg->stop = 1;
 }
 
 /* The loop reports start, its steps with their evaluations and
  * checkpoints, the final evaluation and done, in that order; a run stopped
  * early checkpoints at the stop; a resumed run starts at its checkpoint's
- * step; a failed run reports no done. */
+ * step; an interrupted or failed run reports no done. */
 static void test_train_events(void)
 {
     char *text = th_read_file(tiny_cfg(), NULL);
@@ -591,7 +594,7 @@ static void test_train_events(void)
     o.log_every = 1;
     o.top_k_start = 8; /* annealing: training through the shallow model copy */
     snprintf(o.out, sizeof o.out, "%s", P("ev.bin"));
-    event_log lg = { "", "", "" };
+    event_log lg = { "", "", "", 0, NULL };
     CU_ASSERT_EQUAL_FATAL(rn_train_run(&o, &c, record_event, &lg, NULL, &err), RN_OK);
     CU_ASSERT_STRING_EQUAL(lg.seq, "start:0 step:1 step:2 eval:2 step:3 ckpt:3 step:4 eval:4 step:5 step:6 "
                                    "eval:6 done:6");
@@ -611,6 +614,19 @@ static void test_train_events(void)
     snprintf(o.ckpt, sizeof o.ckpt, "%s", P("ev_rest.ckpt"));
     CU_ASSERT_EQUAL_FATAL(rn_train_run(&o, &c, record_event, &lg, NULL, &err), RN_OK);
     CU_ASSERT_STRING_EQUAL(lg.seq, "start:4 step:6 eval:6 done:6");
+    /* interrupted (Ctrl-C) after step 3: its checkpoint, the stop's, and
+     * RN_EINTR with no final evaluation */
+    volatile int stop = 0;
+    memset(&lg, 0, sizeof lg);
+    lg.stop_at = 3;
+    lg.stop = &stop;
+    o.resume[0] = 0;
+    o.log_every = 1;
+    snprintf(o.ckpt, sizeof o.ckpt, "%s", P("ev_int.ckpt"));
+    CU_ASSERT_EQUAL(rn_train_run(&o, &c, record_event, &lg, &stop, &err), RN_EINTR);
+    CU_ASSERT_STRING_EQUAL(lg.seq, "start:0 step:1 step:2 eval:2 step:3 ckpt:3 ckpt:3");
+    CU_ASSERT(strstr(err.msg, "interrupted at step 3") != NULL);
+    o.log_every = 2;
     /* a run that fails in the loop (its checkpoint cannot be written)
      * reports no done */
     memset(&lg, 0, sizeof lg);
