@@ -86,7 +86,7 @@ int rn_train_read_k_at(const rn_train_opts *o, int k_final, int64_t step);
  * an EVAL every eval_every and a CHECKPOINT every ckpt_every steps short
  * of the end (and a CHECKPOINT on an early stop), then the final EVAL and,
  * once the final checkpoint and model are written, DONE (text = the model
- * path).  A run that fails reports no DONE. */
+ * path).  A run that fails or is interrupted reports no DONE. */
 typedef enum {
     RN_TRAIN_EV_START,
     RN_TRAIN_EV_STEP,
