@@ -50,10 +50,14 @@ static int set_key(rn_config *c, rn_train_opts *o, const char *key, const char *
     return rc;
 }
 
+/* Progress on stderr: a line per logged step (rewritten in place on a
+ * terminal), per evaluation and, off a terminal, per checkpoint.  The start
+ * and the end are printed by cmd_train itself. */
 static void report(void *user, const rn_train_event *ev)
 {
     int tty = *(int *)user;
-    if (ev->kind == 0) {
+    switch (ev->kind) {
+    case RN_TRAIN_EV_STEP: {
         int eta = (int)ev->eta_s;
         char k[32]; /* "K 8", or "K 8/64" (writes/reads) while only the reads anneal */
         if (ev->read_k == ev->top_k) snprintf(k, sizeof k, "%d", ev->top_k);
@@ -61,11 +65,18 @@ static void report(void *user, const rn_train_event *ev)
         fprintf(stderr, "%sstep %lld/%lld  loss %.4f  lr %.2e  |g| %.3f  K %s  %.0f tok/s  ETA %d:%02d:%02d%s",
                 tty ? "\r\033[K" : "", (long long)ev->step, (long long)ev->steps, ev->loss, ev->lr,
                 ev->grad_norm, k, ev->tok_per_s, eta / 3600, eta / 60 % 60, eta % 60, tty ? "" : "\n");
-    } else if (ev->kind == 1) {
+        break;
+    }
+    case RN_TRAIN_EV_EVAL:
         fprintf(stderr, "%seval at step %lld (%.0f s): %s\n", tty ? "\r\033[K" : "", (long long)ev->step,
                 ev->elapsed_s, ev->text);
-    } else {
+        break;
+    case RN_TRAIN_EV_CHECKPOINT:
         if (!tty) fprintf(stderr, "checkpoint at step %lld: %s\n", (long long)ev->step, ev->text);
+        break;
+    case RN_TRAIN_EV_START:
+    case RN_TRAIN_EV_DONE:
+        return;
     }
     fflush(stderr);
 }

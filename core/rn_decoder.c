@@ -2,6 +2,7 @@
  * See rn_decoder.h for the contract and the argument for exactness. */
 #include "rn_decoder.h"
 
+#include <assert.h>
 #include <math.h>
 #include <string.h>
 
@@ -181,6 +182,9 @@ static void merge_best(const int64_t *bs, const uint64_t *ba, int nb, const int6
 void rn_decode_topk_lp(const double *lp, int U, int d_p, int K,
                        uint32_t *addr, double *score, rn_decode_ws *ws)
 {
+    /* the workspace is made for this shape and at least this K (training
+     * may decode an annealed K smaller than the one it was sized for) */
+    assert(U == ws->U && d_p == ws->d_p && K >= 1 && K <= ws->K);
     int kc = ws->kc;
     int64_t *ql = ws->ql;
     for (int i = 0; i < U * d_p; i++) ql[i] = rn_quantize_logp(lp[i]);
@@ -211,8 +215,10 @@ void rn_decode_topk_lp(const double *lp, int U, int d_p, int K,
         memcpy(ws->ba, ws->na, sizeof(uint64_t) * keep);
         nb = keep;
     }
-    /* nb == K here because K <= M is validated. */
-    for (int j = 0; j < nb && j < K; j++) {
+    /* At least K beams are left because K <= M = d_p^U (validated); more
+     * only for U = 1 with a workspace made for a larger K. */
+    assert(nb >= K);
+    for (int j = 0; j < K; j++) {
         addr[j] = (uint32_t)ws->ba[j];
         if (score) score[j] = rn_dequantize_logp(ws->bs[j]);
     }

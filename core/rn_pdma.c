@@ -1,11 +1,13 @@
 /* rn_pdma.c — Power Decay Moving Average memory (paper §3.3): sparse writes
  * and reads that touch only the K addressed slots of a head. */
+#include <assert.h>
 #include <math.h>
 
 #include "rn_layers.h"
 
 void rn_pdma_reset(rn_real *S, rn_real *z, int64_t M, int d_v)
 {
+    assert(M >= 1 && d_v >= 1);
     rn_real inv = (rn_real)(1.0 / (double)M);
     for (int64_t i = 0; i < M * d_v; i++) S[i] = 0;
     for (int64_t i = 0; i < M; i++) z[i] = inv;
@@ -66,24 +68,40 @@ rn_real rn_pdma_decay_grad(rn_real w, rn_real gamma, rn_real eps_g)
     return (rn_real)(-(double)gamma * (1.0 - (double)eps_g) * pow(base, (double)gamma - 1.0));
 }
 
+/* Set the rows S[s] to 0 and z[s] to z0 for every slot s of slot[t·stride
+ * + j], t < T, j < K: undoes a scan's touches in O(T·K·d_v), not O(M·d_v). */
+static void reset_slots(rn_real *S, rn_real *z, rn_real z0, const uint32_t *slot, int T,
+                        int stride, int K, int d_v)
+{
+    for (int t = 0; t < T; t++)
+        for (int j = 0; j < K; j++) {
+            uint32_t s = slot[(size_t)t * stride + j];
+            for (int i = 0; i < d_v; i++) S[(size_t)s * d_v + i] = 0;
+            z[s] = z0;
+        }
+}
+
 void rn_pdma_train_forward(rn_real *o, rn_real *wsave, rn_real *rsave, rn_real *S, rn_real *z,
                            const rn_real *v, const uint32_t *wslot, const rn_real *ww,
                            const uint32_t *rslot, const rn_real *rw, int T, int vstride,
                            int wstride, int Kw, int rstride, int Kr, int d_v, int64_t M,
                            rn_real gamma, rn_real eps)
 {
+    assert(vstride >= d_v && wstride >= Kw && rstride >= Kr && M >= 1);
     const size_t rs = (size_t)d_v + 1;
     for (int t = 0; t < T; t++) {
         const uint32_t *ws = wslot + (size_t)t * wstride, *rsl = rslot + (size_t)t * rstride;
         const rn_real *wt = ww + (size_t)t * wstride, *rt = rw + (size_t)t * rstride;
         const rn_real *vt = v + (size_t)t * vstride;
         for (int j = 0; j < Kw; j++) {
+            assert(ws[j] < (uint64_t)M); /* the decoder's addresses (after CAPE) are slots */
             rn_real *sv = wsave + ((size_t)t * Kw + j) * rs, *row = S + (size_t)ws[j] * d_v;
             for (int i = 0; i < d_v; i++) sv[i] = row[i];
             sv[d_v] = z[ws[j]];
         }
         rn_pdma_write(S, z, d_v, ws, wt, Kw, vt, gamma);
         for (int j = 0; j < Kr; j++) {
+            assert(rsl[j] < (uint64_t)M);
             rn_real *sv = rsave + ((size_t)t * Kr + j) * rs;
             const rn_real *row = S + (size_t)rsl[j] * d_v;
             for (int i = 0; i < d_v; i++) sv[i] = row[i];
@@ -91,13 +109,7 @@ void rn_pdma_train_forward(rn_real *o, rn_real *wsave, rn_real *rsave, rn_real *
         }
         rn_pdma_read(o + (size_t)t * vstride, S, z, d_v, rsl, rt, Kr, eps);
     }
-    rn_real inv = (rn_real)(1.0 / (double)M);
-    for (int t = 0; t < T; t++)
-        for (int j = 0; j < Kw; j++) {
-            uint32_t s = wslot[(size_t)t * wstride + j];
-            for (int i = 0; i < d_v; i++) S[(size_t)s * d_v + i] = 0;
-            z[s] = inv;
-        }
+    reset_slots(S, z, (rn_real)(1.0 / (double)M), wslot, T, wstride, Kw, d_v);
 }
 
 /* Walk the steps in reverse.  At step t the read is undone first (its S and
@@ -115,6 +127,7 @@ void rn_pdma_train_backward(rn_real *dv, rn_real *dww, rn_real *drw, rn_real *dS
                             int wstride, int Kw, int rstride, int Kr, int d_v, rn_real gamma,
                             rn_real eps, rn_real eps_g)
 {
+    assert(vstride >= d_v && wstride >= Kw && rstride >= Kr);
     const size_t rs = (size_t)d_v + 1;
     for (int t = T - 1; t >= 0; t--) {
         const uint32_t *ws = wslot + (size_t)t * wstride, *rsl = rslot + (size_t)t * rstride;
@@ -147,16 +160,6 @@ void rn_pdma_train_backward(rn_real *dv, rn_real *dww, rn_real *drw, rn_real *dS
             dz[ws[j]] = d * gz;
         }
     }
-    for (int t = 0; t < T; t++) {
-        for (int j = 0; j < Kw; j++) {
-            uint32_t a = wslot[(size_t)t * wstride + j];
-            for (int i = 0; i < d_v; i++) dS[(size_t)a * d_v + i] = 0;
-            dz[a] = 0;
-        }
-        for (int j = 0; j < Kr; j++) {
-            uint32_t b = rslot[(size_t)t * rstride + j];
-            for (int i = 0; i < d_v; i++) dS[(size_t)b * d_v + i] = 0;
-            dz[b] = 0;
-        }
-    }
+    reset_slots(dS, dz, 0, wslot, T, wstride, Kw, d_v);
+    reset_slots(dS, dz, 0, rslot, T, rstride, Kr, d_v);
 }

@@ -5,6 +5,7 @@
  * rn_runtime.c and carves all buffers from one allocation. */
 #include "rn_train.h"
 
+#include <assert.h>
 #include <math.h>
 #include <omp.h>
 #include <stdlib.h>
@@ -168,9 +169,11 @@ int rn_trainer_create_kr(rn_trainer **out, const rn_model *m, int max_rows, int 
         free(tr);
         return rn_seterr(err, RN_ENOMEM, "out of memory allocating %zu bytes of training state", cv.off);
     }
+    const size_t bytes = cv.off;
     cv.base = tr->mem;
     cv.off = 0;
     carve_all(tr, &cv);
+    assert(cv.off == bytes); /* the carving takes what the counting pass measured */
     memset(tr->grad, 0, sizeof(rn_real) * (size_t)tr->n_block);
     rn_weights_carve(&tr->c, tr->grad, &tr->gw);
     /* Dense PDMA state per thread starts reset; accumulators start at zero. */
@@ -198,43 +201,69 @@ const rn_real *rn_trainer_logits(const rn_trainer *tr) { return tr->logits; }
 const uint8_t *rn_trainer_correct(const rn_trainer *tr) { return tr->correct; }
 double rn_trainer_loss_sum(const rn_trainer *tr) { return tr->loss_sum; }
 
+/* Where the scan of (sequence b, head h), bh = b·H + h, finds its data:
+ * element offsets into the [n, H·dv] values (v, o, dv, dout), the
+ * [n, H, K] write and [n, H, Kr] read slots and weights (and their
+ * gradients), and the [B, H, T, K|Kr, dv+1] PDMA saves.  Row strides are
+ * H·dv, H·K and H·Kr. */
+typedef struct {
+    size_t v, w, r, wsave, rsave;
+} scan_offsets;
+
+static scan_offsets scan_at(const rn_trainer *tr, int bh)
+{
+    const int H = tr->c.n_heads, K = tr->c.top_k, Kr = tr->Kr, dv = tr->c.d_v, T = tr->T;
+    const int b = bh / H, h = bh % H;
+    const size_t r0 = (size_t)b * T;
+    scan_offsets so;
+    so.v = r0 * H * dv + (size_t)h * dv;
+    so.w = (r0 * H + h) * K;
+    so.r = (r0 * H + h) * Kr;
+    so.wsave = ((size_t)b * H + h) * T * K * (dv + 1);
+    so.rsave = ((size_t)b * H + h) * T * Kr * (dv + 1);
+    return so;
+}
+
+/* Threads for the scans: at most the per-thread PDMA states made at create
+ * (the OpenMP count may have been raised since). */
+static int scan_threads(const rn_trainer *tr)
+{
+    return omp_get_max_threads() < tr->nthreads ? omp_get_max_threads() : tr->nthreads;
+}
+
 /* Memory scan of every (sequence, head) of a layer, in parallel. */
 static void pdma_forward(rn_trainer *tr, layer_acts *a)
 {
     const rn_config *c = &tr->c;
-    const int B = tr->B, T = tr->T, H = c->n_heads, K = c->top_k, Kr = tr->Kr, dv = c->d_v;
+    const int H = c->n_heads, K = c->top_k, Kr = tr->Kr, dv = c->d_v;
     const size_t per = (size_t)tr->M * (dv + 1);
-    const int nt = omp_get_max_threads() < tr->nthreads ? omp_get_max_threads() : tr->nthreads;
-    #pragma omp parallel for schedule(dynamic, 1) num_threads(nt)
-    for (int bh = 0; bh < B * H; bh++) {
-        int b = bh / H, h = bh % H;
+    #pragma omp parallel for schedule(dynamic, 1) num_threads(scan_threads(tr))
+    for (int bh = 0; bh < tr->B * H; bh++) {
+        assert(omp_get_thread_num() < tr->nthreads); /* a PDMA state per thread */
         rn_real *S = tr->Sz + (size_t)omp_get_thread_num() * per, *z = S + (size_t)tr->M * dv;
-        size_t r0 = (size_t)b * T, vo = r0 * H * dv + (size_t)h * dv;
-        size_t wo = (r0 * H + h) * K, ro = (r0 * H + h) * Kr;
-        size_t wso = ((size_t)b * H + h) * T * K * (dv + 1), rso = ((size_t)b * H + h) * T * Kr * (dv + 1);
-        rn_pdma_train_forward(a->o + vo, a->wsave + wso, a->rsave + rso, S, z, a->v + vo,
-                              a->wslot + wo, a->ww + wo, a->rslot + ro, a->rw + ro, T, H * dv,
-                              H * K, K, H * Kr, Kr, dv, tr->M, c->gamma, c->eps);
+        const scan_offsets so = scan_at(tr, bh);
+        rn_pdma_train_forward(a->o + so.v, a->wsave + so.wsave, a->rsave + so.rsave, S, z, a->v + so.v,
+                              a->wslot + so.w, a->ww + so.w, a->rslot + so.r, a->rw + so.r, tr->T,
+                              H * dv, H * K, K, H * Kr, Kr, dv, tr->M, c->gamma, c->eps);
     }
 }
 
+/* Reverse scans of every (sequence, head) of a layer, in parallel: dv,
+ * dww, drw from dout. */
 static void pdma_backward(rn_trainer *tr, layer_acts *a)
 {
     const rn_config *c = &tr->c;
-    const int B = tr->B, T = tr->T, H = c->n_heads, K = c->top_k, Kr = tr->Kr, dv = c->d_v;
+    const int H = c->n_heads, K = c->top_k, Kr = tr->Kr, dv = c->d_v;
     const size_t per = (size_t)tr->M * (dv + 1);
-    const int nt = omp_get_max_threads() < tr->nthreads ? omp_get_max_threads() : tr->nthreads;
-    #pragma omp parallel for schedule(dynamic, 1) num_threads(nt)
-    for (int bh = 0; bh < B * H; bh++) {
-        int b = bh / H, h = bh % H;
+    #pragma omp parallel for schedule(dynamic, 1) num_threads(scan_threads(tr))
+    for (int bh = 0; bh < tr->B * H; bh++) {
+        assert(omp_get_thread_num() < tr->nthreads);
         rn_real *dS = tr->dSz + (size_t)omp_get_thread_num() * per, *dz = dS + (size_t)tr->M * dv;
-        size_t r0 = (size_t)b * T, vo = r0 * H * dv + (size_t)h * dv;
-        size_t wo = (r0 * H + h) * K, ro = (r0 * H + h) * Kr;
-        size_t wso = ((size_t)b * H + h) * T * K * (dv + 1), rso = ((size_t)b * H + h) * T * Kr * (dv + 1);
-        rn_pdma_train_backward(tr->dv + vo, tr->dww + wo, tr->drw + ro, dS, dz, tr->dout + vo,
-                               a->wsave + wso, a->rsave + rso, a->v + vo, a->wslot + wo, a->ww + wo,
-                               a->rslot + ro, a->rw + ro, T, H * dv, H * K, K, H * Kr, Kr, dv,
-                               c->gamma, c->eps, (rn_real)tr->eps_g);
+        const scan_offsets so = scan_at(tr, bh);
+        rn_pdma_train_backward(tr->dv + so.v, tr->dww + so.w, tr->drw + so.r, dS, dz, tr->dout + so.v,
+                               a->wsave + so.wsave, a->rsave + so.rsave, a->v + so.v, a->wslot + so.w,
+                               a->ww + so.w, a->rslot + so.r, a->rw + so.r, tr->T, H * dv, H * K, K,
+                               H * Kr, Kr, dv, c->gamma, c->eps, (rn_real)tr->eps_g);
     }
 }
 

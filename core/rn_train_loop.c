@@ -2,6 +2,7 @@
  * (see rn_train_loop.h).  Float builds only (it writes files). */
 #include "rn_train_loop.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -342,19 +343,37 @@ int rn_eval_text(const rn_model *m, const rn_text *t, int T, int windows, int ba
     return rc;
 }
 
-/* Everything a run owns, released in one place. */
+/* Everything a run owns, released in one place, and what its pieces share. */
 typedef struct {
+    const rn_train_opts *o;  /* the options, warm-up resolved */
+    const rn_config *c;
+    rn_train_report_fn report;
+    void *user;
+    volatile int *stop;
     rn_model m;
     rn_trainer *tr;     /* the model's own K: evaluation, and training after annealing */
     rn_model ma;        /* s.m's weights viewed with the annealing K (owns nothing) */
     rn_trainer *tra;    /* training while annealing (K = ma.cfg.top_k), else NULL */
     int tra_kr;         /* the read K of tra */
+    int64_t nb;         /* parameters (the length of m.params, grads and each moment) */
     rn_real *mom;       /* m1 then m2 */
     int *tok, *tgt;
     double *pbuf;
+    int max_rows;       /* rows of tok/tgt and of s.tr (training batch or longest eval segment) */
     rn_text text;
     FILE *log;
+    char ckpt[1100];    /* checkpoint path */
+    char recipe[2048];  /* rn_train_recipe of o */
+    int64_t start;      /* first step (> 0 when resumed) */
+    double t0, tokens;  /* loop start time; tokens trained since */
+    char summary[1024]; /* the last evaluation's JSON */
 } run_state;
+
+/* One optimiser step's numbers, for the progress event and the log. */
+typedef struct {
+    double loss, lr, grad_norm;
+    int top_k, read_k;
+} step_stats;
 
 static void run_free(run_state *s)
 {
@@ -366,6 +385,11 @@ static void run_free(run_state *s)
     free(s->pbuf);
     rn_text_free(&s->text);
     if (s->log) fclose(s->log);
+}
+
+static void emit(const run_state *s, const rn_train_event *ev)
+{
+    if (s->report) s->report(s->user, ev);
 }
 
 /* Fill one micro-batch for the step; returns B and T used. */
@@ -388,19 +412,25 @@ static void make_batch(const rn_train_opts *o, run_state *s, int V, int64_t step
     const rn_mqar_seg *sg = &segs[(step * o->grad_accum + micro) % n_segs];
     *T = sg->L;
     *B = o->batch * o->seq_len / sg->L;
+    assert(*B >= 1 && *B * *T <= s->max_rows); /* validated: L <= seq_len */
     for (int b = 0; b < *B; b++)
         rn_mqar_example(&rng, V, sg->L, sg->N, RN_MQAR_POWER_A, s->tok + (size_t)b * sg->L,
                         s->tgt + (size_t)b * sg->L, s->pbuf);
 }
 
-static int do_eval(const rn_train_opts *o, run_state *s, int max_rows, char *buf, size_t cap,
-                   double *metric, volatile int *stop, rn_error *err)
+/* Evaluate s.m with s.tr (the model's own K) into s.summary (JSON);
+ * *metric is the MQAR mean accuracy or the text bits per byte. */
+static int do_eval(run_state *s, double *metric, rn_error *err)
 {
+    const rn_train_opts *o = s->o;
+    char *buf = s->summary;
+    const size_t cap = sizeof s->summary;
     if (o->task == RN_TASK_MQAR) {
         double acc[16], mean;
+        assert(o->n_eval_segs >= 1 && o->n_eval_segs <= 16); /* parse_segs keeps 1..16 */
         int rc = eval_mqar_with(s->tr, s->m.cfg.vocab_size, o->eval_segs, o->n_eval_segs,
-                                o->eval_examples, 4242, max_rows, s->tok, s->tgt, s->pbuf, acc,
-                                &mean, stop, err);
+                                o->eval_examples, 4242, s->max_rows, s->tok, s->tgt, s->pbuf, acc,
+                                &mean, s->stop, err);
         if (rc) return rc;
         size_t n = (size_t)snprintf(buf, cap, "{\"task\":\"mqar\",\"mean_acc\":%.5f,\"acc\":{", mean);
         for (int i = 0; i < o->n_eval_segs && n < cap; i++)
@@ -412,165 +442,250 @@ static int do_eval(const rn_train_opts *o, run_state *s, int max_rows, char *buf
     }
     double loss, bpb;
     int rc = eval_text_with(s->tr, &s->text, o->seq_len, o->eval_windows, o->batch, s->tok, s->tgt,
-                            &loss, &bpb, stop, err);
+                            &loss, &bpb, s->stop, err);
     if (rc) return rc;
     snprintf(buf, cap, "{\"task\":\"text\",\"val_loss\":%.5f,\"val_bpb\":%.5f}", loss, bpb);
     *metric = bpb;
     return RN_OK;
 }
 
-int rn_train_run(const rn_train_opts *opts, const rn_config *c, rn_train_report_fn report,
-                 void *user, volatile int *stop, rn_error *err)
+/* Setup: check the options, build the model, trainer and buffers, resume
+ * from a checkpoint and open the metrics log.  s is zeroed except for o, c
+ * and the callback; whatever it allocates run_free releases, on success or
+ * not. */
+static int run_setup(run_state *s, rn_error *err)
 {
-    rn_train_opts oo = *opts;
-    const rn_train_opts *o = &oo;
-    if (oo.opt.warmup < 0) oo.opt.warmup = oo.opt.steps / 20;
+    const rn_train_opts *o = s->o;
+    const rn_config *c = s->c;
     int rc = rn_config_validate(c, err);
     if (rc) return rc;
     if ((rc = rn_train_opts_validate(o, c, err))) return rc;
     if (!o->out[0]) return rn_seterr(err, RN_EINPUT, "no output model path (-o)");
-    char ckpt[1100];
-    snprintf(ckpt, sizeof ckpt, "%s", o->ckpt[0] ? o->ckpt : o->out);
-    if (!o->ckpt[0]) strncat(ckpt, ".ckpt", sizeof ckpt - strlen(ckpt) - 1);
-    run_state s;
-    memset(&s, 0, sizeof s);
+    snprintf(s->ckpt, sizeof s->ckpt, "%s", o->ckpt[0] ? o->ckpt : o->out);
+    if (!o->ckpt[0]) strncat(s->ckpt, ".ckpt", sizeof s->ckpt - strlen(s->ckpt) - 1);
     if (o->task == RN_TASK_TEXT) {
         if (!o->data[0]) return rn_seterr(err, RN_EINPUT, "text: no corpus (--data FILE)");
-        if ((rc = rn_text_load(&s.text, o->data, o->val_frac, o->seq_len, err))) return rc;
+        if ((rc = rn_text_load(&s->text, o->data, o->val_frac, o->seq_len, err))) return rc;
     }
-    if ((rc = rn_model_create_random(&s.m, c, o->seed, err))) goto done;
+    if ((rc = rn_model_create_random(&s->m, c, o->seed, err))) return rc;
     int max_rows = o->batch * o->seq_len, max_lab = max_rows;
     if (o->task == RN_TASK_MQAR) {
         for (int i = 0; i < o->n_eval_segs; i++)
             if (o->eval_segs[i].L > max_rows) max_rows = o->eval_segs[i].L;
         max_lab = max_rows / 4;
     }
-    if ((rc = rn_trainer_create(&s.tr, &s.m, max_rows, max_lab, o->eps_g, err))) goto done;
-    int64_t nb = s.m.n_block;
-    s.mom = calloc(2 * (size_t)nb, sizeof(rn_real));
-    s.tok = malloc(sizeof(int) * 2 * (size_t)max_rows);
-    s.pbuf = malloc(sizeof(double) * (size_t)(max_rows + max_space(o->eval_segs, o->n_eval_segs)));
-    if (!s.mom || !s.tok || !s.pbuf) { rc = rn_seterr(err, RN_ENOMEM, "out of memory"); goto done; }
-    s.tgt = s.tok + max_rows;
-    char recipe[2048];
-    if (rn_train_recipe(o, recipe, sizeof recipe) >= sizeof recipe) {
-        rc = rn_seterr(err, RN_EINTERNAL, "training recipe too long");
-        goto done;
-    }
-    int64_t start = 0;
+    s->max_rows = max_rows;
+    if ((rc = rn_trainer_create(&s->tr, &s->m, max_rows, max_lab, o->eps_g, err))) return rc;
+    s->nb = s->m.n_block;
+    s->mom = calloc(2 * (size_t)s->nb, sizeof(rn_real));
+    s->tok = malloc(sizeof(int) * 2 * (size_t)max_rows);
+    s->pbuf = malloc(sizeof(double) * (size_t)(max_rows + max_space(o->eval_segs, o->n_eval_segs)));
+    if (!s->mom || !s->tok || !s->pbuf) return rn_seterr(err, RN_ENOMEM, "out of memory");
+    s->tgt = s->tok + max_rows;
+    if (rn_train_recipe(o, s->recipe, sizeof s->recipe) >= sizeof s->recipe)
+        return rn_seterr(err, RN_EINTERNAL, "training recipe too long");
     if (o->resume[0]) {
         uint64_t seed;
-        rc = rn_checkpoint_load(o->resume, c, recipe, &start, &seed, s.m.params, s.mom, s.mom + nb, nb, err);
-        if (rc) goto done;
-        if (seed != o->seed) {
-            rc = rn_seterr(err, RN_EINPUT, "%s: checkpoint was written with --seed %llu, not %llu", o->resume,
-                           (unsigned long long)seed, (unsigned long long)o->seed);
-            goto done;
-        }
-        if (start > o->opt.steps) {
-            rc = rn_seterr(err, RN_EINPUT, "%s: checkpoint is at step %lld, past steps = %lld", o->resume,
-                           (long long)start, (long long)o->opt.steps);
-            goto done;
-        }
+        rc = rn_checkpoint_load(o->resume, c, s->recipe, &s->start, &seed, s->m.params, s->mom,
+                                s->mom + s->nb, s->nb, err);
+        if (rc) return rc;
+        if (seed != o->seed)
+            return rn_seterr(err, RN_EINPUT, "%s: checkpoint was written with --seed %llu, not %llu", o->resume,
+                             (unsigned long long)seed, (unsigned long long)o->seed);
+        if (s->start > o->opt.steps)
+            return rn_seterr(err, RN_EINPUT, "%s: checkpoint is at step %lld, past steps = %lld", o->resume,
+                             (long long)s->start, (long long)o->opt.steps);
     }
-    if (o->log[0] && !(s.log = fopen(o->log, start ? "a" : "w"))) {
-        rc = rn_seterr(err, RN_EINPUT, "%s: cannot open metrics log: %s", o->log, strerror(errno));
-        goto done;
+    if (o->log[0] && !(s->log = fopen(o->log, s->start ? "a" : "w")))
+        return rn_seterr(err, RN_EINPUT, "%s: cannot open metrics log: %s", o->log, strerror(errno));
+    return RN_OK;
+}
+
+/* The trainer for `step`: s.tr at the model's K, or, while top-K annealing
+ * gives a larger K, s.tra over s.ma — a shallow copy of s.m (same weights,
+ * owning nothing) whose config carries the annealed K.  s.tra is made again
+ * only when K changes and freed once annealing is over. */
+static int step_trainer(run_state *s, int64_t step, rn_trainer **out, int *k, int *kr, rn_error *err)
+{
+    const rn_train_opts *o = s->o;
+    const int k_final = s->c->top_k;
+    *k = rn_train_top_k_at(o, k_final, step);
+    *kr = rn_train_read_k_at(o, k_final, step);
+    if (*k == k_final && *kr == k_final) {
+        rn_trainer_free(s->tra);
+        s->tra = NULL;
+        *out = s->tr;
+        return RN_OK;
     }
-    double t0 = now_s(), tokens = 0;
-    int64_t step = start;
-    char buf[1024];
+    if (!s->tra || s->ma.cfg.top_k != *k || s->tra_kr != *kr) {
+        rn_trainer_free(s->tra);
+        s->tra = NULL;
+        s->ma = s->m;
+        s->ma.owned = NULL;
+        s->ma.map = NULL;
+        s->ma.cfg.top_k = *k;
+        s->tra_kr = *kr;
+        int rows = o->batch * o->seq_len;
+        int rc = rn_trainer_create_kr(&s->tra, &s->ma, rows, rows, o->eps_g, *kr, err);
+        if (rc) return rc;
+    }
+    *out = s->tra;
+    return RN_OK;
+}
+
+/* One optimiser step (0-based `step`): grad_accum micro-batches of forward
+ * and backward, the gradient norm, clipping and AdamW.  A non-finite loss
+ * or gradient stops the run with RN_EINPUT. */
+static int train_step(run_state *s, int64_t step, step_stats *st, rn_error *err)
+{
+    const rn_train_opts *o = s->o;
+    rn_trainer *tr;
+    int rc = step_trainer(s, step, &tr, &st->top_k, &st->read_k, err);
+    if (rc) return rc;
+    rn_trainer_zero_grads(tr);
+    double loss = 0;
+    for (int mi = 0; mi < o->grad_accum; mi++) {
+        int B, T;
+        double l;
+        make_batch(o, s, s->c->vocab_size, step, mi, &B, &T);
+        if ((rc = rn_trainer_forward(tr, s->tok, s->tgt, B, T, &l, err))) return rc;
+        if (!isfinite(l))
+            return rn_seterr(err, RN_EINPUT, "loss is not finite at step %lld; stopped (last checkpoint kept: %s)",
+                             (long long)step, s->ckpt);
+        rn_trainer_backward(tr, 1.0 / o->grad_accum);
+        loss += l / o->grad_accum;
+        s->tokens += (double)B * T;
+    }
+    double gn = rn_grad_norm(rn_trainer_grads(tr), s->nb);
+    if (!isfinite(gn))
+        return rn_seterr(err, RN_EINPUT, "gradient is not finite at step %lld; stopped (last checkpoint kept: %s)",
+                         (long long)step, s->ckpt);
+    double lr = rn_lr_at(&o->opt, step);
+    double gscale = (o->opt.clip > 0 && gn > o->opt.clip) ? o->opt.clip / gn : 1.0;
+    rn_adamw_update(s->c, s->m.params, rn_trainer_grads(tr), s->mom, s->mom + s->nb, &o->opt, step, lr, gscale);
+    st->loss = loss;
+    st->lr = lr;
+    st->grad_norm = gn;
+    return RN_OK;
+}
+
+/* Report the step that finished with `done` steps done (event and log). */
+static void log_step(run_state *s, int64_t done, const step_stats *st)
+{
+    const rn_train_opts *o = s->o;
+    double el = now_s() - s->t0;
+    rn_train_event ev = { .kind = RN_TRAIN_EV_STEP, .step = done, .steps = o->opt.steps,
+                          .loss = st->loss, .lr = st->lr, .grad_norm = st->grad_norm,
+                          .tok_per_s = s->tokens / el,
+                          .eta_s = el / (done - s->start) * (o->opt.steps - done), .elapsed_s = el,
+                          .top_k = st->top_k, .read_k = st->read_k };
+    emit(s, &ev);
+    if (s->log)
+        fprintf(s->log, "{\"step\":%lld,\"loss\":%.6f,\"lr\":%.6g,\"grad_norm\":%.5g,\"tok_per_s\":%.1f,\"elapsed\":%.2f,\"top_k\":%d,\"read_k\":%d}\n",
+                (long long)done, st->loss, st->lr, st->grad_norm, s->tokens / el, el, st->top_k, st->read_k);
+}
+
+/* Evaluate after `step` steps and report it (event and log); the final
+ * evaluation is marked so in the log. */
+static int evaluate(run_state *s, int64_t step, int final, rn_error *err)
+{
+    double metric;
+    int rc = do_eval(s, &metric, err);
+    if (rc) return rc;
+    rn_train_event ev = { .kind = RN_TRAIN_EV_EVAL, .step = step, .steps = s->o->opt.steps,
+                          .elapsed_s = now_s() - s->t0, .text = s->summary };
+    emit(s, &ev);
+    if (s->log && final) {
+        fprintf(s->log, "{\"step\":%lld,\"eval\":%s,\"final\":true}\n", (long long)step, s->summary);
+    } else if (s->log) {
+        fprintf(s->log, "{\"step\":%lld,\"eval\":%s}\n", (long long)step, s->summary);
+        fflush(s->log);
+    }
+    return RN_OK;
+}
+
+/* Write the checkpoint at `step` steps done; `announce` reports it. */
+static int checkpoint(run_state *s, int64_t step, int announce, rn_error *err)
+{
+    int rc = rn_checkpoint_save(s->ckpt, s->c, s->recipe, step, s->o->seed, s->m.params, s->mom,
+                                s->mom + s->nb, s->nb, err);
+    if (rc || !announce) return rc;
+    rn_train_event ev = { .kind = RN_TRAIN_EV_CHECKPOINT, .step = step, .steps = s->o->opt.steps,
+                          .text = s->ckpt };
+    emit(s, &ev);
+    return RN_OK;
+}
+
+/* Whether the run stops early before `step`: Ctrl-C, max_seconds or
+ * stop_after. */
+static int stop_requested(const run_state *s, int64_t step)
+{
+    const rn_train_opts *o = s->o;
+    return (s->stop && *s->stop) || (o->max_seconds > 0 && now_s() - s->t0 > o->max_seconds) ||
+           (o->stop_after > 0 && step == o->stop_after);
+}
+
+/* Whether a period (eval_every, ckpt_every; 0 = never) falls after `done`
+ * steps, short of the end (the end has its own evaluation and checkpoint). */
+static int due(int64_t every, int64_t done, int64_t steps)
+{
+    return every > 0 && done % every == 0 && done < steps;
+}
+
+/* The steps from s.start, each followed by its due log line, evaluation
+ * and checkpoint; then the final evaluation, checkpoint and model.  An
+ * early stop writes a checkpoint first (and a model, unless interrupted). */
+static int run_loop(run_state *s, rn_error *err)
+{
+    const rn_train_opts *o = s->o;
+    int rc;
+    int64_t step = s->start;
     for (; step < o->opt.steps; step++) {
-        if ((stop && *stop) || (o->max_seconds > 0 && now_s() - t0 > o->max_seconds) ||
-            (o->stop_after > 0 && step == o->stop_after)) {
-            rc = rn_checkpoint_save(ckpt, c, recipe, step, o->seed, s.m.params, s.mom, s.mom + nb, nb, err);
-            if (rc) goto done;
-            rn_train_event ev = { .kind = 2, .step = step, .steps = o->opt.steps, .text = ckpt };
-            if (report) report(user, &ev);
-            if (stop && *stop) { rc = rn_seterr(err, RN_EINTR, "interrupted at step %lld; checkpoint %s", (long long)step, ckpt); goto done; }
+        if (stop_requested(s, step)) {
+            if ((rc = checkpoint(s, step, 1, err))) return rc;
+            if (s->stop && *s->stop)
+                return rn_seterr(err, RN_EINTR, "interrupted at step %lld; checkpoint %s", (long long)step, s->ckpt);
             break;
         }
-        /* the trainer for this step's K (top-K annealing), made when K changes */
-        int k_now = rn_train_top_k_at(o, c->top_k, step), kr_now = rn_train_read_k_at(o, c->top_k, step);
-        rn_trainer *tr = s.tr;
-        if (k_now != c->top_k || kr_now != c->top_k) {
-            if (!s.tra || s.ma.cfg.top_k != k_now || s.tra_kr != kr_now) {
-                rn_trainer_free(s.tra);
-                s.tra = NULL;
-                s.ma = s.m;
-                s.ma.owned = NULL;
-                s.ma.map = NULL;
-                s.ma.cfg.top_k = k_now;
-                s.tra_kr = kr_now;
-                if ((rc = rn_trainer_create_kr(&s.tra, &s.ma, o->batch * o->seq_len, o->batch * o->seq_len,
-                                               o->eps_g, kr_now, err))) goto done;
-            }
-            tr = s.tra;
-        } else if (s.tra) {
-            rn_trainer_free(s.tra);
-            s.tra = NULL;
+        step_stats st = { 0 };
+        if ((rc = train_step(s, step, &st, err))) return rc;
+        const int64_t done = step + 1;
+        if (done % o->log_every == 0 || done == o->opt.steps) log_step(s, done, &st);
+        if (due(o->eval_every, done, o->opt.steps) && (rc = evaluate(s, done, 0, err))) {
+            if (rc == RN_EINTR) { step++; continue; } /* checkpoint at the loop top */
+            return rc;
         }
-        rn_trainer_zero_grads(tr);
-        double loss = 0;
-        for (int mi = 0; mi < o->grad_accum; mi++) {
-            int B, T;
-            double l;
-            make_batch(o, &s, c->vocab_size, step, mi, &B, &T);
-            if ((rc = rn_trainer_forward(tr, s.tok, s.tgt, B, T, &l, err))) goto done;
-            if (!isfinite(l)) {
-                rc = rn_seterr(err, RN_EINPUT, "loss is not finite at step %lld; stopped (last checkpoint kept: %s)",
-                               (long long)step, ckpt);
-                goto done;
-            }
-            rn_trainer_backward(tr, 1.0 / o->grad_accum);
-            loss += l / o->grad_accum;
-            tokens += (double)B * T;
-        }
-        double gn = rn_grad_norm(rn_trainer_grads(tr), nb);
-        if (!isfinite(gn)) {
-            rc = rn_seterr(err, RN_EINPUT, "gradient is not finite at step %lld; stopped (last checkpoint kept: %s)",
-                           (long long)step, ckpt);
-            goto done;
-        }
-        double lr = rn_lr_at(&o->opt, step);
-        double gscale = (o->opt.clip > 0 && gn > o->opt.clip) ? o->opt.clip / gn : 1.0;
-        rn_adamw_update(c, s.m.params, rn_trainer_grads(tr), s.mom, s.mom + nb, &o->opt, step, lr, gscale);
-        double el = now_s() - t0;
-        int64_t done_steps = step + 1 - start;
-        if ((step + 1) % o->log_every == 0 || step + 1 == o->opt.steps) {
-            rn_train_event ev = { 0, step + 1, o->opt.steps, loss, lr, gn, tokens / el,
-                                  el / done_steps * (o->opt.steps - step - 1), el, NULL, k_now, kr_now };
-            if (report) report(user, &ev);
-            if (s.log) fprintf(s.log, "{\"step\":%lld,\"loss\":%.6f,\"lr\":%.6g,\"grad_norm\":%.5g,\"tok_per_s\":%.1f,\"elapsed\":%.2f,\"top_k\":%d,\"read_k\":%d}\n",
-                               (long long)(step + 1), loss, lr, gn, tokens / el, el, k_now, kr_now);
-        }
-        if (o->eval_every > 0 && (step + 1) % o->eval_every == 0 && step + 1 < o->opt.steps) {
-            double metric;
-            if ((rc = do_eval(o, &s, max_rows, buf, sizeof buf, &metric, stop, err))) {
-                if (rc == RN_EINTR) { step++; continue; } /* checkpoint at the loop top */
-                goto done;
-            }
-            rn_train_event ev = { .kind = 1, .step = step + 1, .steps = o->opt.steps, .elapsed_s = now_s() - t0, .text = buf };
-            if (report) report(user, &ev);
-            if (s.log) { fprintf(s.log, "{\"step\":%lld,\"eval\":%s}\n", (long long)(step + 1), buf); fflush(s.log); }
-        }
-        if (o->ckpt_every > 0 && (step + 1) % o->ckpt_every == 0 && step + 1 < o->opt.steps) {
-            if ((rc = rn_checkpoint_save(ckpt, c, recipe, step + 1, o->seed, s.m.params, s.mom, s.mom + nb, nb, err))) goto done;
-            rn_train_event ev = { .kind = 2, .step = step + 1, .steps = o->opt.steps, .text = ckpt };
-            if (report) report(user, &ev);
-        }
+        if (due(o->ckpt_every, done, o->opt.steps) && (rc = checkpoint(s, done, 1, err))) return rc;
     }
-    /* final evaluation, checkpoint and model */
-    {
-        double metric;
-        if ((rc = do_eval(o, &s, max_rows, buf, sizeof buf, &metric, stop, err))) goto done;
-        rn_train_event ev = { .kind = 1, .step = step, .steps = o->opt.steps, .elapsed_s = now_s() - t0, .text = buf };
-        if (report) report(user, &ev);
-        if (s.log) fprintf(s.log, "{\"step\":%lld,\"eval\":%s,\"final\":true}\n", (long long)step, buf);
+    if ((rc = evaluate(s, step, 1, err))) return rc;
+    if ((rc = checkpoint(s, step, 0, err))) return rc;
+    if ((rc = rn_model_save(&s->m, o->out, err))) return rc;
+    rn_train_event ev = { .kind = RN_TRAIN_EV_DONE, .step = step, .steps = o->opt.steps,
+                          .elapsed_s = now_s() - s->t0, .text = o->out };
+    emit(s, &ev);
+    return RN_OK;
+}
+
+int rn_train_run(const rn_train_opts *opts, const rn_config *c, rn_train_report_fn report,
+                 void *user, volatile int *stop, rn_error *err)
+{
+    rn_train_opts o = *opts;
+    if (o.opt.warmup < 0) o.opt.warmup = o.opt.steps / 20;
+    run_state s;
+    memset(&s, 0, sizeof s);
+    s.o = &o;
+    s.c = c;
+    s.report = report;
+    s.user = user;
+    s.stop = stop;
+    int rc = run_setup(&s, err);
+    if (!rc) {
+        s.t0 = now_s();
+        rn_train_event ev = { .kind = RN_TRAIN_EV_START, .step = s.start, .steps = o.opt.steps,
+                              .text = s.ckpt };
+        emit(&s, &ev);
+        rc = run_loop(&s, err);
     }
-    if ((rc = rn_checkpoint_save(ckpt, c, recipe, step, o->seed, s.m.params, s.mom, s.mom + nb, nb, err))) goto done;
-    if ((rc = rn_model_save(&s.m, o->out, err))) goto done;
-done:
     run_free(&s);
     return rc;
 }

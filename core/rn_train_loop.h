@@ -80,19 +80,36 @@ int rn_train_top_k_at(const rn_train_opts *o, int k_final, int64_t step);
  * dense start (docs/training.md). */
 int rn_train_read_k_at(const rn_train_opts *o, int k_final, int64_t step);
 
-/* What the loop reports. */
+/* What the loop reports, in the order a run reports it: START once (step =
+ * the first step, 0 or the resumed checkpoint's; text = the checkpoint
+ * path), then per step a STEP every log_every steps and at the last step,
+ * an EVAL every eval_every and a CHECKPOINT every ckpt_every steps short
+ * of the end (and a CHECKPOINT on an early stop), then the final EVAL and,
+ * once the final checkpoint and model are written, DONE (text = the model
+ * path).  A run that fails or is interrupted reports no DONE. */
+typedef enum {
+    RN_TRAIN_EV_START,
+    RN_TRAIN_EV_STEP,
+    RN_TRAIN_EV_EVAL,
+    RN_TRAIN_EV_CHECKPOINT,
+    RN_TRAIN_EV_DONE,
+} rn_train_event_kind;
+
 typedef struct {
-    int kind;                 /* 0 step, 1 eval, 2 checkpoint */
-    int64_t step, steps;
-    double loss, lr, grad_norm, tok_per_s, eta_s, elapsed_s;
-    const char *text;         /* eval summary / checkpoint path */
-    int top_k;                /* steps: the K the forward used (annealing): writes */
-    int read_k;               /* steps: the reads' K */
+    rn_train_event_kind kind;
+    int64_t step, steps;      /* steps done (STEP: including this one), of steps */
+    double loss, lr, grad_norm, tok_per_s, eta_s; /* STEP */
+    double elapsed_s;         /* STEP, EVAL, DONE: seconds since the loop started */
+    const char *text;         /* EVAL: the summary (JSON); CHECKPOINT, START: the checkpoint
+                               * path; DONE: the model path */
+    int top_k;                /* STEP: the K the forward used (annealing): writes */
+    int read_k;               /* STEP: the reads' K */
 } rn_train_event;
 
 typedef void (*rn_train_report_fn)(void *user, const rn_train_event *ev);
 
-/* Train a model of config c per o.  stop (optional) is polled every step:
+/* Train a model of config c per o, reporting progress to report(user, ev)
+ * (optional; see rn_train_event).  stop (optional) is polled every step:
  * when set, a checkpoint is written and RN_EINTR returned.  A non-finite
  * loss stops with RN_EINPUT naming the step (the last checkpoint stays).
  * On success the model is saved to o->out. */

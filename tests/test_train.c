@@ -1,8 +1,8 @@
 /* test_train.c — the training module in float: the training forward
  * against the inference runtime, the MQAR generator against its
  * definition, AdamW and the schedule against hand computations, the
- * checkpoint format, learning on a tiny task, and `ramtrace train|eval`
- * (bad input, resume).  The gradients themselves are checked in double
+ * checkpoint format, learning on a tiny task, the order of the loop's
+ * events, and `ramtrace train|eval` (bad input, resume).  The gradients themselves are checked in double
  * precision by tests/gradcheck/gradcheck.c. */
 #include <math.h>
 #include <omp.h>
@@ -555,6 +555,87 @@ static void test_cli_nonfinite_loss(void)
     free(blk);
 }
 
+/* The events rn_train_run reports, as "kind:step" words. */
+typedef struct {
+    char seq[1024];
+    char start_text[512], done_text[512];
+    int64_t stop_at;      /* set *stop on the STEP event of this step (0 = never) */
+    volatile int *stop;
+} event_log;
+
+static void record_event(void *user, const rn_train_event *ev)
+{
+    static const char *const name[] = { "start", "step", "eval", "ckpt", "done" };
+    event_log *lg = user;
+    size_t n = strlen(lg->seq);
+    snprintf(lg->seq + n, sizeof lg->seq - n, "%s%s:%lld", n ? " " : "", name[ev->kind], (long long)ev->step);
+    if (ev->kind == RN_TRAIN_EV_START) snprintf(lg->start_text, sizeof lg->start_text, "%s", ev->text);
+    if (ev->kind == RN_TRAIN_EV_DONE) snprintf(lg->done_text, sizeof lg->done_text, "%s", ev->text);
+    if (ev->kind == RN_TRAIN_EV_STEP && ev->step == lg->stop_at) *lg->stop = 1;
+}
+
+/* The loop reports start, its steps with their evaluations and
+ * checkpoints, the final evaluation and done, in that order; a run stopped
+ * early checkpoints at the stop; a resumed run starts at its checkpoint's
+ * step; an interrupted or failed run reports no done. */
+static void test_train_events(void)
+{
+    char *text = th_read_file(tiny_cfg(), NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(text);
+    rn_config c;
+    rn_train_opts o;
+    rn_config_default(&c);
+    rn_train_opts_default(&o, RN_TASK_MQAR);
+    rn_error err;
+    CU_ASSERT_EQUAL_FATAL(rn_config_parse_text(&c, text, "tiny.cfg", rn_train_opts_set, &o, &err), 0);
+    free(text);
+    o.eval_every = 2;
+    o.ckpt_every = 3;
+    o.log_every = 1;
+    o.top_k_start = 8; /* annealing: training through the shallow model copy */
+    snprintf(o.out, sizeof o.out, "%s", P("ev.bin"));
+    event_log lg = { "", "", "", 0, NULL };
+    CU_ASSERT_EQUAL_FATAL(rn_train_run(&o, &c, record_event, &lg, NULL, &err), RN_OK);
+    CU_ASSERT_STRING_EQUAL(lg.seq, "start:0 step:1 step:2 eval:2 step:3 ckpt:3 step:4 eval:4 step:5 step:6 "
+                                   "eval:6 done:6");
+    CU_ASSERT_STRING_EQUAL(lg.start_text, P("ev.bin.ckpt"));
+    CU_ASSERT_STRING_EQUAL(lg.done_text, P("ev.bin"));
+    /* stopped after 4 steps: the stop's checkpoint, then the end */
+    memset(&lg, 0, sizeof lg);
+    o.stop_after = 4;
+    snprintf(o.ckpt, sizeof o.ckpt, "%s", P("ev_part.ckpt"));
+    CU_ASSERT_EQUAL_FATAL(rn_train_run(&o, &c, record_event, &lg, NULL, &err), RN_OK);
+    CU_ASSERT_STRING_EQUAL(lg.seq, "start:0 step:1 step:2 eval:2 step:3 ckpt:3 step:4 eval:4 ckpt:4 eval:4 done:4");
+    /* resumed from there, with logging every other step */
+    memset(&lg, 0, sizeof lg);
+    o.stop_after = 0;
+    o.log_every = 2;
+    snprintf(o.resume, sizeof o.resume, "%s", P("ev_part.ckpt"));
+    snprintf(o.ckpt, sizeof o.ckpt, "%s", P("ev_rest.ckpt"));
+    CU_ASSERT_EQUAL_FATAL(rn_train_run(&o, &c, record_event, &lg, NULL, &err), RN_OK);
+    CU_ASSERT_STRING_EQUAL(lg.seq, "start:4 step:6 eval:6 done:6");
+    /* interrupted (Ctrl-C) after step 3: its checkpoint, the stop's, and
+     * RN_EINTR with no final evaluation */
+    volatile int stop = 0;
+    memset(&lg, 0, sizeof lg);
+    lg.stop_at = 3;
+    lg.stop = &stop;
+    o.resume[0] = 0;
+    o.log_every = 1;
+    snprintf(o.ckpt, sizeof o.ckpt, "%s", P("ev_int.ckpt"));
+    CU_ASSERT_EQUAL(rn_train_run(&o, &c, record_event, &lg, &stop, &err), RN_EINTR);
+    CU_ASSERT_STRING_EQUAL(lg.seq, "start:0 step:1 step:2 eval:2 step:3 ckpt:3 ckpt:3");
+    CU_ASSERT(strstr(err.msg, "interrupted at step 3") != NULL);
+    o.log_every = 2;
+    /* a run that fails in the loop (its checkpoint cannot be written)
+     * reports no done */
+    memset(&lg, 0, sizeof lg);
+    o.resume[0] = 0;
+    snprintf(o.ckpt, sizeof o.ckpt, "%s", P("no/such/dir/ev.ckpt"));
+    CU_ASSERT_NOT_EQUAL(rn_train_run(&o, &c, record_event, &lg, NULL, &err), RN_OK);
+    CU_ASSERT_STRING_EQUAL(lg.seq, "start:0 step:2 eval:2");
+}
+
 /* Trainer and runtime hold per-thread workspaces sized when they are
  * created; raising the OpenMP thread count afterwards must neither overrun
  * them nor change any result. */
@@ -647,6 +728,7 @@ int register_train(void)
     CU_add_test(s, "train/eval CLI bad input", test_cli_bad_input);
     CU_add_test(s, "train CLI resume", test_cli_resume_exact);
     CU_add_test(s, "non-finite loss stops the run", test_cli_nonfinite_loss);
+    CU_add_test(s, "the loop's events in order", test_train_events);
     CU_add_test(s, "the MQAR sample recalls", test_mqar_sample_recalls);
     return 0;
 }

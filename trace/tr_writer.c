@@ -9,6 +9,7 @@
  * flight, which bounds memory).  A failure in the thread (disk full, ...)
  * is remembered; later batches are dropped and finish reports it.
  */
+#include <assert.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -219,6 +220,7 @@ static void submit(tr_writer *w)
     if (!w->cur->n_groups && !w->cur->n_tokens) return;
     pthread_mutex_lock(&w->mu);
     int idx = (int)(w->cur - w->batches);
+    assert(w->fq_len < w->nb); /* the current batch is not queued: the ring has room */
     w->fullq[(w->fq_head + w->fq_len) % w->nb] = idx;
     w->fq_len++;
     pthread_cond_signal(&w->cv_full);
@@ -237,10 +239,14 @@ static void probe_access(void *user, int layer, int head, int pos, int op, int k
 {
     (void)addr; /* derived from slot, pos and the head's CAPE flag */
     tr_writer *w = user;
+    /* the model reports its own layers, heads and top-K: those of the
+     * config the writer was opened with */
+    assert(layer >= 0 && layer < w->L && head >= 0 && head < w->H);
+    assert((op == RN_OP_WRITE || op == RN_OP_READ) && k >= 0 && k <= w->K);
     if (!tr_select_has(&w->sel, layer, head, op)) return;
-    if (k > w->K) k = w->K;
     batch *b = w->cur;
     if (b->n_groups == w->cap) { submit(w); b = w->cur; }
+    assert(b->n_groups < w->cap); /* submit hands back an empty batch */
     int i = b->n_groups++;
     grp_meta *g = &b->meta[i];
     g->pos = pos;
@@ -259,6 +265,7 @@ void tr_writer_add_token(tr_writer *w, int64_t pos, int token_id, const char *pi
 {
     batch *b = w->cur;
     if (b->n_tokens == w->tcap) { submit(w); b = w->cur; }
+    assert(b->n_tokens < w->tcap);
     tok_rec *t = &b->toks[b->n_tokens++];
     t->pos = pos;
     t->id = token_id;
