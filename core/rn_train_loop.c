@@ -652,7 +652,7 @@ static int run_loop(run_state *s, rn_error *err)
         const int64_t done = step + 1;
         if (done % o->log_every == 0 || done == o->opt.steps) log_step(s, done, &st);
         if (due(o->eval_every, done, o->opt.steps) && (rc = evaluate(s, done, 0, err))) {
-            if (rc == RN_EINTR) { step++; continue; } /* checkpoint at the loop top */
+            if (rc == RN_EINTR) continue; /* the loop top checkpoints `done` steps and stops */
             return rc;
         }
         if (due(o->ckpt_every, done, o->opt.steps) && (rc = checkpoint(s, done, 1, err))) return rc;

@@ -626,6 +626,15 @@ static void test_train_events(void)
     CU_ASSERT_EQUAL(rn_train_run(&o, &c, record_event, &lg, &stop, &err), RN_EINTR);
     CU_ASSERT_STRING_EQUAL(lg.seq, "start:0 step:1 step:2 eval:2 step:3 ckpt:3 ckpt:3");
     CU_ASSERT(strstr(err.msg, "interrupted at step 3") != NULL);
+    /* interrupted during the evaluation after step 2: the checkpoint says 2
+     * steps (it once said 3, so a resume skipped a step) */
+    stop = 0;
+    memset(&lg, 0, sizeof lg);
+    lg.stop_at = 2;
+    lg.stop = &stop;
+    CU_ASSERT_EQUAL(rn_train_run(&o, &c, record_event, &lg, &stop, &err), RN_EINTR);
+    CU_ASSERT_STRING_EQUAL(lg.seq, "start:0 step:1 step:2 ckpt:2");
+    CU_ASSERT(strstr(err.msg, "interrupted at step 2") != NULL);
     o.log_every = 2;
     /* a run that fails in the loop (its checkpoint cannot be written)
      * reports no done */
