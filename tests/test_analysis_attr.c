@@ -13,7 +13,7 @@
 
 /* M = 2, γ = 1, ε = 0.  t0 and t1 write slot 0 with 0.5; t1 reads slot 0
  * with 1.  z = ½·½·½ + ½·½ + ½ = 0.875; c0 = ½·½/0.875, c1 = ½/0.875. */
-static void test_hand_worked(void)
+TH_TEST(test_attr_hand_worked, "hand-worked attribution")
 {
     tr_event ev[3];
     memset(ev, 0, sizeof ev);
@@ -59,7 +59,7 @@ static void rec_access(void *user, int layer, int head, int pos, int op, int k,
     }
 }
 
-static void test_reproduces_model(void)
+TH_TEST(test_reproduces_model, "attribution reproduces the model's reads")
 {
     rn_config c;
     rn_config_default(&c);
@@ -149,12 +149,4 @@ static void test_reproduces_model(void)
     free(x); free(h); free(v); free(rec.ev);
     rn_runtime_free(rt);
     rn_model_free(&m);
-}
-
-int register_analysis_attr(void)
-{
-    CU_pSuite s = CU_add_suite("analysis_attr", NULL, NULL);
-    CU_add_test(s, "hand-worked attribution", test_hand_worked);
-    CU_add_test(s, "attribution reproduces the model's reads", test_reproduces_model);
-    return 0;
 }

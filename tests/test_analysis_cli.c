@@ -79,7 +79,7 @@ static int suite_init(void) { return make_db(); }
 
 static uint64_t gid(const grp *g, int k) { return an_pack_id(g->layer, g->head, g->slot[k]); }
 
-static void test_export_roundtrip(void)
+TH_TEST(test_export_roundtrip, "export round trip (oracleGeneral, CSV)")
 {
     const char *og = th_path("an.og");
     CU_ASSERT_EQUAL_FATAL(th_run("%s export %s -o %s", th_bin(), DB, og), 0);
@@ -159,7 +159,7 @@ static uint64_t csv_misses(const char *out, const char *policy, int cap)
     return misses;
 }
 
-static void test_simulate(void)
+TH_TEST(test_simulate, "simulate equals brute-force LRU per scope")
 {
     const char *scopes[] = { "head", "layer", "model" };
     for (int s = 0; s < 3; s++) {
@@ -183,7 +183,7 @@ static void test_simulate(void)
     free(t);
 }
 
-static void test_stats(void)
+TH_TEST(test_stats, "stats counts")
 {
     CU_ASSERT_EQUAL_FATAL(th_run("%s stats %s -f csv", th_bin(), DB), 0);
     CU_ASSERT_EQUAL(th_count_lines(th_out()), 1 + L * H);
@@ -204,7 +204,7 @@ static void test_stats(void)
 /* Attribution through the database: the per-token coefficients from the
  * CLI equal a direct evaluation of the PDMA formula (stored weights are
  * float32, printed with 6 significant digits). */
-static void test_attribute(void)
+TH_TEST(test_attribute, "attribute through the database")
 {
     const int T = 57, layer = 1, head = 1;
     CU_ASSERT_EQUAL_FATAL(th_run("%s attribute %s --layer %d --head %d --pos %d --top 0 -f csv", th_bin(), DB,
@@ -260,7 +260,7 @@ static void expect_bad(const char *args, const char *needle)
     CU_ASSERT_PTR_NOT_NULL(strstr(th_err(), needle));
 }
 
-static void test_bad_input(void)
+TH_TEST(test_bad_input, "bad input: exit 2, one line, no output")
 {
     char a[8192];
     snprintf(a, sizeof a, "simulate %s --run 9", DB); expect_bad(a, "run");
@@ -299,13 +299,4 @@ static void test_bad_input(void)
     }
 }
 
-int register_analysis_cli(void)
-{
-    CU_pSuite s = CU_add_suite("analysis_cli", suite_init, NULL);
-    CU_add_test(s, "export round trip (oracleGeneral, CSV)", test_export_roundtrip);
-    CU_add_test(s, "simulate equals brute-force LRU per scope", test_simulate);
-    CU_add_test(s, "stats counts", test_stats);
-    CU_add_test(s, "attribute through the database", test_attribute);
-    CU_add_test(s, "bad input: exit 2, one line, no output", test_bad_input);
-    return 0;
-}
+TH_SUITE(analysis_cli, suite_init, NULL);

@@ -286,12 +286,18 @@ static void check_against(const char *name, ref_fn ref)
     free(key); free(a); free(b);
 }
 
-static void test_lru(void) { check_against("lru", ref_lru); }
-static void test_fifo(void) { check_against("fifo", ref_fifo); }
-static void test_clock(void) { check_against("clock", ref_clock); }
-static void test_lfu(void) { check_against("lfu", ref_lfu); }
-static void test_arc(void) { check_against("arc", ref_arc); }
-static void test_s3fifo(void) { check_against("s3fifo", ref_s3fifo); }
+TH_TEST(test_lru, "LRU equals reference")
+{ check_against("lru", ref_lru); }
+TH_TEST(test_fifo, "FIFO equals reference")
+{ check_against("fifo", ref_fifo); }
+TH_TEST(test_clock, "CLOCK equals reference")
+{ check_against("clock", ref_clock); }
+TH_TEST(test_lfu, "LFU equals reference")
+{ check_against("lfu", ref_lfu); }
+TH_TEST(test_arc, "ARC equals Megiddo-Modha reference")
+{ check_against("arc", ref_arc); }
+TH_TEST(test_s3fifo, "S3-FIFO equals Yang et al. reference")
+{ check_against("s3fifo", ref_s3fifo); }
 
 /* Hand-worked traces (keys 1..5 as 0..4), capacity 3:
  *   1 2 3 1 4 1 5 2
@@ -300,7 +306,7 @@ static void test_s3fifo(void) { check_against("s3fifo", ref_s3fifo); }
  * CLOCK: M M M H M H M M  (4: 1 second chance, evicts 2; 5 evicts 3)
  * OPT:   M M M H M H M H  (4 evicts 3 (never again), 5 bypasses... 2 kept)
  * LFU:   M M M H M H M M  (4 evicts 2 (count 1, older than 3), 5 evicts 3, 2 evicts 4) */
-static void test_hand_worked(void)
+TH_TEST(test_hand_worked, "hand-worked traces")
 {
     const uint32_t key[] = { 0, 1, 2, 0, 3, 0, 4, 1 };
     const char *names[] = { "lru", "fifo", "clock", "opt", "lfu" };
@@ -338,7 +344,7 @@ static void test_hand_worked(void)
 }
 
 /* OPT against the forward-scan reference, and never worse than any policy. */
-static void test_opt(void)
+TH_TEST(test_opt, "OPT equals reference and beats every policy")
 {
     rn_rng r;
     rn_rng_seed(&r, 5);
@@ -367,7 +373,7 @@ static void test_opt(void)
 }
 
 /* Stack distances against counting distinct keys between reuses. */
-static void test_stack_distance(void)
+TH_TEST(test_stack_distance, "stack distance equals brute force")
 {
     rn_rng r;
     rn_rng_seed(&r, 9);
@@ -399,7 +405,7 @@ static void test_stack_distance(void)
 
 /* The exact MRC equals LRU simulated at every capacity, for a multi-stream
  * scope with warm-up. */
-static void test_mrc_equals_lru(void)
+TH_TEST(test_mrc_equals_lru, "MRC equals LRU at every capacity")
 {
     rn_rng r;
     rn_rng_seed(&r, 21);
@@ -438,7 +444,7 @@ static void test_mrc_equals_lru(void)
 }
 
 /* Streams: replay order (pos, layer, head, op, rank), scopes, ops. */
-static void test_streams(void)
+TH_TEST(test_streams, "streams: replay order, scopes, ops")
 {
     rn_config cfg;
     rn_config_default(&cfg);
@@ -488,7 +494,7 @@ static void test_streams(void)
 
 /* Dense keys: as many as distinct (layer, head, slot), each id kept
  * (enough keys that the id map grows several times). */
-static void test_stream_keys(void)
+TH_TEST(test_stream_keys, "stream keys equal distinct (layer, head, slot)")
 {
     rn_config cfg;
     rn_config_default(&cfg);
@@ -521,7 +527,7 @@ static void test_stream_keys(void)
     free(ev); free(seen);
 }
 
-static void test_policy_names(void)
+TH_TEST(test_policy_names, "policy names")
 {
     const an_policy *p[16];
     int n;
@@ -532,23 +538,4 @@ static void test_policy_names(void)
     CU_ASSERT_EQUAL(n, 7);
     CU_ASSERT_EQUAL(an_policy_parse_list("lru,bogus", p, 16, &n, &err), RN_EINPUT);
     CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "bogus"));
-}
-
-int register_cache(void)
-{
-    CU_pSuite s = CU_add_suite("cache", NULL, NULL);
-    CU_add_test(s, "LRU equals reference", test_lru);
-    CU_add_test(s, "FIFO equals reference", test_fifo);
-    CU_add_test(s, "CLOCK equals reference", test_clock);
-    CU_add_test(s, "LFU equals reference", test_lfu);
-    CU_add_test(s, "ARC equals Megiddo-Modha reference", test_arc);
-    CU_add_test(s, "S3-FIFO equals Yang et al. reference", test_s3fifo);
-    CU_add_test(s, "hand-worked traces", test_hand_worked);
-    CU_add_test(s, "OPT equals reference and beats every policy", test_opt);
-    CU_add_test(s, "stack distance equals brute force", test_stack_distance);
-    CU_add_test(s, "MRC equals LRU at every capacity", test_mrc_equals_lru);
-    CU_add_test(s, "streams: replay order, scopes, ops", test_streams);
-    CU_add_test(s, "stream keys equal distinct (layer, head, slot)", test_stream_keys);
-    CU_add_test(s, "policy names", test_policy_names);
-    return 0;
 }

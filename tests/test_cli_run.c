@@ -25,7 +25,7 @@ static void assert_one_line_error(const char *needle)
     if (!strstr(th_err(), needle)) fprintf(stderr, "\nexpected '%s' in: %s", needle, th_err());
 }
 
-static void test_generates_and_reproduces(void)
+TH_TEST(test_generates_and_reproduces, "generates, reproducible by seed and threads")
 {
     char p[512];
     snprintf(p, sizeof p, "%s", th_path("p.txt"));
@@ -49,7 +49,7 @@ static void test_generates_and_reproduces(void)
     CU_ASSERT_EQUAL(th_run("%s run %s samples/prompts/kjv.txt -n 5", th_bin(), g_bytes_model), 0);
 }
 
-static void test_bad_inputs(void)
+TH_TEST(test_bad_inputs, "bad inputs: one line, exit 2")
 {
     char p[512], empty[512], word[512], oov[512], trunc[512];
     snprintf(p, sizeof p, "%s", th_path("good.txt"));
@@ -102,11 +102,4 @@ static void test_bad_inputs(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(th_out(), "usage"));
 }
 
-int register_cli_run(void)
-{
-    CU_pSuite s = CU_add_suite("cli_run", setup, NULL);
-    if (!s) return -1;
-    CU_add_test(s, "generates, reproducible by seed and threads", test_generates_and_reproduces);
-    CU_add_test(s, "bad inputs: one line, exit 2", test_bad_inputs);
-    return 0;
-}
+TH_SUITE(cli_run, setup, NULL);

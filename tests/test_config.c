@@ -27,7 +27,7 @@ static void bad(const char *text, const char *want)
     CU_ASSERT(ok);
 }
 
-static void test_parse(void)
+TH_TEST(test_parse, "key = value parsing and cape shorthand")
 {
     rn_config c;
     rn_error err = {0};
@@ -52,7 +52,7 @@ static void test_parse(void)
     CU_ASSERT_EQUAL(c.cape_mask[0], 0);
 }
 
-static void test_parse_errors(void)
+TH_TEST(test_parse_errors, "parse errors name file and line")
 {
     bad("d_model = 32\nwidth = 3\n", "t.cfg:2: unknown key 'width'");
     bad("\n\n\nd_model = abc\n", "t.cfg:4: d_model: 'abc' is not an integer");
@@ -86,7 +86,7 @@ static void invalid(const char *key, const char *value, const char *want)
     CU_ASSERT(ok);
 }
 
-static void test_validate(void)
+TH_TEST(test_validate, "validation of every field")
 {
     rn_config c;
     rn_error err = {0};
@@ -124,7 +124,7 @@ static void test_validate(void)
     CU_ASSERT_EQUAL(rn_config_validate(&c, &err), RN_EINPUT);
 }
 
-static void test_format_round_trip(void)
+TH_TEST(test_format_round_trip, "format parses back to the same config")
 {
     rn_config a, b;
     rn_error err = {0};
@@ -152,7 +152,7 @@ static void test_format_round_trip(void)
 }
 
 /* derived sizes against the paper's Table 3 model shapes, by hand */
-static void test_sizes(void)
+TH_TEST(test_sizes, "parameter and state sizes")
 {
     rn_config c;
     rn_config_default(&c);
@@ -189,7 +189,7 @@ static void test_sizes(void)
 }
 
 /* Shrinking the shape after masks were set drops exactly the stale bits. */
-static void test_clip_masks(void)
+TH_TEST(test_clip_masks, "clipping CAPE masks to a smaller shape")
 {
     rn_config c;
     rn_config_default(&c);
@@ -208,17 +208,4 @@ static void test_clip_masks(void)
     CU_ASSERT_EQUAL(c.cape_mask[1], 2u);
     CU_ASSERT_EQUAL(c.cape_mask[2], 0u);
     CU_ASSERT_EQUAL(rn_config_validate(&c, &err), RN_OK);
-}
-
-int register_config(void)
-{
-    CU_pSuite s = CU_add_suite("config", NULL, NULL);
-    if (!s) return -1;
-    CU_add_test(s, "key = value parsing and cape shorthand", test_parse);
-    CU_add_test(s, "parse errors name file and line", test_parse_errors);
-    CU_add_test(s, "validation of every field", test_validate);
-    CU_add_test(s, "format parses back to the same config", test_format_round_trip);
-    CU_add_test(s, "parameter and state sizes", test_sizes);
-    CU_add_test(s, "clipping CAPE masks to a smaller shape", test_clip_masks);
-    return 0;
 }

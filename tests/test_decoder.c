@@ -75,7 +75,7 @@ static void check_config(int U, int dp, int K, int trials, int tie_mode, rn_rng 
     check_config_ws(U, dp, K, K, trials, tie_mode, rng);
 }
 
-static void test_beam_equals_brute_force(void)
+TH_TEST(test_beam_equals_brute_force, "beam top-K equals brute force (ties, K=M)")
 {
     rn_rng rng;
     rn_rng_seed(&rng, 1234);
@@ -105,7 +105,7 @@ static void test_beam_equals_brute_force(void)
 }
 
 /* Weights are exp(score) = Π p_u, sum to <= 1, and are non-increasing. */
-static void test_weights_are_products(void)
+TH_TEST(test_weights_are_products, "weights are chunk-probability products")
 {
     int U = 3, dp = 5, K = 7;
     void *mem = aligned_alloc(64, (rn_decode_ws_bytes(U, dp, K) + 63) / 64 * 64);
@@ -137,7 +137,7 @@ static void test_weights_are_products(void)
 
 /* M = 8^8 = 16.7M slots: the decoder needs only O(U·K²) memory; check the
  * winner is the per-chunk argmax tuple and ranks 1.. are valid. */
-static void test_large_m(void)
+TH_TEST(test_large_m, "decode at M = 8^8")
 {
     int U = 8, dp = 8, K = 16;
     void *mem = aligned_alloc(64, (rn_decode_ws_bytes(U, dp, K) + 63) / 64 * 64);
@@ -161,7 +161,7 @@ static void test_large_m(void)
     free(mem);
 }
 
-static void test_cape(void)
+TH_TEST(test_cape, "CAPE slot mapping")
 {
     /* [P_t(a)]_i = a_{(i+t) mod M}: address a lands on slot (a − t) mod M */
     CU_ASSERT_EQUAL(rn_cape_slot(5, 0, 16), 5u);
@@ -181,7 +181,7 @@ static void test_cape(void)
 }
 
 /* Slow (make test-long): larger M and K against brute force, many vectors. */
-static void test_beam_brute_force_long(void)
+TH_TEST(test_beam_brute_force_long, "beam top-K vs brute force at larger M (test-long only)")
 {
     if (!th_long()) return;
     rn_rng rng;
@@ -189,16 +189,4 @@ static void test_beam_brute_force_long(void)
     const int cfgs[][3] = { {3, 16, 64}, {4, 8, 32}, {2, 64, 100}, {6, 4, 48}, {12, 2, 128} };
     for (size_t c = 0; c < sizeof cfgs / sizeof cfgs[0]; c++)
         for (int mode = 0; mode < 2; mode++) check_config(cfgs[c][0], cfgs[c][1], cfgs[c][2], 300, mode, &rng);
-}
-
-int register_decoder(void)
-{
-    CU_pSuite s = CU_add_suite("decoder", NULL, NULL);
-    if (!s) return -1;
-    CU_add_test(s, "beam top-K equals brute force (ties, K=M)", test_beam_equals_brute_force);
-    CU_add_test(s, "weights are chunk-probability products", test_weights_are_products);
-    CU_add_test(s, "decode at M = 8^8", test_large_m);
-    CU_add_test(s, "CAPE slot mapping", test_cape);
-    CU_add_test(s, "beam top-K vs brute force at larger M (test-long only)", test_beam_brute_force_long);
-    return 0;
 }

@@ -78,7 +78,7 @@ static uint64_t ref_checksum(const unsigned char *p, size_t n)
     return r;
 }
 
-static void test_checksum(void)
+TH_TEST(test_checksum, "checksum equals the documented definition")
 {
     unsigned char buf[203];
     rn_rng rng;
@@ -101,7 +101,7 @@ static void test_checksum(void)
 
 /* The header fields sit where docs/model-format.md says, and the block is
  * the model's block byte for byte. */
-static void test_bin_layout(void)
+TH_TEST(test_bin_layout, "model.bin byte layout and mmap load")
 {
     char path[512];
     snprintf(path, sizeof path, "%s", th_path("layout.bin"));
@@ -232,12 +232,14 @@ static void round_trip(int tied)
     free(block);
 }
 
-static void test_round_trip_tied(void) { round_trip(1); }
-static void test_round_trip_untied(void) { round_trip(0); }
+TH_TEST(test_round_trip_tied, "round trips are bit-exact (tied)")
+{ round_trip(1); }
+TH_TEST(test_round_trip_untied, "round trips are bit-exact (untied)")
+{ round_trip(0); }
 
 /* A safetensors file written by "another tool": tensors in reverse order,
  * whitespace, extra non-ramnet metadata, floats spelled differently. */
-static void test_foreign_safetensors(void)
+TH_TEST(test_foreign_safetensors, "foreign safetensors (order, spacing, spelling)")
 {
     rn_config c;
     small_cfg(&c, 0);
@@ -332,7 +334,7 @@ static void fix_checksum(unsigned char *b, size_t len)
     wr64(b, 32, ref_checksum(b + 2176, len - 2176));
 }
 
-static void test_bad_bin(void)
+TH_TEST(test_bad_bin, "corrupt model.bin files")
 {
     unsigned char *b;
     size_t n;
@@ -459,7 +461,7 @@ static void st_bad(const char *name, const char *find, const char *repl, long dd
     free(f);
 }
 
-static void test_bad_safetensors(void)
+TH_TEST(test_bad_safetensors, "corrupt safetensors files")
 {
     load_good_st(1);
     char buf[256], rep[256];
@@ -545,7 +547,7 @@ static void test_bad_safetensors(void)
 /* stderr of the last run is exactly one line */
 static int one_line_err(void) { return th_count_lines(th_err()) == 1; }
 
-static void test_cli_init_info(void)
+TH_TEST(test_cli_init_info, "CLI init and info")
 {
     const char *bin = th_bin();
     char out[512];
@@ -604,7 +606,7 @@ static void test_cli_init_info(void)
     CU_ASSERT(c.cape_mask[0] == 63 && c.cape_mask[2] == 63 && c.cape_mask[3] == 0);
 }
 
-static void test_cli_errors(void)
+TH_TEST(test_cli_errors, "CLI bad input")
 {
     const char *bin = th_bin();
     char out[512], keep[512];
@@ -692,18 +694,4 @@ static int cleanup(void)
     return 0;
 }
 
-int register_modelfile(void)
-{
-    CU_pSuite s = CU_add_suite("modelfile", NULL, cleanup);
-    if (!s) return -1;
-    CU_add_test(s, "checksum equals the documented definition", test_checksum);
-    CU_add_test(s, "model.bin byte layout and mmap load", test_bin_layout);
-    CU_add_test(s, "round trips are bit-exact (tied)", test_round_trip_tied);
-    CU_add_test(s, "round trips are bit-exact (untied)", test_round_trip_untied);
-    CU_add_test(s, "foreign safetensors (order, spacing, spelling)", test_foreign_safetensors);
-    CU_add_test(s, "corrupt model.bin files", test_bad_bin);
-    CU_add_test(s, "corrupt safetensors files", test_bad_safetensors);
-    CU_add_test(s, "CLI init and info", test_cli_init_info);
-    CU_add_test(s, "CLI bad input", test_cli_errors);
-    return 0;
-}
+TH_SUITE(modelfile, NULL, cleanup);

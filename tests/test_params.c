@@ -81,7 +81,7 @@ static int64_t formula(const rn_config *c)
     return V * D + L * layer + D + (c->tie_embeddings ? 0 : V * D);
 }
 
-static void test_count_formula(void)
+TH_TEST(test_count_formula, "tensor count and parameter count by formula")
 {
     for (int k = 0; k < N_CFGS; k++) {
         rn_config c;
@@ -103,7 +103,7 @@ static void test_count_formula(void)
     CU_ASSERT_EQUAL(rn_params_max_tensors(), 1 + 11 * RN_MAX_LAYERS + 2);
 }
 
-static void test_names_shapes(void)
+TH_TEST(test_names_shapes, "DESIGN.md names and shapes, in order, each once")
 {
     want_t *w = malloc(sizeof *w * (size_t)(1 + 11 * RN_MAX_LAYERS + 2));
     CU_ASSERT_PTR_NOT_NULL_FATAL(w);
@@ -133,7 +133,7 @@ static void test_names_shapes(void)
     free(w);
 }
 
-static void test_offsets(void)
+TH_TEST(test_offsets, "offsets aligned, contiguous, non-overlapping")
 {
     for (int k = 0; k < N_CFGS; k++) {
         rn_config c;
@@ -165,7 +165,7 @@ static void test_offsets(void)
 }
 
 /* Every field of rn_weights points at the tensor of its name. */
-static void test_carve(void)
+TH_TEST(test_carve, "carving points every field at its tensor")
 {
     for (int k = 0; k < N_CFGS; k++) {
         rn_config c;
@@ -216,7 +216,7 @@ static void test_carve(void)
 
 /* The table itself: one contiguous run of per-layer rows, unique names,
  * each field carved by exactly one row, known kinds and init rules. */
-static void test_table(void)
+TH_TEST(test_table, "the table: one per-layer run, unique names and fields")
 {
     int nr = 0;
     const rn_param_spec *t = rn_param_table(&nr);
@@ -253,7 +253,7 @@ static void *make_model(void *arg)
     return NULL;
 }
 
-static void test_threads(void)
+TH_TEST(test_threads, "seeded init from two threads")
 {
     job_t j[2];
     memset(j, 0, sizeof j);
@@ -275,17 +275,4 @@ static void test_threads(void)
         rn_model_free(&ref);
         rn_model_free(&j[i].m);
     }
-}
-
-int register_params(void)
-{
-    CU_pSuite s = CU_add_suite("params", NULL, NULL);
-    if (!s) return -1;
-    CU_add_test(s, "tensor count and parameter count by formula", test_count_formula);
-    CU_add_test(s, "DESIGN.md names and shapes, in order, each once", test_names_shapes);
-    CU_add_test(s, "offsets aligned, contiguous, non-overlapping", test_offsets);
-    CU_add_test(s, "carving points every field at its tensor", test_carve);
-    CU_add_test(s, "the table: one per-layer run, unique names and fields", test_table);
-    CU_add_test(s, "seeded init from two threads", test_threads);
-    return 0;
 }

@@ -17,7 +17,7 @@
 
 /* ---- PDMA: sparse vs dense ---- */
 
-static void test_pdma_dense(void)
+TH_TEST(test_pdma_dense, "sparse PDMA equals dense M x d_v reference")
 {
     const int M = 32, dv = 5, K = 4, T = 60;
     const float gammas[] = { 0.0f, 0.5f, 1.0f, 2.0f };
@@ -244,7 +244,7 @@ static double rel_err(const float *a, const double *b, int64_t n)
     return sqrt(num / (den + 1e-30));
 }
 
-static void test_prefill_matches_reference(void)
+TH_TEST(test_prefill_matches_reference, "prefill and step equal a naive dense forward")
 {
     const struct { int tie; uint64_t c0, c1; float gamma; } cases[] = {
         { 1, 7, 0, 1.0f }, { 0, 0, 5, 0.5f }, { 1, 2, 3, 2.0f }, { 0, 0, 0, 0.0f },
@@ -289,7 +289,7 @@ static void test_prefill_matches_reference(void)
 
 /* Prefill of a prefix, then steps, equals prefill of everything; last-row
  * logits equal the all-rows output. */
-static void test_prefill_then_step(void)
+TH_TEST(test_prefill_then_step, "prefill then step equals one prefill")
 {
     rn_config c;
     small_config(&c, 1, 7, 2, 1.0f);
@@ -347,7 +347,7 @@ static void rec_access(void *user, int layer, int head, int pos, int op, int k,
     }
 }
 
-static void test_probe_events(void)
+TH_TEST(test_probe_events, "probe sees every access, same in both paths")
 {
     rn_config c;
     small_config(&c, 1, 7, 0, 1.0f);
@@ -393,7 +393,7 @@ static void test_probe_events(void)
 
 /* ---- tokenizers and sampler ---- */
 
-static void test_tokenizers(void)
+TH_TEST(test_tokenizers, "tokenizers")
 {
     rn_config c;
     rn_config_default(&c);
@@ -433,7 +433,7 @@ static void test_tokenizers(void)
     CU_ASSERT_STRING_EQUAL(piece, "\\xc8");
 }
 
-static void test_sampler(void)
+TH_TEST(test_sampler, "sampler")
 {
     rn_sampler s;
     rn_error err;
@@ -461,7 +461,7 @@ static void test_sampler(void)
 
 /* A near-uniform distribution with top_p < 1/V leaves no token above the
  * nucleus cut-off: the sampler must still return a token in [0, V). */
-static void test_sampler_tiny_top_p(void)
+TH_TEST(test_sampler_tiny_top_p, "sampler with top_p below 1/V")
 {
     enum { V = 257 };
     static float lg[V];
@@ -476,18 +476,4 @@ static void test_sampler_tiny_top_p(void)
     int t = rn_sample(&s, lg);
     CU_ASSERT(t >= 0 && t < V);
     rn_sampler_free(&s);
-}
-
-int register_runtime(void)
-{
-    CU_pSuite s = CU_add_suite("runtime", NULL, NULL);
-    if (!s) return -1;
-    CU_add_test(s, "sparse PDMA equals dense M x d_v reference", test_pdma_dense);
-    CU_add_test(s, "prefill and step equal a naive dense forward", test_prefill_matches_reference);
-    CU_add_test(s, "prefill then step equals one prefill", test_prefill_then_step);
-    CU_add_test(s, "probe sees every access, same in both paths", test_probe_events);
-    CU_add_test(s, "tokenizers", test_tokenizers);
-    CU_add_test(s, "sampler", test_sampler);
-    CU_add_test(s, "sampler with top_p below 1/V", test_sampler_tiny_top_p);
-    return 0;
 }

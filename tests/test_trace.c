@@ -183,7 +183,7 @@ static void check_db(const char *db, int64_t run_id, recorder *rec, const tr_sel
     sqlite3_close(s);
 }
 
-static void test_exact_events(void)
+TH_TEST(test_exact_events, "database holds exactly the probe's events")
 {
     const char *db = th_path("exact.db");
     rn_config c;
@@ -225,7 +225,7 @@ static void test_exact_events(void)
 
 /* K = 12 > TR_LANES: each group spans two rows; tiny batches and a short
  * queue make the producer wait on the writer thread. */
-static void test_wide_k_small_batches(void)
+TH_TEST(test_wide_k_small_batches, "K > 8 and tiny batches")
 {
     const char *db = th_path("widek.db");
     rn_config c;
@@ -238,7 +238,7 @@ static void test_wide_k_small_batches(void)
     free(rec.ev);
 }
 
-static void test_selection_and_filters(void)
+TH_TEST(test_selection_and_filters, "layer/head/op selection and reader filters")
 {
     const char *db = th_path("sel.db");
     rn_config c;
@@ -299,7 +299,7 @@ static void test_selection_and_filters(void)
 }
 
 /* A second run appends and leaves the first untouched; run 0 = latest. */
-static void test_many_runs(void)
+TH_TEST(test_many_runs, "many runs per database")
 {
     const char *db = th_path("many.db");
     rn_config c;
@@ -337,7 +337,7 @@ static void test_many_runs(void)
     free(r2.ev);
 }
 
-static void test_not_a_trace(void)
+TH_TEST(test_not_a_trace, "not a trace / other schema version")
 {
     rn_error err = { 0 };
     tr_db *d = NULL;
@@ -389,16 +389,4 @@ static void test_not_a_trace(void)
     CU_ASSERT_EQUAL(nh, 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "outside"));
     tr_close(d);
-}
-
-int register_trace(void)
-{
-    CU_pSuite s = CU_add_suite("trace", NULL, NULL);
-    if (!s) return -1;
-    CU_add_test(s, "database holds exactly the probe's events", test_exact_events);
-    CU_add_test(s, "K > 8 and tiny batches", test_wide_k_small_batches);
-    CU_add_test(s, "layer/head/op selection and reader filters", test_selection_and_filters);
-    CU_add_test(s, "many runs per database", test_many_runs);
-    CU_add_test(s, "not a trace / other schema version", test_not_a_trace);
-    return 0;
 }

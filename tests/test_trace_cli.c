@@ -44,7 +44,7 @@ static int64_t q1(const char *path, const char *sql)
     return v;
 }
 
-static void test_trace_and_sql(void)
+TH_TEST(test_trace_and_sql, "trace, runs and sql commands")
 {
     char small[512], db[512];
     snprintf(small, sizeof small, "%s", th_path("small.txt"));
@@ -135,7 +135,7 @@ static void test_trace_and_sql(void)
     }
 }
 
-static void test_run_trace(void)
+TH_TEST(test_run_trace, "run --trace records prompt and generated tokens")
 {
     char prompt[512], db[512];
     snprintf(prompt, sizeof prompt, "%s", th_path("prompt.txt"));
@@ -161,7 +161,7 @@ static void test_run_trace(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(th_err(), "--ops"));
 }
 
-static void test_interrupt(void)
+TH_TEST(test_interrupt, "SIGINT: interrupted, flushed, intact")
 {
     char db[512], st[512];
     snprintf(db, sizeof db, "%s", th_path("int.db"));
@@ -188,7 +188,7 @@ static void test_interrupt(void)
 
 /* Ctrl-C while `run --trace` generates: exit 130, run interrupted, whole
  * positions only, the generated ones included. */
-static void test_interrupt_run(void)
+TH_TEST(test_interrupt_run, "SIGINT during run --trace generation")
 {
     char db[512], prompt[512], st[512];
     snprintf(db, sizeof db, "%s", th_path("intrun.db"));
@@ -209,7 +209,7 @@ static void test_interrupt_run(void)
     CU_ASSERT_EQUAL(q1(db, "SELECT n_events FROM runs"), tokens * 128);
 }
 
-static void test_sigkill(void)
+TH_TEST(test_sigkill, "SIGKILL: intact, a prefix of committed batches")
 {
     char db[512], ref[512], cut[512];
     snprintf(db, sizeof db, "%s", th_path("kill.db"));
@@ -265,14 +265,4 @@ static void test_sigkill(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(th_out(), ",running,"));
 }
 
-int register_trace_cli(void)
-{
-    CU_pSuite s = CU_add_suite("trace_cli", setup, NULL);
-    if (!s) return -1;
-    CU_add_test(s, "trace, runs and sql commands", test_trace_and_sql);
-    CU_add_test(s, "run --trace records prompt and generated tokens", test_run_trace);
-    CU_add_test(s, "SIGINT: interrupted, flushed, intact", test_interrupt);
-    CU_add_test(s, "SIGINT during run --trace generation", test_interrupt_run);
-    CU_add_test(s, "SIGKILL: intact, a prefix of committed batches", test_sigkill);
-    return 0;
-}
+TH_SUITE(trace_cli, setup, NULL);

@@ -94,13 +94,13 @@ static void expect_corrupt(const char *db, const char *what, int filtered)
     }
 }
 
-static void test_good_trace_reads(void)
+TH_TEST(test_good_trace_reads, "the unedited trace reads")
 {
     CU_ASSERT_EQUAL(th_run("%s stats '%s'", th_bin(), g_db), 0);
     CU_ASSERT_EQUAL(th_run("%s simulate '%s' --capacity 4", th_bin(), g_db), 0);
 }
 
-static void test_out_of_range_values(void)
+TH_TEST(test_out_of_range_values, "every out-of-range value is a one-line corrupt-trace error")
 {
 #define ROW " WHERE layer = 0 AND head = 0 AND pos = 5 AND op = 0"
     static const struct { const char *name, *sql; int filtered; } edits[] = {
@@ -135,7 +135,7 @@ static void test_out_of_range_values(void)
 /* Streams of a run whose positions are huge but few: memory follows the
  * number of events, not the largest position (this once sized a counting
  * array by the position: 16 GiB for one event at 2^31 - 1). */
-static void test_streams_memory_bounded(void)
+TH_TEST(test_streams_memory_bounded, "stream memory follows events, not positions")
 {
     rn_config c;
     config(&c);
@@ -170,7 +170,7 @@ static void test_streams_memory_bounded(void)
 /* A file that is SQLite with a trace's header but not a trace's tables
  * (a foreign or damaged schema) is bad input: one line, exit 2 (it was
  * exit 1, "no such table"). */
-static void test_foreign_schema(void)
+TH_TEST(test_foreign_schema, "a foreign schema is bad input")
 {
     static const char *const edits[] = { "DROP TABLE runs", "DROP TABLE event_groups",
                                          "DROP TABLE heads; CREATE TABLE heads(x)" };
@@ -196,14 +196,4 @@ static void test_foreign_schema(void)
     CU_ASSERT_PTR_NULL(strpbrk(err.msg, "\r\n"));
 }
 
-int register_trace_corrupt(void)
-{
-    CU_pSuite s = CU_add_suite("trace_corrupt", setup, NULL);
-    if (!s) return -1;
-    if (!CU_add_test(s, "the unedited trace reads", test_good_trace_reads) ||
-        !CU_add_test(s, "every out-of-range value is a one-line corrupt-trace error", test_out_of_range_values) ||
-        !CU_add_test(s, "stream memory follows events, not positions", test_streams_memory_bounded) ||
-        !CU_add_test(s, "a foreign schema is bad input", test_foreign_schema))
-        return -1;
-    return 0;
-}
+TH_SUITE(trace_corrupt, setup, NULL);

@@ -28,7 +28,7 @@ static void small_config(rn_config *c, int cape, int tied)
 }
 
 /* Training-forward logits equal rn_prefill's, sequence by sequence. */
-static void test_forward_matches_runtime(void)
+TH_TEST(test_forward_matches_runtime, "training forward equals the inference runtime")
 {
     for (int variant = 0; variant < 2; variant++) {
         rn_config c;
@@ -75,7 +75,7 @@ static void test_forward_matches_runtime(void)
 }
 
 /* Every MQAR example follows the definition. */
-static void test_mqar_structure(void)
+TH_TEST(test_mqar_structure, "MQAR examples follow the definition")
 {
     const int V = 8192;
     rn_rng rng;
@@ -116,7 +116,7 @@ static void test_mqar_structure(void)
 }
 
 /* With N = 1, the query gap follows p(g) ∝ a·(g+1)^(a−1). */
-static void test_mqar_gap_distribution(void)
+TH_TEST(test_mqar_gap_distribution, "MQAR gap distribution")
 {
     const int L = 20, N = 1, space = (L - 2) / 2, n = 40000;
     rn_rng rng;
@@ -138,7 +138,7 @@ static void test_mqar_gap_distribution(void)
 }
 
 /* AdamW on one scalar per tensor kind against a hand computation. */
-static void test_adamw_and_schedule(void)
+TH_TEST(test_adamw_and_schedule, "AdamW and LR schedule")
 {
     rn_adamw_opts o;
     rn_adamw_defaults(&o);
@@ -183,7 +183,7 @@ static void test_adamw_and_schedule(void)
 
 /* Save/load round trip; corruption, truncation, a config change and a
  * recipe change are refused. */
-static void test_checkpoint(void)
+TH_TEST(test_checkpoint, "checkpoint round trip and corruption")
 {
     rn_config c, c2;
     small_config(&c, 1, 0);
@@ -224,7 +224,7 @@ static void test_checkpoint(void)
 }
 
 /* A tiny model learns to continue a fixed periodic sequence. */
-static void test_learns_periodic_sequence(void)
+TH_TEST(test_learns_periodic_sequence, "a tiny model learns a periodic sequence")
 {
     rn_config c;
     small_config(&c, 1, 1);
@@ -269,7 +269,7 @@ static void test_learns_periodic_sequence(void)
 
 /* Top-K annealing: K halves in equal phases over the first
  * top_k_anneal·steps steps, never below the model's K. */
-static void test_top_k_schedule(void)
+TH_TEST(test_top_k_schedule, "top-K annealing schedule")
 {
     rn_train_opts o;
     rn_train_opts_default(&o, RN_TASK_MQAR);
@@ -333,7 +333,7 @@ static const char *tiny_cfg(void)
     return p;
 }
 
-static void test_cli_bad_input(void)
+TH_TEST(test_cli_bad_input, "train/eval CLI bad input")
 {
     char out[512];
     snprintf(out, sizeof out, "%s", P("bad.bin"));
@@ -407,7 +407,7 @@ static void check_resume_exact(const char *cfg, const char *extra, int stop, con
 /* Single thread: 3 steps + resume for 3 more gives the same model as 6
  * uninterrupted steps; resuming with another config is refused and leaves
  * the files alone. */
-static void test_cli_resume_exact(void)
+TH_TEST(test_cli_resume_exact, "train CLI resume")
 {
     const char *cfg = tiny_cfg();
     char full[512], part[512], ck[512];
@@ -471,7 +471,7 @@ static void test_cli_resume_exact(void)
  * over the whole run it is the same run as training on those segments; a
  * partial stage differs from both that and no stage; with no steps the
  * segments are ignored. */
-static void test_cli_mqar_first_stage(void)
+TH_TEST(test_cli_mqar_first_stage, "MQAR first-stage segments")
 {
     const char *cfg = tiny_cfg();
     const char *a = P("st_a.bin"), *b = P("st_b.bin"), *c = P("st_c.bin"), *d = P("st_d.bin");
@@ -506,7 +506,7 @@ static void test_cli_mqar_first_stage(void)
  * small sample of the ladder (seeded, not the 1000 examples of the
  * documented figures) the rungs up to (256,64) stay near their measured
  * 99.4–99.9%. */
-static void test_mqar_sample_recalls(void)
+TH_TEST(test_mqar_sample_recalls, "the MQAR sample recalls")
 {
     CU_ASSERT_EQUAL_FATAL(th_run("%s eval samples/mqar.bin --task mqar --examples 40", th_bin()), 0);
     const char *rungs[5] = { "(64,4)", "(64,8)", "(64,16)", "(128,32)", "(256,64)" };
@@ -521,7 +521,7 @@ static void test_mqar_sample_recalls(void)
 /* A checkpoint whose parameters hold a NaN: the run stops at its first
  * step with a message naming it, exit 2, and the checkpoint and output are
  * left alone. */
-static void test_cli_nonfinite_loss(void)
+TH_TEST(test_cli_nonfinite_loss, "non-finite loss stops the run")
 {
     const char *cfgp = tiny_cfg();
     char *text = th_read_file(cfgp, NULL);
@@ -578,7 +578,7 @@ static void record_event(void *user, const rn_train_event *ev)
  * checkpoints, the final evaluation and done, in that order; a run stopped
  * early checkpoints at the stop; a resumed run starts at its checkpoint's
  * step; an interrupted or failed run reports no done. */
-static void test_train_events(void)
+TH_TEST(test_train_events, "the loop's events in order")
 {
     char *text = th_read_file(tiny_cfg(), NULL);
     CU_ASSERT_PTR_NOT_NULL_FATAL(text);
@@ -648,7 +648,7 @@ static void test_train_events(void)
 /* Trainer and runtime hold per-thread workspaces sized when they are
  * created; raising the OpenMP thread count afterwards must neither overrun
  * them nor change any result. */
-static void test_more_threads_after_create(void)
+TH_TEST(test_more_threads_after_create, "more threads after create")
 {
     rn_config c;
     small_config(&c, 1, 0);
@@ -701,7 +701,7 @@ static void test_more_threads_after_create(void)
 /* A config whose per-thread dense state (threads x M x (d_v+1) floats)
  * overflows a size_t byte count is refused, not carved from a wrapped-around
  * allocation. */
-static void test_trainer_state_too_large(void)
+TH_TEST(test_trainer_state_too_large, "trainer state too large")
 {
     rn_config c;
     rn_config_default(&c);
@@ -719,25 +719,4 @@ static void test_trainer_state_too_large(void)
     omp_set_num_threads(saved);
     rn_trainer_free(tr);
     rn_model_free(&m);
-}
-
-int register_train(void)
-{
-    CU_pSuite s = CU_add_suite("train", NULL, NULL);
-    CU_add_test(s, "training forward equals the inference runtime", test_forward_matches_runtime);
-    CU_add_test(s, "more threads after create", test_more_threads_after_create);
-    CU_add_test(s, "trainer state too large", test_trainer_state_too_large);
-    CU_add_test(s, "MQAR examples follow the definition", test_mqar_structure);
-    CU_add_test(s, "MQAR first-stage segments", test_cli_mqar_first_stage);
-    CU_add_test(s, "MQAR gap distribution", test_mqar_gap_distribution);
-    CU_add_test(s, "AdamW and LR schedule", test_adamw_and_schedule);
-    CU_add_test(s, "top-K annealing schedule", test_top_k_schedule);
-    CU_add_test(s, "checkpoint round trip and corruption", test_checkpoint);
-    CU_add_test(s, "a tiny model learns a periodic sequence", test_learns_periodic_sequence);
-    CU_add_test(s, "train/eval CLI bad input", test_cli_bad_input);
-    CU_add_test(s, "train CLI resume", test_cli_resume_exact);
-    CU_add_test(s, "non-finite loss stops the run", test_cli_nonfinite_loss);
-    CU_add_test(s, "the loop's events in order", test_train_events);
-    CU_add_test(s, "the MQAR sample recalls", test_mqar_sample_recalls);
-    return 0;
 }

@@ -14,7 +14,7 @@
 #include "viz_trace.h"
 #include "viz_png.h"
 
-static void test_nice_ticks(void)
+TH_TEST(test_nice_ticks, "nice ticks, log ticks, labels")
 {
     double t[VIZ_MAX_TICKS], step;
     viz_axis a = viz_axis_make(0, 4096, 0, 1, NULL);
@@ -41,7 +41,7 @@ static void test_nice_ticks(void)
     CU_ASSERT_DOUBLE_EQUAL(viz_axis_map(&c, 100, 0, 50), 20, 1e-9);
 }
 
-static void test_colormap(void)
+TH_TEST(test_colormap, "colour maps")
 {
     viz_rgb lo = viz_cmap_rgb(VIZ_CMAP_VIRIDIS, 0), hi = viz_cmap_rgb(VIZ_CMAP_VIRIDIS, 1);
     CU_ASSERT_DOUBLE_EQUAL(lo.r, 0.267004, 1e-6);
@@ -82,7 +82,7 @@ static int has_event(const viz_access *ev, size_t n, int64_t p, int64_t s)
     return 0;
 }
 
-static void test_trace_pixels(void)
+TH_TEST(test_trace_pixels, "trace: marks where the events are")
 {
     viz_access ev[2 * NP];
     size_t n;
@@ -134,7 +134,7 @@ static void test_trace_pixels(void)
 
 /* A dense trace far larger than the panel still shows every event: at
  * 4096 x 1024 one isolated write must leave a red pixel. */
-static void test_trace_dense_keeps_isolated_event(void)
+TH_TEST(test_trace_dense_keeps_isolated_event, "trace: dense panel keeps an isolated event")
 {
     size_t n = 4096;
     viz_access *ev = malloc(sizeof *ev * n);
@@ -187,7 +187,7 @@ static void render_small(const char *path, int *rc_open, int *rc_commit)
     *rc_commit = viz_surface_commit(&s, &err);
 }
 
-static void test_vector_outputs(void)
+TH_TEST(test_vector_outputs, "SVG and PDF are well-formed")
 {
     int ro, rc;
     const char *svg = th_path("t.svg");
@@ -213,7 +213,7 @@ static void test_vector_outputs(void)
     free(t);
 }
 
-static void test_bad_outputs(void)
+TH_TEST(test_bad_outputs, "bad outputs fail cleanly")
 {
     viz_surface s;
     rn_error err = { 0 };
@@ -247,16 +247,4 @@ static int release_fonts(void)
     return 0;
 }
 
-int register_viz(void)
-{
-    CU_pSuite s = CU_add_suite("viz", NULL, release_fonts);
-    if (!s) return -1;
-    if (!CU_add_test(s, "nice ticks, log ticks, labels", test_nice_ticks) ||
-        !CU_add_test(s, "colour maps", test_colormap) ||
-        !CU_add_test(s, "trace: marks where the events are", test_trace_pixels) ||
-        !CU_add_test(s, "trace: dense panel keeps an isolated event", test_trace_dense_keeps_isolated_event) ||
-        !CU_add_test(s, "SVG and PDF are well-formed", test_vector_outputs) ||
-        !CU_add_test(s, "bad outputs fail cleanly", test_bad_outputs))
-        return -1;
-    return 0;
-}
+TH_SUITE(viz, NULL, release_fonts);

@@ -10,7 +10,7 @@
 #include "viz_png.h"
 #include "viz_surface.h"
 
-static void test_bin_counts(void)
+TH_TEST(test_bin_counts, "binning counts")
 {
     viz_access ev[] = {
         { 0, 0, 1, RN_OP_WRITE }, { 1, 0, 1, RN_OP_READ }, { 1, 1, 1, RN_OP_READ },
@@ -32,7 +32,7 @@ static void test_bin_counts(void)
 }
 
 /* 4 x 4 counts with one hot cell, one warm cell, the rest empty. */
-static void test_heatmap_pixels(void)
+TH_TEST(test_heatmap_pixels, "single-head heatmap pixels")
 {
     float v[16] = { 0 };
     v[0 * 4 + 0] = 10; /* lowest slot bin, first bucket: hottest */
@@ -69,7 +69,7 @@ static void test_heatmap_pixels(void)
     free(im.px);
 }
 
-static void test_heatmap_grid(void)
+TH_TEST(test_heatmap_grid, "model grid with a shared scale")
 {
     enum { L = 2, H = 3, R = 8, C = 8 };
     float v[L * H][R * C];
@@ -121,13 +121,4 @@ static int release_fonts(void)
     return 0;
 }
 
-int register_viz_heatmap(void)
-{
-    CU_pSuite s = CU_add_suite("viz_heatmap", NULL, release_fonts);
-    if (!s) return -1;
-    if (!CU_add_test(s, "binning counts", test_bin_counts) ||
-        !CU_add_test(s, "single-head heatmap pixels", test_heatmap_pixels) ||
-        !CU_add_test(s, "model grid with a shared scale", test_heatmap_grid))
-        return -1;
-    return 0;
-}
+TH_SUITE(viz_heatmap, NULL, release_fonts);

@@ -108,7 +108,7 @@ static void check_trace_pixels(const char *ops)
     free(im.px);
 }
 
-static void test_trace_figure_pixels(void)
+TH_TEST(test_trace_figure_pixels, "trace figure from a database")
 {
     check_trace_pixels("rw");
     check_trace_pixels("w");
@@ -120,7 +120,7 @@ static int plot(const char *args, const char *out)
     return th_run("%s plot %s '%s' -o '%s'", th_bin(), args, g_db, out);
 }
 
-static void test_cli_kinds_and_formats(void)
+TH_TEST(test_cli_kinds_and_formats, "every kind, PNG/SVG/PDF")
 {
     const char *out = th_path("t.svg");
     CU_ASSERT_EQUAL(plot("trace", out), 0);
@@ -176,7 +176,7 @@ static void expect_bad(const char *args, const char *out, const char *needle)
     CU_ASSERT_EQUAL(th_run("ls '%s' | grep -c '\\.tmp\\.'", th_tmpdir()), 1);
 }
 
-static void test_cli_bad_input(void)
+TH_TEST(test_plot_bad_input, "bad input: one line, exit 2, no file")
 {
     char args[700];
     snprintf(args, sizeof args, "trace '%s'", g_db);
@@ -220,13 +220,4 @@ static void test_cli_bad_input(void)
     free(t);
 }
 
-int register_viz_plot(void)
-{
-    CU_pSuite s = CU_add_suite("viz_plot", setup, NULL);
-    if (!s) return -1;
-    if (!CU_add_test(s, "trace figure from a database", test_trace_figure_pixels) ||
-        !CU_add_test(s, "every kind, PNG/SVG/PDF", test_cli_kinds_and_formats) ||
-        !CU_add_test(s, "bad input: one line, exit 2, no file", test_cli_bad_input))
-        return -1;
-    return 0;
-}
+TH_SUITE(viz_plot, setup, NULL);

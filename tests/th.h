@@ -1,8 +1,16 @@
 /* th.h — helpers for the CUnit suites in tests/test_*.c.
  *
- * Each tests/test_NAME.c defines `int register_NAME(void)` that adds its
- * suite(s) with CU_add_suite/CU_add_test and returns 0 (the runner's suite
- * table is generated from the file names).  Tests run from the repository
+ * Each tests/test_NAME.c is the suite NAME.  A test is added where it is
+ * written:
+ *
+ *     TH_TEST(test_parse, "key = value parsing")
+ *     {
+ *         CU_ASSERT(...);
+ *     }
+ *
+ * and scripts/gen-suites (run by make) collects the TH_TEST lines, in file
+ * order, into the runner's table.  A suite with set-up or tear-down says so
+ * once: TH_SUITE(NAME, init, cleanup);.  Tests run from the repository
  * root.  CLI tests run the binary named by $RAMTRACE_BIN (make test sets it).
  */
 #ifndef TH_H
@@ -12,6 +20,27 @@
 #include <stdint.h>
 
 #include <CUnit/CUnit.h>
+
+/* A test function (external, so the generated table can name it). */
+#define TH_TEST(fn, what) void fn(void)
+
+/* A suite's set-up and tear-down (either may be NULL). */
+typedef struct {
+    CU_InitializeFunc init;
+    CU_CleanupFunc cleanup;
+} th_suite_fns;
+#define TH_SUITE(name, init, cleanup) const th_suite_fns th_suite_##name = { init, cleanup }
+
+/* The generated table's rows (build/gen/suites.h). */
+typedef struct {
+    const char *what;
+    CU_TestFunc fn;
+} th_case;
+typedef struct {
+    const char *name;
+    const th_suite_fns *fns;  /* NULL: no set-up or tear-down */
+    const th_case *cases;     /* ends with { NULL, NULL } */
+} th_suite_def;
 
 /* A fresh per-process scratch directory (removed at exit); th_path joins a
  * name onto it (static rotating buffers: copy if you keep more than 8). */

@@ -1,5 +1,6 @@
-/* th_main.c — the CUnit runner: registers every suite (table generated from
- * tests/test_*.c) and runs them in basic mode.  `build/test_runner SUITE`
+/* th_main.c — the CUnit runner: registers every suite and test (the table
+ * is generated from tests/test_*.c by scripts/gen-suites) and runs them in
+ * basic mode.  `build/test_runner SUITE`
  * runs only the suites whose name contains SUITE. */
 #include <stdio.h>
 #include <string.h>
@@ -12,12 +13,17 @@
 int main(int argc, char **argv)
 {
     if (CU_initialize_registry() != CUE_SUCCESS) return 1;
-    for (size_t i = 0; i < sizeof suite_registrars / sizeof suite_registrars[0]; i++)
-        if (suite_registrars[i]()) {
-            fprintf(stderr, "suite registration failed\n");
+    for (size_t i = 0; i < sizeof th_suites / sizeof th_suites[0]; i++) {
+        const th_suite_def *d = &th_suites[i];
+        CU_pSuite s = CU_add_suite(d->name, d->fns ? d->fns->init : NULL, d->fns ? d->fns->cleanup : NULL);
+        int ok = s != NULL;
+        for (const th_case *c = d->cases; ok && c->what; c++) ok = CU_add_test(s, c->what, c->fn) != NULL;
+        if (!ok) {
+            fprintf(stderr, "registering suite %s failed\n", d->name);
             CU_cleanup_registry();
             return 1;
         }
+    }
     CU_basic_set_mode(CU_BRM_VERBOSE);
     if (argc > 1) {
         CU_pSuite s = CU_get_registry()->pSuite;
