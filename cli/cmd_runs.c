@@ -33,8 +33,9 @@ int cmd_runs(int argc, char **argv)
         default: return cli_usage_error("runs", "unknown option %s", argv[optind - 1]);
         }
     }
-    int format = tr_format_parse(fmt);
-    if (format < 0) return cli_usage_error("runs", "--format: '%s' is not table, csv or json", fmt);
+    int format;
+    rn_error ferr = { 0 };
+    if (rn_format_parse(fmt, &format, &ferr)) return cli_usage_error("runs", "%s", ferr.msg);
     if (argc - optind != 1) return cli_usage_error("runs", "expected TRACE.db");
     rn_error err = { 0 };
     int rc = tr_runs_print(argv[optind], format, stdout, &err);
