@@ -9,11 +9,6 @@
 #include "an_reuse.h"
 #include "rn_rows.h"
 
-int an_format_parse(const char *s, int *fmt, rn_error *err)
-{
-    return rn_format_parse(s, fmt, err);
-}
-
 static int cmp_desc_u64(const void *a, const void *b)
 {
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;

@@ -59,10 +59,6 @@ int an_stats_head(const an_stream *s, int64_t M, int cape, int window, an_head_s
 /* Summarise the heads with cape == want_cape (want_cape -1: all heads). */
 void an_stats_summarise(const an_head_stats *h, int n, int want_cape, an_stats_summary *out);
 
-/* Old format names, until simulate and attribute use rn_format_parse. */
-enum { AN_FMT_TABLE = RN_FMT_TABLE, AN_FMT_CSV = RN_FMT_CSV, AN_FMT_JSON = RN_FMT_JSON };
-int an_format_parse(const char *s, int *fmt, rn_error *err);
-
 /* Print the per-head rows and the CAPE / non-CAPE / all summaries in fmt
  * (RN_FMT_*, core/rn_rows.h).  CSV: the per-head rows only.  JSON:
  * {"slots", "window", "heads": [...], "summary": {"cape": {...},
