@@ -27,6 +27,7 @@ static const char usage[] =
     "      --pos T           the reading position\n"
     "      --top N           print the N largest contributions (default 20; 0 = all)\n"
     "      --detail          one row per (write, read slot) term instead of per token\n"
+    "                        (CSV: pos,slot,read_rank,w,r,decay,z,coef)\n"
     "      --matrix          the token x token matrix of the whole head as CSV\n"
     "                        (row = reading position, column = writing position)\n"
     "      --max-tokens N    matrix size limit (default 4096)\n"
