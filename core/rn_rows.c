@@ -138,6 +138,10 @@ static void rows_free(rn_rows *w)
     free(w->sample_num);
     free(w->width);
     free(w->numeric);
+    free(w->line_buf);
+    free(w->line);
+    w->line_buf = NULL;
+    w->line = NULL;
     w->names = w->sample = NULL;
     w->sample_num = w->width = w->numeric = NULL;
 }
@@ -183,7 +187,7 @@ int rn_rows_begin(rn_rows *w, FILE *f, int fmt, int ncol, const char *const *nam
 /* One JSON value for a cell. */
 static void json_value(FILE *f, const rn_cell *c)
 {
-    char buf[64];
+    char buf[RN_ROWS_CELL];
     switch (c->type) {
     case RN_CELL_NULL: fputs("null", f); break;
     case RN_CELL_BOOL: fputs(c->v.b ? "true" : "false", f); break;
@@ -204,7 +208,7 @@ static int table_keep(rn_rows *w, const rn_cell *cells)
         w->sample_num = calloc(n, sizeof *w->sample_num);
         if (!w->sample || !w->sample_num) return RN_ENOMEM;
     }
-    char buf[512];
+    char buf[RN_ROWS_CELL];
     char **row = w->sample + (size_t)w->nsample * w->ncol;
     int *num = w->sample_num + (size_t)w->nsample * w->ncol;
     int oom = 0;
@@ -224,7 +228,7 @@ int rn_rows_add(rn_rows *w, const rn_cell *cells)
 {
     if (w->rc) return w->rc;
     FILE *f = w->f;
-    char buf[512];
+    char buf[RN_ROWS_CELL];
     if (w->fmt == RN_FMT_CSV) {
         for (int c = 0; c < w->ncol; c++) {
             if (c) fputc(',', f);
@@ -252,13 +256,15 @@ int rn_rows_add(rn_rows *w, const rn_cell *cells)
     } else {
         table_flush(w);
         /* Streamed rows: formatted text per cell, widths as measured. */
-        char (*bufs)[512] = malloc(sizeof(*bufs) * (size_t)(w->ncol > 0 ? w->ncol : 1));
-        const char **text = malloc(sizeof(*text) * (size_t)(w->ncol > 0 ? w->ncol : 1));
-        if (!bufs || !text) { free(bufs); free(text); return w->rc = RN_ENOMEM; }
-        for (int c = 0; c < w->ncol; c++) text[c] = cell_text(&cells[c], bufs[c], sizeof bufs[c]);
-        table_line(w, text);
-        free(bufs);
-        free(text);
+        size_t n = (size_t)(w->ncol > 0 ? w->ncol : 1);
+        if (!w->line_buf) {
+            w->line_buf = malloc(n * RN_ROWS_CELL);
+            w->line = malloc(n * sizeof *w->line);
+            if (!w->line_buf || !w->line) return w->rc = RN_ENOMEM;
+        }
+        for (int c = 0; c < w->ncol; c++)
+            w->line[c] = cell_text(&cells[c], w->line_buf + (size_t)c * RN_ROWS_CELL, RN_ROWS_CELL);
+        table_line(w, w->line);
     }
     w->rows++;
     return RN_OK;

@@ -36,6 +36,8 @@ int rn_format_parse(const char *s, int *fmt, rn_error *err);
 
 /* Rows measured for table widths before the rest stream. */
 #define RN_ROWS_SAMPLE 1000
+/* Room for one formatted number (a real's printf format included). */
+#define RN_ROWS_CELL 512
 
 enum { RN_CELL_NULL = 0, RN_CELL_INT, RN_CELL_UINT, RN_CELL_REAL, RN_CELL_BOOL, RN_CELL_TEXT };
 
@@ -84,6 +86,8 @@ typedef struct {
     char **sample;     /* [RN_ROWS_SAMPLE * ncol] measured cells' text */
     int *sample_num;   /* [RN_ROWS_SAMPLE * ncol] */
     int nsample, flushed;
+    char *line_buf;    /* [ncol * RN_ROWS_CELL] streamed rows' formatted cells */
+    const char **line; /* [ncol] */
 } rn_rows;
 
 /* Start a result of ncol columns named names (copied) on f in fmt; opts
