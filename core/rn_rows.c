@@ -3,7 +3,6 @@
  * lives here. */
 #include "rn_rows.h"
 
-#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -52,13 +51,27 @@ void rn_csv_field(FILE *f, const char *s, int force_quote)
     fputc('"', f);
 }
 
+/* Decimal text of v (and a leading '-' when neg) into buf; returns buf. */
+static const char *u64_text(uint64_t v, int neg, char *buf, size_t cap)
+{
+    char tmp[24];
+    int n = 0;
+    do { tmp[n++] = (char)('0' + v % 10); v /= 10; } while (v);
+    size_t k = 0;
+    if (neg && k + 1 < cap) buf[k++] = '-';
+    while (n && k + 1 < cap) buf[k++] = tmp[--n];
+    buf[k] = 0;
+    return buf;
+}
+
 /* Text of a cell as table and CSV show it (text cells point at their own
  * text; others are formatted into buf). */
 static const char *cell_text(const rn_cell *c, char *buf, size_t cap)
 {
     switch (c->type) {
-    case RN_CELL_INT: snprintf(buf, cap, "%" PRId64, c->v.i); return buf;
-    case RN_CELL_UINT: snprintf(buf, cap, "%" PRIu64, c->v.u); return buf;
+    case RN_CELL_INT:
+        return u64_text(c->v.i < 0 ? 0 - (uint64_t)c->v.i : (uint64_t)c->v.i, c->v.i < 0, buf, cap);
+    case RN_CELL_UINT: return u64_text(c->v.u, 0, buf, cap);
     case RN_CELL_REAL:
         if (!c->text) return rn_real_text(c->v.d, buf, cap);
 #pragma GCC diagnostic push
@@ -70,6 +83,35 @@ static const char *cell_text(const rn_cell *c, char *buf, size_t cap)
     case RN_CELL_TEXT: return c->text;
     default: return c->text ? c->text : "";
     }
+}
+
+/* Append n bytes to the CSV row buffer (0, or RN_ENOMEM). */
+static int out_put(rn_rows *w, const char *s, size_t n)
+{
+    if (w->out_len + n > w->out_cap) {
+        size_t cap = w->out_cap ? w->out_cap : 256;
+        while (cap < w->out_len + n) cap *= 2;
+        char *o = realloc(w->out, cap);
+        if (!o) return RN_ENOMEM;
+        w->out = o;
+        w->out_cap = cap;
+    }
+    memcpy(w->out + w->out_len, s, n);
+    w->out_len += n;
+    return RN_OK;
+}
+
+/* One CSV field into the row buffer, quoted as rn_csv_field quotes. */
+static int out_csv(rn_rows *w, const char *s, int force_quote)
+{
+    size_t n = strlen(s);
+    if (!force_quote && !strpbrk(s, ",\"\n\r")) return out_put(w, s, n);
+    int rc = out_put(w, "\"", 1);
+    for (const char *q; !rc && (q = strchr(s, '"')); s = q + 1)
+        rc = out_put(w, s, (size_t)(q - s) + 1) || out_put(w, "\"", 1) ? RN_ENOMEM : RN_OK;
+    if (!rc) rc = out_put(w, s, strlen(s));
+    if (!rc) rc = out_put(w, "\"", 1);
+    return rc;
 }
 
 static int is_number(const rn_cell *c)
@@ -140,6 +182,8 @@ static void rows_free(rn_rows *w)
     free(w->numeric);
     free(w->line_buf);
     free(w->line);
+    free(w->out);
+    w->out = NULL;
     w->line_buf = NULL;
     w->line = NULL;
     w->names = w->sample = NULL;
@@ -230,11 +274,16 @@ int rn_rows_add(rn_rows *w, const rn_cell *cells)
     FILE *f = w->f;
     char buf[RN_ROWS_CELL];
     if (w->fmt == RN_FMT_CSV) {
-        for (int c = 0; c < w->ncol; c++) {
-            if (c) fputc(',', f);
-            rn_csv_field(f, cell_text(&cells[c], buf, sizeof buf), cells[c].type == RN_CELL_TEXT && cells[c].quote);
+        int rc = RN_OK;
+        w->out_len = 0;
+        for (int c = 0; c < w->ncol && !rc; c++) {
+            if (c) rc = out_put(w, ",", 1);
+            if (!rc) rc = out_csv(w, cell_text(&cells[c], buf, sizeof buf),
+                                  cells[c].type == RN_CELL_TEXT && cells[c].quote);
         }
-        fputc('\n', f);
+        if (!rc) rc = out_put(w, "\n", 1);
+        if (rc) return w->rc = rc;
+        fwrite(w->out, 1, w->out_len, f);
     } else if (w->fmt == RN_FMT_JSON) {
         fputs(w->rows ? ",\n  " : "\n  ", f);
         int c0 = 0;

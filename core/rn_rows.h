@@ -88,6 +88,8 @@ typedef struct {
     int nsample, flushed;
     char *line_buf;    /* [ncol * RN_ROWS_CELL] streamed rows' formatted cells */
     const char **line; /* [ncol] */
+    char *out;         /* a CSV row being assembled, written with one fwrite */
+    size_t out_len, out_cap;
 } rn_rows;
 
 /* Start a result of ncol columns named names (copied) on f in fmt; opts
