@@ -40,17 +40,6 @@ void rn_json_string(FILE *f, const char *s)
     fputc('"', f);
 }
 
-void rn_csv_field(FILE *f, const char *s, int force_quote)
-{
-    if (!force_quote && !strpbrk(s, ",\"\n\r")) { fputs(s, f); return; }
-    fputc('"', f);
-    for (; *s; s++) {
-        if (*s == '"') fputc('"', f);
-        fputc(*s, f);
-    }
-    fputc('"', f);
-}
-
 /* Decimal text of v (and a leading '-' when neg) into buf; returns buf. */
 static const char *u64_text(uint64_t v, int neg, char *buf, size_t cap)
 {
@@ -101,7 +90,9 @@ static int out_put(rn_rows *w, const char *s, size_t n)
     return RN_OK;
 }
 
-/* One CSV field into the row buffer, quoted as rn_csv_field quotes. */
+/* One CSV field into the row buffer, quoted as RFC 4180 says: a field
+ * holding a comma, quote, CR or LF (or any, with force_quote) is enclosed
+ * in quotes and its quotes doubled.  The only CSV quoter. */
 static int out_csv(rn_rows *w, const char *s, int force_quote)
 {
     size_t n = strlen(s);
@@ -217,11 +208,18 @@ int rn_rows_begin(rn_rows *w, FILE *f, int fmt, int ncol, const char *const *nam
         return rn_seterr(err, RN_ENOMEM, "out of memory for the output rows");
     }
     if (fmt == RN_FMT_CSV && ncol) {
-        for (int c = 0; c < ncol; c++) {
-            if (c) fputc(',', f);
-            rn_csv_field(f, w->names[c], 0);
+        int rc = RN_OK;
+        for (int c = 0; c < ncol && !rc; c++) {
+            if (c) rc = out_put(w, ",", 1);
+            if (!rc) rc = out_csv(w, w->names[c], 0);
         }
-        fputc('\n', f);
+        if (!rc) rc = out_put(w, "\n", 1);
+        if (rc) {
+            rows_free(w);
+            w->rc = RN_ENOMEM;
+            return rn_seterr(err, RN_ENOMEM, "out of memory for the output rows");
+        }
+        fwrite(w->out, 1, w->out_len, f);
     } else if (fmt == RN_FMT_JSON) {
         fputc(w->opts.json_keyed ? '{' : '[', f);
     }

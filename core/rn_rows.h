@@ -105,10 +105,10 @@ int rn_rows_add(rn_rows *w, const rn_cell *cells);
  * stream (RN_EIO) and free.  Always frees; returns the first error. */
 int rn_rows_end(rn_rows *w, rn_error *err);
 
-/* The shared escapers, for the few fixed keys a caller writes around an
- * embedded result: s as a JSON string literal; s as one CSV field. */
+/* s as a JSON string literal (quote, backslash and control characters
+ * escaped): the one JSON escaper, also for the keys a caller writes
+ * around an embedded result. */
 void rn_json_string(FILE *f, const char *s);
-void rn_csv_field(FILE *f, const char *s, int force_quote);
 
 /* A real in the shortest text that reads back exactly (%.15g, else %.9g
  * when v is exactly a float, else %.17g) into buf. */
