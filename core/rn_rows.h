@@ -43,8 +43,10 @@ enum { RN_CELL_NULL = 0, RN_CELL_INT, RN_CELL_UINT, RN_CELL_REAL, RN_CELL_BOOL, 
 
 /* One typed cell.  text is the TEXT cell's text, a NULL cell's display
  * text in table and CSV (NULL: empty; JSON prints null), or a REAL cell's
- * printf format (NULL: the shortest text that reads back exactly).  quote
- * makes CSV quote a TEXT cell even when it need not. */
+ * printf format for one double (NULL: the shortest text that reads back
+ * exactly; JSON prints the same text bare, so a format meant for JSON must
+ * print a number, and NaN / inf become null).  BOOL prints true / false.
+ * quote makes CSV quote a TEXT cell even when it need not. */
 typedef struct {
     int type;
     int quote;
