@@ -30,13 +30,13 @@ static int collect_writes(const tr_event *ev, size_t n, wr **out, size_t *nw, rn
     for (size_t i = 0; i < n; i++) {
         if (ev[i].layer != ev[0].layer || ev[i].head != ev[0].head)
             return rn_seterr(err, RN_EINPUT, "attribution needs the events of one head");
-        c += ev[i].op == 0;
+        c += ev[i].op == RN_OP_WRITE;
     }
     wr *w = malloc((c ? c : 1) * sizeof *w);
     if (!w) return rn_seterr(err, RN_ENOMEM, "out of memory for %zu writes", c);
     size_t k = 0;
     for (size_t i = 0; i < n; i++)
-        if (ev[i].op == 0) { w[k].slot = ev[i].slot; w[k].pos = ev[i].pos; w[k].w = ev[i].weight; k++; }
+        if (ev[i].op == RN_OP_WRITE) { w[k].slot = ev[i].slot; w[k].pos = ev[i].pos; w[k].w = ev[i].weight; k++; }
     qsort(w, k, sizeof *w, cmp_wr);
     *out = w;
     *nw = k;
@@ -92,7 +92,7 @@ int an_attribute_read(const tr_event *ev, size_t n, int64_t M, double gamma, dou
     if (rc) return rc;
     size_t nterms = 0, nreads = 0;
     for (size_t i = 0; i < n; i++) {
-        if (ev[i].op != 1 || ev[i].pos != T) continue;
+        if (ev[i].op != RN_OP_READ || ev[i].pos != T) continue;
         nreads++;
         size_t lo, hi;
         write_range(w, nw, ev[i].slot, T, &lo, &hi);
@@ -109,7 +109,7 @@ int an_attribute_read(const tr_event *ev, size_t n, int64_t M, double gamma, dou
         return rn_seterr(err, RN_ENOMEM, "out of memory for %zu attribution terms", nterms);
     }
     for (size_t i = 0; i < n; i++) {
-        if (ev[i].op != 1 || ev[i].pos != T) continue;
+        if (ev[i].op != RN_OP_READ || ev[i].pos != T) continue;
         size_t lo, hi;
         write_range(w, nw, ev[i].slot, T, &lo, &hi);
         double z = normaliser(w, lo, hi, M, gamma), r = ev[i].weight, P = 1.0;
@@ -198,7 +198,7 @@ int an_attribute_matrix_range(const tr_event *ev, size_t n, int64_t M, double ga
         return rn_seterr(err, RN_ENOMEM, "out of memory for a %lld x %lld matrix", (long long)np, (long long)np);
     }
     for (size_t i = 0; i < n; i++) {
-        if (ev[i].op != 1 || ev[i].pos < lo || ev[i].pos >= hi) continue;
+        if (ev[i].op != RN_OP_READ || ev[i].pos < lo || ev[i].pos >= hi) continue;
         int32_t T = ev[i].pos;
         int64_t row = index_of(pos, np, T);
         size_t wlo, whi;

@@ -16,6 +16,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "rn_error.h"
 #include "tr_reader.h"
@@ -70,5 +71,19 @@ int an_attribute_matrix(const tr_event *ev, size_t n, int64_t M, double gamma, d
 int an_attribute_matrix_range(const tr_event *ev, size_t n, int64_t M, double gamma, double eps,
                               int64_t lo, int64_t hi, int64_t max_n, an_matrix *out, rn_error *err);
 void an_matrix_free(an_matrix *m);
+
+/* Print a read's writing tokens, largest |coef| first (sorts a->tokens),
+ * at most top of them (0 = all), in fmt (RN_FMT_*, core/rn_rows.h):
+ * table (a heading line, then pos, coef, share %, token), CSV (pos, coef,
+ * share, piece; %.6g, pieces always quoted) or JSON ({"layer", "head",
+ * "pos", "total", "tokens": [{pos, coef, share}]}).  toks (sorted by pos)
+ * give the pieces.  RN_EIO when writing fails. */
+int an_attribution_print(FILE *f, int fmt, an_attribution *a, int layer, int head, const tr_token *toks,
+                         int64_t nt, int64_t top, rn_error *err);
+/* Every term as CSV: pos,slot,read_rank,w,r,decay,z,coef (--detail). */
+int an_attribution_print_terms(FILE *f, const an_attribution *a, rn_error *err);
+/* The matrix as CSV: a "pos" column then one column per writing position
+ * (--matrix). */
+int an_matrix_print_csv(FILE *f, const an_matrix *m, rn_error *err);
 
 #endif

@@ -1,8 +1,11 @@
-/* an_export.c — oracleGeneral and CSV export of a run (an_export.h). */
+/* an_export.c — oracleGeneral and CSV export of a run (an_export.h); the
+ * CSV goes through the row writer (core/rn_rows.h). */
 #include "an_export.h"
 
 #include <stdlib.h>
 #include <string.h>
+
+#include "rn_rows.h"
 
 int an_export_format_parse(const char *s, int *fmt, rn_error *err)
 {
@@ -33,6 +36,27 @@ void an_og_decode(const unsigned char *buf, size_t i, an_og_record *r)
     r->next = (int64_t)get_le(p + 16, 8);
 }
 
+/* The CSV rows of stream s (NULL: the header only) through the row writer;
+ * nxt[i] is the index of the next access to the same key (AN_NONE: none). */
+static int export_csv(FILE *f, const an_stream *s, const uint32_t *nxt, rn_error *err)
+{
+    static const char *const cols[8] = { "index", "time", "layer", "head", "slot", "op", "obj_id", "next" };
+    rn_rows w;
+    int rc = rn_rows_begin(&w, f, RN_FMT_CSV, 8, cols, NULL, err);
+    if (rc) return rc;
+    for (size_t i = 0; s && i < s->n; i++) {
+        uint64_t id = s->id[s->key[i]];
+        int64_t next = nxt[i] == AN_NONE ? -1 : (int64_t)nxt[i] + 1;
+        const rn_cell c[8] = { rn_cell_uint(i + 1), rn_cell_int(s->pos[i]), rn_cell_int(an_id_layer(id)),
+                               rn_cell_int(an_id_head(id)), rn_cell_uint(an_id_slot(id)),
+                               rn_cell_text(s->op[i] ? "r" : "w"), rn_cell_uint(id), rn_cell_int(next) };
+        rn_rows_add(&w, c);
+        if (ferror(f)) break;
+    }
+    rc = rn_rows_end(&w, err);
+    return rc == RN_EIO ? rn_seterr(err, RN_EIO, "export: write failed (disk full?)") : rc;
+}
+
 int an_export_write(FILE *f, int fmt, const tr_event *ev, size_t n, const rn_config *cfg, int ops,
                     rn_error *err)
 {
@@ -41,8 +65,7 @@ int an_export_write(FILE *f, int fmt, const tr_event *ev, size_t n, const rn_con
     if (rc) return rc;
     if (ss.n == 0) {
         an_streams_free(&ss);
-        if (fmt == AN_EXPORT_CSV && fprintf(f, "index,time,layer,head,slot,op,obj_id,next\n") < 0)
-            return rn_seterr(err, RN_EIO, "export: write failed (disk full?)");
+        if (fmt == AN_EXPORT_CSV) return export_csv(f, NULL, NULL, err);
         return RN_OK;
     }
     const an_stream *s = &ss.s[0];
@@ -53,20 +76,19 @@ int an_export_write(FILE *f, int fmt, const tr_event *ev, size_t n, const rn_con
         return rn_seterr(err, RN_ENOMEM, "out of memory exporting %zu accesses", s->n);
     }
     an_next_use(s, nxt, last);
+    if (fmt == AN_EXPORT_CSV) {
+        rc = export_csv(f, s, nxt, err);
+        free(nxt); free(last);
+        an_streams_free(&ss);
+        return rc;
+    }
     uint32_t size = (uint32_t)(cfg->d_v + 1) * 4;
     unsigned char buf[AN_OG_RECORD * 1024];
     size_t nb = 0;
     int ioerr = 0;
-    if (fmt == AN_EXPORT_CSV) ioerr |= fprintf(f, "index,time,layer,head,slot,op,obj_id,next\n") < 0;
     for (size_t i = 0; i < s->n && !ioerr; i++) {
         uint64_t id = s->id[s->key[i]];
         int64_t next = nxt[i] == AN_NONE ? -1 : (int64_t)nxt[i] + 1;
-        if (fmt == AN_EXPORT_CSV) {
-            ioerr |= fprintf(f, "%zu,%d,%d,%d,%u,%s,%llu,%lld\n", i + 1, s->pos[i], an_id_layer(id),
-                             an_id_head(id), an_id_slot(id), s->op[i] ? "r" : "w",
-                             (unsigned long long)id, (long long)next) < 0;
-            continue;
-        }
         unsigned char *p = buf + nb * AN_OG_RECORD;
         put_le(p, (uint32_t)s->pos[i], 4);
         put_le(p + 4, id, 8);

@@ -1,10 +1,11 @@
-/* an_simrun.c — policy × capacity simulation grids (an_simrun.h). */
+/* an_simrun.c — policy × capacity simulation grids (an_simrun.h), printed
+ * through the row writer (core/rn_rows.h). */
 #include "an_simrun.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "an_stats.h" /* AN_FMT_* */
+#include "rn_rows.h"
 
 int an_sweep_capacities(const an_streams *ss, uint64_t *out, int cap)
 {
@@ -64,53 +65,49 @@ int an_simgrid_run(const an_streams *ss, const an_policy **pol, int np, const ui
     return rc;
 }
 
-static void row(FILE *f, int fmt, int first, const char *name, uint64_t cap, uint64_t acc, uint64_t hits,
-                uint64_t misses, uint64_t bytes)
+/* One result row: CSV and JSON print the hit ratio as %.6f, the table as
+ * %.4f. */
+static int row(rn_rows *w, int fmt, const char *name, uint64_t cap, uint64_t acc, uint64_t hits,
+               uint64_t misses, uint64_t bytes)
 {
     double hr = acc ? (double)hits / (double)acc : 0.0;
-    if (fmt == AN_FMT_CSV)
-        fprintf(f, "%s,%llu,%llu,%llu,%llu,%.6f,%llu\n", name, (unsigned long long)cap,
-                (unsigned long long)acc, (unsigned long long)hits, (unsigned long long)misses, hr,
-                (unsigned long long)bytes);
-    else if (fmt == AN_FMT_JSON)
-        fprintf(f, "%s\n  {\"policy\": \"%s\", \"capacity\": %llu, \"accesses\": %llu, \"hits\": %llu, "
-                   "\"misses\": %llu, \"hit_ratio\": %.6f, \"bytes_moved\": %llu}",
-                first ? "" : ",", name, (unsigned long long)cap, (unsigned long long)acc,
-                (unsigned long long)hits, (unsigned long long)misses, hr, (unsigned long long)bytes);
-    else
-        fprintf(f, "%-10s %10llu %12llu %12llu %12llu %9.4f %14llu\n", name, (unsigned long long)cap,
-                (unsigned long long)acc, (unsigned long long)hits, (unsigned long long)misses, hr,
-                (unsigned long long)bytes);
+    const rn_cell c[7] = { rn_cell_text(name), rn_cell_uint(cap), rn_cell_uint(acc), rn_cell_uint(hits),
+                           rn_cell_uint(misses), rn_cell_real(hr, fmt == RN_FMT_TABLE ? "%.4f" : "%.6f"),
+                           rn_cell_uint(bytes) };
+    return rn_rows_add(w, c);
 }
 
-void an_simgrid_print(FILE *f, int fmt, const an_simgrid *g, const an_mrc *mrc)
+int an_simgrid_print(FILE *f, int fmt, const an_simgrid *g, const an_mrc *mrc, rn_error *err)
 {
-    if (fmt == AN_FMT_CSV) fprintf(f, "policy,capacity,accesses,hits,misses,hit_ratio,bytes_moved\n");
-    else if (fmt == AN_FMT_JSON) fprintf(f, "[");
-    else fprintf(f, "%-10s %10s %12s %12s %12s %9s %14s\n", "policy", "capacity", "accesses", "hits",
-                 "misses", "hit_ratio", "bytes_moved");
-    int first = 1;
+    static const char *const cols[7] = { "policy", "capacity", "accesses", "hits", "misses", "hit_ratio",
+                                         "bytes_moved" };
+    rn_rows w;
+    int rc = rn_rows_begin(&w, f, fmt, 7, cols, NULL, err);
+    if (rc) return rc;
     for (int p = 0; p < g->n_policies; p++)
         for (int c = 0; c < g->n_capacities; c++) {
             const an_sim_result *r = &g->result[p * g->n_capacities + c];
-            row(f, fmt, first, g->policy[p]->name, g->capacity[c], r->accesses, r->hits, r->misses,
+            row(&w, fmt, g->policy[p]->name, g->capacity[c], r->accesses, r->hits, r->misses,
                 r->misses * g->slot_bytes);
-            first = 0;
         }
     if (mrc)
         for (int c = 0; c < g->n_capacities; c++) {
             uint64_t m = an_mrc_misses_at(mrc, g->capacity[c]);
-            row(f, fmt, first, "lru-exact", g->capacity[c], mrc->accesses, mrc->accesses - m, m,
-                m * g->slot_bytes);
-            first = 0;
+            row(&w, fmt, "lru-exact", g->capacity[c], mrc->accesses, mrc->accesses - m, m, m * g->slot_bytes);
         }
-    if (fmt == AN_FMT_JSON) fprintf(f, "\n]\n");
+    return rn_rows_end(&w, err);
 }
 
-void an_mrc_print_csv(FILE *f, const an_mrc *m)
+int an_mrc_print_csv(FILE *f, const an_mrc *m, rn_error *err)
 {
-    fprintf(f, "capacity,misses,miss_ratio,hit_ratio\n");
-    for (int64_t i = 0; i < m->n; i++)
-        fprintf(f, "%llu,%llu,%.6f,%.6f\n", (unsigned long long)m->capacity[i],
-                (unsigned long long)m->misses[i], m->miss_ratio[i], m->hit_ratio[i]);
+    static const char *const cols[4] = { "capacity", "misses", "miss_ratio", "hit_ratio" };
+    rn_rows w;
+    int rc = rn_rows_begin(&w, f, RN_FMT_CSV, 4, cols, NULL, err);
+    if (rc) return rc;
+    for (int64_t i = 0; i < m->n; i++) {
+        const rn_cell c[4] = { rn_cell_uint(m->capacity[i]), rn_cell_uint(m->misses[i]),
+                               rn_cell_real(m->miss_ratio[i], "%.6f"), rn_cell_real(m->hit_ratio[i], "%.6f") };
+        rn_rows_add(&w, c);
+    }
+    return rn_rows_end(&w, err);
 }

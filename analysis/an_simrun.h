@@ -33,11 +33,12 @@ int an_simgrid_run(const an_streams *ss, const an_policy **pol, int np, const ui
                    an_simgrid *g, rn_error *err);
 void an_simgrid_free(an_simgrid *g);
 
-/* Print as a table / CSV / JSON (AN_FMT_*); with mrc, an "lru-exact" row
- * per capacity from the exact LRU curve. */
-void an_simgrid_print(FILE *f, int fmt, const an_simgrid *g, const an_mrc *mrc);
+/* Print as a table / CSV / JSON (RN_FMT_*, core/rn_rows.h); with mrc, an
+ * "lru-exact" row per capacity from the exact LRU curve.  RN_EIO when
+ * writing fails. */
+int an_simgrid_print(FILE *f, int fmt, const an_simgrid *g, const an_mrc *mrc, rn_error *err);
 
 /* Write the whole exact LRU curve as CSV (capacity,misses,miss_ratio,hit_ratio). */
-void an_mrc_print_csv(FILE *f, const an_mrc *m);
+int an_mrc_print_csv(FILE *f, const an_mrc *m, rn_error *err);
 
 #endif

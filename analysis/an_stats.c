@@ -1,5 +1,5 @@
 /* an_stats.c — per-head memory-use statistics and their printing
- * (an_stats.h). */
+ * (an_stats.h) through the row writer (core/rn_rows.h). */
 #include "an_stats.h"
 
 #include <math.h>
@@ -7,15 +7,7 @@
 #include <string.h>
 
 #include "an_reuse.h"
-
-int an_format_parse(const char *s, int *fmt, rn_error *err)
-{
-    if (!strcmp(s, "table")) *fmt = AN_FMT_TABLE;
-    else if (!strcmp(s, "csv")) *fmt = AN_FMT_CSV;
-    else if (!strcmp(s, "json")) *fmt = AN_FMT_JSON;
-    else return rn_seterr(err, RN_EINPUT, "--format: unknown format '%s' (table, csv or json)", s);
-    return RN_OK;
-}
+#include "rn_rows.h"
 
 static int cmp_desc_u64(const void *a, const void *b)
 {
@@ -82,7 +74,7 @@ int an_stats_head(const an_stream *s, int64_t M, int cape, int window, an_head_s
         uint32_t k = s->key[i];
         int op = s->op[i];
         cnt[k]++;
-        if (op == 0) { o->writes++; written[k] = 1; }
+        if (op == RN_OP_WRITE) { o->writes++; written[k] = 1; }
         else { o->reads++; if (written[k]) o->warm_reads++; else o->cold_reads++; }
         rank = (i > 0 && s->pos[i] == s->pos[i - 1] && s->op[i] == s->op[i - 1]) ? rank + 1 : 0;
         if (rank < RN_MAX_TOPK) {
@@ -148,92 +140,112 @@ void an_stats_summarise(const an_head_stats *h, int n, int want_cape, an_stats_s
     }
 }
 
-static void pct(char *buf, size_t cap, uint32_t v)
+/* A percentile cell: "-" (null in JSON) when there was none. */
+static rn_cell pct(uint32_t v) { return v == AN_COLD ? rn_cell_null("-") : rn_cell_uint(v); }
+
+static double warm_pct(uint64_t warm, uint64_t reads)
 {
-    if (v == AN_COLD) snprintf(buf, cap, "-");
-    else snprintf(buf, cap, "%u", v);
+    return reads ? 100.0 * (double)warm / (double)reads : 0.0;
 }
 
-void an_stats_print(FILE *f, int fmt, const an_head_stats *h, int n, int64_t M, int window)
+/* The per-head rows as CSV and JSON print them (cape 0/1 in CSV, a boolean
+ * in JSON; shares %.6g). */
+static void print_heads_data(rn_rows *w, const an_head_stats *h, int n, int json)
+{
+    for (int i = 0; i < n; i++) {
+        const an_head_stats *s = &h[i];
+        const rn_cell c[20] = {
+            rn_cell_int(s->layer), rn_cell_int(s->head), json ? rn_cell_bool(s->cape) : rn_cell_int(s->cape),
+            rn_cell_uint(s->events), rn_cell_uint(s->writes), rn_cell_uint(s->reads),
+            rn_cell_uint(s->distinct), rn_cell_real(s->used_share, "%.6g"),
+            rn_cell_real(s->entropy, "%.6g"), rn_cell_real(s->entropy_norm, "%.6g"),
+            rn_cell_real(s->hot_share, "%.6g"), rn_cell_uint(s->warm_reads), rn_cell_uint(s->cold_reads),
+            pct(s->reuse_p50), pct(s->reuse_p90), pct(s->sd_p50), pct(s->sd_p90), rn_cell_int(s->delta),
+            rn_cell_real(s->delta_share, "%.6g"), rn_cell_real(s->ws_mean, "%.6g") };
+        if (rn_rows_add(w, c)) break;
+    }
+}
+
+int an_stats_print(FILE *f, int fmt, const an_head_stats *h, int n, int64_t M, int window, rn_error *err)
 {
     an_stats_summary sum[3];
     const char *names[3] = { "cape", "non-cape", "all" };
     an_stats_summarise(h, n, 1, &sum[0]);
     an_stats_summarise(h, n, 0, &sum[1]);
     an_stats_summarise(h, n, -1, &sum[2]);
-    char a[4][16];
-    if (fmt == AN_FMT_CSV) {
-        fprintf(f, "layer,head,cape,events,writes,reads,distinct,used_share,entropy_bits,entropy_norm,"
-                   "hot1_share,warm_reads,cold_reads,reuse_p50,reuse_p90,sd_p50,sd_p90,delta,"
-                   "delta_share,ws_mean\n");
-        for (int i = 0; i < n; i++) {
-            const an_head_stats *s = &h[i];
-            pct(a[0], 16, s->reuse_p50); pct(a[1], 16, s->reuse_p90);
-            pct(a[2], 16, s->sd_p50); pct(a[3], 16, s->sd_p90);
-            fprintf(f, "%d,%d,%d,%llu,%llu,%llu,%llu,%.6g,%.6g,%.6g,%.6g,%llu,%llu,%s,%s,%s,%s,%lld,%.6g,%.6g\n",
-                    s->layer, s->head, s->cape, (unsigned long long)s->events,
-                    (unsigned long long)s->writes, (unsigned long long)s->reads,
-                    (unsigned long long)s->distinct, s->used_share, s->entropy, s->entropy_norm,
-                    s->hot_share, (unsigned long long)s->warm_reads, (unsigned long long)s->cold_reads,
-                    a[0], a[1], a[2], a[3], (long long)s->delta, s->delta_share, s->ws_mean);
+    rn_rows w;
+    int rc;
+    if (fmt != RN_FMT_TABLE) {
+        static const char *const cols[20] = {
+            "layer", "head", "cape", "events", "writes", "reads", "distinct", "used_share",
+            "entropy_bits", "entropy_norm", "hot1_share", "warm_reads", "cold_reads", "reuse_p50",
+            "reuse_p90", "sd_p50", "sd_p90", "delta", "delta_share", "ws_mean" };
+        const rn_rows_opts embed = { .json_embed = 1 };
+        if (fmt == RN_FMT_JSON) fprintf(f, "{\"slots\": %lld, \"window\": %d, \"heads\": ", (long long)M, window);
+        if ((rc = rn_rows_begin(&w, f, fmt, 20, cols, &embed, err))) return rc;
+        print_heads_data(&w, h, n, fmt == RN_FMT_JSON);
+        if ((rc = rn_rows_end(&w, err)) || fmt == RN_FMT_CSV) return rc;
+        /* JSON: the summaries keyed by group. */
+        static const char *const scols[12] = {
+            "group", "heads", "events", "reads", "warm_reads", "cold_reads", "used_share",
+            "entropy_bits", "entropy_norm", "hot1_share", "delta_share", "ws_mean" };
+        const rn_rows_opts keyed = { .json_embed = 1, .json_keyed = 1 };
+        fprintf(f, ", \"summary\": ");
+        if ((rc = rn_rows_begin(&w, f, fmt, 12, scols, &keyed, err))) return rc;
+        for (int g = 0; g < 3; g++) {
+            const an_stats_summary *m = &sum[g];
+            const rn_cell c[12] = {
+                rn_cell_text(names[g]), rn_cell_int(m->heads), rn_cell_uint(m->events),
+                rn_cell_uint(m->reads), rn_cell_uint(m->warm_reads), rn_cell_uint(m->cold_reads),
+                rn_cell_real(m->used_share, "%.6g"), rn_cell_real(m->entropy, "%.6g"),
+                rn_cell_real(m->entropy_norm, "%.6g"), rn_cell_real(m->hot_share, "%.6g"),
+                rn_cell_real(m->delta_share, "%.6g"), rn_cell_real(m->ws_mean, "%.6g") };
+            rn_rows_add(&w, c);
         }
-        return;
+        if ((rc = rn_rows_end(&w, err))) return rc;
+        fprintf(f, "}\n");
+        return ferror(f) ? rn_seterr(err, RN_EIO, "writing the output failed") : RN_OK;
     }
-    if (fmt == AN_FMT_JSON) {
-        fprintf(f, "{\"slots\": %lld, \"window\": %d, \"heads\": [", (long long)M, window);
-        for (int i = 0; i < n; i++) {
-            const an_head_stats *s = &h[i];
-            pct(a[0], 16, s->reuse_p50); pct(a[1], 16, s->reuse_p90);
-            pct(a[2], 16, s->sd_p50); pct(a[3], 16, s->sd_p90);
-            for (int j = 0; j < 4; j++) if (a[j][0] == '-') strcpy(a[j], "null");
-            fprintf(f, "%s\n  {\"layer\": %d, \"head\": %d, \"cape\": %s, \"events\": %llu, \"writes\": %llu, "
-                       "\"reads\": %llu, \"distinct\": %llu, \"used_share\": %.6g, \"entropy_bits\": %.6g, "
-                       "\"entropy_norm\": %.6g, \"hot1_share\": %.6g, \"warm_reads\": %llu, "
-                       "\"cold_reads\": %llu, \"reuse_p50\": %s, \"reuse_p90\": %s, \"sd_p50\": %s, "
-                       "\"sd_p90\": %s, \"delta\": %lld, \"delta_share\": %.6g, \"ws_mean\": %.6g}",
-                    i ? "," : "", s->layer, s->head, s->cape ? "true" : "false",
-                    (unsigned long long)s->events, (unsigned long long)s->writes,
-                    (unsigned long long)s->reads, (unsigned long long)s->distinct, s->used_share,
-                    s->entropy, s->entropy_norm, s->hot_share, (unsigned long long)s->warm_reads,
-                    (unsigned long long)s->cold_reads, a[0], a[1], a[2], a[3], (long long)s->delta,
-                    s->delta_share, s->ws_mean);
-        }
-        fprintf(f, "\n], \"summary\": {");
-        for (int g = 0; g < 3; g++)
-            fprintf(f, "%s\n  \"%s\": {\"heads\": %d, \"events\": %llu, \"reads\": %llu, \"warm_reads\": %llu, "
-                       "\"cold_reads\": %llu, \"used_share\": %.6g, \"entropy_bits\": %.6g, "
-                       "\"entropy_norm\": %.6g, \"hot1_share\": %.6g, \"delta_share\": %.6g, \"ws_mean\": %.6g}",
-                    g ? "," : "", names[g], sum[g].heads, (unsigned long long)sum[g].events,
-                    (unsigned long long)sum[g].reads, (unsigned long long)sum[g].warm_reads,
-                    (unsigned long long)sum[g].cold_reads, sum[g].used_share, sum[g].entropy,
-                    sum[g].entropy_norm, sum[g].hot_share, sum[g].delta_share, sum[g].ws_mean);
-        fprintf(f, "\n}}\n");
-        return;
-    }
-    fprintf(f, "%5s %4s %4s %10s %9s %7s %7s %6s %6s %10s %9s %9s %6s %6s %6s\n", "layer", "head", "cape",
-            "events", "distinct", "used%", "H(bits)", "hot1%", "warm%", "cold_reads", "reuse50",
-            "sd50/90", "delta", "d%", "ws");
+    /* Table: percentages and the short headers. */
+    static const char *const tcols[15] = {
+        "layer", "head", "cape", "events", "distinct", "used%", "H(bits)", "hot1%", "warm%",
+        "cold_reads", "reuse50", "sd50/90", "delta", "d%", "ws" };
+    if ((rc = rn_rows_begin(&w, f, fmt, 15, tcols, NULL, err))) return rc;
     for (int i = 0; i < n; i++) {
         const an_head_stats *s = &h[i];
-        char sd[32];
-        pct(a[0], 16, s->reuse_p50); pct(a[2], 16, s->sd_p50); pct(a[3], 16, s->sd_p90);
-        snprintf(sd, sizeof sd, "%s/%s", a[2], a[3]);
-        fprintf(f, "%5d %4d %4s %10llu %9llu %7.2f %7.2f %6.1f %6.1f %10llu %9s %9s %6lld %6.1f %6.1f\n",
-                s->layer, s->head, s->cape ? "yes" : "no", (unsigned long long)s->events,
-                (unsigned long long)s->distinct, 100 * s->used_share, s->entropy, 100 * s->hot_share,
-                s->reads ? 100.0 * (double)s->warm_reads / (double)s->reads : 0.0,
-                (unsigned long long)s->cold_reads, a[0], sd, (long long)s->delta,
-                100 * s->delta_share, s->ws_mean);
+        char sd[32], a[2][12];
+        for (int j = 0; j < 2; j++) {
+            uint32_t v = j ? s->sd_p90 : s->sd_p50;
+            if (v == AN_COLD) snprintf(a[j], sizeof a[j], "-");
+            else snprintf(a[j], sizeof a[j], "%u", v);
+        }
+        snprintf(sd, sizeof sd, "%s/%s", a[0], a[1]);
+        const rn_cell c[15] = {
+            rn_cell_int(s->layer), rn_cell_int(s->head), rn_cell_text(s->cape ? "yes" : "no"),
+            rn_cell_uint(s->events), rn_cell_uint(s->distinct), rn_cell_real(100 * s->used_share, "%.2f"),
+            rn_cell_real(s->entropy, "%.2f"), rn_cell_real(100 * s->hot_share, "%.1f"),
+            rn_cell_real(warm_pct(s->warm_reads, s->reads), "%.1f"), rn_cell_uint(s->cold_reads),
+            pct(s->reuse_p50), rn_cell_text(sd), rn_cell_int(s->delta),
+            rn_cell_real(100 * s->delta_share, "%.1f"), rn_cell_real(s->ws_mean, "%.1f") };
+        if (rn_rows_add(&w, c)) break;
     }
-    fprintf(f, "\n%-9s %5s %12s %7s %7s %6s %6s %6s %8s\n", "summary", "heads", "events", "used%",
-            "H(bits)", "hot1%", "warm%", "d%", "ws");
-    for (int g = 0; g < 3; g++)
-        fprintf(f, "%-9s %5d %12llu %7.2f %7.2f %6.1f %6.1f %6.1f %8.1f\n", names[g], sum[g].heads,
-                (unsigned long long)sum[g].events, 100 * sum[g].used_share, sum[g].entropy,
-                100 * sum[g].hot_share,
-                sum[g].reads ? 100.0 * (double)sum[g].warm_reads / (double)sum[g].reads : 0.0,
-                100 * sum[g].delta_share, sum[g].ws_mean);
+    if ((rc = rn_rows_end(&w, err))) return rc;
+    static const char *const scols[9] = { "summary", "heads", "events", "used%", "H(bits)", "hot1%",
+                                          "warm%", "d%", "ws" };
+    fputc('\n', f);
+    if ((rc = rn_rows_begin(&w, f, fmt, 9, scols, NULL, err))) return rc;
+    for (int g = 0; g < 3; g++) {
+        const an_stats_summary *m = &sum[g];
+        const rn_cell c[9] = {
+            rn_cell_text(names[g]), rn_cell_int(m->heads), rn_cell_uint(m->events),
+            rn_cell_real(100 * m->used_share, "%.2f"), rn_cell_real(m->entropy, "%.2f"),
+            rn_cell_real(100 * m->hot_share, "%.1f"), rn_cell_real(warm_pct(m->warm_reads, m->reads), "%.1f"),
+            rn_cell_real(100 * m->delta_share, "%.1f"), rn_cell_real(m->ws_mean, "%.1f") };
+        rn_rows_add(&w, c);
+    }
+    if ((rc = rn_rows_end(&w, err))) return rc;
     fprintf(f, "(M = %lld slots; hot1 = the %lld hottest slots; ws = distinct slots per %d tokens; "
                "delta = most common slot shift between consecutive tokens)\n",
             (long long)M, (long long)((M + 99) / 100), window);
+    return ferror(f) ? rn_seterr(err, RN_EIO, "writing the output failed") : RN_OK;
 }

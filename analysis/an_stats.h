@@ -30,6 +30,7 @@
 #include "an_stream.h"
 #include "rn_config.h"
 #include "rn_error.h"
+#include "rn_rows.h"
 
 typedef struct {
     int layer, head, cape;
@@ -58,10 +59,11 @@ int an_stats_head(const an_stream *s, int64_t M, int cape, int window, an_head_s
 /* Summarise the heads with cape == want_cape (want_cape -1: all heads). */
 void an_stats_summarise(const an_head_stats *h, int n, int want_cape, an_stats_summary *out);
 
-enum { AN_FMT_TABLE = 0, AN_FMT_CSV = 1, AN_FMT_JSON = 2 };
-int an_format_parse(const char *s, int *fmt, rn_error *err);
-
-/* Print the per-head rows and the CAPE / non-CAPE / all summaries. */
-void an_stats_print(FILE *f, int fmt, const an_head_stats *h, int n, int64_t M, int window);
+/* Print the per-head rows and the CAPE / non-CAPE / all summaries in fmt
+ * (RN_FMT_*, core/rn_rows.h).  CSV: the per-head rows only.  JSON:
+ * {"slots", "window", "heads": [...], "summary": {"cape": {...},
+ * "non-cape": {...}, "all": {...}}}.  Table: the per-head table, the
+ * summary table and a footnote line.  RN_EIO when writing fails. */
+int an_stats_print(FILE *f, int fmt, const an_head_stats *h, int n, int64_t M, int window, rn_error *err);
 
 #endif

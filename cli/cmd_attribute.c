@@ -2,10 +2,8 @@
  * up a token's read, after PDMA decay and normalisation
  * (analysis/an_attribute.h). */
 #include <getopt.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "an_attribute.h"
 #include "an_load.h"
@@ -29,6 +27,7 @@ static const char usage[] =
     "      --pos T           the reading position\n"
     "      --top N           print the N largest contributions (default 20; 0 = all)\n"
     "      --detail          one row per (write, read slot) term instead of per token\n"
+    "                        (CSV: pos,slot,read_rank,w,r,decay,z,coef)\n"
     "      --matrix          the token x token matrix of the whole head as CSV\n"
     "                        (row = reading position, column = writing position)\n"
     "      --max-tokens N    matrix size limit (default 4096)\n"
@@ -38,26 +37,6 @@ static const char usage[] =
     "  -h, --help            this text\n"
     "\n"
     "example: ramtrace attribute trace.db --layer 0 --head 1 --pos 200 --top 10\n";
-
-static int cmp_coef_desc(const void *a, const void *b)
-{
-    double x = fabs(((const an_attr_token *)a)->coef), y = fabs(((const an_attr_token *)b)->coef);
-    return (x < y) - (x > y);
-}
-
-static const char *piece_of(const tr_token *t, int64_t nt, int32_t pos)
-{
-    int64_t a = 0, b = nt;
-    while (a < b) { int64_t m = (a + b) / 2; if (t[m].pos < pos) a = m + 1; else b = m; }
-    return a < nt && t[a].pos == pos ? t[a].piece : "";
-}
-
-static void print_csv_piece(FILE *f, const char *s)
-{
-    fputc('"', f);
-    for (; *s; s++) { if (*s == '"') fputc('"', f); fputc(*s, f); }
-    fputc('"', f);
-}
 
 int cmd_attribute(int argc, char **argv)
 {
@@ -71,7 +50,7 @@ int cmd_attribute(int argc, char **argv)
         { "output", required_argument, 0, 'o' }, { "format", required_argument, 0, 'f' },
         { 0, 0, 0, 0 } };
     long run = 0, layer = -1, head = -1, pos = -1, top = 20, maxtok = 4096;
-    int detail = 0, matrix = 0, fmt = AN_FMT_TABLE, c;
+    int detail = 0, matrix = 0, fmt = RN_FMT_TABLE, c;
     const char *outp = NULL;
     rn_error err = { 0 };
     optind = 1;
@@ -88,7 +67,7 @@ int cmd_attribute(int argc, char **argv)
         case O_MATRIX: matrix = 1; break;
         case O_MAXTOK: rc = cli_parse_long("--max-tokens", optarg, 1, 65536, &maxtok, &err); break;
         case 'o': outp = optarg; break;
-        case 'f': rc = an_format_parse(optarg, &fmt, &err); break;
+        case 'f': rc = rn_format_parse(optarg, &fmt, &err); break;
         case ':': return cli_usage_error(argv[0], "%s needs a value", argv[optind - 1]);
         default: return cli_usage_error(argv[0], "unknown option '%s'", argv[optind - 1]);
         }
@@ -129,48 +108,10 @@ int cmd_attribute(int argc, char **argv)
         have_af = 1;
         f = af.f;
     }
-    if (matrix) {
-        fprintf(f, "pos");
-        for (int64_t j = 0; j < m.n; j++) fprintf(f, ",%d", m.pos[j]);
-        fputc('\n', f);
-        for (int64_t i = 0; i < m.n; i++) {
-            fprintf(f, "%d", m.pos[i]);
-            for (int64_t j = 0; j < m.n; j++) fprintf(f, ",%.6g", m.values[i * m.n + j]);
-            fputc('\n', f);
-        }
-    } else if (detail) {
-        fprintf(f, "pos,slot,read_rank,w,r,decay,z,coef\n");
-        for (size_t i = 0; i < a.n_terms; i++) {
-            const an_attr_term *t = &a.terms[i];
-            fprintf(f, "%d,%u,%d,%.6g,%.6g,%.6g,%.6g,%.6g\n", t->pos, t->slot, t->read_rank, t->w, t->r,
-                    t->decay, t->z, t->coef);
-        }
-    } else {
-        qsort(a.tokens, a.n_tokens, sizeof *a.tokens, cmp_coef_desc);
-        size_t shown = top && (size_t)top < a.n_tokens ? (size_t)top : a.n_tokens;
-        if (fmt == AN_FMT_CSV) fprintf(f, "pos,coef,share,piece\n");
-        else if (fmt == AN_FMT_JSON)
-            fprintf(f, "{\"layer\": %ld, \"head\": %ld, \"pos\": %ld, \"total\": %.6g, \"tokens\": [", layer,
-                    head, pos, a.total);
-        else
-            fprintf(f, "read of layer %ld head %ld at pos %ld: %zu writing tokens, total weight %.4f\n"
-                       "%8s %12s %7s  %s\n", layer, head, pos, a.n_tokens, a.total, "pos", "coef", "share", "token");
-        for (size_t i = 0; i < shown; i++) {
-            double share = a.total != 0 ? a.tokens[i].coef / a.total : 0;
-            const char *pc = piece_of(toks, nt, a.tokens[i].pos);
-            if (fmt == AN_FMT_CSV) {
-                fprintf(f, "%d,%.6g,%.6g,", a.tokens[i].pos, a.tokens[i].coef, share);
-                print_csv_piece(f, pc);
-                fputc('\n', f);
-            } else if (fmt == AN_FMT_JSON) {
-                fprintf(f, "%s\n  {\"pos\": %d, \"coef\": %.6g, \"share\": %.6g}", i ? "," : "",
-                        a.tokens[i].pos, a.tokens[i].coef, share);
-            } else {
-                fprintf(f, "%8d %12.6f %6.1f%%  %s\n", a.tokens[i].pos, a.tokens[i].coef, 100 * share, pc);
-            }
-        }
-        if (fmt == AN_FMT_JSON) fprintf(f, "\n]}\n");
-    }
+    if (matrix) rc = an_matrix_print_csv(f, &m, &err);
+    else if (detail) rc = an_attribution_print_terms(f, &a, &err);
+    else rc = an_attribution_print(f, fmt, &a, (int)layer, (int)head, toks, nt, top, &err);
+    if (rc) goto out;
     if (have_af) { have_af = 0; rc = rn_atomic_commit(&af, &err); }
 out:
     if (have_af) rn_atomic_abort(&af);

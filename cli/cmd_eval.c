@@ -7,6 +7,7 @@
 
 #include "cli.h"
 #include "rn_modelfile.h"
+#include "rn_rows.h"
 #include "rn_train_loop.h"
 
 const char cmd_eval_summary[] = "evaluate a trained model on MQAR or held-out text";
@@ -30,7 +31,52 @@ static const char usage[] =
     "  --top-k K          read and write K slots per token instead of the\n"
     "                     model's top_k (1..min(M, 1024)): accuracy against K\n"
     "  --threads N        OpenMP/BLAS threads\n"
+    "  -f, --format F     table (default), csv or json; mqar rows\n"
+    "                     segment,L,N,accuracy (and a mean row), text one row\n"
+    "                     loss_nats_per_byte,bits_per_byte\n"
     "  -h, --help         this text\n";
+
+/* The MQAR ladder as rows: the table keeps "(L,N)  accuracy" (and the
+ * state size as a last line), CSV and JSON add L and N and print the
+ * accuracies in full. */
+static int print_mqar(int fmt, const double *acc, double mean, const rn_config *cfg, rn_error *err)
+{
+    static const char *const tcols[2] = { "segment", "accuracy" };
+    static const char *const cols[4] = { "segment", "L", "N", "accuracy" };
+    int table = fmt == RN_FMT_TABLE;
+    rn_rows w;
+    int rc = rn_rows_begin(&w, stdout, fmt, table ? 2 : 4, table ? tcols : cols, NULL, err);
+    if (rc) return rc;
+    char seg[32];
+    for (int i = 0; i <= rn_mqar_n_test_segs; i++) {
+        int last = i == rn_mqar_n_test_segs;
+        if (last) snprintf(seg, sizeof seg, "mean");
+        else snprintf(seg, sizeof seg, "(%d,%d)", rn_mqar_test_segs[i].L, rn_mqar_test_segs[i].N);
+        rn_cell a = rn_cell_real(last ? mean : acc[i], table ? "%.4f" : NULL);
+        const rn_cell c[4] = { rn_cell_text(seg), last ? rn_cell_null(NULL) : rn_cell_int(rn_mqar_test_segs[i].L),
+                               last ? rn_cell_null(NULL) : rn_cell_int(rn_mqar_test_segs[i].N), a };
+        const rn_cell t[2] = { c[0], a };
+        rn_rows_add(&w, table ? t : c);
+    }
+    if ((rc = rn_rows_end(&w, err))) return rc;
+    if (table)
+        printf("state size %lld bytes (4 x sum of M*d_v + M), active %lld floats per token\n",
+               (long long)(4 * rn_config_total_state(cfg)), (long long)rn_config_active_state(cfg));
+    return RN_OK;
+}
+
+/* Held-out loss and bits per byte as one row (4 decimals in the table). */
+static int print_text(int fmt, double loss, double bpb, rn_error *err)
+{
+    static const char *const cols[2] = { "loss_nats_per_byte", "bits_per_byte" };
+    const char *nf = fmt == RN_FMT_TABLE ? "%.4f" : NULL;
+    rn_rows w;
+    int rc = rn_rows_begin(&w, stdout, fmt, 2, cols, NULL, err);
+    if (rc) return rc;
+    const rn_cell c[2] = { rn_cell_real(loss, nf), rn_cell_real(bpb, nf) };
+    rn_rows_add(&w, c);
+    return rn_rows_end(&w, err);
+}
 
 int cmd_eval(int argc, char **argv)
 {
@@ -38,16 +84,17 @@ int cmd_eval(int argc, char **argv)
     static const struct option lo[] = {
         { "task", 1, 0, 't' }, { "examples", 1, 0, 'e' }, { "seed", 1, 0, 's' }, { "data", 1, 0, 'd' },
         { "val-frac", 1, 0, 'v' }, { "seq-len", 1, 0, 'L' }, { "windows", 1, 0, 'w' },
-        { "threads", 1, 0, 'T' }, { "top-k", 1, 0, 'k' }, { 0, 0, 0, 0 } };
+        { "threads", 1, 0, 'T' }, { "top-k", 1, 0, 'k' }, { "format", 1, 0, 'f' }, { 0, 0, 0, 0 } };
     const char *task = NULL, *data = "data/kjv.txt";
     long examples = 1000, seq = 256, windows = 0, threads = 0, top_k = 0;
     uint64_t seed = 4242;
     double vf = 0.05;
+    int fmt = RN_FMT_TABLE;
     rn_error err = { 0, "" };
     optind = 1;
     opterr = 0;
     int ch;
-    while ((ch = getopt_long(argc, argv, ":", lo, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, ":f:", lo, NULL)) != -1) {
         switch (ch) {
         case 't': task = optarg; break;
         case 'd': data = optarg; break;
@@ -57,6 +104,7 @@ int cmd_eval(int argc, char **argv)
         case 'L': if (cli_parse_long("--seq-len", optarg, 1, 1 << 20, &seq, &err)) return cli_fail(&err); break;
         case 'w': if (cli_parse_long("--windows", optarg, 0, 1L << 30, &windows, &err)) return cli_fail(&err); break;
         case 'T': if (cli_parse_long("--threads", optarg, 1, 1024, &threads, &err)) return cli_fail(&err); break;
+        case 'f': if (rn_format_parse(optarg, &fmt, &err)) return cli_usage_error("eval", "%s", err.msg); break;
         case 'k': if (cli_parse_long("--top-k", optarg, 1, RN_MAX_TOPK, &top_k, &err)) return cli_fail(&err); break;
         case ':': return cli_usage_error("eval", "option '%s' needs a value", argv[optind - 1]);
         default: return cli_usage_error("eval", "unknown option '%s'", argv[optind - 1]);
@@ -91,22 +139,14 @@ int cmd_eval(int argc, char **argv)
         fprintf(stderr, "evaluating %ld examples per segment...\n", examples);
         rc = rn_eval_mqar(&m, rn_mqar_test_segs, rn_mqar_n_test_segs, (int)examples, seed, 8192,
                           acc, &mean, &cli_stop_flag, &err);
-        if (!rc) {
-            printf("segment (L,N)   accuracy\n");
-            for (int i = 0; i < rn_mqar_n_test_segs; i++)
-                printf("(%d,%d)%*s%.4f\n", rn_mqar_test_segs[i].L, rn_mqar_test_segs[i].N,
-                       16 - (int)snprintf(NULL, 0, "(%d,%d)", rn_mqar_test_segs[i].L, rn_mqar_test_segs[i].N), "", acc[i]);
-            printf("mean            %.4f\n", mean);
-            printf("state size      %lld bytes (4 x sum of M*d_v + M), active %lld floats per token\n",
-                   (long long)(4 * rn_config_total_state(&m.cfg)), (long long)rn_config_active_state(&m.cfg));
-        }
+        if (!rc) rc = print_mqar(fmt, acc, mean, &m.cfg, &err);
     } else {
         rn_text t;
         rc = rn_text_load(&t, data, vf, (int)seq, &err);
         if (!rc) {
             double loss, bpb;
             rc = rn_eval_text(&m, &t, (int)seq, (int)windows, 16, &loss, &bpb, &cli_stop_flag, &err);
-            if (!rc) printf("held-out loss %.4f nats/byte, %.4f bits/byte\n", loss, bpb);
+            if (!rc) rc = print_text(fmt, loss, bpb, &err);
             rn_text_free(&t);
         }
     }

@@ -14,7 +14,7 @@ static void usage(void)
            "interrupted), command, traced tokens and events, model hash, start time\n"
            "(UTC), duration, selection and model path.\n\n"
            "options:\n"
-           "  -F, --format FMT      table (default), csv or json\n"
+           "  -f, -F, --format FMT  table (default), csv or json\n"
            "  -h, --help            this text\n");
 }
 
@@ -26,15 +26,17 @@ int cmd_runs(int argc, char **argv)
     optind = 1;
     opterr = 0;
     int c;
-    while ((c = getopt_long(argc, argv, ":F:", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":F:f:", opts, NULL)) != -1) {
         switch (c) {
+        case 'f':
         case 'F': fmt = optarg; break;
         case ':': return cli_usage_error("runs", "option %s needs a value", argv[optind - 1]);
         default: return cli_usage_error("runs", "unknown option %s", argv[optind - 1]);
         }
     }
-    int format = tr_format_parse(fmt);
-    if (format < 0) return cli_usage_error("runs", "--format: '%s' is not table, csv or json", fmt);
+    int format;
+    rn_error ferr = { 0 };
+    if (rn_format_parse(fmt, &format, &ferr)) return cli_usage_error("runs", "%s", ferr.msg);
     if (argc - optind != 1) return cli_usage_error("runs", "expected TRACE.db");
     rn_error err = { 0 };
     int rc = tr_runs_print(argv[optind], format, stdout, &err);

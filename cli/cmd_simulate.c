@@ -84,7 +84,7 @@ int cmd_simulate(int argc, char **argv)
         { "mrc-out", required_argument, 0, O_MRCOUT }, { "format", required_argument, 0, 'f' },
         { 0, 0, 0, 0 } };
     const char *pol_s = "all", *cap_s = NULL, *mrc_out = NULL;
-    int sweep = 0, scope = AN_SCOPE_MODEL, ops = RN_OPS_BOTH, fmt = AN_FMT_TABLE, want_mrc = 0;
+    int sweep = 0, scope = AN_SCOPE_MODEL, ops = RN_OPS_BOTH, fmt = RN_FMT_TABLE, want_mrc = 0;
     long warmup = 0, layer = -1, head = -1, run = 0;
     rn_error err = { 0 };
     int c;
@@ -104,7 +104,7 @@ int cmd_simulate(int argc, char **argv)
         case O_RUN: rc = cli_parse_long("--run", optarg, 1, INT32_MAX, &run, &err); break;
         case O_MRC: want_mrc = 1; break;
         case O_MRCOUT: mrc_out = optarg; want_mrc = 1; break;
-        case 'f': rc = an_format_parse(optarg, &fmt, &err); break;
+        case 'f': rc = rn_format_parse(optarg, &fmt, &err); break;
         case ':': return cli_usage_error(argv[0], "%s needs a value", argv[optind - 1]);
         default: return cli_usage_error(argv[0], "unknown option '%s'", argv[optind - 1]);
         }
@@ -154,10 +154,10 @@ int cmd_simulate(int argc, char **argv)
     if (mrc_out) {
         rn_atomic_file af;
         if ((rc = rn_atomic_check_not_input(path, mrc_out, &err)) || (rc = rn_atomic_open(&af, mrc_out, &err))) goto out;
-        an_mrc_print_csv(af.f, &mrc);
+        if ((rc = an_mrc_print_csv(af.f, &mrc, &err))) { rn_atomic_abort(&af); goto out; }
         if ((rc = rn_atomic_commit(&af, &err))) goto out;
     }
-    an_simgrid_print(stdout, fmt, &g, want_mrc ? &mrc : NULL);
+    rc = an_simgrid_print(stdout, fmt, &g, want_mrc ? &mrc : NULL, &err);
 out:
     free(ev);
     an_mrc_free(&mrc);

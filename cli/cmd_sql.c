@@ -64,8 +64,9 @@ int cmd_sql(int argc, char **argv)
         default: return cli_usage_error("sql", "unknown option %s", argv[optind - 1]);
         }
     }
-    int format = tr_format_parse(fmt);
-    if (format < 0) return cli_usage_error("sql", "--format: '%s' is not table, csv or json", fmt);
+    int format;
+    rn_error ferr = { 0 };
+    if (rn_format_parse(fmt, &format, &ferr)) return cli_usage_error("sql", "%s", ferr.msg);
     int nargs = argc - optind;
     if (nargs < 1) return cli_usage_error("sql", "expected TRACE.db");
     if (nargs > 2) return cli_usage_error("sql", "expected TRACE.db and at most one SQL argument (quote it)");

@@ -39,7 +39,7 @@ int cmd_stats(int argc, char **argv)
         { "head", required_argument, 0, O_HEAD }, { "window", required_argument, 0, O_WINDOW },
         { "format", required_argument, 0, 'f' }, { 0, 0, 0, 0 } };
     long run = 0, layer = -1, head = -1, window = 64;
-    int fmt = AN_FMT_TABLE, c;
+    int fmt = RN_FMT_TABLE, c;
     rn_error err = { 0 };
     optind = 1;
     opterr = 0;
@@ -50,7 +50,7 @@ int cmd_stats(int argc, char **argv)
         case O_LAYER: rc = cli_parse_long("--layer", optarg, 0, RN_MAX_LAYERS - 1, &layer, &err); break;
         case O_HEAD: rc = cli_parse_long("--head", optarg, 0, RN_MAX_HEADS - 1, &head, &err); break;
         case O_WINDOW: rc = cli_parse_long("--window", optarg, 1, INT32_MAX, &window, &err); break;
-        case 'f': rc = an_format_parse(optarg, &fmt, &err); break;
+        case 'f': rc = rn_format_parse(optarg, &fmt, &err); break;
         case ':': return cli_usage_error(argv[0], "%s needs a value", argv[optind - 1]);
         default: return cli_usage_error(argv[0], "unknown option '%s'", argv[optind - 1]);
         }
@@ -79,7 +79,7 @@ int cmd_stats(int argc, char **argv)
     if (rc) goto out;
     fprintf(stderr, "stats: run %lld, %zu events, %d heads in %.2f s\n", (long long)r.run.run_id,
             an_streams_total(&ss), ss.n, cli_now() - t0);
-    an_stats_print(stdout, fmt, hs, ss.n, r.M, (int)window);
+    rc = an_stats_print(stdout, fmt, hs, ss.n, r.M, (int)window, &err);
 out:
     free(ev);
     free(hs);

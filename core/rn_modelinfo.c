@@ -1,11 +1,15 @@
-/* rn_modelinfo.c — the text `ramtrace info` prints (rn_modelinfo.h). */
+/* rn_modelinfo.c — what `ramtrace info` prints (rn_modelinfo.h): the
+ * description text, or the same facts as section,key,value rows through
+ * the row writer (core/rn_rows.h). */
 #include "rn_modelinfo.h"
 
 #include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include "rn_modelfile.h"
+#include "rn_rows.h"
 
 int64_t rn_config_param_count_noembed(const rn_config *c)
 {
@@ -72,4 +76,73 @@ void rn_model_describe(FILE *f, const rn_model *m, const char *path)
         }
         fprintf(f, "\n");
     }
+}
+
+/* A config value as a cell: an integer or a real when the whole text is
+ * one (the text is the shortest exact form, so it prints back the same),
+ * else text. */
+static rn_cell config_cell(const char *v)
+{
+    char *end;
+    if (*v && *v != ' ') {
+        long long i = strtoll(v, &end, 10);
+        if (!*end) return rn_cell_int(i);
+        double d = strtod(v, &end);
+        if (!*end) return rn_cell_real(d, NULL);
+    }
+    return rn_cell_text(v);
+}
+
+static int add3(rn_rows *w, const char *section, const char *key, rn_cell v)
+{
+    const rn_cell c[3] = { rn_cell_text(section), rn_cell_text(key), v };
+    return rn_rows_add(w, c);
+}
+
+int rn_model_info_rows(FILE *f, int fmt, const rn_model *m, const char *path, rn_error *err)
+{
+    const rn_config *c = &m->cfg;
+    static const char *const cols[3] = { "section", "key", "value" };
+    rn_rows w;
+    int rc = rn_rows_begin(&w, f, fmt, 3, cols, NULL, err);
+    if (rc) return rc;
+    struct stat st;
+    char buf[64];
+    add3(&w, "file", "path", rn_cell_text(path));
+    add3(&w, "file", "format", rn_cell_text(rn_path_is_safetensors(path) ? "safetensors" : "model.bin v1"));
+    add3(&w, "file", "size_bytes", stat(path, &st) == 0 ? rn_cell_int((int64_t)st.st_size) : rn_cell_null(NULL));
+    snprintf(buf, sizeof buf, "%016" PRIx64, rn_model_checksum(m));
+    add3(&w, "file", "checksum", rn_cell_text(buf));
+    char text[RN_MAX_LAYERS * 22 + 1024];
+    rn_config_format(c, text, sizeof text);
+    for (char *line = text; *line;) {
+        char *nl = strchr(line, '\n');
+        if (nl) *nl = 0;
+        char *eq = strstr(line, " = ");
+        if (eq) {
+            *eq = 0;
+            add3(&w, "config", line, config_cell(eq + 3));
+        }
+        if (!nl) break;
+        line = nl + 1;
+    }
+    int64_t tot = rn_config_total_state(c), act = rn_config_active_state(c);
+    add3(&w, "derived", "d_k", rn_cell_int(rn_config_dk(c)));
+    add3(&w, "derived", "slots", rn_cell_int(rn_config_slots(c)));
+    add3(&w, "derived", "parameters", rn_cell_int(rn_config_param_count(c)));
+    add3(&w, "derived", "parameters_noembed", rn_cell_int(rn_config_param_count_noembed(c)));
+    add3(&w, "derived", "total_state_floats", rn_cell_int(tot));
+    add3(&w, "derived", "total_state_bytes", rn_cell_int(tot * 4));
+    add3(&w, "derived", "active_state_floats", rn_cell_int(act));
+    add3(&w, "derived", "active_state_bytes", rn_cell_int(act * 4));
+    for (int l = 0; l < c->n_layers; l++) {
+        char key[16], heads[RN_MAX_HEADS * 6 + 1];
+        size_t k = 0;
+        heads[0] = 0;
+        for (int h = 0; h < c->n_heads; h++)
+            if (rn_config_cape(c, l, h)) k += (size_t)snprintf(heads + k, sizeof heads - k, "%s%d", k ? "," : "", h);
+        snprintf(key, sizeof key, "layer%d", l);
+        add3(&w, "cape_heads", key, rn_cell_text(heads));
+    }
+    return rn_rows_end(&w, err);
 }

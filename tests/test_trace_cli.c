@@ -78,7 +78,7 @@ TH_TEST(test_trace_and_sql, "trace, runs and sql commands")
     CU_ASSERT_STRING_EQUAL(th_out(), "op,n\n0,3584\n1,3584\n");
     CU_ASSERT_EQUAL(th_run("echo 'SELECT token_id, piece FROM tokens WHERE run_id = 1 AND pos < 2;' | %s sql %s -F json",
                            th_bin(), db), 0);
-    CU_ASSERT_STRING_EQUAL(th_out(), "[{\"token_id\": 256, \"piece\": \"<bos>\"},\n {\"token_id\": 73, \"piece\": \"I\"}]\n");
+    CU_ASSERT_STRING_EQUAL(th_out(), "[\n  {\"token_id\": 256, \"piece\": \"<bos>\"},\n  {\"token_id\": 73, \"piece\": \"I\"}\n]\n");
     CU_ASSERT_EQUAL(th_run("%s sql %s 'SELECT count(*) AS reads FROM reads WHERE run_id = 1'", th_bin(), db), 0);
     CU_ASSERT_STRING_EQUAL(th_out(), "reads\n-----\n 3584\n");
 

@@ -1,17 +1,13 @@
 /* tr_query.h — ad-hoc SQL over a trace database on a read-only connection
  * (`ramtrace sql`) and the run listing (`ramtrace runs`), printed as an
- * aligned table, CSV or JSON. */
+ * aligned table, CSV or JSON (RN_FMT_*, core/rn_rows.h). */
 #ifndef TR_QUERY_H
 #define TR_QUERY_H
 
 #include <stdio.h>
 
 #include "rn_error.h"
-
-enum { TR_FMT_TABLE = 0, TR_FMT_CSV = 1, TR_FMT_JSON = 2 };
-
-/* "table", "csv" or "json" -> TR_FMT_*; -1 if unknown. */
-int tr_format_parse(const char *s);
+#include "rn_rows.h"
 
 /* Run every statement of sql against path (opened read-only; must be a
  * trace) and print each result to out.  A statement that would modify the
