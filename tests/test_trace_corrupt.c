@@ -81,7 +81,7 @@ static const char *corrupted(const char *name, const char *sql)
 static void expect_corrupt(const char *db, const char *what, int filtered)
 {
     static const char *const cmds[] = {
-        "stats '%s'", "simulate '%s' --capacity 4", "export '%s' -f csv -o /dev/null",
+        "stats '%s'", "simulate '%s' --capacity 4", "export '%s' -f csv -o %s/x.csv",
         "attribute '%s' --layer 0 --head 0 --pos 5", "plot heatmap '%s' -o %s/x.png",
     };
     for (int i = 0; i < (filtered ? 5 : 3); i++) {
