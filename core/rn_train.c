@@ -8,10 +8,12 @@
 #include <assert.h>
 #include <math.h>
 #include <omp.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "rn_layers.h"
+#include "rn_memlimit.h"
 
 /* exp in the working precision (expf in float builds: the softmax over the
  * vocabulary is the hottest loop of the loss). */
@@ -62,6 +64,7 @@ struct rn_trainer {
     rn_weights gw;
     int64_t n_block;
     void *mem;
+    size_t bytes;              /* size of mem */
 };
 
 static size_t al64(size_t n) { return (n + 63) & ~(size_t)63; }
@@ -164,12 +167,21 @@ int rn_trainer_create_kr(rn_trainer **out, const rn_model *m, int max_rows, int 
     }
     carver cv = { NULL, 0 };
     carve_all(tr, &cv);
+    char what[128];
+    snprintf(what, sizeof what, "training workspace (%d rows, %d threads, M = %lld slots)", max_rows,
+             tr->nthreads, (long long)tr->M);
+    int rc = rn_memlimit_check(what, (double)cv.off, err);
+    if (rc) {
+        free(tr);
+        return rc;
+    }
     tr->mem = aligned_alloc(64, cv.off);
     if (!tr->mem) {
         free(tr);
         return rn_seterr(err, RN_ENOMEM, "out of memory allocating %zu bytes of training state", cv.off);
     }
     const size_t bytes = cv.off;
+    tr->bytes = bytes;
     cv.base = tr->mem;
     cv.off = 0;
     carve_all(tr, &cv);
@@ -185,6 +197,8 @@ int rn_trainer_create_kr(rn_trainer **out, const rn_model *m, int max_rows, int 
     *out = tr;
     return RN_OK;
 }
+
+size_t rn_trainer_bytes(const rn_trainer *tr) { return tr->bytes; }
 
 void rn_trainer_free(rn_trainer *tr)
 {

@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "rn_checkpoint.h"
+#include "rn_memlimit.h"
 #include "rn_modelfile.h"
 #include "rn_train.h"
 
@@ -477,6 +478,11 @@ static int run_setup(run_state *s, rn_error *err)
     s->max_rows = max_rows;
     if ((rc = rn_trainer_create(&s->tr, &s->m, max_rows, max_lab, o->eps_g, err))) return rc;
     s->nb = s->m.n_block;
+    /* the whole run: parameters, the two AdamW moments, the workspace */
+    char what[96];
+    snprintf(what, sizeof what, "training (%lld parameters, AdamW moments, workspace)", (long long)s->nb);
+    if ((rc = rn_memlimit_check(what, 3.0 * sizeof(rn_real) * (double)s->nb + (double)rn_trainer_bytes(s->tr), err)))
+        return rc;
     s->mom = calloc(2 * (size_t)s->nb, sizeof(rn_real));
     s->tok = malloc(sizeof(int) * 2 * (size_t)max_rows);
     s->pbuf = malloc(sizeof(double) * (size_t)(max_rows + max_space(o->eval_segs, o->n_eval_segs)));
