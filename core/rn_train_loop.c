@@ -462,6 +462,8 @@ static int run_setup(run_state *s, rn_error *err)
     if (rc) return rc;
     if ((rc = rn_train_opts_validate(o, c, err))) return rc;
     if (!o->out[0]) return rn_seterr(err, RN_EINPUT, "no output model path (-o)");
+    if (!strcmp(o->out, "-"))
+        return rn_seterr(err, RN_EINPUT, "-o -: a model cannot go to standard output; give a file name");
     snprintf(s->ckpt, sizeof s->ckpt, "%s", o->ckpt[0] ? o->ckpt : o->out);
     if (!o->ckpt[0]) strncat(s->ckpt, ".ckpt", sizeof s->ckpt - strlen(s->ckpt) - 1);
     if (o->task == RN_TASK_TEXT) {
