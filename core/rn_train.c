@@ -148,30 +148,28 @@ int rn_trainer_create_kr(rn_trainer **out, const rn_model *m, int max_rows, int 
     tr->Kr = read_k ? read_k : m->cfg.top_k;
     tr->eps_g = eps_g;
     tr->n_block = m->n_block;
-    /* The byte counts carve_all forms must not wrap around size_t: bound
-     * them in double first (per-layer activations and PDMA saves, the
-     * per-thread dense state and gradient, logits, gradient block). */
-    {
-        const rn_config *c = &tr->c;
-        double n = max_rows, H = c->n_heads, K = (c->top_k + tr->Kr) / 2.0, dv1 = c->d_v + 1.0;
-        double widths = 5.0 * c->d_model + 2.0 * H * rn_config_dk(c) + 2.0 * H * c->d_v + 3.0 * c->d_ff + 2;
-        double floats = (double)c->n_layers * n * (widths + H * K * (2 * dv1 + 4)) +
-                        2.0 * tr->nthreads * (double)tr->M * dv1 + (double)tr->max_lab * c->vocab_size +
-                        (double)tr->n_block;
-        if (floats * sizeof(rn_real) > 0x1p50) {
-            int nt = tr->nthreads;
-            free(tr);
-            return rn_seterr(err, RN_EINPUT, "trainer: %.3g floats of training state (%d threads) is too large",
-                             floats, nt);
-        }
-    }
-    carver cv = { NULL, 0 };
-    carve_all(tr, &cv);
+    /* Bound the workspace by the memory limit (rn_memlimit.h) twice: first
+     * an estimate in double (per-layer activations and PDMA saves, the
+     * per-thread dense state and gradient, logits, gradient block), so the
+     * byte counts carve_all forms cannot wrap around size_t; then the exact
+     * count of the carving. */
     char what[128];
     snprintf(what, sizeof what, "training workspace (%d rows, %d threads, M = %lld slots)", max_rows,
              tr->nthreads, (long long)tr->M);
-    int rc = rn_memlimit_check(what, (double)cv.off, err);
+    const rn_config *c = &tr->c;
+    double n = max_rows, H = c->n_heads, K = (c->top_k + tr->Kr) / 2.0, dv1 = c->d_v + 1.0;
+    double widths = 5.0 * c->d_model + 2.0 * H * rn_config_dk(c) + 2.0 * H * c->d_v + 3.0 * c->d_ff + 2;
+    double floats = (double)c->n_layers * n * (widths + H * K * (2 * dv1 + 4)) +
+                    2.0 * tr->nthreads * (double)tr->M * dv1 + (double)tr->max_lab * c->vocab_size +
+                    (double)tr->n_block;
+    int rc = rn_memlimit_check(what, floats * sizeof(rn_real), err);
     if (rc) {
+        free(tr);
+        return rc;
+    }
+    carver cv = { NULL, 0 };
+    carve_all(tr, &cv);
+    if ((rc = rn_memlimit_check(what, (double)cv.off, err))) {
         free(tr);
         return rc;
     }
