@@ -482,7 +482,8 @@ static int run_setup(run_state *s, rn_error *err)
     s->nb = s->m.n_block;
     /* the whole run: parameters, the two AdamW moments, the workspace */
     char what[96];
-    snprintf(what, sizeof what, "training (%lld parameters, AdamW moments, workspace)", (long long)s->nb);
+    snprintf(what, sizeof what, "training (%lld parameters, AdamW moments, workspace)",
+             (long long)rn_config_param_count(c));
     if ((rc = rn_memlimit_check(what, 3.0 * sizeof(rn_real) * (double)s->nb + (double)rn_trainer_bytes(s->tr), err)))
         return rc;
     s->mom = calloc(2 * (size_t)s->nb, sizeof(rn_real));

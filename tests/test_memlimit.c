@@ -167,4 +167,24 @@ TH_TEST(test_cli_init_train_refused, "CLI: init and train over the limit: exit 2
     CU_ASSERT_PTR_NOT_NULL(strstr(e, "but the memory limit is 24.0 MiB"));
     CU_ASSERT(one_line(e));
     CU_ASSERT(!th_file_exists(out));
+    /* a run whose workspace fits but whose parameters, gradients and two
+     * AdamW moments (16 bytes a parameter) with it do not */
+    char corpus[512], text[20001];
+    snprintf(corpus, sizeof corpus, "%s", th_path("ml_corpus.txt"));
+    for (int i = 0; i < 20000; i++) text[i] = "the memory of a head "[i % 21];
+    CU_ASSERT_EQUAL_FATAL(th_write_file(corpus, text, 20000), 0);
+    CU_ASSERT_EQUAL(th_run("RAMTRACE_MEM_LIMIT=24M %s train --task text --data %s --set d_model=256 "
+                           "--set d_ff=2048 --set n_layers=2 --batch 1 --seq-len 8 --steps 1 --threads 1 -o %s",
+                           bin, corpus, out), 2);
+    /* parameters: 257*256 + 2 * (2D + 2*4*24*D + 2*4*32*D + 8 + 3*2048*D) + D, D = 256 */
+    long long P = 257LL * 256 + 2 * (2LL * 256 + 2LL * 4 * 24 * 256 + 2LL * 4 * 32 * 256 + 8 + 3LL * 2048 * 256) + 256;
+    snprintf(want, sizeof want, "ramtrace: training (%lld parameters, AdamW moments, workspace) needs ", P);
+    e = strstr(th_err(), want);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(e);
+    double mib = atof(e + strlen(want));
+    CU_ASSERT(mib * 1048576 >= 16.0 * (double)P * 0.999); /* at least params + grads + 2 moments */
+    CU_ASSERT(mib * 1048576 < 16.0 * (double)P * 1.2);    /* and the small workspace besides */
+    CU_ASSERT_PTR_NOT_NULL(strstr(e, "but the memory limit is 24.0 MiB"));
+    CU_ASSERT(one_line(e));
+    CU_ASSERT(!th_file_exists(out));
 }

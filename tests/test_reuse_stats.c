@@ -3,7 +3,8 @@
  * each against a brute-force count written here: the previous access to
  * the same slot found by scanning back, the distinct slots in between
  * counted one by one, percentiles read off a sorted copy, the shift mode
- * counted over every pair of consecutive positions. */
+ * counted over every pair of consecutive positions; percentiles at exact
+ * ties (q·n an integer). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -224,4 +225,19 @@ TH_TEST(test_stats_shift, "stats: a CAPE head with a fixed address shifts by -1 
     brute_shift(ev, n, &mode, &share);
     CU_ASSERT_DOUBLE_EQUAL(st.delta_share, share, 1e-12);
     an_streams_free(&ss);
+}
+
+TH_TEST(test_percentile_ties, "percentiles: the smallest v with at least q of the values <= v")
+{
+    /* 1 2 3 4 (and a cold one): p50 is 2 (2 of 4 values <= 2), p90 is 4 */
+    uint32_t v[5] = { 4, AN_COLD, 2, 1, 3 };
+    const double q[3] = { 0.5, 0.9, 0.25 };
+    uint32_t out[3];
+    rn_error err = {0};
+    CU_ASSERT_EQUAL_FATAL(an_percentiles(v, 5, NULL, q, 3, out, &err), RN_OK);
+    uint32_t sorted[4] = { 1, 2, 3, 4 };
+    for (int j = 0; j < 3; j++) CU_ASSERT_EQUAL(out[j], brute_pct(sorted, 4, q[j]));
+    CU_ASSERT_EQUAL(out[0], 2);
+    CU_ASSERT_EQUAL(out[1], 4);
+    CU_ASSERT_EQUAL(out[2], 1);
 }
