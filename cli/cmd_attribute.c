@@ -31,7 +31,7 @@ static const char usage[] =
     "      --matrix          the token x token matrix of the whole head as CSV\n"
     "                        (row = reading position, column = writing position)\n"
     "      --max-tokens N    matrix size limit (default 4096)\n"
-    "  -o, --output FILE     write to FILE instead of stdout (atomically)\n"
+    "  -o, --output FILE     write to FILE instead of stdout (atomically; - is stdout)\n"
     "  -f, --format F        table (default), csv or json (per-token output)\n"
     "      --run R           run id (default: the latest)\n"
     "  -h, --help            this text\n"
@@ -104,7 +104,7 @@ int cmd_attribute(int argc, char **argv)
     }
     if (rc) goto out;
     if (outp) {
-        if ((rc = rn_atomic_check_not_input(path, outp, &err)) || (rc = rn_atomic_open(&af, outp, &err))) goto out;
+        if ((rc = rn_atomic_check_not_input(path, outp, &err)) || (rc = rn_atomic_open_text(&af, outp, &err))) goto out;
         have_af = 1;
         f = af.f;
     }

@@ -23,7 +23,7 @@ int cmd_convert(int argc, char **argv)
     }
     if (argc != 3) return cli_usage_error("convert", "expected IN and OUT");
     for (int i = 1; i < 3; i++)
-        if (argv[i][0] == '-') return cli_usage_error("convert", "unknown option '%s'", argv[i]);
+        if (argv[i][0] == '-' && argv[i][1]) return cli_usage_error("convert", "unknown option '%s'", argv[i]);
     rn_error err = {0};
     if (rn_model_convert(argv[1], argv[2], &err)) return cli_fail(&err);
     fprintf(stderr, "ramtrace convert: %s (%s) -> %s (%s)\n", argv[1],

@@ -3,6 +3,8 @@
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "an_export.h"
 #include "an_load.h"
@@ -23,7 +25,7 @@ static const char usage[] =
     "\n"
     "options:\n"
     "  -f, --format F        oraclegeneral (default) or csv\n"
-    "  -o, --output FILE     output file (required; written atomically)\n"
+    "  -o, --output FILE     output file (required; written atomically); - is stdout\n"
     "      --ops OPS         rw (default), r or w\n"
     "      --layer L         only layer L (default all)\n"
     "      --head H          only head H (default all)\n"
@@ -74,7 +76,12 @@ int cmd_export(int argc, char **argv)
     if ((rc = an_run_check_head(&r, (int)layer, (int)head, &err))) goto out;
     if ((rc = an_run_load(&r, (int)layer, (int)head, ops, &ev, &n, &err))) goto out;
     rn_atomic_file af;
-    if ((rc = rn_atomic_check_not_input(path, outp, &err)) || (rc = rn_atomic_open(&af, outp, &err))) goto out;
+    /* `-o -`: CSV, or the oracleGeneral stream when stdout is not a terminal */
+    if (!strcmp(outp, "-") && fmt != AN_EXPORT_CSV && isatty(1)) {
+        rc = rn_seterr(&err, RN_EINPUT, "-o -: will not write binary oracleGeneral records to a terminal");
+        goto out;
+    }
+    if ((rc = rn_atomic_check_not_input(path, outp, &err)) || (rc = rn_atomic_open_text(&af, outp, &err))) goto out;
     if ((rc = an_export_write(af.f, fmt, ev, n, &r.run.cfg, ops, &err)) || cli_stop_flag) {
         rn_atomic_abort(&af);
         if (!rc) rc = rn_seterr(&err, RN_EINTR, "export: interrupted; %s not written", outp);

@@ -76,6 +76,8 @@ int cmd_run(int argc, char **argv)
         if (rc) return cli_usage_error("run", "%s", err.msg);
     }
     if (argc - optind != 2) return cli_usage_error("run", "expected MODEL and PROMPT");
+    if (topt.db_path && !strcmp(topt.db_path, "-"))
+        return cli_usage_error("run", "--trace -: a trace database cannot go to standard output; give a file name");
     const char *model_path = argv[optind], *prompt_path = argv[optind + 1];
     if (threads) cli_set_threads((int)threads);
 

@@ -36,7 +36,8 @@ static const char usage[] =
     "      --run R           run id (default: the latest)\n"
     "      --mrc             add the exact LRU curve ('lru-exact' rows, from\n"
     "                        one stack-distance pass)\n"
-    "      --mrc-out FILE    write the exact LRU curve at every capacity (CSV)\n"
+    "      --mrc-out FILE    write the exact LRU curve at every capacity (CSV;\n"
+    "                        - is stdout, and the table then goes to stderr)\n"
     "  -f, --format F        table (default), csv or json\n"
     "  -h, --help            this text\n"
     "\n"
@@ -153,11 +154,12 @@ int cmd_simulate(int argc, char **argv)
     if (want_mrc && (rc = an_mrc_build(&ss, (int32_t)warmup, &mrc, &err))) goto out;
     if (mrc_out) {
         rn_atomic_file af;
-        if ((rc = rn_atomic_check_not_input(path, mrc_out, &err)) || (rc = rn_atomic_open(&af, mrc_out, &err))) goto out;
+        if ((rc = rn_atomic_check_not_input(path, mrc_out, &err)) || (rc = rn_atomic_open_text(&af, mrc_out, &err))) goto out;
         if ((rc = an_mrc_print_csv(af.f, &mrc, &err))) { rn_atomic_abort(&af); goto out; }
         if ((rc = rn_atomic_commit(&af, &err))) goto out;
     }
-    rc = an_simgrid_print(stdout, fmt, &g, want_mrc ? &mrc : NULL, &err);
+    /* with --mrc-out - the curve has stdout; the table goes to stderr */
+    rc = an_simgrid_print(mrc_out && !strcmp(mrc_out, "-") ? stderr : stdout, fmt, &g, want_mrc ? &mrc : NULL, &err);
 out:
     free(ev);
     an_mrc_free(&mrc);

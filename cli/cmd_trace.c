@@ -3,6 +3,7 @@
  * tr_trace_run (trace/tr_record.c). */
 #include <getopt.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "cli.h"
 #include "tr_record.h"
@@ -77,6 +78,8 @@ int cmd_trace(int argc, char **argv)
     }
     if (argc - optind != 2) return cli_usage_error("trace", "expected MODEL and INPUT");
     if (!job.db_path) return cli_usage_error("trace", "-o OUT.db is required");
+    if (!strcmp(job.db_path, "-"))
+        return cli_usage_error("trace", "-o -: a trace database cannot go to standard output; give a file name");
     job.model_path = argv[optind];
     job.input_path = argv[optind + 1];
     job.chunk = (int)chunk;

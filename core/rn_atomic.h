@@ -8,6 +8,19 @@
  * a signal handler can remove them (rn_atomic_cleanup_all is
  * async-signal-safe); registration is thread-safe.  That registry is the
  * one deliberate piece of process-global mutable state in core/.
+ *
+ * What the output path names decides how it is written:
+ *   - a symbolic link (or a chain of them) is followed: the temp file is
+ *     made beside the link's final target and renamed over the target, so
+ *     the link survives and keeps pointing where it did;
+ *   - a character device or a FIFO (/dev/null, a named pipe) is written in
+ *     place, and so is one of the process's own descriptors (/dev/stdout,
+ *     /dev/stderr, /dev/fd/N, /proc/self/fd/N), through a duplicate of it:
+ *     there is nothing to rename, and such a target cannot be all-or-nothing;
+ *   - `-` is standard output for rn_atomic_open_text (text outputs: CSV,
+ *     JSON, tables) and refused by rn_atomic_open (models, databases,
+ *     pictures), with a message;
+ *   - a directory, a block device or a socket is refused.
  */
 #ifndef RN_ATOMIC_H
 #define RN_ATOMIC_H
@@ -18,16 +31,22 @@
 
 typedef struct {
     FILE *f;              /* write here */
-    char path[4096];      /* final path */
+    char path[4096];      /* final path (symbolic links resolved) */
     char tmp[4096];       /* temporary path */
     int slot;             /* registry slot, -1 if none */
+    int direct;           /* 1: writing in place (device, FIFO, stdout): no temp file */
 } rn_atomic_file;
 
-/* Create the temp file for path.  RN_EINPUT if the directory is missing or
- * not writable (message names path). */
+/* Create the temp file for path (or open a target written in place, see
+ * above).  RN_EINPUT if the directory is missing or not writable, or the
+ * target cannot be an output (message names path). */
 int rn_atomic_open(rn_atomic_file *af, const char *path, rn_error *err);
 
-/* Flush, fsync, close and rename over the target.  On failure (e.g. disk
+/* The same, but `-` means standard output (for text outputs). */
+int rn_atomic_open_text(rn_atomic_file *af, const char *path, rn_error *err);
+
+/* Flush, fsync, close and rename over the target (direct targets: flush
+ * and close; standard output itself stays open).  On failure (e.g. disk
  * full) the temp file is removed and the target untouched. */
 int rn_atomic_commit(rn_atomic_file *af, rn_error *err);
 

@@ -114,12 +114,23 @@ static int parse_int(const char *key, const char *s, long lo, long hi, int *out,
     return RN_OK;
 }
 
+/* Strict float parse of a whole string.  Subnormal values are accepted and
+ * kept exactly: rn_config_format prints every float so that it reads back
+ * to the same bits, and a model.bin header carries them as raw floats, so a
+ * value must survive text (config files, safetensors metadata, trace
+ * databases) whatever its size.  strtof reports ERANGE for a subnormal
+ * result as well as for overflow and for underflow to zero; only the last
+ * two lose the value, and they are refused. */
 static int parse_float(const char *key, const char *s, float *out, rn_error *err)
 {
     char *end;
     errno = 0;
     float v = strtof(s, &end);
-    if (end == s || *end || errno || !isfinite(v))
+    if (end == s || *end)
+        return rn_seterr(err, RN_EINPUT, "%s: '%s' is not a finite number", key, s);
+    if (errno == ERANGE && v == 0.0f)
+        return rn_seterr(err, RN_EINPUT, "%s: '%s' is too small for a float (it would read as 0)", key, s);
+    if ((errno && errno != ERANGE) || !isfinite(v) || (errno == ERANGE && fpclassify(v) != FP_SUBNORMAL))
         return rn_seterr(err, RN_EINPUT, "%s: '%s' is not a finite number", key, s);
     *out = v;
     return RN_OK;

@@ -5,6 +5,8 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "rn_memlimit.h"
+
 int rn_model_create_zero(rn_model *m, const rn_config *c, rn_error *err)
 {
     memset(m, 0, sizeof *m);
@@ -12,6 +14,8 @@ int rn_model_create_zero(rn_model *m, const rn_config *c, rn_error *err)
     if (rc) return rc;
     m->cfg = *c;
     m->n_block = rn_params_layout(c, NULL);
+    rc = rn_memlimit_check("the parameter block", (double)m->n_block * sizeof(rn_real), err);
+    if (rc) return rc;
     m->owned = aligned_alloc(64, ((size_t)m->n_block * sizeof(rn_real) + 63) / 64 * 64);
     if (!m->owned)
         return rn_seterr(err, RN_ENOMEM, "out of memory allocating %lld parameters", (long long)m->n_block);

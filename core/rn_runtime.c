@@ -2,11 +2,14 @@
  * step (see rn_runtime.h).  Float builds only (the probe reports float). */
 #include "rn_runtime.h"
 
+#include <assert.h>
 #include <omp.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "rn_layers.h"
+#include "rn_memlimit.h"
 
 struct rn_runtime {
     const rn_model *m;
@@ -45,15 +48,22 @@ int rn_runtime_create(const rn_model *m, int max_chunk, rn_runtime **out, rn_err
     rt->chunk = max_chunk;
     const int64_t L = c->n_layers, H = c->n_heads, D = c->d_model, F = c->d_ff, K = c->top_k;
     const int64_t hdk = H * rn_config_dk(c), hdv = H * c->d_v, C = max_chunk;
-    /* in double: L·H·M·(d_v+1) can exceed int64 for a valid config */
-    double state = (double)L * H * (double)rt->M * (c->d_v + 1.0);
-    if (state > 0x1p33) { /* 32 GiB of float state: refuse clearly */
-        free(rt);
-        return rn_seterr(err, RN_EINPUT, "model memory state needs %.0f floats (L*H*M*(d_v+1)); too large for dense state",
-                         state);
-    }
+    /* Bound the whole allocation by the memory limit (rn_memlimit.h) before
+     * forming any size_t product: in double, L·H·M·(d_v+1) can exceed int64
+     * for a valid config.  State plus the chunk's activations and addresses
+     * and the decoder workspaces, as carved below (to within alignment). */
     rt->n_ws = omp_get_max_threads();
     size_t wsb = al64(rn_decode_ws_bytes(c->order, c->d_p, c->top_k));
+    double state = (double)L * H * (double)rt->M * (c->d_v + 1.0);
+    double scratch = (double)C * (2.0 * D + 2.0 * hdk + 2.0 * hdv + 2.0 * F + 1 + 6.0 * H * K);
+    double need = sizeof(rn_real) * (state + scratch) + ((double)wsb + sizeof(void *) + 64) * rt->n_ws + 64 * 19;
+    char what[160];
+    snprintf(what, sizeof what, "model memory state (L*H*M*(d_v+1) = %.0f floats) with its scratch", state);
+    int rc = rn_memlimit_check(what, need, err);
+    if (rc) {
+        free(rt);
+        return rc;
+    }
     size_t sz[] = {
         al64(sizeof(rn_real) * L * H * rt->M * c->d_v), al64(sizeof(rn_real) * L * H * rt->M),
         al64(sizeof(rn_real) * C * D), al64(sizeof(rn_real) * C * D),
@@ -67,6 +77,7 @@ int rn_runtime_create(const rn_model *m, int max_chunk, rn_runtime **out, rn_err
     };
     size_t total = 0;
     for (size_t i = 0; i < sizeof sz / sizeof sz[0]; i++) total += sz[i];
+    assert((double)total <= need); /* the limit check saw at least this much */
     char *p = aligned_alloc(64, total);
     if (!p) {
         free(rt);

@@ -8,10 +8,12 @@
 #include <assert.h>
 #include <math.h>
 #include <omp.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "rn_layers.h"
+#include "rn_memlimit.h"
 
 /* exp in the working precision (expf in float builds: the softmax over the
  * vocabulary is the hottest loop of the loss). */
@@ -62,6 +64,7 @@ struct rn_trainer {
     rn_weights gw;
     int64_t n_block;
     void *mem;
+    size_t bytes;              /* size of mem */
 };
 
 static size_t al64(size_t n) { return (n + 63) & ~(size_t)63; }
@@ -145,31 +148,38 @@ int rn_trainer_create_kr(rn_trainer **out, const rn_model *m, int max_rows, int 
     tr->Kr = read_k ? read_k : m->cfg.top_k;
     tr->eps_g = eps_g;
     tr->n_block = m->n_block;
-    /* The byte counts carve_all forms must not wrap around size_t: bound
-     * them in double first (per-layer activations and PDMA saves, the
-     * per-thread dense state and gradient, logits, gradient block). */
-    {
-        const rn_config *c = &tr->c;
-        double n = max_rows, H = c->n_heads, K = (c->top_k + tr->Kr) / 2.0, dv1 = c->d_v + 1.0;
-        double widths = 5.0 * c->d_model + 2.0 * H * rn_config_dk(c) + 2.0 * H * c->d_v + 3.0 * c->d_ff + 2;
-        double floats = (double)c->n_layers * n * (widths + H * K * (2 * dv1 + 4)) +
-                        2.0 * tr->nthreads * (double)tr->M * dv1 + (double)tr->max_lab * c->vocab_size +
-                        (double)tr->n_block;
-        if (floats * sizeof(rn_real) > 0x1p50) {
-            int nt = tr->nthreads;
-            free(tr);
-            return rn_seterr(err, RN_EINPUT, "trainer: %.3g floats of training state (%d threads) is too large",
-                             floats, nt);
-        }
+    /* Bound the workspace by the memory limit (rn_memlimit.h) twice: first
+     * an estimate in double (per-layer activations and PDMA saves, the
+     * per-thread dense state and gradient, logits, gradient block), so the
+     * byte counts carve_all forms cannot wrap around size_t; then the exact
+     * count of the carving. */
+    char what[128];
+    snprintf(what, sizeof what, "training workspace (%d rows, %d threads, M = %lld slots)", max_rows,
+             tr->nthreads, (long long)tr->M);
+    const rn_config *c = &tr->c;
+    double n = max_rows, H = c->n_heads, K = (c->top_k + tr->Kr) / 2.0, dv1 = c->d_v + 1.0;
+    double widths = 5.0 * c->d_model + 2.0 * H * rn_config_dk(c) + 2.0 * H * c->d_v + 3.0 * c->d_ff + 2;
+    double floats = (double)c->n_layers * n * (widths + H * K * (2 * dv1 + 4)) +
+                    2.0 * tr->nthreads * (double)tr->M * dv1 + (double)tr->max_lab * c->vocab_size +
+                    (double)tr->n_block;
+    int rc = rn_memlimit_check(what, floats * sizeof(rn_real), err);
+    if (rc) {
+        free(tr);
+        return rc;
     }
     carver cv = { NULL, 0 };
     carve_all(tr, &cv);
+    if ((rc = rn_memlimit_check(what, (double)cv.off, err))) {
+        free(tr);
+        return rc;
+    }
     tr->mem = aligned_alloc(64, cv.off);
     if (!tr->mem) {
         free(tr);
         return rn_seterr(err, RN_ENOMEM, "out of memory allocating %zu bytes of training state", cv.off);
     }
     const size_t bytes = cv.off;
+    tr->bytes = bytes;
     cv.base = tr->mem;
     cv.off = 0;
     carve_all(tr, &cv);
@@ -185,6 +195,8 @@ int rn_trainer_create_kr(rn_trainer **out, const rn_model *m, int max_rows, int 
     *out = tr;
     return RN_OK;
 }
+
+size_t rn_trainer_bytes(const rn_trainer *tr) { return tr->bytes; }
 
 void rn_trainer_free(rn_trainer *tr)
 {

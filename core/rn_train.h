@@ -19,6 +19,7 @@
 #ifndef RN_TRAIN_H
 #define RN_TRAIN_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "rn_model.h"
@@ -38,6 +39,9 @@ int rn_trainer_create(rn_trainer **out, const rn_model *m, int max_rows, int max
 int rn_trainer_create_kr(rn_trainer **out, const rn_model *m, int max_rows, int max_lab,
                          double eps_g, int read_k, rn_error *err);
 void rn_trainer_free(rn_trainer *tr);
+/* Bytes of the trainer's one allocation (activations, PDMA saves, dense
+ * per-thread state, gradients), checked against rn_memlimit.h at create. */
+size_t rn_trainer_bytes(const rn_trainer *tr);
 
 /* Forward B sequences of length T (tokens[B·T], targets[B·T], RN_IGNORE
  * for unlabelled positions).  *loss receives the mean cross-entropy over

@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "rn_checkpoint.h"
+#include "rn_memlimit.h"
 #include "rn_modelfile.h"
 #include "rn_train.h"
 
@@ -461,6 +462,8 @@ static int run_setup(run_state *s, rn_error *err)
     if (rc) return rc;
     if ((rc = rn_train_opts_validate(o, c, err))) return rc;
     if (!o->out[0]) return rn_seterr(err, RN_EINPUT, "no output model path (-o)");
+    if (!strcmp(o->out, "-"))
+        return rn_seterr(err, RN_EINPUT, "-o -: a model cannot go to standard output; give a file name");
     snprintf(s->ckpt, sizeof s->ckpt, "%s", o->ckpt[0] ? o->ckpt : o->out);
     if (!o->ckpt[0]) strncat(s->ckpt, ".ckpt", sizeof s->ckpt - strlen(s->ckpt) - 1);
     if (o->task == RN_TASK_TEXT) {
@@ -477,6 +480,12 @@ static int run_setup(run_state *s, rn_error *err)
     s->max_rows = max_rows;
     if ((rc = rn_trainer_create(&s->tr, &s->m, max_rows, max_lab, o->eps_g, err))) return rc;
     s->nb = s->m.n_block;
+    /* the whole run: parameters, the two AdamW moments, the workspace */
+    char what[96];
+    snprintf(what, sizeof what, "training (%lld parameters, AdamW moments, workspace)",
+             (long long)rn_config_param_count(c));
+    if ((rc = rn_memlimit_check(what, 3.0 * sizeof(rn_real) * (double)s->nb + (double)rn_trainer_bytes(s->tr), err)))
+        return rc;
     s->mom = calloc(2 * (size_t)s->nb, sizeof(rn_real));
     s->tok = malloc(sizeof(int) * 2 * (size_t)max_rows);
     s->pbuf = malloc(sizeof(double) * (size_t)(max_rows + max_space(o->eval_segs, o->n_eval_segs)));

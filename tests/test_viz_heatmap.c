@@ -1,7 +1,9 @@
 /* test_viz_heatmap.c — access-count binning and heatmap rendering: counts
- * land in the right bins, the hottest bin gets the top of the colour map,
- * untouched bins stay white, and the model grid puts each head's thumbnail
- * in its own cell with one shared scale. */
+ * land in the right bins (also on a grid with rows != columns, where a
+ * slot/position swap shows), the hottest bin gets the top of the colour
+ * map, the log scale puts 10 under 100 at the map's middle, untouched bins
+ * stay white, and the model grid puts each head's thumbnail in its own
+ * cell with one shared scale. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -29,6 +31,70 @@ TH_TEST(test_bin_counts, "binning counts")
     viz_heatmap_bin(ev, 6, RN_OPS_READ, 0, 8, 8, 2, 2, out);
     CU_ASSERT_EQUAL(out[0], 2);
     CU_ASSERT_EQUAL(out[3], 0);
+}
+
+/* A grid whose rows (slot bins) and columns (time buckets) differ in
+ * number and width, so a slot/position swap cannot go unnoticed: each
+ * event's cell is computed here from the bin widths (4 positions, 4 slots). */
+TH_TEST(test_bin_asymmetric, "binning: 3 slot rows x 5 time columns, asymmetric events")
+{
+    enum { ROWS = 3, COLS = 5, LO = 10, HI = 30, SLOTS = 12 };
+    viz_access ev[64];
+    int n = 0;
+    ev[n++] = (viz_access){ 27, 2, 1, RN_OP_WRITE };  /* late position, low slot: row 0, column 4 */
+    ev[n++] = (viz_access){ 11, 11, 1, RN_OP_READ };  /* early position, high slot: row 2, column 0 */
+    for (int i = 0; i < 40; i++) /* a spread of others, some out of range */
+        ev[n++] = (viz_access){ 5 + (i * 7) % 30, (i * 5) % 14, 1, (uint8_t)(i & 1) };
+    float out[ROWS * COLS], want[ROWS * COLS] = {0};
+    for (int i = 0; i < n; i++) {
+        if (ev[i].pos < LO || ev[i].pos >= HI || ev[i].slot >= SLOTS) continue;
+        int col = (int)(ev[i].pos - LO) / 4, row = (int)ev[i].slot / 4;
+        want[row * COLS + col] += 1;
+    }
+    viz_heatmap_bin(ev, (size_t)n, RN_OPS_BOTH, LO, HI, SLOTS, ROWS, COLS, out);
+    int bad = 0;
+    for (int i = 0; i < ROWS * COLS; i++) bad += out[i] != want[i];
+    CU_ASSERT_EQUAL(bad, 0);
+    /* the two marked events alone */
+    viz_heatmap_bin(ev, 2, RN_OPS_BOTH, LO, HI, SLOTS, ROWS, COLS, out);
+    CU_ASSERT_EQUAL(out[0 * COLS + 4], 1);
+    CU_ASSERT_EQUAL(out[2 * COLS + 0], 1);
+    float sum = 0;
+    for (int i = 0; i < ROWS * COLS; i++) sum += out[i];
+    CU_ASSERT_EQUAL(sum, 2);
+}
+
+/* --log: a cell of 10 under a maximum of 100 sits at log10(10)/log10(100) =
+ * 0.5 of the colour map (linear would be 0.1). */
+TH_TEST(test_heatmap_log_pixels, "heatmap --log: 10 under a maximum of 100 gets the colour at 0.5")
+{
+    float v[4] = { 100, 0, 0, 10 }; /* row 0: (100, 0); row 1: (0, 10) */
+    viz_heatmap_data d = { 2, 2, v, 0, 64, 0, 32, "log" };
+    viz_heatmap_style st;
+    viz_heatmap_style_default(&st);
+    st.log = 1;
+    const char *path = th_path("heatlog.png");
+    viz_surface s;
+    rn_error err = { 0 };
+    CU_ASSERT_EQUAL_FATAL(viz_surface_open(&s, path, 400, 300, 96, &err), RN_OK);
+    viz_rect r = viz_rect_make(0, 0, 400, 300);
+    CU_ASSERT_EQUAL(viz_heatmap_draw(s.cr, r, &d, &st, &err), RN_OK);
+    CU_ASSERT_EQUAL_FATAL(viz_surface_commit(&s, &err), RN_OK);
+    vp_img im;
+    CU_ASSERT_EQUAL_FATAL(vp_load(path, &im), 0);
+    viz_rect a = viz_heatmap_area(r, &d, &st);
+    double cw = a.w / 2, ch = a.h / 2;
+    const unsigned char *ten = vp_at(&im, a.x + 1.5 * cw, a.y + 0.5 * ch);   /* row 1 is the top row */
+    const unsigned char *hundred = vp_at(&im, a.x + 0.5 * cw, a.y + 1.5 * ch);
+    uint32_t mid = viz_cmap_argb(VIZ_CMAP_VIRIDIS, 0.5), top = viz_cmap_argb(VIZ_CMAP_VIRIDIS, 1);
+    for (int k = 0; k < 3; k++) {
+        CU_ASSERT(abs(ten[k] - (int)(mid >> (16 - 8 * k) & 255)) <= 2);
+        CU_ASSERT(abs(hundred[k] - (int)(top >> (16 - 8 * k) & 255)) <= 2);
+    }
+    /* and 0.5 is far from where linear scaling would put it */
+    uint32_t lin = viz_cmap_argb(VIZ_CMAP_VIRIDIS, 0.1);
+    CU_ASSERT(abs(ten[0] - (int)(lin >> 16 & 255)) + abs(ten[1] - (int)(lin >> 8 & 255)) > 30);
+    free(im.px);
 }
 
 /* 4 x 4 counts with one hot cell, one warm cell, the rest empty. */
