@@ -96,7 +96,7 @@ int cmd_trace(int argc, char **argv)
     }
     if (rc == RN_EINTR) {
         fprintf(stderr, "ramtrace: %s\n", err.msg);
-        return 130;
+        return cli_interrupt_status();
     }
     return rc ? cli_fail(&err) : 0;
 }
