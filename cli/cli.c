@@ -13,6 +13,7 @@
 
 #include "an_stop.h"
 #include "rn_atomic.h"
+#include "rn_threads.h"
 #include "tr_query.h"
 
 extern void openblas_set_num_threads(int);
@@ -115,6 +116,12 @@ void cli_set_threads(int n)
 {
     omp_set_num_threads(n);
     openblas_set_num_threads(n);
+}
+
+void cli_threads(long n)
+{
+    if (n > 0) cli_set_threads((int)n);
+    else if (!rn_threads_user_env()) rn_threads_auto(omp_get_max_threads(), 0.05, NULL, NULL);
 }
 
 double cli_now(void)

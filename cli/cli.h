@@ -49,6 +49,12 @@ int cli_parse_u64(const char *opt, const char *s, uint64_t *out, rn_error *err);
 /* Set OpenMP and OpenBLAS thread counts (n >= 1). */
 void cli_set_threads(int n);
 
+/* The thread policy of the model commands (run, trace, train, eval): n > 0
+ * (--threads N) fixes the count; otherwise, unless OMP_NUM_THREADS or
+ * another OpenMP setting is in the environment, the count follows the
+ * machine's load, at most one per CPU (core/rn_threads.h). */
+void cli_threads(long n);
+
 /* Seconds since an arbitrary epoch (monotonic clock). */
 double cli_now(void);
 

@@ -12,6 +12,7 @@
 
 #include "rn_checkpoint.h"
 #include "rn_modelfile.h"
+#include "rn_threads.h"
 #include "rn_train.h"
 
 void rn_train_opts_default(rn_train_opts *o, int task)
@@ -648,6 +649,7 @@ static int run_loop(run_state *s, rn_error *err)
             break;
         }
         step_stats st = { 0 };
+        rn_threads_poll(); /* follow the machine's load (rn_threads.h) */
         if ((rc = train_step(s, step, &st, err))) return rc;
         const int64_t done = step + 1;
         if (done % o->log_every == 0 || done == o->opt.steps) log_step(s, done, &st);
