@@ -5,9 +5,10 @@
  * whichever of our threads the scheduler has parked, and a 2-thread run on
  * 2 cores falls 10-40x (docs/inference.md, "Threads under load").  So, when
  * the user has not chosen a thread count, the model's loops ask
- * rn_threads_poll() between chunks, tokens and training steps; it samples
- * how many runnable tasks are not ours (every 50 ms at most) and sets the
- * OpenMP thread count to the free CPUs: min(ceiling, max(1, cpus - others)).
+ * rn_threads_poll() between chunks, tokens, training steps and evaluation
+ * batches; it samples how many runnable tasks are not ours (every 50 ms at
+ * most) and sets the OpenMP thread count to the free CPUs:
+ * min(ceiling, max(1, cpus - others)).
  * Workspaces are sized for rn_threads_max() threads, so the count may move
  * freely below it.
  */
