@@ -115,7 +115,7 @@ test-asan:
 test-clang:
 	$(MAKE) CC=clang BUILD=build-clang test
 
-bench: setup $(BENCH_BINS)
+bench: setup $(BIN) $(BENCH_BINS)
 	@for b in $(BENCH_BINS); do echo "== $$b"; $$b || exit 1; done
 
 demo: setup ramtrace

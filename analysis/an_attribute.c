@@ -3,6 +3,7 @@
  * slot s at T walks s's writes backwards from T, multiplying the decays, so
  * the cost is the number of writes to s up to T. */
 #include "an_attribute.h"
+#include "an_stop.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -198,6 +199,10 @@ int an_attribute_matrix_range(const tr_event *ev, size_t n, int64_t M, double ga
         return rn_seterr(err, RN_ENOMEM, "out of memory for a %lld x %lld matrix", (long long)np, (long long)np);
     }
     for (size_t i = 0; i < n; i++) {
+        if ((i & 4095) == 0 && an_stopped()) { /* Ctrl-C: the work is quadratic */
+            free(w); an_matrix_free(out);
+            return rn_seterr(err, RN_EINTR, "attribute: interrupted");
+        }
         if (ev[i].op != RN_OP_READ || ev[i].pos < lo || ev[i].pos >= hi) continue;
         int32_t T = ev[i].pos;
         int64_t row = index_of(pos, np, T);

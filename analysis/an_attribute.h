@@ -62,7 +62,8 @@ int an_attribute_read(const tr_event *ev, size_t n, int64_t M, double gamma, dou
 void an_attribution_free(an_attribution *a);
 
 /* The whole head's matrix over its traced positions (at most max_n
- * positions, else RN_EINPUT naming the limit). */
+ * positions, else RN_EINPUT naming the limit).  RN_EINTR (nothing kept)
+ * once the stop flag is raised (an_stop.h). */
 int an_attribute_matrix(const tr_event *ev, size_t n, int64_t M, double gamma, double eps,
                         int64_t max_n, an_matrix *out, rn_error *err);
 /* The same restricted to the positions in [lo, hi): rows are the reads at

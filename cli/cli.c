@@ -11,7 +11,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "an_stop.h"
 #include "rn_atomic.h"
+#include "rn_threads.h"
+#include "tr_query.h"
 
 extern void openblas_set_num_threads(int);
 
@@ -37,12 +40,16 @@ void cli_install_signals(void)
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
+    tr_set_stop_flag(&cli_stop_flag); /* queries on read connections stop too */
+    an_set_stop_flag(&cli_stop_flag); /* and long analysis loops */
 }
+
+int cli_interrupt_status(void) { return 128 + (cli_interrupted ? (int)cli_interrupted : SIGINT); }
 
 int cli_fail(const rn_error *err)
 {
     fprintf(stderr, "ramtrace: %s\n", err->msg[0] ? err->msg : "unknown error");
-    if (err->code == RN_EINTR) return 130;
+    if (err->code == RN_EINTR) return cli_interrupt_status();
     return rn_exit_status(err->code ? err->code : RN_EINTERNAL);
 }
 
@@ -109,6 +116,12 @@ void cli_set_threads(int n)
 {
     omp_set_num_threads(n);
     openblas_set_num_threads(n);
+}
+
+void cli_threads(long n)
+{
+    if (n > 0) cli_set_threads((int)n);
+    else if (!rn_threads_user_env()) rn_threads_auto(omp_get_max_threads(), 0.05, NULL, NULL);
 }
 
 double cli_now(void)

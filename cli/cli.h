@@ -4,7 +4,8 @@
  * cli/cmd_NAME.c with a one-line `const char cmd_NAME_summary[]`; the table
  * in main.c is generated from the file names.  argv[0] is the command name.
  * A command returns the process exit status: 0 ok, 2 bad input (option,
- * file, prompt), 1 other failures, 130 interrupted.
+ * file, prompt), 1 other failures, 130 interrupted by SIGINT (Ctrl-C), 143
+ * by SIGTERM.
  */
 #ifndef CLI_H
 #define CLI_H
@@ -26,7 +27,12 @@ extern volatile sig_atomic_t cli_interrupted;
 extern volatile int cli_stop_flag; /* mirrors cli_interrupted for library polling */
 void cli_install_signals(void);
 
-/* Print "ramtrace: <msg>" to stderr and return the exit status for err. */
+/* Exit status of a run stopped by the first signal: 128 + its number (130
+ * for SIGINT, 143 for SIGTERM; 130 when no signal was seen). */
+int cli_interrupt_status(void);
+
+/* Print "ramtrace: <msg>" to stderr and return the exit status for err
+ * (cli_interrupt_status() for RN_EINTR). */
 int cli_fail(const rn_error *err);
 
 /* Print "ramtrace CMD: <msg> (try 'ramtrace CMD --help')" and return 2. */
@@ -42,6 +48,12 @@ int cli_parse_u64(const char *opt, const char *s, uint64_t *out, rn_error *err);
 
 /* Set OpenMP and OpenBLAS thread counts (n >= 1). */
 void cli_set_threads(int n);
+
+/* The thread policy of the model commands (run, trace, train, eval): n > 0
+ * (--threads N) fixes the count; otherwise, unless OMP_NUM_THREADS or
+ * another OpenMP setting is in the environment, the count follows the
+ * machine's load, at most one per CPU (core/rn_threads.h). */
+void cli_threads(long n);
 
 /* Seconds since an arbitrary epoch (monotonic clock). */
 double cli_now(void);

@@ -102,6 +102,7 @@ int cmd_attribute(int argc, char **argv)
         }
         rc = an_attribute_read(ev, n, r.M, cfg->gamma, cfg->eps, (int32_t)pos, &a, &err);
     }
+    if (!rc && cli_stop_flag) rc = rn_seterr(&err, RN_EINTR, "attribute: interrupted; nothing written");
     if (rc) goto out;
     if (outp) {
         if ((rc = rn_atomic_check_not_input(path, outp, &err)) || (rc = rn_atomic_open_text(&af, outp, &err))) goto out;
@@ -112,6 +113,7 @@ int cmd_attribute(int argc, char **argv)
     else if (detail) rc = an_attribution_print_terms(f, &a, &err);
     else rc = an_attribution_print(f, fmt, &a, (int)layer, (int)head, toks, nt, top, &err);
     if (rc) goto out;
+    if (have_af && cli_stop_flag) { rc = rn_seterr(&err, RN_EINTR, "attribute: interrupted; %s not written", outp); goto out; }
     if (have_af) { have_af = 0; rc = rn_atomic_commit(&af, &err); }
 out:
     if (have_af) rn_atomic_abort(&af);

@@ -30,7 +30,7 @@ static const char usage[] =
     "  --windows N        text: number of held-out windows, 0 = all (default 0)\n"
     "  --top-k K          read and write K slots per token instead of the\n"
     "                     model's top_k (1..min(M, 1024)): accuracy against K\n"
-    "  --threads N        OpenMP/BLAS threads\n"
+    "  --threads N        OpenMP/BLAS threads (default: the free cores)\n"
     "  -f, --format F     table (default), csv or json; mqar rows\n"
     "                     segment,L,N,accuracy (and a mean row), text one row\n"
     "                     loss_nats_per_byte,bits_per_byte\n"
@@ -115,7 +115,7 @@ int cmd_eval(int argc, char **argv)
     if (!task) return cli_usage_error("eval", "no task (--task mqar|text)");
     int is_mqar = !strcmp(task, "mqar");
     if (!is_mqar && strcmp(task, "text")) return cli_usage_error("eval", "unknown task '%s' (expected mqar or text)", task);
-    if (threads) cli_set_threads((int)threads);
+    cli_threads(threads);
     cli_install_signals();
     rn_model m;
     if (rn_model_load(&m, argv[optind], &err)) return cli_fail(&err);

@@ -25,7 +25,7 @@ static void usage(void)
            "  -t, --temperature T   sampling temperature, 0 = greedy (default 0.8)\n"
            "  -p, --top-p P         nucleus sampling mass in (0, 1] (default 0.9)\n"
            "  -s, --seed S          sampling seed (default 42)\n"
-           "  -j, --threads N       threads (default: all cores)\n"
+           "  -j, --threads N       threads (default: the free cores, rechecked as it runs)\n"
            "      --trace FILE      record every memory access into a trace database\n"
            "      --layers LIST     traced layers, e.g. 0-3,7 (default all)\n"
            "      --heads LIST      traced heads (default all)\n"
@@ -79,7 +79,7 @@ int cmd_run(int argc, char **argv)
     if (topt.db_path && !strcmp(topt.db_path, "-"))
         return cli_usage_error("run", "--trace -: a trace database cannot go to standard output; give a file name");
     const char *model_path = argv[optind], *prompt_path = argv[optind + 1];
-    if (threads) cli_set_threads((int)threads);
+    cli_threads(threads);
 
     rn_model model;
     int rc = rn_model_load(&model, model_path, &err);

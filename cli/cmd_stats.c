@@ -73,9 +73,12 @@ int cmd_stats(int argc, char **argv)
     ev = NULL;
     hs = calloc((size_t)(ss.n ? ss.n : 1), sizeof *hs);
     if (!hs) { rc = rn_seterr(&err, RN_ENOMEM, "out of memory"); goto out; }
-    for (int i = 0; i < ss.n && !rc; i++)
-        rc = an_stats_head(&ss.s[i], r.M, rn_config_cape(&r.run.cfg, ss.s[i].layer, ss.s[i].head),
-                           (int)window, &hs[i], &err);
+    for (int i = 0; i < ss.n && !rc; i++) {
+        if (cli_stop_flag) rc = rn_seterr(&err, RN_EINTR, "stats: interrupted; nothing printed");
+        else rc = an_stats_head(&ss.s[i], r.M, rn_config_cape(&r.run.cfg, ss.s[i].layer, ss.s[i].head),
+                                (int)window, &hs[i], &err);
+    }
+    if (!rc && cli_stop_flag) rc = rn_seterr(&err, RN_EINTR, "stats: interrupted; nothing printed");
     if (rc) goto out;
     fprintf(stderr, "stats: run %lld, %zu events, %d heads in %.2f s\n", (long long)r.run.run_id,
             an_streams_total(&ss), ss.n, cli_now() - t0);

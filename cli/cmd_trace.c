@@ -25,7 +25,7 @@ static void usage(void)
            "      --name NAME       run name (default: the input's file name)\n"
            "      --no-index        skip building the run's index at the end\n"
            "      --chunk N         prefill rows per chunk (default 256)\n"
-           "  -j, --threads N       threads (default: all cores)\n"
+           "  -j, --threads N       threads (default: the free cores, rechecked as it runs)\n"
            "  -h, --help            this text\n");
 }
 
@@ -83,7 +83,7 @@ int cmd_trace(int argc, char **argv)
     job.model_path = argv[optind];
     job.input_path = argv[optind + 1];
     job.chunk = (int)chunk;
-    if (threads) cli_set_threads((int)threads);
+    cli_threads(threads);
     progress_state ps = { cli_now(), 0, cli_stderr_tty() };
     job.progress = progress;
     job.user = &ps;
@@ -99,7 +99,7 @@ int cmd_trace(int argc, char **argv)
     }
     if (rc == RN_EINTR) {
         fprintf(stderr, "ramtrace: %s\n", err.msg);
-        return 130;
+        return cli_interrupt_status();
     }
     return rc ? cli_fail(&err) : 0;
 }

@@ -31,7 +31,7 @@ static const char usage[] =
     "  --steps N, --lr X, --batch N, --seq-len N, --seed N, --eps-g X,\n"
     "  --eval-every N, --ckpt-every N, --max-seconds S, --stop-after N\n"
     "                       shortcuts for the keys of the same name\n"
-    "  --threads N          OpenMP/BLAS threads (default: all cores)\n"
+    "  --threads N          OpenMP/BLAS threads (default: the free cores)\n"
     "  -h, --help           this text\n"
     "\n"
     "Checkpoints are written atomically every ckpt_every steps and on Ctrl-C;\n"
@@ -178,7 +178,7 @@ int cmd_train(int argc, char **argv)
     if (resume) snprintf(o.resume, sizeof o.resume, "%s", resume);
     snprintf(o.data, sizeof o.data, "%s", data ? data : (task == RN_TASK_TEXT ? "data/kjv.txt" : ""));
     if (rn_config_validate(&c, &err) || rn_train_opts_validate(&o, &c, &err)) return cli_fail(&err);
-    if (threads) cli_set_threads((int)threads);
+    cli_threads(threads);
     cli_install_signals();
     int tty = cli_stderr_tty();
     fprintf(stderr, "training %s: %lld parameters, %lld steps%s%s\n", task_s,

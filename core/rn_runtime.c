@@ -10,6 +10,7 @@
 
 #include "rn_layers.h"
 #include "rn_memlimit.h"
+#include "rn_threads.h"
 
 struct rn_runtime {
     const rn_model *m;
@@ -52,7 +53,7 @@ int rn_runtime_create(const rn_model *m, int max_chunk, rn_runtime **out, rn_err
      * forming any size_t product: in double, L·H·M·(d_v+1) can exceed int64
      * for a valid config.  State plus the chunk's activations and addresses
      * and the decoder workspaces, as carved below (to within alignment). */
-    rt->n_ws = omp_get_max_threads();
+    rt->n_ws = rn_threads_max(); /* the thread count may change later (rn_threads.h) */
     size_t wsb = al64(rn_decode_ws_bytes(c->order, c->d_p, c->top_k));
     double state = (double)L * H * (double)rt->M * (c->d_v + 1.0);
     double scratch = (double)C * (2.0 * D + 2.0 * hdk + 2.0 * hdv + 2.0 * F + 1 + 6.0 * H * K);
@@ -151,6 +152,7 @@ static void forward_rows(rn_runtime *rt, const int *tokens, int n, float *logits
     const rn_config *c = &rt->c;
     const rn_weights *w = &rt->m->w;
     const int D = c->d_model, H = c->n_heads, F = c->d_ff, K = c->top_k, dv = c->d_v;
+    rn_threads_poll(); /* between chunks and tokens: follow the machine's load */
     const int hdk = H * rn_config_dk(c), hdv = H * dv;
     for (int t = 0; t < n; t++)
         memcpy(rt->x + (size_t)t * D, w->embed + (size_t)tokens[t] * D, sizeof(rn_real) * D);

@@ -14,6 +14,7 @@
 
 #include "rn_layers.h"
 #include "rn_memlimit.h"
+#include "rn_threads.h"
 
 /* exp in the working precision (expf in float builds: the softmax over the
  * vocabulary is the hottest loop of the loss). */
@@ -144,7 +145,7 @@ int rn_trainer_create_kr(rn_trainer **out, const rn_model *m, int max_rows, int 
     tr->M = rn_config_slots(&m->cfg);
     tr->max_rows = max_rows;
     tr->max_lab = max_lab < max_rows ? max_lab : max_rows;
-    tr->nthreads = omp_get_max_threads();
+    tr->nthreads = rn_threads_max(); /* the thread count may change later (rn_threads.h) */
     tr->Kr = read_k ? read_k : m->cfg.top_k;
     tr->eps_g = eps_g;
     tr->n_block = m->n_block;

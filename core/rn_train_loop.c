@@ -13,6 +13,7 @@
 #include "rn_checkpoint.h"
 #include "rn_memlimit.h"
 #include "rn_modelfile.h"
+#include "rn_threads.h"
 #include "rn_train.h"
 
 void rn_train_opts_default(rn_train_opts *o, int task)
@@ -251,6 +252,7 @@ static int eval_mqar_with(rn_trainer *tr, int V, const rn_mqar_seg *segs, int n_
         double a = 0;
         while (done < examples) {
             if (stop && *stop) return rn_seterr(err, RN_EINTR, "interrupted during evaluation");
+            rn_threads_poll(); /* follow the machine's load (rn_threads.h) */
             int B = examples - done < per ? examples - done : per;
             for (int b = 0; b < B; b++)
                 rn_mqar_example(&rng, V, L, N, RN_MQAR_POWER_A, tok + (size_t)b * L, tgt + (size_t)b * L, pbuf);
@@ -316,6 +318,7 @@ static int eval_text_with(rn_trainer *tr, const rn_text *t, int T, int windows, 
     int64_t count = 0;
     for (int64_t w = 0; w < nw; w += batch) {
         if (stop && *stop) return rn_seterr(err, RN_EINTR, "interrupted during evaluation");
+        rn_threads_poll(); /* follow the machine's load (rn_threads.h) */
         int B = nw - w < batch ? (int)(nw - w) : batch;
         for (int b = 0; b < B; b++) rn_text_val_window(t, w + b, T, tok + (size_t)b * T, tgt + (size_t)b * T);
         double l;
@@ -657,6 +660,7 @@ static int run_loop(run_state *s, rn_error *err)
             break;
         }
         step_stats st = { 0 };
+        rn_threads_poll(); /* follow the machine's load (rn_threads.h) */
         if ((rc = train_step(s, step, &st, err))) return rc;
         const int64_t done = step + 1;
         if (done % o->log_every == 0 || done == o->opt.steps) log_step(s, done, &st);

@@ -6,6 +6,9 @@
  * through rn_rows (core/rn_rows.h): reals in the shortest form that reads
  * back exactly (9 digits for float weights), NULL as an empty cell (null in
  * JSON), blobs as x'..' text.
+ *
+ * Read connections also poll the process's stop flag (tr_set_stop_flag)
+ * from an SQLite progress handler, so a runaway query ends on Ctrl-C.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +16,25 @@
 #include "rn_rows.h"
 #include "tr_query.h"
 #include "tr_schema.h"
+
+static volatile int *stop_flag;
+
+void tr_set_stop_flag(volatile int *stop) { stop_flag = stop; }
+
+/* SQLite progress handler: a non-zero return interrupts the statement
+ * (SQLITE_INTERRUPT, mapped to RN_EINTR by tr_sqlerr). */
+static int stop_requested(void *unused)
+{
+    (void)unused;
+    return stop_flag && *stop_flag;
+}
+
+void tr_watch_stop(sqlite3 *db)
+{
+    /* Every 1000 VM instructions: well under a millisecond apart, and the
+     * call is too rare to measure against the work it interleaves. */
+    sqlite3_progress_handler(db, 1000, stop_requested, NULL);
+}
 
 /* Column i of the current row as a cell (blobs as x'..' text in buf). */
 static rn_cell cell_of(sqlite3_stmt *st, int i, char *buf, size_t cap)
@@ -48,11 +70,18 @@ static int print_result(sqlite3 *db, const char *path, sqlite3_stmt *st, int for
         return rn_seterr(err, RN_ENOMEM, "out of memory");
     }
     for (int c = 0; c < ncol; c++) names[c] = sqlite3_column_name(st, c);
+    /* The first step runs before anything is printed: a query that fails
+     * or is interrupted before its first row leaves no header behind. */
+    src = sqlite3_step(st);
+    if (src != SQLITE_ROW && src != SQLITE_DONE) {
+        free(names); free(cells); free(bufs);
+        return tr_sqlerr(db, src, path, "query failed", err);
+    }
     if (!first_result && format != RN_FMT_JSON) fputc('\n', out);
     rn_rows w;
     int rc = rn_rows_begin(&w, out, format, ncol, names, NULL, err);
     if (rc) { free(names); free(cells); free(bufs); return rc; }
-    while ((src = sqlite3_step(st)) == SQLITE_ROW) {
+    for (; src == SQLITE_ROW; src = sqlite3_step(st)) {
         for (int c = 0; c < ncol; c++) cells[c] = cell_of(st, c, bufs[c], sizeof bufs[c]);
         if (rn_rows_add(&w, cells)) break;
     }

@@ -19,4 +19,10 @@ int tr_query_print(const char *path, const char *sql, int format, FILE *out, rn_
  * model hash, start time, duration). */
 int tr_runs_print(const char *path, int format, FILE *out, rn_error *err);
 
+/* Process-wide stop flag (Ctrl-C) for every read-only trace connection:
+ * once *stop is non-zero, a running query (sql, runs, the readers behind
+ * stats, simulate, export, attribute, plot) is interrupted within about a
+ * thousand SQLite instructions and fails with RN_EINTR.  NULL: never. */
+void tr_set_stop_flag(volatile int *stop);
+
 #endif

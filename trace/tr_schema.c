@@ -24,6 +24,7 @@ int tr_sqlerr(sqlite3 *db, int rc, const char *path, const char *what, rn_error 
              : (prim == SQLITE_NOTADB || prim == SQLITE_CORRUPT || prim == SQLITE_ERROR ||
                 prim == SQLITE_READONLY) ? RN_EINPUT
              : RN_EINTERNAL;
+    if (prim == SQLITE_INTERRUPT) return rn_seterr(err, RN_EINTR, "%s: %s: interrupted", path, what);
     if (prim == SQLITE_NOTADB)
         return rn_seterr(err, code, "%s: not an SQLite database (so not a trace)", path);
     if (prim == SQLITE_READONLY)
@@ -207,6 +208,7 @@ int tr_schema_open_read(const char *path, sqlite3 **out, rn_error *err)
         return RN_EINPUT;
     }
     sqlite3_busy_timeout(db, 5000);
+    tr_watch_stop(db);
     rc = tr_schema_check(db, path, err);
     if (rc) { sqlite3_close(db); return rc; }
     *out = db;

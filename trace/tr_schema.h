@@ -24,9 +24,14 @@
 int tr_schema_open_write(const char *path, sqlite3 **db, rn_error *err);
 
 /* Open path read-only and check it is a trace of TR_SCHEMA_VERSION
- * (RN_EINPUT naming the file otherwise).  A hot journal left by a killed
+ * (RN_EINPUT naming the file otherwise); its statements stop on the stop
+ * flag (tr_watch_stop).  A hot journal left by a killed
  * writer is rolled back first (through a short read-write open). */
 int tr_schema_open_read(const char *path, sqlite3 **db, rn_error *err);
+
+/* Make db's statements stop with SQLITE_INTERRUPT once the stop flag set
+ * by tr_set_stop_flag (tr_query.h) is raised (tr_query.c). */
+void tr_watch_stop(sqlite3 *db);
 
 /* Check application_id/user_version of an open connection. */
 int tr_schema_check(sqlite3 *db, const char *path, rn_error *err);
@@ -35,7 +40,8 @@ int tr_schema_check(sqlite3 *db, const char *path, rn_error *err);
 int tr_exec(sqlite3 *db, const char *path, const char *sql, rn_error *err);
 
 /* Map a SQLite result code and message into err (RN_EIO for disk full and
- * I/O errors, RN_EINPUT for not-a-database, RN_EINTERNAL otherwise). */
+ * I/O errors, RN_EINPUT for not-a-database, RN_EINTR for an interrupted
+ * statement, RN_EINTERNAL otherwise). */
 int tr_sqlerr(sqlite3 *db, int rc, const char *path, const char *what, rn_error *err);
 
 /* Name of the partial index holding one run's events. */

@@ -1,0 +1,192 @@
+/* test_signals.c — long commands stop within a second or two of SIGINT or
+ * SIGTERM, exit 130 / 143 and leave no partial output: a runaway `sql`
+ * query, `stats` and `export` on a large trace, `trace`, `run` and `train`.
+ * The quadratic attribution matrix polls the flag itself.
+ * Each command runs in the background; the signal comes after 0.3 s and
+ * the wait is bounded (SIGKILL after the limit, so a test never hangs). */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "an_attribute.h"
+#include "an_stop.h"
+#include "th.h"
+
+static char g_model[512], g_big[512], g_db[512];
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* A tiny model (2 layers, 4 heads, K = 8: 128 events a token) and a trace
+ * of 48k tokens (6.1M events), large enough that loading it for stats or
+ * export takes well over the 0.3 s before the signal. */
+static int setup(void)
+{
+    snprintf(g_model, sizeof g_model, "%s", th_path("tiny.bin"));
+    snprintf(g_big, sizeof g_big, "%s", th_path("big.txt"));
+    snprintf(g_db, sizeof g_db, "%s", th_path("big.db"));
+    if (th_run("%s init --config samples/configs/tiny.cfg --seed 3 -o %s", th_bin(), g_model)) return -1;
+    size_t n = 48000;
+    char *t = malloc(n);
+    const char *verse = "In the beginning God created the heaven and the earth. ";
+    for (size_t i = 0; i < n; i++) t[i] = verse[i % strlen(verse)];
+    int rc = th_write_file(g_big, t, n);
+    free(t);
+    if (rc) return rc;
+    return th_run("%s trace %s %s -o %s", th_bin(), g_model, g_big, g_db) ? -1 : 0;
+}
+TH_SUITE(signals, setup, NULL);
+
+/* Run `cmd` (through sh, exec'd so the signal reaches ramtrace itself)
+ * with stdout to out and stderr to errp, send sig after delay seconds and
+ * wait at most limit seconds more (then SIGKILL).  Returns the exit status
+ * (128 + signal when killed by one, -1 when it had to be killed) and the
+ * seconds from the signal to the exit in *took. */
+static int run_signalled(const char *cmd, const char *out, const char *errp, int sig, double delay,
+                         double limit, double *took)
+{
+    pid_t pid = fork();
+    if (pid < 0) return -2;
+    if (pid == 0) {
+        if (!freopen(out, "w", stdout) || !freopen(errp, "w", stderr)) _exit(99);
+        char full[4096];
+        snprintf(full, sizeof full, "exec %s", cmd);
+        execl("/bin/sh", "sh", "-c", full, (char *)NULL);
+        _exit(98);
+    }
+    nanosleep(&(struct timespec){ (time_t)delay, (long)((delay - (time_t)delay) * 1e9) }, NULL);
+    kill(pid, sig);
+    double t0 = now_s();
+    int status = 0;
+    for (;;) {
+        pid_t r = waitpid(pid, &status, WNOHANG);
+        if (r == pid) break;
+        if (now_s() - t0 > limit) {
+            kill(pid, SIGKILL);
+            waitpid(pid, &status, 0);
+            *took = now_s() - t0;
+            return -1;
+        }
+        nanosleep(&(struct timespec){ 0, 10000000 }, NULL);
+    }
+    *took = now_s() - t0;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+/* Size of a file, -1 when it does not exist. */
+static long file_size(const char *path)
+{
+    size_t len = 0;
+    char *s = th_read_file(path, &len);
+    if (!s) return -1;
+    free(s);
+    return (long)len;
+}
+
+/* Signal cmd after 0.3 s; assert it exits with want within 2 s, its
+ * stderr mentions the interruption and its stdout is empty (no partial
+ * result).  Returns the stderr text (malloc'd) for further checks. */
+static char *expect_stop(const char *cmd, int sig, int want)
+{
+    char out[512], errp[512];
+    snprintf(out, sizeof out, "%s", th_path("sig.out"));
+    snprintf(errp, sizeof errp, "%s", th_path("sig.err"));
+    double took = 0;
+    int rc = run_signalled(cmd, out, errp, sig, 0.3, 5.0, &took);
+    char *err = th_read_file(errp, NULL);
+    if (rc != want) fprintf(stderr, "\n%s: exit %d (want %d) after %.2f s: %s\n", cmd, rc, want, took, err ? err : "");
+    CU_ASSERT_EQUAL(rc, want);
+    CU_ASSERT(took < 2.0);
+    CU_ASSERT(err && strstr(err, "interrupted"));
+    CU_ASSERT_EQUAL(file_size(out), 0);
+    return err;
+}
+
+static const char runaway[] =
+    "\"WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c) SELECT count(*) FROM c\"";
+
+TH_TEST(test_sql_sigterm, "sql: a runaway query stops on SIGTERM, exit 143")
+{
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "%s sql %s %s", th_bin(), g_db, runaway);
+    free(expect_stop(cmd, SIGTERM, 143));
+}
+
+TH_TEST(test_sql_sigint, "sql: a runaway query stops on SIGINT, exit 130")
+{
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "%s sql %s %s -F json", th_bin(), g_db, runaway);
+    free(expect_stop(cmd, SIGINT, 130));
+}
+
+TH_TEST(test_stats_signals, "stats on a large trace: SIGTERM 143, SIGINT 130, no output")
+{
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "%s stats %s", th_bin(), g_db);
+    free(expect_stop(cmd, SIGTERM, 143));
+    free(expect_stop(cmd, SIGINT, 130));
+}
+
+TH_TEST(test_export_signal, "export on a large trace: SIGTERM 143, no output file")
+{
+    char cmd[2048], outp[512];
+    snprintf(outp, sizeof outp, "%s", th_path("export.csv"));
+    snprintf(cmd, sizeof cmd, "%s export %s -f csv -o %s", th_bin(), g_db, outp);
+    free(expect_stop(cmd, SIGTERM, 143));
+    CU_ASSERT_EQUAL(file_size(outp), -1);
+}
+
+TH_TEST(test_model_commands_sigterm, "trace, run and train stop on SIGTERM with exit 143")
+{
+    char cmd[2048], db[512], ckpt[512];
+    snprintf(db, sizeof db, "%s", th_path("term.db"));
+    snprintf(cmd, sizeof cmd, "%s trace %s %s -o %s --chunk 64 -j 1", th_bin(), g_model, g_big, db);
+    free(expect_stop(cmd, SIGTERM, 143));
+    CU_ASSERT_EQUAL(th_run("%s runs %s -F csv", th_bin(), db), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(th_out(), "interrupted"));
+
+    /* run: generation goes to stdout as it is made, so only the status. */
+    char out[512], errp[512];
+    snprintf(out, sizeof out, "%s", th_path("gen.out"));
+    snprintf(errp, sizeof errp, "%s", th_path("gen.err"));
+    snprintf(cmd, sizeof cmd, "%s run %s %s -n 100000000", th_bin(), g_model, g_big);
+    double took = 0;
+    CU_ASSERT_EQUAL(run_signalled(cmd, out, errp, SIGTERM, 0.3, 5.0, &took), 143);
+    CU_ASSERT(took < 2.0);
+
+    snprintf(ckpt, sizeof ckpt, "%s", th_path("term.bin"));
+    snprintf(cmd, sizeof cmd, "%s train --task text --config samples/configs/tiny.cfg --data %s -o %s "
+             "--steps 1000000 --set warmup=1 --eval-every 0", th_bin(), g_big, ckpt);
+    CU_ASSERT_EQUAL(run_signalled(cmd, out, errp, SIGTERM, 0.3, 5.0, &took), 143);
+    CU_ASSERT(took < 2.0);
+    CU_ASSERT_EQUAL(file_size(ckpt), -1); /* interrupted: checkpoint only, no model */
+}
+
+TH_TEST(test_attribute_matrix_stops, "attribution matrix: RN_EINTR and nothing kept once the stop flag is up")
+{
+    tr_event ev[3];
+    memset(ev, 0, sizeof ev);
+    ev[0].pos = 0; ev[0].op = 0; ev[0].slot = 0; ev[0].weight = 0.5f;
+    ev[1].pos = 1; ev[1].op = 0; ev[1].slot = 0; ev[1].weight = 0.5f;
+    ev[2].pos = 1; ev[2].op = 1; ev[2].slot = 0; ev[2].weight = 1.0f;
+    volatile int stop = 1;
+    an_matrix m;
+    rn_error err = { 0 };
+    an_set_stop_flag(&stop);
+    CU_ASSERT_EQUAL(an_attribute_matrix(ev, 3, 2, 1.0, 0.0, 100, &m, &err), RN_EINTR);
+    CU_ASSERT_PTR_NULL(m.values);
+    CU_ASSERT_PTR_NULL(m.pos);
+    stop = 0;
+    CU_ASSERT_EQUAL_FATAL(an_attribute_matrix(ev, 3, 2, 1.0, 0.0, 100, &m, &err), RN_OK);
+    CU_ASSERT_DOUBLE_EQUAL(m.values[2], 0.25 / 0.875, 1e-12);
+    an_matrix_free(&m);
+    an_set_stop_flag(NULL);
+}
