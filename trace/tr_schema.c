@@ -36,8 +36,13 @@ int tr_sqlerr(sqlite3 *db, int rc, const char *path, const char *what, rn_error 
 
 int tr_exec(sqlite3 *db, const char *path, const char *sql, rn_error *err)
 {
+    return tr_exec_what(db, path, sql, "SQL failed", err);
+}
+
+int tr_exec_what(sqlite3 *db, const char *path, const char *sql, const char *what, rn_error *err)
+{
     int rc = sqlite3_exec(db, sql, NULL, NULL, NULL);
-    if (rc != SQLITE_OK) return tr_sqlerr(db, rc, path, "SQL failed", err);
+    if (rc != SQLITE_OK) return tr_sqlerr(db, rc, path, what, err);
     return RN_OK;
 }
 
@@ -144,17 +149,17 @@ static int count_tables(sqlite3 *db, const char *path, int *n, rn_error *err)
  * schema and the other, waiting on the lock, then finds and checks it. */
 static int create_or_check(sqlite3 *db, const char *path, rn_error *err)
 {
-    int rc = tr_exec(db, path, "BEGIN IMMEDIATE", err);
+    int rc = tr_exec_what(db, path, "BEGIN IMMEDIATE", "waiting for another writer", err);
     if (rc) return rc;
     int n = 0;
     rc = count_tables(db, path, &n, err);
     if (!rc && n == 0) {
         char sql[16384];
         schema_sql(sql, sizeof sql);
-        rc = tr_exec(db, path, sql, err);
+        rc = tr_exec_what(db, path, sql, "creating the schema", err);
     } else if (!rc)
         rc = tr_schema_check(db, path, err);
-    if (!rc) rc = tr_exec(db, path, "COMMIT", err);
+    if (!rc) rc = tr_exec_what(db, path, "COMMIT", "creating the schema", err);
     if (rc) sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
     return rc;
 }

@@ -55,6 +55,8 @@ int tr_schema_check(sqlite3 *db, const char *path, rn_error *err);
 
 /* Execute SQL text; on failure set err with "path: what: sqlite message". */
 int tr_exec(sqlite3 *db, const char *path, const char *sql, rn_error *err);
+/* The same with "path: what: sqlite message". */
+int tr_exec_what(sqlite3 *db, const char *path, const char *sql, const char *what, rn_error *err);
 
 /* Map a SQLite result code and message into err (RN_EIO for disk full and
  * I/O errors, RN_EINPUT for not-a-database, RN_EINTERNAL otherwise). */

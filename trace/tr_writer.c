@@ -136,7 +136,7 @@ static int insert_batch(tr_writer *w, batch *b, rn_error *err)
 {
     /* IMMEDIATE: the write lock is taken (waiting on another writer) before
      * anything is read, so the transaction never has to upgrade. */
-    int rc = tr_exec(w->db, w->path, "BEGIN IMMEDIATE", err);
+    int rc = tr_exec_what(w->db, w->path, "BEGIN IMMEDIATE", "waiting for another writer", err);
     if (rc) return rc;
     for (int i = 0; i < b->n_tokens && !rc; i++) {
         const tok_rec *t = &b->toks[i];
@@ -179,7 +179,7 @@ static int insert_batch(tr_writer *w, batch *b, rn_error *err)
             }
         }
     }
-    if (!rc) rc = tr_exec(w->db, w->path, "COMMIT", err);
+    if (!rc) rc = tr_exec_what(w->db, w->path, "COMMIT", "inserting events", err);
     if (rc) sqlite3_exec(w->db, "ROLLBACK", NULL, NULL, NULL);
     return rc;
 }
@@ -344,7 +344,7 @@ static int insert_run(tr_writer *w, const tr_run_meta *meta, rn_error *err)
     snprintf(hash, sizeof hash, "%016llx", (unsigned long long)meta->model_hash);
     tr_select_format(&w->sel, &w->cfg, selection, sizeof selection);
     sqlite3_stmt *st = NULL;
-    int rc = tr_exec(w->db, w->path, "BEGIN IMMEDIATE", err);
+    int rc = tr_exec_what(w->db, w->path, "BEGIN IMMEDIATE", "waiting for another writer", err);
     if (rc) { free(cfgtext); return rc; }
     int src = sqlite3_prepare_v2(w->db,
         "INSERT INTO runs(name, command, status, model_path, model_hash, config, prompt,"
@@ -391,7 +391,7 @@ static int insert_run(tr_writer *w, const tr_run_meta *meta, rn_error *err)
         sqlite3_finalize(st);
         if (src != SQLITE_OK) rc = tr_sqlerr(w->db, src, w->path, "recording heads", err);
     }
-    if (!rc) rc = tr_exec(w->db, w->path, "COMMIT", err);
+    if (!rc) rc = tr_exec_what(w->db, w->path, "COMMIT", "starting the run", err);
     if (rc) sqlite3_exec(w->db, "ROLLBACK", NULL, NULL, NULL);
     return rc;
 }
