@@ -431,6 +431,22 @@ TH_TEST(test_disk_full, "disk full: no empty file, one-line error naming it, com
     check_whole_run(db, 1);
     CU_ASSERT_EQUAL(q1(db, "SELECT count(*) FROM tokens WHERE run_id = 1"), 41);
     CU_ASSERT_EQUAL(th_run("%s stats %s --run 1", th_bin(), db), 0);
+    /* run --trace, too, reports what the file holds (a fresh file on a
+     * second small file system, so that the run can start). */
+    char dir2[512], db3[600];
+    snprintf(dir2, sizeof dir2, "%s", th_path("full2"));
+    snprintf(db3, sizeof db3, "%s/r.db", dir2);
+    CU_ASSERT_FATAL(mount_small(dir2, 256));
+    rc = th_run("%s run %s %s -n 20000 -j 1 --trace %s > /dev/null", th_bin(), g_model, g_small, db3);
+    CU_ASSERT(rc != 0 && rc != 2);
+    line = strstr(th_err(), "trace: run 1 in ");
+    CU_ASSERT_PTR_NOT_NULL(line);
+    tok = ev = -1;
+    if (line) CU_ASSERT_EQUAL(sscanf(strchr(line, ':') + 1, " run 1 in %*s %lld tokens, %lld events", &tok, &ev), 2);
+    CU_ASSERT_EQUAL(q1(db3, "SELECT count(*) FROM events"), ev);
+    CU_ASSERT_EQUAL(q1(db3, "SELECT count(*) FROM tokens"), tok);
+    CU_ASSERT_EQUAL(q1(db3, "SELECT n_events FROM runs WHERE status = 'interrupted'"), ev);
+    CU_ASSERT_EQUAL(umount(dir2), 0);
     /* A full disk: a new trace cannot hold even its schema, and leaves no
      * file behind. */
     th_run("dd if=/dev/zero of=%s bs=4k", fill);
