@@ -2,6 +2,7 @@
  * CSV goes through the row writer (core/rn_rows.h). */
 #include "an_export.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -53,8 +54,9 @@ static int export_csv(FILE *f, const an_stream *s, const uint32_t *nxt, rn_error
         rn_rows_add(&w, c);
         if (ferror(f)) break;
     }
+    int e = errno;
     rc = rn_rows_end(&w, err);
-    return rc == RN_EIO ? rn_seterr(err, RN_EIO, "export: write failed (disk full?)") : rc;
+    return rc == RN_EIO ? rn_seterr(err, RN_EIO, "write failed: %s", strerror(e ? e : EIO)) : rc;
 }
 
 int an_export_write(FILE *f, int fmt, const tr_event *ev, size_t n, const rn_config *cfg, int ops,
@@ -100,8 +102,9 @@ int an_export_write(FILE *f, int fmt, const tr_event *ev, size_t n, const rn_con
         }
     }
     if (nb && !ioerr) ioerr |= fwrite(buf, AN_OG_RECORD, nb, f) != nb;
+    int e = errno;
     free(nxt); free(last);
     an_streams_free(&ss);
-    if (ioerr) return rn_seterr(err, RN_EIO, "export: write failed (disk full?)");
+    if (ioerr) return rn_seterr(err, RN_EIO, "write failed: %s", strerror(e ? e : EIO));
     return RN_OK;
 }

@@ -25,7 +25,9 @@
 enum { AN_EXPORT_ORACLEGENERAL = 0, AN_EXPORT_CSV = 1 };
 int an_export_format_parse(const char *s, int *fmt, rn_error *err);
 
-/* Write the events (any order; selected by ops) in replay order to f. */
+/* Write the events (any order; selected by ops) in replay order to f.  A
+ * failed write is RN_EIO "write failed: <reason>"; the caller, who knows
+ * the file's name, prefixes it. */
 int an_export_write(FILE *f, int fmt, const tr_event *ev, size_t n, const rn_config *cfg, int ops,
                     rn_error *err);
 

@@ -15,7 +15,9 @@ int an_run_open(const char *path, int64_t run_id, an_run *r, rn_error *err)
     if ((rc = tr_run_get(r->db, run_id, &r->run, err))) goto fail;
     if (!strcmp(r->run.status, "running")) {
         rc = rn_seterr(err, RN_EINPUT, "%s: run %lld is still running (or its writer died); "
-                       "analyse it once it is complete or interrupted", path, (long long)r->run.run_id);
+                       "analyse it once it is complete or interrupted, or, if no process is writing "
+                       "it, run `ramtrace repair %s --run %lld`", path, (long long)r->run.run_id, path,
+                       (long long)r->run.run_id);
         goto fail;
     }
     r->M = rn_config_slots(&r->run.cfg);

@@ -3,7 +3,9 @@
  *  1. Sink throughput: the same synthetic event stream (KJV model shape:
  *     4 layers x 4 heads x 2 ops x K=8 per token) pushed through the trace
  *     writer's probe into SQLite, against appending packed binary records to
- *     a file (the ceiling).  Events/s, median of 3.
+ *     a file (the ceiling).  Events/s, median of 3, for each journal and
+ *     synchronous setting (tr_schema.h TR_DURABILITY_*), with its ratio to
+ *     the setting used before WAL.
  *  2. Bytes per event on disk before and after the run's index.
  *  3. Wall time of a prefill of data/kjv.txt (first 64 KiB) by a random model
  *     of samples/configs/kjv.cfg, traced (every layer and head) vs untraced,
@@ -22,6 +24,7 @@
 #include "rn_model.h"
 #include "rn_runtime.h"
 #include "rn_tokenizer.h"
+#include "tr_schema.h"
 #include "tr_writer.h"
 #include "bench_util.h"
 
@@ -106,8 +109,16 @@ int main(int argc, char **argv)
     printf("bench_trace: synthetic stream of %d tokens = %lld events (L=%d H=%d K=%d), median of %d\n",
            T, (long long)events, c.n_layers, c.n_heads, c.top_k, REPS);
 
-    /* 1. sinks */
-    double tb[REPS], ts[REPS], tsi[REPS], ins[REPS];
+    /* 1. sinks: the binary ceiling and the writer under each durability
+     * setting (tr_schema.h), interleaved within each repetition so that a
+     * busy machine slows them alike. */
+    static const struct { int mode; const char *name; } modes[] = {
+        { TR_DURABILITY_ROLLBACK_OFF, "rollback journal, synchronous=OFF (before WAL)" },
+        { TR_DURABILITY_WAL_OFF, "WAL, synchronous=OFF" },
+        { TR_DURABILITY_WAL_NORMAL, "WAL, synchronous=NORMAL (default)" },
+    };
+    enum { NMODES = 3 };
+    double tb[REPS], ts[NMODES][REPS], tsi[REPS], ins[NMODES][REPS];
     int64_t size_before = 0, size_after = 0;
     for (int r = 0; r < REPS; r++) {
         bin_sink s = { fopen(bin, "wb"), 0 };
@@ -118,30 +129,38 @@ int main(int argc, char **argv)
         fclose(s.f);
         tb[r] = bench_now() - t0;
 
-        unlink(db);
-        tr_select sel;
-        tr_select_all(&sel);
-        tr_run_meta meta = { .command = "bench", .cfg = &c };
-        tr_writer_opts o = { .build_index = 0 };
-        tr_writer *w;
-        t0 = bench_now();
-        if (tr_writer_open(db, &meta, &sel, &o, &w, &err)) { fprintf(stderr, "%s\n", err.msg); return 1; }
-        feed(tr_writer_probe(w), &c, T);
-        tr_writer_stats st;
-        if (tr_writer_finish(w, TR_STATUS_COMPLETE, &st, &err)) { fprintf(stderr, "%s\n", err.msg); return 1; }
-        ts[r] = bench_now() - t0;
-        ins[r] = st.insert_s;
+        for (int m = 0; m < NMODES; m++) {
+            unlink(db);
+            tr_select sel;
+            tr_select_all(&sel);
+            tr_run_meta meta = { .command = "bench", .cfg = &c };
+            tr_writer_opts o = { .build_index = 0, .durability = modes[m].mode };
+            tr_writer *w;
+            t0 = bench_now();
+            if (tr_writer_open(db, &meta, &sel, &o, &w, &err)) { fprintf(stderr, "%s\n", err.msg); return 1; }
+            feed(tr_writer_probe(w), &c, T);
+            tr_writer_stats st;
+            if (tr_writer_finish(w, TR_STATUS_COMPLETE, &st, &err)) { fprintf(stderr, "%s\n", err.msg); return 1; }
+            ts[m][r] = bench_now() - t0;
+            ins[m][r] = st.insert_s;
+        }
+        /* the default mode's file, last written: size and index build */
         size_before = file_size(db);
         t0 = bench_now();
         if (tr_build_indexes(db, 1, &err)) { fprintf(stderr, "%s\n", err.msg); return 1; }
         tsi[r] = bench_now() - t0;
         size_after = file_size(db);
     }
-    double mb = bench_median(tb, REPS), ms = bench_median(ts, REPS), mi = bench_median(tsi, REPS), mins = bench_median(ins, REPS);
+    double mb = bench_median(tb, REPS), mi = bench_median(tsi, REPS);
     printf("  binary append (ceiling):  %7.2f M events/s  (%.3f s)\n", events / mb / 1e6, mb);
-    printf("  SQLite trace writer:      %7.2f M events/s  (%.3f s wall; writer thread %.3f s"
-           " = %.2f M events/s)  = %.2fx the ceiling's time\n",
-           events / ms / 1e6, ms, mins, events / mins / 1e6, ms / mb);
+    double base = bench_median(ts[0], REPS);
+    for (int m = 0; m < NMODES; m++) {
+        double ms = bench_median(ts[m], REPS), mins = bench_median(ins[m], REPS);
+        printf("  SQLite trace writer, %s:\n"
+               "                            %7.2f M events/s  (%.3f s wall; writer thread %.3f s"
+               " = %.2f M events/s)  = %.2fx the ceiling's time, %.2fx the first setting's\n",
+               modes[m].name, events / ms / 1e6, ms, mins, events / mins / 1e6, ms / mb, ms / base);
+    }
     printf("  index build:              %7.3f s  (%.2f M events/s)\n", mi, events / mi / 1e6);
     printf("  bytes/event: %.2f before index, %.2f after (binary file: %.2f)\n",
            (double)size_before / events, (double)size_after / events,
@@ -167,7 +186,7 @@ int main(int argc, char **argv)
     if (len > 65536) len = 65536;
     if (rn_tokenize(&c, text, len, "data/kjv.txt", &toks, &n, &err)) { fprintf(stderr, "%s\n", err.msg); return 1; }
     free(text);
-    double tu[REPS], tt[REPS];
+    double tu[REPS], tt[NMODES][REPS];
     int64_t ev = 0;
     for (int r = 0; r < REPS; r++) {
         rn_runtime_reset(rt);
@@ -176,24 +195,31 @@ int main(int argc, char **argv)
         if (rn_prefill(rt, toks, n, NULL, 0, &err)) { fprintf(stderr, "%s\n", err.msg); return 1; }
         tu[r] = bench_now() - t0;
 
-        unlink(db);
-        rn_runtime_reset(rt);
-        tr_run_meta meta = { .command = "bench", .cfg = &c };
-        tr_writer *w;
-        t0 = bench_now();
-        if (tr_writer_open(db, &meta, NULL, NULL, &w, &err)) { fprintf(stderr, "%s\n", err.msg); return 1; }
-        rn_runtime_set_probe(rt, tr_writer_probe(w));
-        if (rn_prefill(rt, toks, n, NULL, 0, &err)) { fprintf(stderr, "%s\n", err.msg); return 1; }
-        tr_writer_stats st;
-        if (tr_writer_finish(w, TR_STATUS_COMPLETE, &st, &err)) { fprintf(stderr, "%s\n", err.msg); return 1; }
-        tt[r] = bench_now() - t0;
-        ev = st.events;
+        for (int m = 0; m < NMODES; m++) {
+            unlink(db);
+            rn_runtime_reset(rt);
+            tr_run_meta meta = { .command = "bench", .cfg = &c };
+            tr_writer_opts o = { .build_index = 1, .durability = modes[m].mode };
+            tr_writer *w;
+            t0 = bench_now();
+            if (tr_writer_open(db, &meta, NULL, &o, &w, &err)) { fprintf(stderr, "%s\n", err.msg); return 1; }
+            rn_runtime_set_probe(rt, tr_writer_probe(w));
+            if (rn_prefill(rt, toks, n, NULL, 0, &err)) { fprintf(stderr, "%s\n", err.msg); return 1; }
+            tr_writer_stats st;
+            if (tr_writer_finish(w, TR_STATUS_COMPLETE, &st, &err)) { fprintf(stderr, "%s\n", err.msg); return 1; }
+            tt[m][r] = bench_now() - t0;
+            ev = st.events;
+        }
     }
-    double mu = bench_median(tu, REPS), mt = bench_median(tt, REPS);
+    double mu = bench_median(tu, REPS);
     printf("KJV-shaped model, prefill of %d tokens of data/kjv.txt (%lld events), median of %d:\n",
            n, (long long)ev, REPS);
-    printf("  untraced %.3f s, traced (all layers and heads, index included) %.3f s: ratio %.2fx\n",
-           mu, mt, mt / mu);
+    printf("  untraced %.3f s\n", mu);
+    for (int m = 0; m < NMODES; m++) {
+        double mt = bench_median(tt[m], REPS);
+        printf("  traced (all layers and heads, index included), %s: %.3f s: ratio %.2fx\n",
+               modes[m].name, mt, mt / mu);
+    }
     free(toks);
     rn_runtime_free(rt);
     rn_model_free(&m);

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "an_export.h"
@@ -66,6 +67,11 @@ int cmd_export(int argc, char **argv)
     }
     if (optind != argc - 1) return cli_usage_error(argv[0], "expected one trace database");
     if (!outp) return cli_usage_error(argv[0], "-o FILE is required");
+    struct stat ost;
+    if (stat(outp, &ost) == 0 && S_ISDIR(ost.st_mode)) {
+        rn_seterr(&err, RN_EINPUT, "%s: is a directory (-o names the output file)", outp);
+        return cli_fail(&err);
+    }
     cli_install_signals();
     const char *path = argv[optind];
     an_run r;
@@ -84,6 +90,7 @@ int cmd_export(int argc, char **argv)
     if ((rc = rn_atomic_check_not_input(path, outp, &err)) || (rc = rn_atomic_open_text(&af, outp, &err))) goto out;
     if ((rc = an_export_write(af.f, fmt, ev, n, &r.run.cfg, ops, &err)) || cli_stop_flag) {
         rn_atomic_abort(&af);
+        if (rc) rn_preferr(&err, "%s", outp);
         if (!rc) rc = rn_seterr(&err, RN_EINTR, "export: interrupted; %s not written", outp);
         goto out;
     }

@@ -136,8 +136,12 @@ int cmd_run(int argc, char **argv)
 done:
     if (tw) {
         rn_error ferr = { 0 };
+        tr_writer_stats ws;
+        int64_t run_id = tr_writer_run_id(tw);
         int frc = tr_writer_finish(tw, rc || cli_interrupted ? TR_STATUS_INTERRUPTED
-                                                             : TR_STATUS_COMPLETE, NULL, &ferr);
+                                                             : TR_STATUS_COMPLETE, &ws, &ferr);
+        fprintf(stderr, "trace: run %lld in %s: %lld tokens, %lld events committed\n", (long long)run_id,
+                topt.db_path, (long long)ws.committed_tokens, (long long)ws.committed_events);
         if (frc && (!rc || rc == RN_EINTR)) { rc = frc; err = ferr; }
     }
     free(prompt_text);

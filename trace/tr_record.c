@@ -92,8 +92,10 @@ int tr_trace_run(const tr_trace_job *job, tr_trace_result *res, rn_error *err)
     int frc = tr_writer_finish(w, rc ? TR_STATUS_INTERRUPTED : TR_STATUS_COMPLETE, &res->ws, &ferr);
     w = NULL;
     if (frc && (!rc || rc == RN_EINTR)) { rc = frc; if (err) *err = ferr; }
-    res->tokens = res->ws.tokens;
-    res->events = res->ws.events;
+    /* What the file holds, not what the model produced: after a writer
+     * failure (disk full) the two differ. */
+    res->tokens = res->ws.committed_tokens;
+    res->events = res->ws.committed_events;
 done:
     if (w) tr_writer_finish(w, TR_STATUS_INTERRUPTED, NULL, NULL);
     rn_runtime_free(rt);

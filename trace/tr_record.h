@@ -50,7 +50,8 @@ typedef struct {
 } tr_trace_job;
 
 typedef struct {
-    int64_t run_id, tokens, events;
+    int64_t run_id;
+    int64_t tokens, events;    /* committed to the file (not merely produced) */
     double seconds;
     tr_writer_stats ws;
 } tr_trace_result;

@@ -37,8 +37,13 @@ int tr_sqlerr(sqlite3 *db, int rc, const char *path, const char *what, rn_error 
 
 int tr_exec(sqlite3 *db, const char *path, const char *sql, rn_error *err)
 {
+    return tr_exec_what(db, path, sql, "SQL failed", err);
+}
+
+int tr_exec_what(sqlite3 *db, const char *path, const char *sql, const char *what, rn_error *err)
+{
     int rc = sqlite3_exec(db, sql, NULL, NULL, NULL);
-    if (rc != SQLITE_OK) return tr_sqlerr(db, rc, path, "SQL failed", err);
+    if (rc != SQLITE_OK) return tr_sqlerr(db, rc, path, what, err);
     return RN_OK;
 }
 
@@ -139,10 +144,65 @@ static int count_tables(sqlite3 *db, const char *path, int *n, rn_error *err)
     return RN_OK;
 }
 
-int tr_schema_open_write(const char *path, sqlite3 **out, rn_error *err)
+/* Create the schema in an empty file or check an existing one, inside one
+ * BEGIN IMMEDIATE transaction: the write lock is taken before the tables are
+ * counted, so of two processes creating the same new file one creates the
+ * schema and the other, waiting on the lock, then finds and checks it. */
+static int create_or_check(sqlite3 *db, const char *path, rn_error *err)
+{
+    int rc = tr_exec_what(db, path, "BEGIN IMMEDIATE", "waiting for another writer", err);
+    if (rc) return rc;
+    int n = 0;
+    rc = count_tables(db, path, &n, err);
+    if (!rc && n == 0) {
+        char sql[16384];
+        schema_sql(sql, sizeof sql);
+        rc = tr_exec_what(db, path, sql, "creating the schema", err);
+    } else if (!rc)
+        rc = tr_schema_check(db, path, err);
+    if (!rc) rc = tr_exec_what(db, path, "COMMIT", "creating the schema", err);
+    if (rc) sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+    return rc;
+}
+
+/* Set the journal mode and synchronous level of a writer connection. */
+static int set_durability(sqlite3 *db, const char *path, int mode, rn_error *err)
+{
+    if (mode == TR_DURABILITY_ROLLBACK_OFF)
+        return tr_exec(db, path, "PRAGMA journal_mode=DELETE; PRAGMA synchronous=OFF;", err);
+    sqlite3_stmt *st;
+    int rc = sqlite3_prepare_v2(db, "PRAGMA journal_mode=WAL", -1, &st, NULL);
+    if (rc != SQLITE_OK) return tr_sqlerr(db, rc, path, "setting the journal mode", err);
+    rc = sqlite3_step(st);
+    int wal = rc == SQLITE_ROW && !strcmp((const char *)sqlite3_column_text(st, 0), "wal");
+    sqlite3_finalize(st);
+    if (rc != SQLITE_ROW) return tr_sqlerr(db, rc, path, "setting the journal mode", err);
+    if (!wal)
+        return rn_seterr(err, RN_EIO, "%s: cannot switch to WAL journaling (a file system without "
+                         "shared memory, e.g. a network mount?)", path);
+    return tr_exec(db, path, mode == TR_DURABILITY_WAL_OFF ? "PRAGMA synchronous=OFF;"
+                                                            : "PRAGMA synchronous=NORMAL;", err);
+}
+
+/* Remove path and its journal files (a database this open created and could
+ * not even give its schema). */
+static void remove_db_files(const char *path)
+{
+    static const char *const sfx[] = { "", "-journal", "-wal", "-shm" };
+    char p[4096];
+    for (int i = 0; i < 4; i++) {
+        snprintf(p, sizeof p, "%s%s", path, sfx[i]);
+        unlink(p);
+    }
+}
+
+int tr_schema_open_write_mode(const char *path, int mode, sqlite3 **out, rn_error *err)
 {
     sqlite3 *db = NULL;
     *out = NULL;
+    struct stat stt;
+    int existed = stat(path, &stt) == 0;
+    if (existed && S_ISDIR(stt.st_mode)) return rn_seterr(err, RN_EINPUT, "%s: is a directory", path);
     /* NOMUTEX: one thread at a time uses a writer connection (the caller,
      * then the writer thread, then the caller again after joining it), so
      * the per-call mutex of every bind is pure cost. */
@@ -154,26 +214,30 @@ int tr_schema_open_write(const char *path, sqlite3 **out, rn_error *err)
         sqlite3_close(db);
         return RN_EINPUT;
     }
-    sqlite3_busy_timeout(db, 5000);
-    /* Rollback journal (new pages of an append are not journaled, so it is
-     * cheap); synchronous=OFF: a killed process loses nothing the OS has, and
-     * every committed batch survives SIGKILL. */
-    int n = 0;
-    rc = tr_exec(db, path, "PRAGMA journal_mode=DELETE; PRAGMA synchronous=OFF;"
-                 "PRAGMA cache_size=-32768; PRAGMA temp_store=FILE;", err);
-    if (!rc) rc = count_tables(db, path, &n, err);
-    if (!rc && n == 0) {
-        char sql[16384];
-        schema_sql(sql, sizeof sql);
-        rc = tr_exec(db, path, "BEGIN", err);
-        if (!rc) rc = tr_exec(db, path, sql, err);
-        if (!rc) rc = tr_exec(db, path, "COMMIT", err);
-        if (rc) sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
-    } else if (!rc)
-        rc = tr_schema_check(db, path, err);
-    if (rc) { sqlite3_close(db); return rc; }
+    /* A writer waits up to TR_WRITER_BUSY_MS for another writer's
+     * transaction (readers never block it under WAL; docs/tracing.md). */
+    sqlite3_busy_timeout(db, TR_WRITER_BUSY_MS);
+    rc = tr_exec(db, path, "PRAGMA cache_size=-32768; PRAGMA temp_store=FILE;", err);
+    /* The schema is created in rollback mode (a fresh file's first
+     * transaction), then the file is switched to WAL: the switch needs the
+     * file to exist, and a concurrent creator waits on BEGIN IMMEDIATE. */
+    if (!rc) rc = create_or_check(db, path, err);
+    if (!rc) rc = set_durability(db, path, mode, err);
+    if (rc) {
+        sqlite3_close(db);
+        /* A file this call created and left without a schema (disk full) is
+         * removed rather than left behind empty. */
+        struct stat now;
+        if (!existed && stat(path, &now) == 0 && now.st_size == 0) remove_db_files(path);
+        return rc;
+    }
     *out = db;
     return RN_OK;
+}
+
+int tr_schema_open_write(const char *path, sqlite3 **out, rn_error *err)
+{
+    return tr_schema_open_write_mode(path, TR_DURABILITY_DEFAULT, out, err);
 }
 
 /* 1 when path has a non-empty rollback journal beside it. */
@@ -207,7 +271,7 @@ int tr_schema_open_read(const char *path, sqlite3 **out, rn_error *err)
         sqlite3_close(db);
         return RN_EINPUT;
     }
-    sqlite3_busy_timeout(db, 5000);
+    sqlite3_busy_timeout(db, TR_READER_BUSY_MS);
     tr_watch_stop(db);
     rc = tr_schema_check(db, path, err);
     if (rc) { sqlite3_close(db); return rc; }

@@ -18,10 +18,32 @@
 /* Ranks stored per event_groups row (a group of K > 8 takes ceil(K/8) rows). */
 #define TR_LANES 8
 
-/* Open path for writing (created if missing) with the bulk-load settings,
- * recover a hot journal, and create the schema in an empty file or check an
- * existing one. */
+/* How a writer connection journals and syncs (docs/tracing.md, "What
+ * survives what"):
+ *   WAL_NORMAL   WAL journal, synchronous=NORMAL (the default): readers
+ *                read while a run writes; an OS crash or power loss may
+ *                lose the last batches but never corrupts the file.
+ *   WAL_OFF      WAL, synchronous=OFF (measured by bench/bench_trace.c).
+ *   ROLLBACK_OFF the settings before WAL (rollback journal, synchronous=
+ *                OFF): kept only so the benchmark can compare. */
+enum { TR_DURABILITY_WAL_NORMAL = 0, TR_DURABILITY_WAL_OFF = 1, TR_DURABILITY_ROLLBACK_OFF = 2,
+       TR_DURABILITY_DEFAULT = TR_DURABILITY_WAL_NORMAL };
+
+/* How long a writer waits for another writer's transaction (ms). */
+#define TR_WRITER_BUSY_MS 60000
+/* How long a reader waits (ms): only ever for a rollback-mode writer or a
+ * WAL recovery, never for a WAL writer's batches. */
+#define TR_READER_BUSY_MS 5000
+
+/* Open path for writing (created if missing) with the bulk-load settings
+ * and the default durability: create the schema in an empty file or check
+ * an existing one (in one BEGIN IMMEDIATE transaction, so concurrent
+ * creators do not collide), then switch to WAL.  A file this call created
+ * but could not give a schema (disk full) is removed again. */
 int tr_schema_open_write(const char *path, sqlite3 **db, rn_error *err);
+
+/* The same with a chosen TR_DURABILITY_* mode. */
+int tr_schema_open_write_mode(const char *path, int mode, sqlite3 **db, rn_error *err);
 
 /* Open path read-only and check it is a trace of TR_SCHEMA_VERSION
  * (RN_EINPUT naming the file otherwise); its statements stop on the stop
@@ -38,6 +60,8 @@ int tr_schema_check(sqlite3 *db, const char *path, rn_error *err);
 
 /* Execute SQL text; on failure set err with "path: what: sqlite message". */
 int tr_exec(sqlite3 *db, const char *path, const char *sql, rn_error *err);
+/* The same with "path: what: sqlite message". */
+int tr_exec_what(sqlite3 *db, const char *path, const char *sql, const char *what, rn_error *err);
 
 /* Map a SQLite result code and message into err (RN_EIO for disk full and
  * I/O errors, RN_EINPUT for not-a-database, RN_EINTR for an interrupted

@@ -10,13 +10,17 @@
  * is remembered; later batches are dropped and finish reports it.
  */
 #include <assert.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "rn_version.h"
+#include "tr_repair.h"
 #include "tr_schema.h"
 #include "tr_writer.h"
 
@@ -50,6 +54,8 @@ typedef struct {
 struct tr_writer {
     char *path;
     sqlite3 *db;
+    int live_fd;       /* holds flock(LOCK_SH) on the file while the run lives */
+    int durability;    /* TR_DURABILITY_* */
     sqlite3_stmt *ins_multi, *ins_one, *ins_tok;
     int64_t run_id;
     rn_config cfg;
@@ -128,7 +134,9 @@ static int step_reset(tr_writer *w, sqlite3_stmt *st, rn_error *err)
 /* Insert one batch (tokens and event rows) in a single transaction. */
 static int insert_batch(tr_writer *w, batch *b, rn_error *err)
 {
-    int rc = tr_exec(w->db, w->path, "BEGIN", err);
+    /* IMMEDIATE: the write lock is taken (waiting on another writer) before
+     * anything is read, so the transaction never has to upgrade. */
+    int rc = tr_exec_what(w->db, w->path, "BEGIN IMMEDIATE", "waiting for another writer", err);
     if (rc) return rc;
     for (int i = 0; i < b->n_tokens && !rc; i++) {
         const tok_rec *t = &b->toks[i];
@@ -171,7 +179,7 @@ static int insert_batch(tr_writer *w, batch *b, rn_error *err)
             }
         }
     }
-    if (!rc) rc = tr_exec(w->db, w->path, "COMMIT", err);
+    if (!rc) rc = tr_exec_what(w->db, w->path, "COMMIT", "inserting events", err);
     if (rc) sqlite3_exec(w->db, "ROLLBACK", NULL, NULL, NULL);
     return rc;
 }
@@ -291,6 +299,8 @@ void tr_writer_get_stats(const tr_writer *w, tr_writer_stats *st)
     st->events = w->events;
     st->groups = w->groups;
     st->tokens = w->tokens;
+    st->committed_events = w->committed_events;
+    st->committed_tokens = w->committed_tokens;
     st->producer_wait_s = w->wait_s;
     st->insert_s = w->insert_s;
     st->index_s = w->index_s;
@@ -303,6 +313,9 @@ static void free_writer(tr_writer *w)
     sqlite3_finalize(w->ins_one);
     sqlite3_finalize(w->ins_tok);
     sqlite3_close(w->db);
+    /* Closed after the connection: closing any descriptor of the file drops
+     * the process's POSIX locks on it, SQLite's included. */
+    if (w->live_fd >= 0) close(w->live_fd);
     if (w->batches)
         for (int i = 0; i < w->nb; i++) {
             free(w->batches[i].meta);
@@ -331,7 +344,7 @@ static int insert_run(tr_writer *w, const tr_run_meta *meta, rn_error *err)
     snprintf(hash, sizeof hash, "%016llx", (unsigned long long)meta->model_hash);
     tr_select_format(&w->sel, &w->cfg, selection, sizeof selection);
     sqlite3_stmt *st = NULL;
-    int rc = tr_exec(w->db, w->path, "BEGIN", err);
+    int rc = tr_exec_what(w->db, w->path, "BEGIN IMMEDIATE", "waiting for another writer", err);
     if (rc) { free(cfgtext); return rc; }
     int src = sqlite3_prepare_v2(w->db,
         "INSERT INTO runs(name, command, status, model_path, model_hash, config, prompt,"
@@ -378,9 +391,20 @@ static int insert_run(tr_writer *w, const tr_run_meta *meta, rn_error *err)
         sqlite3_finalize(st);
         if (src != SQLITE_OK) rc = tr_sqlerr(w->db, src, w->path, "recording heads", err);
     }
-    if (!rc) rc = tr_exec(w->db, w->path, "COMMIT", err);
+    if (!rc) rc = tr_exec_what(w->db, w->path, "COMMIT", "starting the run", err);
     if (rc) sqlite3_exec(w->db, "ROLLBACK", NULL, NULL, NULL);
     return rc;
+}
+
+/* Hold a shared flock on the database file for as long as the run is
+ * being written: `ramtrace repair` takes it exclusively, so it never
+ * repairs a run whose writer is alive (tr_repair.h). */
+static int take_live_lock(tr_writer *w, rn_error *err)
+{
+    w->live_fd = open(w->path, O_RDONLY | O_CLOEXEC);
+    if (w->live_fd < 0 || flock(w->live_fd, LOCK_SH) != 0)
+        return rn_seterr(err, RN_EIO, "%s: cannot lock the file against repair", w->path);
+    return RN_OK;
 }
 
 static int prepare_inserts(tr_writer *w, rn_error *err)
@@ -424,6 +448,8 @@ int tr_writer_open(const char *path, const tr_run_meta *meta, const tr_select *s
     pthread_mutex_init(&w->mu, NULL);
     pthread_cond_init(&w->cv_full, NULL);
     pthread_cond_init(&w->cv_free, NULL);
+    w->live_fd = -1;
+    w->durability = opts ? opts->durability : TR_DURABILITY_DEFAULT;
     w->cfg = *meta->cfg;
     w->K = w->cfg.top_k;
     w->L = w->cfg.n_layers;
@@ -459,7 +485,8 @@ int tr_writer_open(const char *path, const tr_run_meta *meta, const tr_select *s
     w->probe.user = w;
     w->probe.access = probe_access;
 
-    rc = tr_schema_open_write(path, &w->db, err);
+    rc = tr_schema_open_write_mode(path, w->durability, &w->db, err);
+    if (!rc) rc = take_live_lock(w, err);
     if (!rc) rc = insert_run(w, meta, err);
     if (!rc) rc = prepare_inserts(w, err);
     if (!rc && pthread_create(&w->thread, NULL, writer_main, w) != 0)
@@ -482,6 +509,24 @@ static int build_index(sqlite3 *db, const char *path, int64_t run_id, rn_error *
              "CREATE INDEX IF NOT EXISTS %s ON event_groups(layer, head, pos, op, r0)"
              " WHERE run_id = %lld", name, (long long)run_id);
     return tr_exec(db, path, sql, err);
+}
+
+/* After a writer failure the committed batches may end inside a chunk:
+ * events of positions whose tokens row was in the lost batch.  Cut the run
+ * back to its complete positions (tr_repair_db) so that it holds only whole
+ * positions, and count what it holds.  Best effort: on a still-full disk the
+ * deletion itself may fail; the run then needs `ramtrace repair` later. */
+static void repair_failed_run(tr_writer *w)
+{
+    tr_repair_result r;
+    rn_error e = { 0 };
+    if (tr_exec(w->db, w->path, "BEGIN IMMEDIATE", &e)) return;
+    if (tr_repair_db(w->db, w->path, w->run_id, &r, &e) || tr_exec(w->db, w->path, "COMMIT", &e)) {
+        sqlite3_exec(w->db, "ROLLBACK", NULL, NULL, NULL);
+        return;
+    }
+    w->committed_tokens = r.tokens;
+    w->committed_events = r.events;
 }
 
 int tr_writer_finish(tr_writer *w, int status, tr_writer_stats *st, rn_error *err)
@@ -515,6 +560,7 @@ int tr_writer_finish(tr_writer *w, int status, tr_writer_stats *st, rn_error *er
     sqlite3_finalize(up);
     rn_error e2 = { 0 };
     if (src != SQLITE_OK && !rc) rc = tr_sqlerr(w->db, src, w->path, "finishing the run", err);
+    if (w->failed) repair_failed_run(w);
     if (!rc && w->build_index) {
         double t0 = now_mono();
         rc = build_index(w->db, w->path, w->run_id, &e2);

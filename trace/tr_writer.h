@@ -49,6 +49,8 @@ typedef struct {
     int batch_groups;        /* (layer, head, pos, op) groups per batch (default:
                                 about 4 MiB of events) */
     int build_index;         /* build the run's indexes in finish (default 1) */
+    int durability;          /* TR_DURABILITY_* of tr_schema.h (default 0:
+                                WAL, synchronous=NORMAL) */
 } tr_writer_opts;
 
 typedef struct tr_writer tr_writer;
@@ -74,9 +76,11 @@ void tr_writer_add_token(tr_writer *w, int64_t pos, int token_id, const char *pi
 int tr_writer_failed(tr_writer *w, rn_error *err);
 
 typedef struct {
-    int64_t events;          /* events recorded (selected and queued) */
+    int64_t events;          /* events produced (selected and queued) */
     int64_t groups;          /* (layer, head, pos, op) groups */
-    int64_t tokens;
+    int64_t tokens;          /* tokens produced */
+    int64_t committed_events; /* events and tokens committed to the file (less */
+    int64_t committed_tokens; /* than produced when the writer failed) */
     double producer_wait_s;  /* time the model waited for a free batch */
     double insert_s;         /* writer thread time inside SQLite */
     double index_s;          /* time to build indexes in finish */

@@ -1,0 +1,44 @@
+/* tr_repair.h — making a run that never finished analysable again.
+ *
+ * A run whose writer was killed (SIGKILL, a second Ctrl-C, a crash) stays
+ * `running`; one whose writer failed (disk full) may hold events of
+ * positions whose token row never made it.  Repair keeps the longest prefix
+ * of complete positions 0..P-1 and drops everything after it, recounts the
+ * run's tokens and events, marks it `interrupted` and builds its index, all
+ * in one transaction.  A position p is complete when it has its `tokens` row
+ * and, for every traced (layer, head) of the run's `heads` rows and every
+ * traced op of its selection, event groups holding exactly top_k ranks.
+ * Repair is idempotent: a second repair changes nothing.  docs/tracing.md
+ * ("Repairing a run") has the rules and guarantees.
+ */
+#ifndef TR_REPAIR_H
+#define TR_REPAIR_H
+
+#include <sqlite3.h>
+#include <stdint.h>
+
+#include "rn_error.h"
+
+/* What repair found and did for one run. */
+typedef struct {
+    int64_t run_id;
+    char status[16];          /* the status before repair */
+    int changed;              /* 0: the run was already consistent */
+    int64_t tokens, events;   /* counts after repair */
+    int64_t dropped_tokens;   /* tokens rows removed */
+    int64_t dropped_groups;   /* event_groups rows removed */
+    int64_t dropped_events;   /* events (ranks) in those rows */
+} tr_repair_result;
+
+/* Repair run run_id of the trace at path, or (run_id 0) every run whose
+ * status is `running`.  A complete run given by id is left alone (changed
+ * 0).  *res (malloc'd, *n entries, possibly 0) tells what was done.
+ * RN_EINPUT: no such file or run, not a trace, or a ramtrace writer still
+ * has the file open (its run is alive, so it is not repaired). */
+int tr_repair(const char *path, int64_t run_id, tr_repair_result **res, int *n, rn_error *err);
+
+/* Repair one run (any status but complete) on an open writer connection,
+ * inside the caller's transaction (the writer uses it when it failed). */
+int tr_repair_db(sqlite3 *db, const char *path, int64_t run_id, tr_repair_result *r, rn_error *err);
+
+#endif
