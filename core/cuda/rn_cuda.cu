@@ -1,0 +1,352 @@
+/* rn_cuda.cu — the CUDA backend: inference (prefill over chunks of rows and
+ * the one-token step) with weights and memory state resident on the GPU.
+ * Same math and conventions as the CPU path (core/rn_runtime.c and the
+ * layers it calls); docs/cuda.md gives the design and the precision notes.
+ *
+ * Per layer, for n rows: RMSNorm, the q/k/v products, address decoding (one
+ * thread per (row, head), exact beam top-K from rn_cuda_topk.h, CAPE), the
+ * PDMA scan (one block per head, one thread per value column plus one for
+ * z, sequential over rows), the output product added to the residual,
+ * RMSNorm, SwiGLU MLP.  Matrix products use a shared-memory tiled kernel
+ * (float accumulation, as OpenBLAS's sgemm) so the binary needs no cuBLAS.
+ */
+#include <cuda_runtime.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+extern "C" { /* the C library's headers */
+#include "rn_cuda.h"
+#include "rn_config.h"
+#include "rn_params.h"
+}
+#include "rn_cuda_topk.h"
+
+/* Fail the calling function with the CUDA error's text. */
+#define CU_TRY(call) do { \
+        cudaError_t e_ = (call); \
+        if (e_ != cudaSuccess) \
+            return rn_seterr(err, RN_EINTERNAL, "CUDA: %s: %s", #call, cudaGetErrorString(e_)); \
+    } while (0)
+
+struct rn_cuda_rt {
+    rn_config c;
+    int64_t M;
+    int chunk;
+    float *params;             /* the model's parameter block, uploaded once */
+    rn_weights w;              /* pointers into params (device addresses) */
+    float *S, *z;              /* [L,H,M,dv], [L,H,M] */
+    float *x, *hb, *q, *k, *v, *o, *g, *u, *logits;
+    uint32_t *rslot, *wslot;
+    float *rw, *ww;
+    int *tok;
+    void *block;               /* one device allocation for the activations */
+};
+
+extern "C" int rn_cuda_built(void) { return 1; }
+
+extern "C" int rn_cuda_device_count(void)
+{
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess) {
+        cudaGetLastError(); /* clear the sticky "no device"/"no driver" error */
+        return 0;
+    }
+    return n;
+}
+
+extern "C" int rn_cuda_supported(const rn_config *c, rn_error *err)
+{
+    if (c->top_k > RN_CUDA_MAX_K)
+        return rn_seterr(err, RN_EINPUT, "--device cuda: top_k %d exceeds the GPU decoder's limit of %d",
+                         c->top_k, RN_CUDA_MAX_K);
+    return RN_OK;
+}
+
+/* ---- kernels ---- */
+
+__global__ void k_embed(float *x, const float *embed, const int *tok, int n, int D)
+{
+    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= (int64_t)n * D) return;
+    int r = (int)(i / D), d = (int)(i % D);
+    x[i] = embed[(int64_t)tok[r] * D + d];
+}
+
+/* One block per row; the sum of squares in double, as on the CPU. */
+__global__ void k_rmsnorm(float *out, const float *x, const float *g, int D, float eps)
+{
+    __shared__ double part[256];
+    const float *xr = x + (int64_t)blockIdx.x * D;
+    float *o = out + (int64_t)blockIdx.x * D;
+    double s = 0;
+    for (int i = threadIdx.x; i < D; i += blockDim.x) s += (double)xr[i] * xr[i];
+    part[threadIdx.x] = s;
+    __syncthreads();
+    for (int w = blockDim.x / 2; w > 0; w /= 2) {
+        if ((int)threadIdx.x < w) part[threadIdx.x] += part[threadIdx.x + w];
+        __syncthreads();
+    }
+    float rs = (float)(1.0 / sqrt(part[0] / D + (double)eps));
+    for (int i = threadIdx.x; i < D; i += blockDim.x) o[i] = xr[i] * rs * g[i];
+}
+
+/* out[n,O] (+)= in[n,I] · W[O,I]ᵀ, 16×16 output tiles through shared memory. */
+#define TILE 16
+__global__ void k_matmul(float *out, const float *in, const float *W, int n, int I, int O, int acc)
+{
+    __shared__ float a[TILE][TILE + 1], b[TILE][TILE + 1];
+    int r = blockIdx.y * TILE + threadIdx.y, c = blockIdx.x * TILE + threadIdx.x;
+    int wr = blockIdx.x * TILE + threadIdx.y; /* the W row this thread loads */
+    float s = 0;
+    for (int k0 = 0; k0 < I; k0 += TILE) {
+        int kk = k0 + threadIdx.x;
+        a[threadIdx.y][threadIdx.x] = r < n && kk < I ? in[(int64_t)r * I + kk] : 0.f;
+        b[threadIdx.y][threadIdx.x] = wr < O && kk < I ? W[(int64_t)wr * I + kk] : 0.f;
+        __syncthreads();
+        for (int j = 0; j < TILE; j++) s += a[threadIdx.y][j] * b[threadIdx.x][j];
+        __syncthreads();
+    }
+    if (r < n && c < O) {
+        float *p = out + (int64_t)r * O + c;
+        *p = acc ? *p + s : s;
+    }
+}
+
+/* silu(g)·u with the CPU's double exp. */
+__global__ void k_swiglu(float *g, const float *u, int64_t n)
+{
+    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    float x = g[i];
+    g[i] = x / (1 + (float)exp(-(double)x)) * u[i];
+}
+
+/* One thread per (row, head): exact top-K, weights, CAPE slots. */
+__global__ void k_address(uint32_t *slot, float *w, const float *a, const float *alpha, int n,
+                          int H, int U, int dp, int K, float tau, uint64_t cape_mask, int64_t pos0,
+                          int64_t M)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n * H) return;
+    int r = i / H, h = i % H, dk = U * dp;
+    double scale = exp((double)alpha[h]) / (double)tau;
+    uint32_t addr[RN_CUDA_MAX_K];
+    rn_cu_topk(a + (int64_t)r * H * dk + (int64_t)h * dk, U, dp, K, scale, addr, w + (int64_t)i * K);
+    int cape = (int)((cape_mask >> h) & 1u);
+    for (int j = 0; j < K; j++)
+        slot[(int64_t)i * K + j] = cape ? rn_cu_cape(addr[j], pos0 + r, M) : addr[j];
+}
+
+/* d = (1−w)^γ with 0⁰ = 1, as rn_pdma.c. */
+__device__ static inline float decay(float w, float gamma)
+{
+    if (gamma == 1) return 1 - w;
+    if (gamma == 0) return 1;
+    return (float)pow((double)(1 - w), (double)gamma);
+}
+
+/* The PDMA scan of one layer: block h is head h; thread c < dv owns value
+ * column c of every slot, thread dv owns z.  Rows in order: the K writes,
+ * then the K reads (top-K slots of one row are distinct, so the writes of a
+ * row touch disjoint rows of S). */
+__global__ void k_pdma_scan(float *o, float *S, float *z, const float *v, const uint32_t *wslot,
+                            const float *ww, const uint32_t *rslot, const float *rw, int n, int H,
+                            int K, int dv, int64_t M, float gamma, float eps)
+{
+    const int h = blockIdx.x, c = threadIdx.x;
+    float *Sh = S + (int64_t)h * M * dv, *zh = z + (int64_t)h * M;
+    for (int t = 0; t < n; t++) {
+        int64_t a = ((int64_t)t * H + h) * K, vv = (int64_t)t * H * dv + (int64_t)h * dv;
+        for (int j = 0; j < K; j++) {
+            float wj = ww[a + j], d = decay(wj, gamma);
+            uint32_t s = wslot[a + j];
+            if (c < dv) Sh[(int64_t)s * dv + c] = d * Sh[(int64_t)s * dv + c] + wj * v[vv + c];
+            else zh[s] = d * zh[s] + wj;
+        }
+        __syncthreads();
+        if (c < dv) {
+            float acc = 0;
+            for (int j = 0; j < K; j++) {
+                uint32_t s = rslot[a + j];
+                float k = rw[a + j] / (zh[s] + eps);
+                acc += k * Sh[(int64_t)s * dv + c];
+            }
+            o[vv + c] = acc;
+        }
+        __syncthreads();
+    }
+}
+
+__global__ void k_reset(float *S, float *z, int64_t nS, int64_t nz, float inv)
+{
+    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < nS) S[i] = 0;
+    if (i < nz) z[i] = inv;
+}
+
+/* ---- host side ---- */
+
+static unsigned blocks(int64_t n, int per) { return (unsigned)((n + per - 1) / per); }
+
+static void matmul(float *out, const float *in, const float *W, int n, int I, int O, int acc)
+{
+    dim3 grid(blocks(O, TILE), blocks(n, TILE)), blk(TILE, TILE);
+    k_matmul<<<grid, blk>>>(out, in, W, n, I, O, acc);
+}
+
+extern "C" int rn_cuda_rt_reset(rn_cuda_rt *g, rn_error *err)
+{
+    const int64_t heads = (int64_t)g->c.n_layers * g->c.n_heads;
+    const int64_t nS = heads * g->M * g->c.d_v, nz = heads * g->M;
+    k_reset<<<blocks(nS > nz ? nS : nz, 256), 256>>>(g->S, g->z, nS, nz, (float)(1.0 / (double)g->M));
+    CU_TRY(cudaGetLastError());
+    CU_TRY(cudaDeviceSynchronize());
+    return RN_OK;
+}
+
+/* Device pointer of host pointer p inside the model's block. */
+static float *dev_of(const rn_model *m, float *dev_block, const float *p)
+{
+    return p ? dev_block + (p - m->params) : NULL;
+}
+
+extern "C" int rn_cuda_rt_create(const rn_model *m, int max_chunk, rn_cuda_rt **out, rn_error *err)
+{
+    *out = NULL;
+    rn_cuda_rt *g = (rn_cuda_rt *)calloc(1, sizeof *g);
+    if (!g) return rn_seterr(err, RN_ENOMEM, "out of memory");
+    const rn_config *c = &m->cfg;
+    g->c = *c;
+    g->M = rn_config_slots(c);
+    g->chunk = max_chunk;
+    const int64_t L = c->n_layers, H = c->n_heads, D = c->d_model, F = c->d_ff, K = c->top_k,
+                  V = c->vocab_size, C = max_chunk;
+    const int64_t hdk = H * rn_config_dk(c), hdv = H * c->d_v;
+    size_t sz[] = {
+        sizeof(float) * L * H * g->M * c->d_v, sizeof(float) * L * H * g->M,
+        sizeof(float) * C * D, sizeof(float) * C * D, sizeof(float) * C * hdk,
+        sizeof(float) * C * hdk, sizeof(float) * C * hdv, sizeof(float) * C * hdv,
+        sizeof(float) * C * F, sizeof(float) * C * F, sizeof(float) * C * V,
+        sizeof(uint32_t) * C * H * K, sizeof(uint32_t) * C * H * K,
+        sizeof(float) * C * H * K, sizeof(float) * C * H * K, sizeof(int) * C,
+    };
+    size_t total = 0;
+    for (size_t i = 0; i < sizeof sz / sizeof sz[0]; i++) total += (sz[i] + 255) & ~(size_t)255;
+    int rc = RN_OK;
+    cudaError_t e = cudaMalloc(&g->params, sizeof(float) * m->n_block);
+    if (e == cudaSuccess) e = cudaMemcpy(g->params, m->params, sizeof(float) * m->n_block, cudaMemcpyHostToDevice);
+    if (e == cudaSuccess) e = cudaMalloc(&g->block, total);
+    if (e != cudaSuccess) {
+        rc = rn_seterr(err, RN_ENOMEM, "CUDA: %s (weights %lld floats, runtime %zu bytes)",
+                       cudaGetErrorString(e), (long long)m->n_block, total);
+        rn_cuda_rt_free(g);
+        return rc;
+    }
+    char *p = (char *)g->block;
+    int i = 0;
+#define CARVE(field, type) g->field = (type *)p; p += (sz[i++] + 255) & ~(size_t)255;
+    CARVE(S, float); CARVE(z, float); CARVE(x, float); CARVE(hb, float); CARVE(q, float);
+    CARVE(k, float); CARVE(v, float); CARVE(o, float); CARVE(g, float); CARVE(u, float);
+    CARVE(logits, float); CARVE(rslot, uint32_t); CARVE(wslot, uint32_t); CARVE(rw, float);
+    CARVE(ww, float); CARVE(tok, int);
+#undef CARVE
+    const rn_weights *hw = &m->w;
+    g->w.embed = dev_of(m, g->params, hw->embed);
+    g->w.norm = dev_of(m, g->params, hw->norm);
+    g->w.lm_head = dev_of(m, g->params, hw->lm_head);
+    for (int l = 0; l < c->n_layers; l++) {
+        const rn_layer_weights *a = &hw->layer[l];
+        rn_layer_weights *b = &g->w.layer[l];
+        *b = *a;
+        b->attn_norm = dev_of(m, g->params, a->attn_norm);
+        b->wq = dev_of(m, g->params, a->wq); b->wk = dev_of(m, g->params, a->wk);
+        b->wv = dev_of(m, g->params, a->wv); b->wo = dev_of(m, g->params, a->wo);
+        b->q_alpha = dev_of(m, g->params, a->q_alpha); b->k_alpha = dev_of(m, g->params, a->k_alpha);
+        b->mlp_norm = dev_of(m, g->params, a->mlp_norm);
+        b->w_gate = dev_of(m, g->params, a->w_gate); b->w_up = dev_of(m, g->params, a->w_up);
+        b->w_down = dev_of(m, g->params, a->w_down);
+    }
+    if ((rc = rn_cuda_rt_reset(g, err))) {
+        rn_cuda_rt_free(g);
+        return rc;
+    }
+    *out = g;
+    return RN_OK;
+}
+
+extern "C" void rn_cuda_rt_free(rn_cuda_rt *g)
+{
+    if (!g) return;
+    cudaFree(g->block);
+    cudaFree(g->params);
+    free(g);
+}
+
+extern "C" int rn_cuda_forward(rn_cuda_rt *g, const int *tokens, int n, int64_t pos, float *logits,
+                               int all_rows, rn_error *err)
+{
+    const rn_config *c = &g->c;
+    const int D = c->d_model, H = c->n_heads, F = c->d_ff, K = c->top_k, dv = c->d_v;
+    const int hdk = H * rn_config_dk(c), hdv = H * dv, V = c->vocab_size;
+    if (n < 1 || n > g->chunk) return rn_seterr(err, RN_EINPUT, "CUDA forward: %d rows (chunk %d)", n, g->chunk);
+    CU_TRY(cudaMemcpy(g->tok, tokens, sizeof(int) * n, cudaMemcpyHostToDevice));
+    k_embed<<<blocks((int64_t)n * D, 256), 256>>>(g->x, g->w.embed, g->tok, n, D);
+    for (int l = 0; l < c->n_layers; l++) {
+        const rn_layer_weights *lw = &g->w.layer[l];
+        k_rmsnorm<<<n, 256>>>(g->hb, g->x, lw->attn_norm, D, c->norm_eps);
+        matmul(g->q, g->hb, lw->wq, n, D, hdk, 0);
+        matmul(g->k, g->hb, lw->wk, n, D, hdk, 0);
+        matmul(g->v, g->hb, lw->wv, n, D, hdv, 0);
+        k_address<<<blocks((int64_t)n * H, 64), 64>>>(g->rslot, g->rw, g->q, lw->q_alpha, n, H, c->order,
+                                                       c->d_p, K, c->tau, c->cape_mask[l], pos, g->M);
+        k_address<<<blocks((int64_t)n * H, 64), 64>>>(g->wslot, g->ww, g->k, lw->k_alpha, n, H, c->order,
+                                                       c->d_p, K, c->tau, c->cape_mask[l], pos, g->M);
+        const int64_t off = (int64_t)l * H * g->M;
+        k_pdma_scan<<<H, dv + 1>>>(g->o, g->S + off * dv, g->z + off, g->v, g->wslot, g->ww, g->rslot,
+                                   g->rw, n, H, K, dv, g->M, c->gamma, c->eps);
+        matmul(g->x, g->o, lw->wo, n, hdv, D, 1);
+        k_rmsnorm<<<n, 256>>>(g->hb, g->x, lw->mlp_norm, D, c->norm_eps);
+        matmul(g->g, g->hb, lw->w_gate, n, D, F, 0);
+        matmul(g->u, g->hb, lw->w_up, n, D, F, 0);
+        k_swiglu<<<blocks((int64_t)n * F, 256), 256>>>(g->g, g->u, (int64_t)n * F);
+        matmul(g->x, g->g, lw->w_down, n, F, D, 1);
+    }
+    if (logits) {
+        int first = all_rows ? 0 : n - 1, rows = all_rows ? n : 1;
+        k_rmsnorm<<<rows, 256>>>(g->hb, g->x + (int64_t)first * D, g->w.norm, D, c->norm_eps);
+        matmul(g->logits, g->hb, g->w.lm_head, rows, D, V, 0);
+        CU_TRY(cudaGetLastError());
+        CU_TRY(cudaMemcpy(logits, g->logits, sizeof(float) * rows * V, cudaMemcpyDeviceToHost));
+    } else {
+        CU_TRY(cudaGetLastError());
+        CU_TRY(cudaDeviceSynchronize());
+    }
+    return RN_OK;
+}
+
+extern "C" int rn_cuda_decode(const float *a, const float *alpha, const rn_config *c,
+                              uint64_t cape_mask, int n, int64_t pos0, uint32_t *slot, float *w,
+                              rn_error *err)
+{
+    const int H = c->n_heads, K = c->top_k, dk = rn_config_dk(c);
+    const size_t na = sizeof(float) * n * H * dk, nk = (size_t)n * H * K;
+    float *da = NULL, *dal = NULL, *dw = NULL;
+    uint32_t *ds = NULL;
+    cudaError_t e = cudaMalloc(&da, na);
+    if (e == cudaSuccess) e = cudaMalloc(&dal, sizeof(float) * H);
+    if (e == cudaSuccess) e = cudaMalloc(&dw, sizeof(float) * nk);
+    if (e == cudaSuccess) e = cudaMalloc(&ds, sizeof(uint32_t) * nk);
+    if (e == cudaSuccess) e = cudaMemcpy(da, a, na, cudaMemcpyHostToDevice);
+    if (e == cudaSuccess) e = cudaMemcpy(dal, alpha, sizeof(float) * H, cudaMemcpyHostToDevice);
+    if (e == cudaSuccess) {
+        k_address<<<blocks((int64_t)n * H, 64), 64>>>(ds, dw, da, dal, n, H, c->order, c->d_p, K,
+                                                     c->tau, cape_mask, pos0, rn_config_slots(c));
+        e = cudaGetLastError();
+    }
+    if (e == cudaSuccess) e = cudaMemcpy(slot, ds, sizeof(uint32_t) * nk, cudaMemcpyDeviceToHost);
+    if (e == cudaSuccess) e = cudaMemcpy(w, dw, sizeof(float) * nk, cudaMemcpyDeviceToHost);
+    cudaFree(da); cudaFree(dal); cudaFree(dw); cudaFree(ds);
+    if (e != cudaSuccess) return rn_seterr(err, RN_EINTERNAL, "CUDA decode: %s", cudaGetErrorString(e));
+    return RN_OK;
+}
