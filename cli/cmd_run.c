@@ -82,7 +82,7 @@ int cmd_run(int argc, char **argv)
     if (argc - optind != 2) return cli_usage_error("run", "expected MODEL and PROMPT");
     const char *model_path = argv[optind], *prompt_path = argv[optind + 1];
     if (threads) cli_set_threads((int)threads);
-    if (rn_device_select(device_arg, topt.db_path ? "tracing" : NULL, &device, &err)) return cli_fail(&err);
+    if (rn_device_select(device_arg, NULL, &device, &err)) return cli_fail(&err);
 
     rn_model model;
     int rc = rn_model_load(&model, model_path, &err);

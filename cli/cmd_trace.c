@@ -26,7 +26,7 @@ static void usage(void)
            "      --no-index        skip building the run's index at the end\n"
            "      --chunk N         prefill rows per chunk (default 256)\n"
            "  -j, --threads N       threads (default: all cores)\n"
-           "      --device DEV      cpu (default); cuda is not implemented for tracing yet\n"
+           "      --device DEV      cpu (default) or cuda (a CUDA build and a GPU)\n"
            "  -h, --help            this text\n");
 }
 
@@ -83,7 +83,8 @@ int cmd_trace(int argc, char **argv)
     }
     if (argc - optind != 2) return cli_usage_error("trace", "expected MODEL and INPUT");
     if (!job.db_path) return cli_usage_error("trace", "-o OUT.db is required");
-    if (rn_device_select(device_arg, "tracing", &device, &err)) return cli_fail(&err);
+    if (rn_device_select(device_arg, NULL, &device, &err)) return cli_fail(&err);
+    job.device = device;
     job.model_path = argv[optind];
     job.input_path = argv[optind + 1];
     job.chunk = (int)chunk;

@@ -222,8 +222,6 @@ int rn_prefill(rn_runtime *rt, const int *tokens, int T, float *logits, int all_
 {
     int rc = check_tokens(rt, tokens, T, err);
     if (rc) return rc;
-    if (rt->gpu && rt->probe)
-        return rn_seterr(err, RN_EINPUT, "--device cuda: tracing from the GPU is not implemented yet");
     for (int t0 = 0; t0 < T; t0 += rt->chunk) {
         if (rt->stop && *rt->stop)
             return rn_seterr(err, RN_EINTR, "interrupted after %d of %d tokens", t0, T);
@@ -232,7 +230,7 @@ int rn_prefill(rn_runtime *rt, const int *tokens, int T, float *logits, int all_
         if (logits && all_rows) lg = logits + (size_t)t0 * rt->c.vocab_size;
         else if (logits && t0 + n == T) lg = logits;
         if (rt->gpu) {
-            if ((rc = rn_cuda_forward(rt->gpu, tokens + t0, n, rt->pos, lg, all_rows, err))) return rc;
+            if ((rc = rn_cuda_forward(rt->gpu, tokens + t0, n, rt->pos, lg, all_rows, rt->probe, err))) return rc;
             rt->pos += n;
         } else
             forward_rows(rt, tokens + t0, n, lg, all_rows);
@@ -244,10 +242,8 @@ int rn_step(rn_runtime *rt, int token, float *logits, rn_error *err)
 {
     int rc = check_tokens(rt, &token, 1, err);
     if (rc) return rc;
-    if (rt->gpu && rt->probe)
-        return rn_seterr(err, RN_EINPUT, "--device cuda: tracing from the GPU is not implemented yet");
     if (rt->gpu) {
-        if ((rc = rn_cuda_forward(rt->gpu, &token, 1, rt->pos, logits, 0, err))) return rc;
+        if ((rc = rn_cuda_forward(rt->gpu, &token, 1, rt->pos, logits, 0, rt->probe, err))) return rc;
         rt->pos++;
         return RN_OK;
     }

@@ -25,8 +25,7 @@ typedef struct rn_runtime rn_runtime;
 int rn_runtime_create(const rn_model *m, int max_chunk, rn_runtime **out, rn_error *err);
 /* The same on a chosen device: RN_DEVICE_CUDA keeps weights and memory
  * state on the GPU (core/cuda/); prefill and step then run there and only
- * logits come back.  A probe on a GPU runtime is refused (RN_EINPUT) until
- * tracing from the GPU exists. */
+ * logits (and, with a probe, each layer's accesses in one batch) come back. */
 int rn_runtime_create_on(const rn_model *m, int max_chunk, rn_device dev, rn_runtime **out,
                          rn_error *err);
 void rn_runtime_free(rn_runtime *rt);

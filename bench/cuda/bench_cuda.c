@@ -8,7 +8,9 @@
  * chunks of C) and on the CPU (median of 3, fewer tokens); generation tok/s
  * on both (median over 3 runs of S steps after the prefill); the weight
  * bytes a generated token reads and the GB/s that achieves on the GPU.
- * Traced prefill: not measured (tracing from the GPU is not implemented).
+ * Traced prefill on the GPU: the same prefill with a probe that counts
+ * events, so it measures the per-layer copy of the accesses and the probe
+ * calls, not the SQLite writer (bench/bench_trace.c measures that).
  * Prints "skipped: no CUDA device" and exits 0 without a GPU.
  *
  *   bench_cuda [paper|stories15m|all]      (mk/cuda.mk: make bench-cuda)
@@ -42,6 +44,13 @@ static double prefill_tps(rn_runtime *rt, const int *tok, int T, float *logits)
         v[r] = T / (bench_now() - t0);
     }
     return bench_median(v, 3);
+}
+
+static void count_access(void *user, int layer, int head, int pos, int op, int k,
+                         const uint32_t *slot, const uint32_t *addr, const float *weight)
+{
+    (void)layer; (void)head; (void)pos; (void)op; (void)slot; (void)addr; (void)weight;
+    *(long *)user += k;
 }
 
 /* Median generation tok/s: S steps after a P-token prefill. */
@@ -78,13 +87,18 @@ static int run_shape(const char *name, const rn_config *c, int T_gpu, int T_cpu,
         return 1;
     }
     double gp = prefill_tps(gpu, tok, T_gpu, logits), cp = prefill_tps(cpu, tok, T_cpu, logits);
+    long events = 0;
+    rn_probe probe = { &events, count_access };
+    rn_runtime_set_probe(gpu, &probe);
+    double gt = prefill_tps(gpu, tok, T_gpu, logits);
+    rn_runtime_set_probe(gpu, NULL);
     double gs = step_tps(gpu, tok, 256, 64, logits), cs = step_tps(cpu, tok, 256, 16, logits);
     /* weights a step reads: every matrix and norm, one embedding row */
     double bytes = 4.0 * ((double)rn_config_param_count(c) - (double)c->vocab_size * c->d_model +
                           c->d_model + (c->tie_embeddings ? (double)c->vocab_size * c->d_model : 0));
     printf("%-10s | prefill gpu %10.0f tok/s (T=%d) | cpu %8.1f tok/s (T=%d) | x%6.1f | "
-           "step gpu %8.1f tok/s | cpu %6.1f tok/s | %.1f MB/token, gpu %.0f GB/s | traced: n/a\n",
-           name, gp, T_gpu, cp, T_cpu, gp / cp, gs, cs, bytes / 1e6, bytes * gs / 1e9);
+           "step gpu %8.1f tok/s | cpu %6.1f tok/s | %.1f MB/token, gpu %.0f GB/s | traced gpu %.0f tok/s (x%.2f)\n",
+           name, gp, T_gpu, cp, T_cpu, gp / cp, gs, cs, bytes / 1e6, bytes * gs / 1e9, gt, gp / gt);
     fflush(stdout);
     rn_runtime_free(gpu);
     rn_runtime_free(cpu);

@@ -7,7 +7,8 @@
  * thread per (row, head), exact beam top-K from rn_cuda_topk.h, CAPE), the
  * PDMA scan (one block per head, one thread per value column plus one for
  * z, sequential over rows), the output product added to the residual,
- * RMSNorm, SwiGLU MLP.  Matrix products use a shared-memory tiled kernel
+ * RMSNorm, SwiGLU MLP.  With a probe attached, each layer's accesses come
+ * back in one copy and are reported as the CPU reports them.  Matrix products use a shared-memory tiled kernel
  * (float accumulation, as OpenBLAS's sgemm) so the binary needs no cuBLAS.
  */
 #include <cuda_runtime.h>
@@ -37,8 +38,8 @@ struct rn_cuda_rt {
     rn_weights w;              /* pointers into params (device addresses) */
     float *S, *z;              /* [L,H,M,dv], [L,H,M] */
     float *x, *hb, *q, *k, *v, *o, *g, *u, *logits;
-    uint32_t *rslot, *wslot;
-    float *rw, *ww;
+    uint32_t *acc;             /* the accesses of a chunk, 6 arrays of C·H·K (below) */
+    uint32_t *host_acc;        /* pinned host copy of them, for a probe */
     int *tok;
     void *block;               /* one device allocation for the activations */
 };
@@ -123,7 +124,7 @@ __global__ void k_swiglu(float *g, const float *u, int64_t n)
 }
 
 /* One thread per (row, head): exact top-K, weights, CAPE slots. */
-__global__ void k_address(uint32_t *slot, float *w, const float *a, const float *alpha, int n,
+__global__ void k_address(uint32_t *addr_out, uint32_t *slot, float *w, const float *a, const float *alpha, int n,
                           int H, int U, int dp, int K, float tau, uint64_t cape_mask, int64_t pos0,
                           int64_t M)
 {
@@ -134,8 +135,10 @@ __global__ void k_address(uint32_t *slot, float *w, const float *a, const float 
     uint32_t addr[RN_CUDA_MAX_K];
     rn_cu_topk(a + (int64_t)r * H * dk + (int64_t)h * dk, U, dp, K, scale, addr, w + (int64_t)i * K);
     int cape = (int)((cape_mask >> h) & 1u);
-    for (int j = 0; j < K; j++)
+    for (int j = 0; j < K; j++) {
+        addr_out[(int64_t)i * K + j] = addr[j];
         slot[(int64_t)i * K + j] = cape ? rn_cu_cape(addr[j], pos0 + r, M) : addr[j];
+    }
 }
 
 /* d = (1−w)^γ with 0⁰ = 1, as rn_pdma.c. */
@@ -228,8 +231,7 @@ extern "C" int rn_cuda_rt_create(const rn_model *m, int max_chunk, rn_cuda_rt **
         sizeof(float) * C * D, sizeof(float) * C * D, sizeof(float) * C * hdk,
         sizeof(float) * C * hdk, sizeof(float) * C * hdv, sizeof(float) * C * hdv,
         sizeof(float) * C * F, sizeof(float) * C * F, sizeof(float) * C * V,
-        sizeof(uint32_t) * C * H * K, sizeof(uint32_t) * C * H * K,
-        sizeof(float) * C * H * K, sizeof(float) * C * H * K, sizeof(int) * C,
+        sizeof(uint32_t) * 6 * C * H * K, sizeof(int) * C,
     };
     size_t total = 0;
     for (size_t i = 0; i < sizeof sz / sizeof sz[0]; i++) total += (sz[i] + 255) & ~(size_t)255;
@@ -237,6 +239,7 @@ extern "C" int rn_cuda_rt_create(const rn_model *m, int max_chunk, rn_cuda_rt **
     cudaError_t e = cudaMalloc(&g->params, sizeof(float) * m->n_block);
     if (e == cudaSuccess) e = cudaMemcpy(g->params, m->params, sizeof(float) * m->n_block, cudaMemcpyHostToDevice);
     if (e == cudaSuccess) e = cudaMalloc(&g->block, total);
+    if (e == cudaSuccess) e = cudaMallocHost(&g->host_acc, sizeof(uint32_t) * 6 * C * H * K);
     if (e != cudaSuccess) {
         rc = rn_seterr(err, RN_ENOMEM, "CUDA: %s (weights %lld floats, runtime %zu bytes)",
                        cudaGetErrorString(e), (long long)m->n_block, total);
@@ -248,8 +251,7 @@ extern "C" int rn_cuda_rt_create(const rn_model *m, int max_chunk, rn_cuda_rt **
 #define CARVE(field, type) g->field = (type *)p; p += (sz[i++] + 255) & ~(size_t)255;
     CARVE(S, float); CARVE(z, float); CARVE(x, float); CARVE(hb, float); CARVE(q, float);
     CARVE(k, float); CARVE(v, float); CARVE(o, float); CARVE(g, float); CARVE(u, float);
-    CARVE(logits, float); CARVE(rslot, uint32_t); CARVE(wslot, uint32_t); CARVE(rw, float);
-    CARVE(ww, float); CARVE(tok, int);
+    CARVE(logits, float); CARVE(acc, uint32_t); CARVE(tok, int);
 #undef CARVE
     const rn_weights *hw = &m->w;
     g->w.embed = dev_of(m, g->params, hw->embed);
@@ -279,17 +281,47 @@ extern "C" void rn_cuda_rt_free(rn_cuda_rt *g)
 {
     if (!g) return;
     cudaFree(g->block);
+    cudaFreeHost(g->host_acc);
     cudaFree(g->params);
     free(g);
 }
 
+/* The accesses of n rows, six arrays of n·H·K one after another (so one
+ * copy brings a layer's back): write slot, write addr, write weight, read
+ * slot, read addr, read weight. */
+typedef struct { uint32_t *wslot, *waddr, *rslot, *raddr; float *ww, *rw; } accesses;
+
+static accesses carve_acc(uint32_t *base, int64_t nhk)
+{
+    accesses a;
+    a.wslot = base; a.waddr = base + nhk; a.ww = (float *)(base + 2 * nhk);
+    a.rslot = base + 3 * nhk; a.raddr = base + 4 * nhk; a.rw = (float *)(base + 5 * nhk);
+    return a;
+}
+
+/* Report one layer's accesses of n rows (host copy) as the CPU's report()
+ * does: head-major; per position the K writes, then the K reads. */
+static void report(const rn_probe *probe, const accesses *a, int l, int n, int H, int K, int64_t pos)
+{
+    for (int h = 0; h < H; h++)
+        for (int t = 0; t < n; t++) {
+            size_t o = ((size_t)t * H + h) * K;
+            probe->access(probe->user, l, h, (int)(pos + t), RN_OP_WRITE, K, a->wslot + o,
+                          a->waddr + o, a->ww + o);
+            probe->access(probe->user, l, h, (int)(pos + t), RN_OP_READ, K, a->rslot + o,
+                          a->raddr + o, a->rw + o);
+        }
+}
+
 extern "C" int rn_cuda_forward(rn_cuda_rt *g, const int *tokens, int n, int64_t pos, float *logits,
-                               int all_rows, rn_error *err)
+                               int all_rows, const rn_probe *probe, rn_error *err)
 {
     const rn_config *c = &g->c;
     const int D = c->d_model, H = c->n_heads, F = c->d_ff, K = c->top_k, dv = c->d_v;
     const int hdk = H * rn_config_dk(c), hdv = H * dv, V = c->vocab_size;
     if (n < 1 || n > g->chunk) return rn_seterr(err, RN_EINPUT, "CUDA forward: %d rows (chunk %d)", n, g->chunk);
+    const int64_t nhk = (int64_t)n * H * K;
+    accesses d = carve_acc(g->acc, nhk), h = carve_acc(g->host_acc, nhk);
     CU_TRY(cudaMemcpy(g->tok, tokens, sizeof(int) * n, cudaMemcpyHostToDevice));
     k_embed<<<blocks((int64_t)n * D, 256), 256>>>(g->x, g->w.embed, g->tok, n, D);
     for (int l = 0; l < c->n_layers; l++) {
@@ -298,13 +330,20 @@ extern "C" int rn_cuda_forward(rn_cuda_rt *g, const int *tokens, int n, int64_t 
         matmul(g->q, g->hb, lw->wq, n, D, hdk, 0);
         matmul(g->k, g->hb, lw->wk, n, D, hdk, 0);
         matmul(g->v, g->hb, lw->wv, n, D, hdv, 0);
-        k_address<<<blocks((int64_t)n * H, 64), 64>>>(g->rslot, g->rw, g->q, lw->q_alpha, n, H, c->order,
-                                                       c->d_p, K, c->tau, c->cape_mask[l], pos, g->M);
-        k_address<<<blocks((int64_t)n * H, 64), 64>>>(g->wslot, g->ww, g->k, lw->k_alpha, n, H, c->order,
-                                                       c->d_p, K, c->tau, c->cape_mask[l], pos, g->M);
+        k_address<<<blocks((int64_t)n * H, 64), 64>>>(d.raddr, d.rslot, d.rw, g->q, lw->q_alpha, n, H,
+                                                       c->order, c->d_p, K, c->tau, c->cape_mask[l],
+                                                       pos, g->M);
+        k_address<<<blocks((int64_t)n * H, 64), 64>>>(d.waddr, d.wslot, d.ww, g->k, lw->k_alpha, n, H,
+                                                       c->order, c->d_p, K, c->tau, c->cape_mask[l],
+                                                       pos, g->M);
         const int64_t off = (int64_t)l * H * g->M;
-        k_pdma_scan<<<H, dv + 1>>>(g->o, g->S + off * dv, g->z + off, g->v, g->wslot, g->ww, g->rslot,
-                                   g->rw, n, H, K, dv, g->M, c->gamma, c->eps);
+        k_pdma_scan<<<H, dv + 1>>>(g->o, g->S + off * dv, g->z + off, g->v, d.wslot, d.ww, d.rslot,
+                                   d.rw, n, H, K, dv, g->M, c->gamma, c->eps);
+        if (probe) {
+            CU_TRY(cudaGetLastError());
+            CU_TRY(cudaMemcpy(g->host_acc, g->acc, sizeof(uint32_t) * 6 * nhk, cudaMemcpyDeviceToHost));
+            report(probe, &h, l, n, H, K, pos);
+        }
         matmul(g->x, g->o, lw->wo, n, hdv, D, 1);
         k_rmsnorm<<<n, 256>>>(g->hb, g->x, lw->mlp_norm, D, c->norm_eps);
         matmul(g->g, g->hb, lw->w_gate, n, D, F, 0);
@@ -326,27 +365,29 @@ extern "C" int rn_cuda_forward(rn_cuda_rt *g, const int *tokens, int n, int64_t 
 }
 
 extern "C" int rn_cuda_decode(const float *a, const float *alpha, const rn_config *c,
-                              uint64_t cape_mask, int n, int64_t pos0, uint32_t *slot, float *w,
-                              rn_error *err)
+                              uint64_t cape_mask, int n, int64_t pos0, uint32_t *addr,
+                              uint32_t *slot, float *w, rn_error *err)
 {
     const int H = c->n_heads, K = c->top_k, dk = rn_config_dk(c);
     const size_t na = sizeof(float) * n * H * dk, nk = (size_t)n * H * K;
     float *da = NULL, *dal = NULL, *dw = NULL;
-    uint32_t *ds = NULL;
+    uint32_t *ds = NULL, *dad = NULL;
     cudaError_t e = cudaMalloc(&da, na);
+    if (e == cudaSuccess) e = cudaMalloc(&dad, sizeof(uint32_t) * nk);
     if (e == cudaSuccess) e = cudaMalloc(&dal, sizeof(float) * H);
     if (e == cudaSuccess) e = cudaMalloc(&dw, sizeof(float) * nk);
     if (e == cudaSuccess) e = cudaMalloc(&ds, sizeof(uint32_t) * nk);
     if (e == cudaSuccess) e = cudaMemcpy(da, a, na, cudaMemcpyHostToDevice);
     if (e == cudaSuccess) e = cudaMemcpy(dal, alpha, sizeof(float) * H, cudaMemcpyHostToDevice);
     if (e == cudaSuccess) {
-        k_address<<<blocks((int64_t)n * H, 64), 64>>>(ds, dw, da, dal, n, H, c->order, c->d_p, K,
+        k_address<<<blocks((int64_t)n * H, 64), 64>>>(dad, ds, dw, da, dal, n, H, c->order, c->d_p, K,
                                                      c->tau, cape_mask, pos0, rn_config_slots(c));
         e = cudaGetLastError();
     }
+    if (e == cudaSuccess) e = cudaMemcpy(addr, dad, sizeof(uint32_t) * nk, cudaMemcpyDeviceToHost);
     if (e == cudaSuccess) e = cudaMemcpy(slot, ds, sizeof(uint32_t) * nk, cudaMemcpyDeviceToHost);
     if (e == cudaSuccess) e = cudaMemcpy(w, dw, sizeof(float) * nk, cudaMemcpyDeviceToHost);
-    cudaFree(da); cudaFree(dal); cudaFree(dw); cudaFree(ds);
+    cudaFree(da); cudaFree(dal); cudaFree(dw); cudaFree(ds); cudaFree(dad);
     if (e != cudaSuccess) return rn_seterr(err, RN_EINTERNAL, "CUDA decode: %s", cudaGetErrorString(e));
     return RN_OK;
 }

@@ -14,6 +14,7 @@
 
 #include "rn_error.h"
 #include "rn_model.h"
+#include "rn_probe.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -39,15 +40,19 @@ void rn_cuda_rt_free(rn_cuda_rt *g);
 int rn_cuda_rt_reset(rn_cuda_rt *g, rn_error *err);
 
 /* Forward n <= max_chunk rows of tokens at positions pos..pos+n-1; logits
- * as in rn_prefill ([V] for the last row, [n,V] when all_rows, or NULL). */
+ * as in rn_prefill ([V] for the last row, [n,V] when all_rows, or NULL).
+ * With a probe, each layer's slots, addresses and weights of all n rows come
+ * back in one copy after its memory scan and are reported exactly as the
+ * CPU's prefill reports them (rn_probe.h: head-major; per position the K
+ * writes, then the K reads). */
 int rn_cuda_forward(rn_cuda_rt *g, const int *tokens, int n, int64_t pos, float *logits,
-                    int all_rows, rn_error *err);
+                    int all_rows, const rn_probe *probe, rn_error *err);
 
 /* The GPU address decoder alone, for the parity tests: n rows of keys
  * a[n, H·U·d_p] (host memory), per-head log-scales alpha[H], positions
  * pos0..; slot[n,H,K] and w[n,H,K] (host) as rn_address_forward gives. */
 int rn_cuda_decode(const float *a, const float *alpha, const rn_config *c, uint64_t cape_mask,
-                   int n, int64_t pos0, uint32_t *slot, float *w, rn_error *err);
+                   int n, int64_t pos0, uint32_t *addr, uint32_t *slot, float *w, rn_error *err);
 
 #ifdef __cplusplus
 }

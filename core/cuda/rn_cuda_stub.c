@@ -34,15 +34,16 @@ int rn_cuda_rt_reset(rn_cuda_rt *g, rn_error *err)
 }
 
 int rn_cuda_decode(const float *a, const float *alpha, const rn_config *c, uint64_t cape_mask,
-                   int n, int64_t pos0, uint32_t *slot, float *w, rn_error *err)
+                   int n, int64_t pos0, uint32_t *addr, uint32_t *slot, float *w, rn_error *err)
 {
-    (void)a; (void)alpha; (void)c; (void)cape_mask; (void)n; (void)pos0; (void)slot; (void)w;
+    (void)a; (void)alpha; (void)c; (void)cape_mask; (void)n; (void)pos0; (void)addr; (void)slot;
+    (void)w;
     return no_cuda(err);
 }
 
 int rn_cuda_forward(rn_cuda_rt *g, const int *tokens, int n, int64_t pos, float *logits,
-                    int all_rows, rn_error *err)
+                    int all_rows, const rn_probe *probe, rn_error *err)
 {
-    (void)g; (void)tokens; (void)n; (void)pos; (void)logits; (void)all_rows;
+    (void)g; (void)tokens; (void)n; (void)pos; (void)logits; (void)all_rows; (void)probe;
     return no_cuda(err);
 }

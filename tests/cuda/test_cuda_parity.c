@@ -12,7 +12,10 @@
  *     float rounding (counted and printed);
  *   - prefill logits of every row (in several chunks) and step logits after
  *     it: max |gpu − cpu| / max |cpu| per row < 1e-4;
- *   - reset returns the GPU runtime to the fresh state.
+ *   - reset returns the GPU runtime to the fresh state;
+ *   - traced events (a probe on both runtimes over prefill and steps) are
+ *     identical: same order, layer, head, position, op, slots, addresses,
+ *     and weights within 1e-6 relative.
  */
 #include <math.h>
 #include <stdio.h>
@@ -37,7 +40,51 @@ static const shape g_shapes[] = {
 };
 #define N_SHAPES (int)(sizeof g_shapes / sizeof g_shapes[0])
 
-static long g_ties, g_rows;
+static long g_ties, g_rows, g_events;
+
+/* A probe that keeps every event: 5 ints of (layer, head, pos, op, k), then
+ * k slots, k addresses and k weights (bits), in one growing array. */
+typedef struct { uint32_t *v; size_t n, cap; } recorder;
+
+static void rec_push(recorder *r, uint32_t x)
+{
+    if (r->n == r->cap) {
+        r->cap = r->cap ? 2 * r->cap : 1 << 16;
+        r->v = realloc(r->v, sizeof *r->v * r->cap);
+    }
+    r->v[r->n++] = x;
+}
+
+static void rec_access(void *user, int layer, int head, int pos, int op, int k,
+                       const uint32_t *slot, const uint32_t *addr, const float *weight)
+{
+    recorder *r = user;
+    rec_push(r, (uint32_t)layer); rec_push(r, (uint32_t)head); rec_push(r, (uint32_t)pos);
+    rec_push(r, (uint32_t)op); rec_push(r, (uint32_t)k);
+    for (int j = 0; j < k; j++) rec_push(r, slot[j]);
+    for (int j = 0; j < k; j++) rec_push(r, addr[j]);
+    for (int j = 0; j < k; j++) { uint32_t b; memcpy(&b, &weight[j], 4); rec_push(r, b); }
+}
+
+/* Compare two recordings event by event; returns the number of events. */
+static long rec_compare(const recorder *a, const recorder *b)
+{
+    CU_ASSERT_EQUAL_FATAL(a->n, b->n);
+    long events = 0;
+    for (size_t i = 0; i < a->n;) {
+        uint32_t k = a->v[i + 4];
+        for (size_t j = i; j < i + 5 + 2 * k; j++) CU_ASSERT_EQUAL(a->v[j], b->v[j]);
+        for (size_t j = i + 5 + 2 * k; j < i + 5 + 3 * k; j++) {
+            float x, y;
+            memcpy(&x, &a->v[j], 4);
+            memcpy(&y, &b->v[j], 4);
+            CU_ASSERT(fabsf(x - y) <= 1e-6f * fabsf(x));
+        }
+        i += 5 + 3 * k;
+        events++;
+    }
+    return events;
+}
 static double g_worst;
 
 static int make_model(rn_model *m, const shape *s, uint64_t seed)
@@ -93,11 +140,13 @@ static void test_decode_parity(void)
         for (int h = 0; h < H; h++) alpha[h] = (float)(rn_rng_uniform(&r) - 0.5);
         void *mem = malloc(rn_decode_ws_bytes(c->order, c->d_p, K));
         rn_decode_ws *ws = rn_decode_ws_init(mem, c->order, c->d_p, K);
+        uint32_t *ga = malloc(sizeof(uint32_t) * n * H * K);
         rn_address_forward(ca, cs, cw, a, alpha, c, c->cape_mask[0], n, 37, &ws, 1);
         rn_error err = { 0 };
-        CU_ASSERT_EQUAL_FATAL(rn_cuda_decode(a, alpha, c, c->cape_mask[0], n, 37, gs, gw, &err), RN_OK);
+        CU_ASSERT_EQUAL_FATAL(rn_cuda_decode(a, alpha, c, c->cape_mask[0], n, 37, ga, gs, gw, &err), RN_OK);
         for (int i = 0; i < n * H; i++) {
             if (!memcmp(cs + (size_t)i * K, gs + (size_t)i * K, sizeof(uint32_t) * K)) {
+                CU_ASSERT(!memcmp(ca + (size_t)i * K, ga + (size_t)i * K, sizeof(uint32_t) * K));
                 for (int j = 0; j < K; j++)
                     CU_ASSERT(fabs(cw[i * K + j] - gw[i * K + j]) <= 1e-6 * cw[i * K + j]);
                 continue;
@@ -110,7 +159,7 @@ static void test_decode_parity(void)
             CU_ASSERT(fabs(wc - wg) <= 1e-6 * wc);
             g_ties++;
         }
-        free(mem); free(a); free(cw); free(gw); free(ca); free(cs); free(gs);
+        free(mem); free(a); free(cw); free(gw); free(ca); free(cs); free(gs); free(ga);
         rn_model_free(&m);
     }
 }
@@ -162,6 +211,39 @@ static void test_prefill_step_parity(void)
     }
 }
 
+static void test_trace_parity(void)
+{
+    rn_rng r;
+    rn_rng_seed(&r, 13);
+    for (int si = 0; si < N_SHAPES; si++) {
+        rn_model m;
+        CU_ASSERT_EQUAL_FATAL(make_model(&m, &g_shapes[si], 300 + si), RN_OK);
+        const int V = m.cfg.vocab_size, T = 100;
+        int tok[100];
+        for (int t = 0; t < T; t++) tok[t] = (int)(rn_rng_u64(&r) % (uint64_t)V);
+        rn_runtime *cpu = NULL, *gpu = NULL;
+        rn_error err = { 0 };
+        CU_ASSERT_EQUAL_FATAL(rn_runtime_create_on(&m, 48, RN_DEVICE_CPU, &cpu, &err), RN_OK);
+        CU_ASSERT_EQUAL_FATAL(rn_runtime_create_on(&m, 48, RN_DEVICE_CUDA, &gpu, &err), RN_OK);
+        recorder rc = { 0 }, rg = { 0 };
+        rn_probe pc = { &rc, rec_access }, pg = { &rg, rec_access };
+        rn_runtime_set_probe(cpu, &pc);
+        rn_runtime_set_probe(gpu, &pg);
+        float *lc = malloc(sizeof(float) * V), *lg = malloc(sizeof(float) * V);
+        CU_ASSERT_EQUAL(rn_prefill(cpu, tok, T, lc, 0, &err), RN_OK);
+        CU_ASSERT_EQUAL(rn_prefill(gpu, tok, T, lg, 0, &err), RN_OK);
+        for (int s = 0; s < 10; s++) {
+            CU_ASSERT_EQUAL(rn_step(cpu, tok[s], lc, &err), RN_OK);
+            CU_ASSERT_EQUAL(rn_step(gpu, tok[s], lg, &err), RN_OK);
+        }
+        g_events += rec_compare(&rc, &rg);
+        free(rc.v); free(rg.v); free(lc); free(lg);
+        rn_runtime_free(cpu);
+        rn_runtime_free(gpu);
+        rn_model_free(&m);
+    }
+}
+
 int main(void)
 {
     int n = rn_cuda_device_count();
@@ -175,11 +257,12 @@ int main(void)
     CU_pSuite s = CU_add_suite("cuda_parity", NULL, NULL);
     CU_add_test(s, "GPU decoder top-K == CPU's (ties within rounding counted)", test_decode_parity);
     CU_add_test(s, "prefill and step logits: relative error < 1e-4; reset", test_prefill_step_parity);
+    CU_add_test(s, "traced events of prefill and steps identical to the CPU's", test_trace_parity);
     CU_basic_set_mode(CU_BRM_VERBOSE);
     CU_basic_run_tests();
     unsigned fails = CU_get_number_of_failures();
-    printf("cuda parity: %ld logit rows, worst relative error %.3g; %ld top-K sets differ at CPU ties\n",
-           g_rows, g_worst, g_ties);
+    printf("cuda parity: %ld logit rows, worst relative error %.3g; %ld top-K sets differ at CPU ties; "
+           "%ld traced events compared\n", g_rows, g_worst, g_ties, g_events);
     CU_cleanup_registry();
     return fails ? 1 : 0;
 }
