@@ -5,12 +5,14 @@
  *
  * Per layer, for n rows: RMSNorm, the q/k/v products, address decoding (one
  * thread per (row, head), exact beam top-K from rn_cuda_topk.h, CAPE), the
- * PDMA scan (one block per head, one thread per value column plus one for
- * z, sequential over rows), the output product added to the residual,
+ * PDMA scan (chunks of >= RN_CUDA_SEG_MIN rows: the segmented scan of
+ * rn_cuda_scan.h; shorter ones: one block per head, one thread per value
+ * column plus one for z, sequential over rows), the output product added to the residual,
  * RMSNorm, SwiGLU MLP.  With a probe attached, each layer's accesses come
  * back in one copy and are reported as the CPU reports them.  Matrix products use a shared-memory tiled kernel
  * (float accumulation, as OpenBLAS's sgemm) so the binary needs no cuBLAS.
  */
+#include <cub/cub.cuh>
 #include <cuda_runtime.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,6 +42,12 @@ struct rn_cuda_rt {
     float *x, *hb, *q, *k, *v, *o, *g, *u, *logits;
     uint32_t *acc;             /* the accesses of a chunk, 6 arrays of C·H·K (below) */
     uint32_t *host_acc;        /* pinned host copy of them, for a probe */
+    /* segmented scan (chunks of >= RN_CUDA_SEG_MIN rows): H·C·K events */
+    uint32_t *sk, *sk2, *sv, *sv2; /* sort keys (slot) and values (event), in and out */
+    int *srow, *sreach, *soff;     /* row, distance to segment start; H+1 offsets */
+    float *sd, *sd2, *sb, *sb2;    /* composed maps, double-buffered */
+    void *cub_tmp;
+    size_t cub_bytes;
     int *tok;
     void *block;               /* one device allocation for the activations */
 };
@@ -63,6 +71,10 @@ extern "C" int rn_cuda_supported(const rn_config *c, rn_error *err)
                          c->top_k, RN_CUDA_MAX_K);
     return RN_OK;
 }
+
+/* Chunks of at least this many rows use the segmented scan; shorter ones
+ * (the step among them) the sequential kernel. */
+#define RN_CUDA_SEG_MIN 64
 
 /* ---- kernels ---- */
 
@@ -188,6 +200,128 @@ __global__ void k_reset(float *S, float *z, int64_t nS, int64_t nz, float inv)
     if (i < nz) z[i] = inv;
 }
 
+/* ---- the segmented PDMA scan (docs/cuda.md; host-checked arithmetic in
+ * rn_cuda_scan.h).  Per layer, for n rows: the n·K writes of each head
+ * sorted stably by slot (CUB segmented radix sort, one segment per head),
+ * each write's affine map, log₂(n·K) Hillis–Steele passes composing maps
+ * within a slot, then reads and the write-back of each slot's last state. */
+
+/* Keys (slot) and values (event e = t·K + j) of every head's writes; head
+ * h's events at h·nK. */
+__global__ void k_seg_keys(uint32_t *key, uint32_t *val, const uint32_t *wslot, int n, int H, int K)
+{
+    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x, nK = (int64_t)n * K;
+    if (i >= H * nK) return;
+    int h = (int)(i / nK);
+    int64_t e = i % nK, t = e / K, j = e % K;
+    key[i] = wslot[(t * H + h) * K + j];
+    val[i] = (uint32_t)e;
+}
+
+/* First index q in [0, len) with (key[q], row[q]) > (s, t) (row NULL:
+ * key[q] >= s when t < 0). */
+__device__ static int64_t seg_upper(const uint32_t *key, const int *row, int64_t len, uint32_t s, int t)
+{
+    int64_t lo = 0, hi = len;
+    while (lo < hi) {
+        int64_t mid = (lo + hi) / 2;
+        int le = t < 0 ? key[mid] < s : (key[mid] < s || (key[mid] == s && row[mid] <= t));
+        if (le) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}
+
+/* Each sorted write's map (d, b = w·[v, 1]), its row and its distance to
+ * the first write of its slot (reach). */
+__global__ void k_seg_maps(float *d, float *b, int *row, int *reach, const uint32_t *key,
+                           const uint32_t *val, const float *ww, const float *v, int n, int H,
+                           int K, int dv, float gamma)
+{
+    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x, nK = (int64_t)n * K;
+    if (i >= H * nK) return;
+    int h = (int)(i / nK);
+    int64_t q = i % nK, e = val[i], t = e / K, j = e % K, a = (t * H + h) * K + j;
+    const int C = dv + 1;
+    float w = ww[a];
+    d[i] = decay(w, gamma);
+    const float *vv = v + t * H * dv + (int64_t)h * dv;
+    for (int c = 0; c < dv; c++) b[i * C + c] = w * vv[c];
+    b[i * C + dv] = w;
+    row[i] = (int)t;
+    reach[i] = (int)(q - seg_upper(key + (int64_t)h * nK, NULL, nK, key[i], -1));
+}
+
+/* Pass k: P_p ← P_p ∘ P_{p−k} where p − k is in p's segment.  One thread
+ * per (event, column); column 0 also composes d. */
+__global__ void k_seg_pass(float *d2, float *b2, const float *d, const float *b, const int *reach,
+                           int64_t total, int C, int64_t k)
+{
+    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= total * C) return;
+    int64_t p = i / C;
+    int c = (int)(i % C);
+    if (reach[p] >= k) {
+        b2[i] = d[p] * b[(p - k) * C + c] + b[i];
+        if (c == 0) d2[p] = d[p] * d[p - k];
+    } else {
+        b2[i] = b[i];
+        if (c == 0) d2[p] = d[p];
+    }
+}
+
+/* Reads: one thread per (row, head, column). */
+__global__ void k_seg_read(float *o, const float *S, const float *z, const uint32_t *key,
+                           const int *row, const float *d, const float *b, const uint32_t *rslot,
+                           const float *rw, int n, int H, int K, int dv, int64_t M, float eps)
+{
+    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x, nK = (int64_t)n * K;
+    if (i >= (int64_t)n * H * dv) return;
+    int c = (int)(i % dv);
+    int64_t th = i / dv;
+    int h = (int)(th % H), t = (int)(th / H);
+    const int C = dv + 1;
+    const float *Sh = S + (int64_t)h * M * dv, *zh = z + (int64_t)h * M;
+    const uint32_t *kh = key + (int64_t)h * nK;
+    const int *rh = row + (int64_t)h * nK;
+    float acc = 0;
+    for (int j = 0; j < K; j++) {
+        int64_t a = ((int64_t)t * H + h) * K + j;
+        uint32_t s = rslot[a];
+        int64_t p = seg_upper(kh, rh, nK, s, t) - 1;
+        float S0 = Sh[(int64_t)s * dv + c];
+        if (p >= 0 && kh[p] == s) {
+            int64_t g = (int64_t)h * nK + p;
+            float zz = d[g] * zh[s] + b[g * C + dv];
+            acc += rw[a] / (zz + eps) * (d[g] * S0 + b[g * C + c]);
+        } else
+            acc += rw[a] / (zh[s] + eps) * S0;
+    }
+    o[(int64_t)t * H * dv + (int64_t)h * dv + c] = acc;
+}
+
+/* Write-back of each slot's last state: one thread per (event, column). */
+__global__ void k_seg_writeback(float *S, float *z, const uint32_t *key, const float *d,
+                                const float *b, int n, int H, int K, int dv, int64_t M)
+{
+    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x, nK = (int64_t)n * K;
+    const int C = dv + 1;
+    if (i >= H * nK * C) return;
+    int64_t p = i / C;
+    int c = (int)(i % C);
+    int h = (int)(p / nK);
+    int64_t q = p % nK;
+    if (q + 1 < nK && key[p + 1] == key[p]) return; /* not the slot's last write */
+    uint32_t s = key[p];
+    if (c < dv) {
+        float *x = S + ((int64_t)h * M + s) * dv + c;
+        *x = d[p] * *x + b[p * C + c];
+    } else {
+        float *x = z + (int64_t)h * M + s;
+        *x = d[p] * *x + b[p * C + dv];
+    }
+}
+
 /* ---- host side ---- */
 
 static unsigned blocks(int64_t n, int per) { return (unsigned)((n + per - 1) / per); }
@@ -232,6 +366,10 @@ extern "C" int rn_cuda_rt_create(const rn_model *m, int max_chunk, rn_cuda_rt **
         sizeof(float) * C * hdk, sizeof(float) * C * hdv, sizeof(float) * C * hdv,
         sizeof(float) * C * F, sizeof(float) * C * F, sizeof(float) * C * V,
         sizeof(uint32_t) * 6 * C * H * K, sizeof(int) * C,
+        sizeof(uint32_t) * C * H * K, sizeof(uint32_t) * C * H * K, sizeof(uint32_t) * C * H * K,
+        sizeof(uint32_t) * C * H * K, sizeof(int) * C * H * K, sizeof(int) * C * H * K,
+        sizeof(int) * (H + 1), sizeof(float) * C * H * K, sizeof(float) * C * H * K,
+        sizeof(float) * C * H * K * (c->d_v + 1), sizeof(float) * C * H * K * (c->d_v + 1),
     };
     size_t total = 0;
     for (size_t i = 0; i < sizeof sz / sizeof sz[0]; i++) total += (sz[i] + 255) & ~(size_t)255;
@@ -252,6 +390,9 @@ extern "C" int rn_cuda_rt_create(const rn_model *m, int max_chunk, rn_cuda_rt **
     CARVE(S, float); CARVE(z, float); CARVE(x, float); CARVE(hb, float); CARVE(q, float);
     CARVE(k, float); CARVE(v, float); CARVE(o, float); CARVE(g, float); CARVE(u, float);
     CARVE(logits, float); CARVE(acc, uint32_t); CARVE(tok, int);
+    CARVE(sk, uint32_t); CARVE(sk2, uint32_t); CARVE(sv, uint32_t); CARVE(sv2, uint32_t);
+    CARVE(srow, int); CARVE(sreach, int); CARVE(soff, int); CARVE(sd, float); CARVE(sd2, float);
+    CARVE(sb, float); CARVE(sb2, float);
 #undef CARVE
     const rn_weights *hw = &m->w;
     g->w.embed = dev_of(m, g->params, hw->embed);
@@ -269,6 +410,15 @@ extern "C" int rn_cuda_rt_create(const rn_model *m, int max_chunk, rn_cuda_rt **
         b->w_gate = dev_of(m, g->params, a->w_gate); b->w_up = dev_of(m, g->params, a->w_up);
         b->w_down = dev_of(m, g->params, a->w_down);
     }
+    /* the sort's scratch, sized for the largest chunk */
+    e = cub::DeviceSegmentedRadixSort::SortPairs(NULL, g->cub_bytes, g->sk, g->sk2, g->sv, g->sv2,
+                                                 (int)(C * H * K), (int)H, g->soff, g->soff + 1);
+    if (e == cudaSuccess) e = cudaMalloc(&g->cub_tmp, g->cub_bytes > 0 ? g->cub_bytes : 1);
+    if (e != cudaSuccess) {
+        rc = rn_seterr(err, RN_ENOMEM, "CUDA: %s (sort scratch)", cudaGetErrorString(e));
+        rn_cuda_rt_free(g);
+        return rc;
+    }
     if ((rc = rn_cuda_rt_reset(g, err))) {
         rn_cuda_rt_free(g);
         return rc;
@@ -282,6 +432,7 @@ extern "C" void rn_cuda_rt_free(rn_cuda_rt *g)
     if (!g) return;
     cudaFree(g->block);
     cudaFreeHost(g->host_acc);
+    cudaFree(g->cub_tmp);
     cudaFree(g->params);
     free(g);
 }
@@ -313,6 +464,42 @@ static void report(const rn_probe *probe, const accesses *a, int l, int n, int H
         }
 }
 
+__global__ void k_seg_offsets(int *off, int H, int nK)
+{
+    int h = blockIdx.x * blockDim.x + threadIdx.x;
+    if (h <= H) off[h] = h * nK;
+}
+
+/* One layer's memory scan of n rows by the segmented scan (state S, z of
+ * the layer's heads). */
+static cudaError_t seg_scan(rn_cuda_rt *g, float *S, float *z, const accesses *a, int n)
+{
+    const rn_config *c = &g->c;
+    const int H = c->n_heads, K = c->top_k, dv = c->d_v, C = dv + 1;
+    const int64_t nK = (int64_t)n * K, total = H * nK;
+    int end_bit = 1;
+    while (end_bit < 32 && ((int64_t)1 << end_bit) < g->M) end_bit++;
+    k_seg_keys<<<blocks(total, 256), 256>>>(g->sk, g->sv, a->wslot, n, H, K);
+    k_seg_offsets<<<1, 64>>>(g->soff, H, (int)nK);
+    size_t bytes = g->cub_bytes;
+    cudaError_t e = cub::DeviceSegmentedRadixSort::SortPairs(g->cub_tmp, bytes, g->sk, g->sk2, g->sv,
+                                                             g->sv2, (int)total, H, g->soff,
+                                                             g->soff + 1, 0, end_bit);
+    if (e != cudaSuccess) return e;
+    k_seg_maps<<<blocks(total, 256), 256>>>(g->sd, g->sb, g->srow, g->sreach, g->sk2, g->sv2, a->ww,
+                                            g->v, n, H, K, dv, c->gamma);
+    float *d = g->sd, *d2 = g->sd2, *b = g->sb, *b2 = g->sb2;
+    for (int64_t k = 1; k < nK; k *= 2) {
+        k_seg_pass<<<blocks(total * C, 256), 256>>>(d2, b2, d, b, g->sreach, total, C, k);
+        float *t = d; d = d2; d2 = t;
+        t = b; b = b2; b2 = t;
+    }
+    k_seg_read<<<blocks((int64_t)n * H * dv, 256), 256>>>(g->o, S, z, g->sk2, g->srow, d, b, a->rslot,
+                                                          a->rw, n, H, K, dv, g->M, c->eps);
+    k_seg_writeback<<<blocks(total * C, 256), 256>>>(S, z, g->sk2, d, b, n, H, K, dv, g->M);
+    return cudaGetLastError();
+}
+
 extern "C" int rn_cuda_forward(rn_cuda_rt *g, const int *tokens, int n, int64_t pos, float *logits,
                                int all_rows, const rn_probe *probe, rn_error *err)
 {
@@ -337,8 +524,11 @@ extern "C" int rn_cuda_forward(rn_cuda_rt *g, const int *tokens, int n, int64_t 
                                                        c->order, c->d_p, K, c->tau, c->cape_mask[l],
                                                        pos, g->M);
         const int64_t off = (int64_t)l * H * g->M;
-        k_pdma_scan<<<H, dv + 1>>>(g->o, g->S + off * dv, g->z + off, g->v, d.wslot, d.ww, d.rslot,
-                                   d.rw, n, H, K, dv, g->M, c->gamma, c->eps);
+        if (n >= RN_CUDA_SEG_MIN)
+            CU_TRY(seg_scan(g, g->S + off * dv, g->z + off, &d, n));
+        else
+            k_pdma_scan<<<H, dv + 1>>>(g->o, g->S + off * dv, g->z + off, g->v, d.wslot, d.ww, d.rslot,
+                                       d.rw, n, H, K, dv, g->M, c->gamma, c->eps);
         if (probe) {
             CU_TRY(cudaGetLastError());
             CU_TRY(cudaMemcpy(g->host_acc, g->acc, sizeof(uint32_t) * 6 * nhk, cudaMemcpyDeviceToHost));

@@ -10,8 +10,10 @@
  *   - the GPU decoder's top-K slots and weights on random keys equal the
  *     CPU's, except where the CPU's own K-th and (K+1)-th weights tie within
  *     float rounding (counted and printed);
- *   - prefill logits of every row (in several chunks) and step logits after
- *     it: max |gpu − cpu| / max |cpu| per row < 1e-4;
+ *   - prefill logits of every row (in several chunks: chunks of 64 rows take
+ *     the segmented scan, the last shorter one and the steps the sequential
+ *     kernel) and step logits after it: max |gpu − cpu| / max |cpu| per row
+ *     < 1e-4;
  *   - reset returns the GPU runtime to the fresh state;
  *   - traced events (a probe on both runtimes over prefill and steps) are
  *     identical: same order, layer, head, position, op, slots, addresses,
@@ -223,8 +225,8 @@ static void test_trace_parity(void)
         for (int t = 0; t < T; t++) tok[t] = (int)(rn_rng_u64(&r) % (uint64_t)V);
         rn_runtime *cpu = NULL, *gpu = NULL;
         rn_error err = { 0 };
-        CU_ASSERT_EQUAL_FATAL(rn_runtime_create_on(&m, 48, RN_DEVICE_CPU, &cpu, &err), RN_OK);
-        CU_ASSERT_EQUAL_FATAL(rn_runtime_create_on(&m, 48, RN_DEVICE_CUDA, &gpu, &err), RN_OK);
+        CU_ASSERT_EQUAL_FATAL(rn_runtime_create_on(&m, 64, RN_DEVICE_CPU, &cpu, &err), RN_OK);
+        CU_ASSERT_EQUAL_FATAL(rn_runtime_create_on(&m, 64, RN_DEVICE_CUDA, &gpu, &err), RN_OK);
         recorder rc = { 0 }, rg = { 0 };
         rn_probe pc = { &rc, rec_access }, pg = { &rg, rec_access };
         rn_runtime_set_probe(cpu, &pc);
