@@ -13,7 +13,7 @@
 # Module fragments (mk/*.mk) may add rules and extend TEST_BINS / BENCH_BINS.
 
 CC      ?= cc
-BUILD   ?= build
+BUILD   ?= $(if $(filter 1,$(CUDA)),build-cuda,build)
 OPT     ?= -O2 -march=native
 SAN     ?=
 # gcc warns about intended snprintf truncation; clang has no such warning
@@ -122,6 +122,6 @@ demo: setup ramtrace
 	@scripts/demo
 
 clean:
-	rm -rf build build-asan ramtrace
+	rm -rf build build-asan build-cuda ramtrace
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "rn_device.h"
 #include "rn_modelfile.h"
 #include "rn_rows.h"
 #include "rn_train_loop.h"
@@ -31,6 +32,7 @@ static const char usage[] =
     "  --top-k K          read and write K slots per token instead of the\n"
     "                     model's top_k (1..min(M, 1024)): accuracy against K\n"
     "  --threads N        OpenMP/BLAS threads (default: the free cores)\n"
+    "  --device DEV       cpu (default); cuda is not implemented for evaluation yet\n"
     "  -f, --format F     table (default), csv or json; mqar rows\n"
     "                     segment,L,N,accuracy (and a mean row), text one row\n"
     "                     loss_nats_per_byte,bits_per_byte\n"
@@ -84,12 +86,15 @@ int cmd_eval(int argc, char **argv)
     static const struct option lo[] = {
         { "task", 1, 0, 't' }, { "examples", 1, 0, 'e' }, { "seed", 1, 0, 's' }, { "data", 1, 0, 'd' },
         { "val-frac", 1, 0, 'v' }, { "seq-len", 1, 0, 'L' }, { "windows", 1, 0, 'w' },
-        { "threads", 1, 0, 'T' }, { "top-k", 1, 0, 'k' }, { "format", 1, 0, 'f' }, { 0, 0, 0, 0 } };
+        { "threads", 1, 0, 'T' }, { "top-k", 1, 0, 'k' }, { "format", 1, 0, 'f' }, { "device", 1, 0, 'D' },
+        { 0, 0, 0, 0 } };
     const char *task = NULL, *data = "data/kjv.txt";
     long examples = 1000, seq = 256, windows = 0, threads = 0, top_k = 0;
     uint64_t seed = 4242;
     double vf = 0.05;
     int fmt = RN_FMT_TABLE;
+    const char *device_arg = NULL;
+    rn_device device;
     rn_error err = { 0, "" };
     optind = 1;
     opterr = 0;
@@ -98,6 +103,7 @@ int cmd_eval(int argc, char **argv)
         switch (ch) {
         case 't': task = optarg; break;
         case 'd': data = optarg; break;
+        case 'D': device_arg = optarg; break;
         case 'e': if (cli_parse_long("--examples", optarg, 1, 1000000, &examples, &err)) return cli_fail(&err); break;
         case 's': if (cli_parse_u64("--seed", optarg, &seed, &err)) return cli_fail(&err); break;
         case 'v': if (cli_parse_double("--val-frac", optarg, 0.001, 0.5, &vf, &err)) return cli_fail(&err); break;
@@ -113,6 +119,7 @@ int cmd_eval(int argc, char **argv)
     if (optind >= argc) return cli_usage_error("eval", "no model given");
     if (optind + 1 < argc) return cli_usage_error("eval", "unexpected argument '%s'", argv[optind + 1]);
     if (!task) return cli_usage_error("eval", "no task (--task mqar|text)");
+    if (rn_device_select(device_arg, "evaluation", &device, &err)) return cli_fail(&err);
     int is_mqar = !strcmp(task, "mqar");
     if (!is_mqar && strcmp(task, "text")) return cli_usage_error("eval", "unknown task '%s' (expected mqar or text)", task);
     cli_threads(threads);

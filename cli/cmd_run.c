@@ -32,6 +32,7 @@ static void usage(void)
            "      --ops OPS         traced accesses: r, w or rw (default rw)\n"
            "      --name NAME       run name in the trace\n"
            "      --no-index        skip building the run's trace index\n"
+           "      --device DEV      cpu (default) or cuda (a CUDA build and a GPU)\n"
            "  -h, --help            this text\n");
 }
 
@@ -44,7 +45,7 @@ int cmd_run(int argc, char **argv)
         { "threads", required_argument, 0, 'j' }, { "trace", required_argument, 0, 1000 },
         { "layers", required_argument, 0, 1001 }, { "heads", required_argument, 0, 1002 },
         { "ops", required_argument, 0, 1003 }, { "name", required_argument, 0, 1004 },
-        { "no-index", no_argument, 0, 1005 }, { 0, 0, 0, 0 }
+        { "no-index", no_argument, 0, 1005 }, { "device", required_argument, 0, 1006 }, { 0, 0, 0, 0 }
     };
     long n_gen = 64, threads = 0;
     double temperature = 0.8, top_p = 0.9;
@@ -53,6 +54,8 @@ int cmd_run(int argc, char **argv)
     tr_trace_opts topt = { .build_index = 1 };
     tr_writer *tw = NULL;
     char *prompt_text = NULL;
+    const char *device_arg = NULL;
+    rn_device device;
     optind = 1;
     opterr = 0;
     int c;
@@ -70,6 +73,7 @@ int cmd_run(int argc, char **argv)
         case 1003: topt.ops = optarg; break;
         case 1004: topt.name = optarg; break;
         case 1005: topt.build_index = 0; break;
+        case 1006: device_arg = optarg; break;
         case ':': return cli_usage_error("run", "option %s needs a value", argv[optind - 1]);
         default: return cli_usage_error("run", "unknown option %s", argv[optind - 1]);
         }
@@ -80,6 +84,7 @@ int cmd_run(int argc, char **argv)
         return cli_usage_error("run", "--trace -: a trace database cannot go to standard output; give a file name");
     const char *model_path = argv[optind], *prompt_path = argv[optind + 1];
     cli_threads(threads);
+    if (rn_device_select(device_arg, NULL, &device, &err)) return cli_fail(&err);
 
     rn_model model;
     int rc = rn_model_load(&model, model_path, &err);
@@ -89,7 +94,7 @@ int cmd_run(int argc, char **argv)
     rn_sampler sampler = { 0 };
     float *logits = NULL;
     rc = rn_tokenize_file(&model.cfg, prompt_path, &prompt, &n_prompt, &err);
-    if (!rc) rc = rn_runtime_create(&model, 256, &rt, &err);
+    if (!rc) rc = rn_runtime_create_on(&model, 256, device, &rt, &err);
     if (!rc) rc = rn_sampler_init(&sampler, model.cfg.vocab_size, (float)temperature, (float)top_p, seed, &err);
     if (!rc && !(logits = malloc(sizeof(float) * model.cfg.vocab_size)))
         rc = rn_seterr(&err, RN_ENOMEM, "out of memory");

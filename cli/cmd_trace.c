@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "rn_device.h"
 #include "tr_record.h"
 
 const char cmd_trace_summary[] = "trace a model's memory accesses over an input file into SQLite";
@@ -26,6 +27,7 @@ static void usage(void)
            "      --no-index        skip building the run's index at the end\n"
            "      --chunk N         prefill rows per chunk (default 256)\n"
            "  -j, --threads N       threads (default: the free cores, rechecked as it runs)\n"
+           "      --device DEV      cpu (default) or cuda (a CUDA build and a GPU)\n"
            "  -h, --help            this text\n");
 }
 
@@ -46,16 +48,19 @@ static void progress(void *user, int64_t done, int64_t total)
 int cmd_trace(int argc, char **argv)
 {
     if (cli_wants_help(argc, argv)) { usage(); return 0; }
-    enum { O_LAYERS = 1000, O_HEADS, O_OPS, O_NAME, O_NOINDEX, O_CHUNK };
+    enum { O_LAYERS = 1000, O_HEADS, O_OPS, O_NAME, O_NOINDEX, O_CHUNK, O_DEVICE };
     static const struct option opts[] = {
         { "output", required_argument, 0, 'o' }, { "layers", required_argument, 0, O_LAYERS },
         { "heads", required_argument, 0, O_HEADS }, { "ops", required_argument, 0, O_OPS },
         { "name", required_argument, 0, O_NAME }, { "no-index", no_argument, 0, O_NOINDEX },
         { "chunk", required_argument, 0, O_CHUNK }, { "threads", required_argument, 0, 'j' },
+        { "device", required_argument, 0, O_DEVICE },
         { 0, 0, 0, 0 }
     };
     tr_trace_job job = { .build_index = 1, .chunk = 256, .stop = &cli_stop_flag };
     long chunk = 256, threads = 0;
+    const char *device_arg = NULL;
+    rn_device device;
     rn_error err = { 0 };
     optind = 1;
     opterr = 0;
@@ -70,6 +75,7 @@ int cmd_trace(int argc, char **argv)
         case O_NAME: job.name = optarg; break;
         case O_NOINDEX: job.build_index = 0; break;
         case O_CHUNK: rc = cli_parse_long("--chunk", optarg, 1, 1 << 16, &chunk, &err); break;
+        case O_DEVICE: device_arg = optarg; break;
         case 'j': rc = cli_parse_long("--threads", optarg, 1, 1024, &threads, &err); break;
         case ':': return cli_usage_error("trace", "option %s needs a value", argv[optind - 1]);
         default: return cli_usage_error("trace", "unknown option %s", argv[optind - 1]);
@@ -80,6 +86,8 @@ int cmd_trace(int argc, char **argv)
     if (!job.db_path) return cli_usage_error("trace", "-o OUT.db is required");
     if (!strcmp(job.db_path, "-"))
         return cli_usage_error("trace", "-o -: a trace database cannot go to standard output; give a file name");
+    if (rn_device_select(device_arg, NULL, &device, &err)) return cli_fail(&err);
+    job.device = device;
     job.model_path = argv[optind];
     job.input_path = argv[optind + 1];
     job.chunk = (int)chunk;

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "rn_device.h"
 #include "rn_train_loop.h"
 
 const char cmd_train_summary[] = "train a model on MQAR or byte-level text";
@@ -32,6 +33,7 @@ static const char usage[] =
     "  --eval-every N, --ckpt-every N, --max-seconds S, --stop-after N\n"
     "                       shortcuts for the keys of the same name\n"
     "  --threads N          OpenMP/BLAS threads (default: the free cores)\n"
+    "  --device DEV         cpu (default); cuda is not implemented for training yet\n"
     "  -h, --help           this text\n"
     "\n"
     "Checkpoints are written atomically every ckpt_every steps and on Ctrl-C;\n"
@@ -102,7 +104,8 @@ int cmd_train(int argc, char **argv)
         { "resume", 1, 0, 'r' }, { "ckpt", 1, 0, 'k' }, { "log", 1, 0, 'l' }, { "set", 1, 0, 's' },
         { "steps", 1, 0, 1 }, { "lr", 1, 0, 2 }, { "batch", 1, 0, 3 }, { "seq-len", 1, 0, 4 },
         { "seed", 1, 0, 5 }, { "eps-g", 1, 0, 6 }, { "eval-every", 1, 0, 7 }, { "ckpt-every", 1, 0, 8 },
-        { "max-seconds", 1, 0, 9 }, { "threads", 1, 0, 10 }, { "stop-after", 1, 0, 11 }, { 0, 0, 0, 0 } };
+        { "max-seconds", 1, 0, 9 }, { "threads", 1, 0, 10 }, { "stop-after", 1, 0, 11 }, { "device", 1, 0, 12 },
+        { 0, 0, 0, 0 } };
     static const char *const keyname[] = { "", "steps", "lr", "batch", "seq_len", "seed", "eps_g",
                                            "eval_every", "ckpt_every", "max_seconds", "", "stop_after" };
     const char *task_s = "mqar", *cfg_path = NULL, *data = NULL, *out = NULL, *resume = NULL,
@@ -112,6 +115,8 @@ int cmd_train(int argc, char **argv)
     char kvbuf[128][256];
     int nov = 0;
     long threads = 0;
+    const char *device_arg = NULL;
+    rn_device device;
     rn_error err = { 0, "" };
     optind = 1;
     opterr = 0;
@@ -125,6 +130,7 @@ int cmd_train(int argc, char **argv)
         case 'r': resume = optarg; break;
         case 'k': ckpt = optarg; break;
         case 'l': log = optarg; break;
+        case 12: device_arg = optarg; break;
         case 's': {
             if (nov == 128) return cli_usage_error("train", "too many --set options");
             snprintf(kvbuf[nov], sizeof kvbuf[nov], "%s", optarg);
@@ -151,6 +157,7 @@ int cmd_train(int argc, char **argv)
         }
     }
     if (optind < argc) return cli_usage_error("train", "unexpected argument '%s'", argv[optind]);
+    if (rn_device_select(device_arg, "training", &device, &err)) return cli_fail(&err);
     int task;
     if (!strcmp(task_s, "mqar")) task = RN_TASK_MQAR;
     else if (!strcmp(task_s, "text")) task = RN_TASK_TEXT;

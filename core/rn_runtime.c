@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cuda/rn_cuda.h"
 #include "rn_layers.h"
 #include "rn_memlimit.h"
 #include "rn_threads.h"
@@ -32,6 +33,7 @@ struct rn_runtime {
     rn_decode_ws **ws;
     void *ws_mem;
     void *block;               /* one allocation for all of the above */
+    rn_cuda_rt *gpu;           /* set: forward runs on the GPU (rn_runtime_create_on) */
 };
 
 static size_t al64(size_t n) { return (n + 63) & ~(size_t)63; }
@@ -102,15 +104,45 @@ int rn_runtime_create(const rn_model *m, int max_chunk, rn_runtime **out, rn_err
     return RN_OK;
 }
 
+int rn_runtime_create_on(const rn_model *m, int max_chunk, rn_device dev, rn_runtime **out,
+                         rn_error *err)
+{
+    *out = NULL;
+    if (dev == RN_DEVICE_CPU) return rn_runtime_create(m, max_chunk, out, err);
+    int rc = rn_device_check(dev, err);
+    if (!rc) rc = rn_cuda_supported(&m->cfg, err);
+    if (rc) return rc;
+    if (max_chunk < 1) return rn_seterr(err, RN_EINPUT, "runtime: chunk size must be >= 1");
+    rn_runtime *rt = calloc(1, sizeof *rt);
+    if (!rt) return rn_seterr(err, RN_ENOMEM, "out of memory");
+    rt->m = m;
+    rt->c = m->cfg;
+    rt->M = rn_config_slots(&m->cfg);
+    rt->chunk = max_chunk;
+    if ((rc = rn_cuda_rt_create(m, max_chunk, &rt->gpu, err))) {
+        free(rt);
+        return rc;
+    }
+    *out = rt;
+    return RN_OK;
+}
+
 void rn_runtime_free(rn_runtime *rt)
 {
     if (!rt) return;
+    rn_cuda_rt_free(rt->gpu);
     free(rt->block);
     free(rt);
 }
 
 void rn_runtime_reset(rn_runtime *rt)
 {
+    if (rt->gpu) {
+        rn_error e = { 0 };
+        rn_cuda_rt_reset(rt->gpu, &e); /* a failure resurfaces at the next forward */
+        rt->pos = 0;
+        return;
+    }
     int64_t heads = (int64_t)rt->c.n_layers * rt->c.n_heads;
     for (int64_t i = 0; i < heads; i++)
         rn_pdma_reset(rt->S + i * rt->M * rt->c.d_v, rt->z + i * rt->M, rt->M, rt->c.d_v);
@@ -210,7 +242,11 @@ int rn_prefill(rn_runtime *rt, const int *tokens, int T, float *logits, int all_
         float *lg = NULL;
         if (logits && all_rows) lg = logits + (size_t)t0 * rt->c.vocab_size;
         else if (logits && t0 + n == T) lg = logits;
-        forward_rows(rt, tokens + t0, n, lg, all_rows);
+        if (rt->gpu) {
+            if ((rc = rn_cuda_forward(rt->gpu, tokens + t0, n, rt->pos, lg, all_rows, rt->probe, err))) return rc;
+            rt->pos += n;
+        } else
+            forward_rows(rt, tokens + t0, n, lg, all_rows);
     }
     return RN_OK;
 }
@@ -219,6 +255,11 @@ int rn_step(rn_runtime *rt, int token, float *logits, rn_error *err)
 {
     int rc = check_tokens(rt, &token, 1, err);
     if (rc) return rc;
+    if (rt->gpu) {
+        if ((rc = rn_cuda_forward(rt->gpu, &token, 1, rt->pos, logits, 0, rt->probe, err))) return rc;
+        rt->pos++;
+        return RN_OK;
+    }
     forward_rows(rt, &token, 1, logits, 0);
     return RN_OK;
 }

@@ -14,6 +14,7 @@
 #ifndef RN_RUNTIME_H
 #define RN_RUNTIME_H
 
+#include "rn_device.h"
 #include "rn_model.h"
 #include "rn_probe.h"
 
@@ -22,6 +23,11 @@ typedef struct rn_runtime rn_runtime;
 /* max_chunk: the most rows one prefill call processes at once (longer inputs
  * are processed in chunks of this size; memory ∝ max_chunk). */
 int rn_runtime_create(const rn_model *m, int max_chunk, rn_runtime **out, rn_error *err);
+/* The same on a chosen device: RN_DEVICE_CUDA keeps weights and memory
+ * state on the GPU (core/cuda/); prefill and step then run there and only
+ * logits (and, with a probe, each layer's accesses in one batch) come back. */
+int rn_runtime_create_on(const rn_model *m, int max_chunk, rn_device dev, rn_runtime **out,
+                         rn_error *err);
 void rn_runtime_free(rn_runtime *rt);
 
 /* Forget the sequence: S = 0, z = 1/M, position 0. */

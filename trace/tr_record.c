@@ -72,7 +72,7 @@ int tr_trace_run(const tr_trace_job *job, tr_trace_result *res, rn_error *err)
     int chunk = job->chunk > 0 ? job->chunk : 256;
     rc = tr_select_parse(&sel, job->layers, job->heads, job->ops, &m.cfg, err);
     if (!rc) rc = rn_tokenize_file(&m.cfg, job->input_path, &toks, &n, err);
-    if (!rc) rc = rn_runtime_create(&m, chunk, &rt, err);
+    if (!rc) rc = rn_runtime_create_on(&m, chunk, job->device, &rt, err);
     if (rc) goto done;
     const char *base = strrchr(job->input_path, '/');
     base = base ? base + 1 : job->input_path;

@@ -43,6 +43,7 @@ typedef struct {
     const char *name;          /* NULL: the input's file name */
     const char *layers, *heads, *ops; /* selection (NULL: all) */
     int chunk;                 /* prefill rows per chunk (default 256) */
+    rn_device device;          /* where the model runs (default cpu) */
     int build_index;
     volatile int *stop;        /* polled between chunks (Ctrl-C) */
     tr_progress_fn progress;

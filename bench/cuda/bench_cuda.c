@@ -1,0 +1,134 @@
+/* bench_cuda.c — GPU inference speed with the CPU baseline measured in the
+ * same run, at the paper's 340M shape (D=1024, L=27, H=16, d_p=4, U=5,
+ * d_v=64, K=8, F=2816, V=32000) and at stories15M's
+ * (samples/configs/stories15m.cfg).  Untied head for the paper shape, as
+ * `ramtrace init` makes it; random weights (speed does not depend on them).
+ *
+ * Per shape, one line: prefill tok/s on the GPU (median of 3, T tokens in
+ * chunks of C) and on the CPU (median of 3, fewer tokens); generation tok/s
+ * on both (median over 3 runs of S steps after the prefill); the weight
+ * bytes a generated token reads and the GB/s that achieves on the GPU.
+ * Traced prefill on the GPU: the same prefill with a probe that counts
+ * events, so it measures the per-layer copy of the accesses and the probe
+ * calls, not the SQLite writer (bench/bench_trace.c measures that).
+ * Prints "skipped: no CUDA device" and exits 0 without a GPU.
+ *
+ *   bench_cuda [paper|stories15m|all]      (mk/cuda.mk: make bench-cuda)
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench_util.h"
+#include "cuda/rn_cuda.h"
+#include "rn_model.h"
+#include "rn_runtime.h"
+
+static void paper_shape(rn_config *c)
+{
+    rn_config_default(c);
+    c->tokenizer = RN_TOK_IDS; c->vocab_size = 32000; c->d_model = 1024; c->n_layers = 27;
+    c->n_heads = 16; c->d_p = 4; c->order = 5; c->d_v = 64; c->top_k = 8; c->d_ff = 2816;
+    c->tie_embeddings = 0;
+}
+
+/* Median prefill tok/s of T tokens (fresh state each run). */
+static double prefill_tps(rn_runtime *rt, const int *tok, int T, float *logits)
+{
+    double v[3];
+    rn_error err = { 0 };
+    for (int r = 0; r < 3; r++) {
+        rn_runtime_reset(rt);
+        double t0 = bench_now();
+        if (rn_prefill(rt, tok, T, logits, 0, &err)) { fprintf(stderr, "prefill: %s\n", err.msg); exit(1); }
+        v[r] = T / (bench_now() - t0);
+    }
+    return bench_median(v, 3);
+}
+
+static void count_access(void *user, int layer, int head, int pos, int op, int k,
+                         const uint32_t *slot, const uint32_t *addr, const float *weight)
+{
+    (void)layer; (void)head; (void)pos; (void)op; (void)slot; (void)addr; (void)weight;
+    *(long *)user += k;
+}
+
+/* Median generation tok/s: S steps after a P-token prefill. */
+static double step_tps(rn_runtime *rt, const int *tok, int P, int S, float *logits)
+{
+    double v[3];
+    rn_error err = { 0 };
+    for (int r = 0; r < 3; r++) {
+        rn_runtime_reset(rt);
+        if (rn_prefill(rt, tok, P, logits, 0, &err)) { fprintf(stderr, "prefill: %s\n", err.msg); exit(1); }
+        double t0 = bench_now();
+        for (int s = 0; s < S; s++)
+            if (rn_step(rt, tok[s], logits, &err)) { fprintf(stderr, "step: %s\n", err.msg); exit(1); }
+        v[r] = S / (bench_now() - t0);
+    }
+    return bench_median(v, 3);
+}
+
+static int run_shape(const char *name, const rn_config *c, int T_gpu, int T_cpu, int chunk)
+{
+    rn_model m;
+    rn_error err = { 0 };
+    if (rn_config_validate(c, &err) || rn_model_create_random(&m, c, 1, &err)) {
+        fprintf(stderr, "%s: %s\n", name, err.msg);
+        return 1;
+    }
+    int *tok = malloc(sizeof(int) * T_gpu);
+    float *logits = malloc(sizeof(float) * c->vocab_size);
+    for (int t = 0; t < T_gpu; t++) tok[t] = (int)((t * 2654435761u) % (unsigned)c->vocab_size);
+    rn_runtime *gpu = NULL, *cpu = NULL;
+    if (rn_runtime_create_on(&m, chunk, RN_DEVICE_CUDA, &gpu, &err) ||
+        rn_runtime_create_on(&m, 256, RN_DEVICE_CPU, &cpu, &err)) {
+        fprintf(stderr, "%s: %s\n", name, err.msg);
+        return 1;
+    }
+    double gp = prefill_tps(gpu, tok, T_gpu, logits), cp = prefill_tps(cpu, tok, T_cpu, logits);
+    long events = 0;
+    rn_probe probe = { &events, count_access };
+    rn_runtime_set_probe(gpu, &probe);
+    double gt = prefill_tps(gpu, tok, T_gpu, logits);
+    rn_runtime_set_probe(gpu, NULL);
+    double gs = step_tps(gpu, tok, 256, 64, logits), cs = step_tps(cpu, tok, 256, 16, logits);
+    /* weights a step reads: every matrix and norm, one embedding row */
+    double bytes = 4.0 * ((double)rn_config_param_count(c) - (double)c->vocab_size * c->d_model +
+                          c->d_model + (c->tie_embeddings ? (double)c->vocab_size * c->d_model : 0));
+    printf("%-10s | prefill gpu %10.0f tok/s (T=%d) | cpu %8.1f tok/s (T=%d) | x%6.1f | "
+           "step gpu %8.1f tok/s | cpu %6.1f tok/s | %.1f MB/token, gpu %.0f GB/s | traced gpu %.0f tok/s (x%.2f)\n",
+           name, gp, T_gpu, cp, T_cpu, gp / cp, gs, cs, bytes / 1e6, bytes * gs / 1e9, gt, gp / gt);
+    fflush(stdout);
+    rn_runtime_free(gpu);
+    rn_runtime_free(cpu);
+    free(tok);
+    free(logits);
+    rn_model_free(&m);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    const char *which = argc > 1 ? argv[1] : "all";
+    if (rn_cuda_device_count() < 1) {
+        printf("bench_cuda: skipped: no CUDA device\n");
+        return 0;
+    }
+    int rc = 0;
+    rn_config c;
+    if (!strcmp(which, "stories15m") || !strcmp(which, "all")) {
+        rn_error err = { 0 };
+        rn_config_default(&c);
+        if (rn_config_load_file(&c, "samples/configs/stories15m.cfg", NULL, NULL, &err)) {
+            fprintf(stderr, "%s\n", err.msg);
+            return 1;
+        }
+        rc |= run_shape("stories15m", &c, 16384, 2048, 1024);
+    }
+    if (!strcmp(which, "paper") || !strcmp(which, "all")) {
+        paper_shape(&c);
+        rc |= run_shape("paper-340M", &c, 8192, 64, 1024);
+    }
+    return rc;
+}

@@ -1,0 +1,583 @@
+/* rn_cuda.cu — the CUDA backend: inference (prefill over chunks of rows and
+ * the one-token step) with weights and memory state resident on the GPU.
+ * Same math and conventions as the CPU path (core/rn_runtime.c and the
+ * layers it calls); docs/cuda.md gives the design and the precision notes.
+ *
+ * Per layer, for n rows: RMSNorm, the q/k/v products, address decoding (one
+ * thread per (row, head), exact beam top-K from rn_cuda_topk.h, CAPE), the
+ * PDMA scan (chunks of >= RN_CUDA_SEG_MIN rows: the segmented scan of
+ * rn_cuda_scan.h; shorter ones: one block per head, one thread per value
+ * column plus one for z, sequential over rows), the output product added to the residual,
+ * RMSNorm, SwiGLU MLP.  With a probe attached, each layer's accesses come
+ * back in one copy and are reported as the CPU reports them.  Matrix products use a shared-memory tiled kernel
+ * (float accumulation, as OpenBLAS's sgemm) so the binary needs no cuBLAS.
+ */
+#include <cub/cub.cuh>
+#include <cuda_runtime.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+extern "C" { /* the C library's headers */
+#include "rn_cuda.h"
+#include "rn_config.h"
+#include "rn_params.h"
+}
+#include "rn_cuda_topk.h"
+
+/* Fail the calling function with the CUDA error's text. */
+#define CU_TRY(call) do { \
+        cudaError_t e_ = (call); \
+        if (e_ != cudaSuccess) \
+            return rn_seterr(err, RN_EINTERNAL, "CUDA: %s: %s", #call, cudaGetErrorString(e_)); \
+    } while (0)
+
+struct rn_cuda_rt {
+    rn_config c;
+    int64_t M;
+    int chunk;
+    float *params;             /* the model's parameter block, uploaded once */
+    rn_weights w;              /* pointers into params (device addresses) */
+    float *S, *z;              /* [L,H,M,dv], [L,H,M] */
+    float *x, *hb, *q, *k, *v, *o, *g, *u, *logits;
+    uint32_t *acc;             /* the accesses of a chunk, 6 arrays of C·H·K (below) */
+    uint32_t *host_acc;        /* pinned host copy of them, for a probe */
+    /* segmented scan (chunks of >= RN_CUDA_SEG_MIN rows): H·C·K events */
+    uint32_t *sk, *sk2, *sv, *sv2; /* sort keys (slot) and values (event), in and out */
+    int *srow, *sreach, *soff;     /* row, distance to segment start; H+1 offsets */
+    float *sd, *sd2, *sb, *sb2;    /* composed maps, double-buffered */
+    void *cub_tmp;
+    size_t cub_bytes;
+    int *tok;
+    void *block;               /* one device allocation for the activations */
+};
+
+extern "C" int rn_cuda_built(void) { return 1; }
+
+extern "C" int rn_cuda_device_count(void)
+{
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess) {
+        cudaGetLastError(); /* clear the sticky "no device"/"no driver" error */
+        return 0;
+    }
+    return n;
+}
+
+extern "C" int rn_cuda_supported(const rn_config *c, rn_error *err)
+{
+    if (c->top_k > RN_CUDA_MAX_K)
+        return rn_seterr(err, RN_EINPUT, "--device cuda: top_k %d exceeds the GPU decoder's limit of %d",
+                         c->top_k, RN_CUDA_MAX_K);
+    return RN_OK;
+}
+
+/* Chunks of at least this many rows use the segmented scan; shorter ones
+ * (the step among them) the sequential kernel. */
+#define RN_CUDA_SEG_MIN 64
+
+/* ---- kernels ---- */
+
+__global__ void k_embed(float *x, const float *embed, const int *tok, int n, int D)
+{
+    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= (int64_t)n * D) return;
+    int r = (int)(i / D), d = (int)(i % D);
+    x[i] = embed[(int64_t)tok[r] * D + d];
+}
+
+/* One block per row; the sum of squares in double, as on the CPU. */
+__global__ void k_rmsnorm(float *out, const float *x, const float *g, int D, float eps)
+{
+    __shared__ double part[256];
+    const float *xr = x + (int64_t)blockIdx.x * D;
+    float *o = out + (int64_t)blockIdx.x * D;
+    double s = 0;
+    for (int i = threadIdx.x; i < D; i += blockDim.x) s += (double)xr[i] * xr[i];
+    part[threadIdx.x] = s;
+    __syncthreads();
+    for (int w = blockDim.x / 2; w > 0; w /= 2) {
+        if ((int)threadIdx.x < w) part[threadIdx.x] += part[threadIdx.x + w];
+        __syncthreads();
+    }
+    float rs = (float)(1.0 / sqrt(part[0] / D + (double)eps));
+    for (int i = threadIdx.x; i < D; i += blockDim.x) o[i] = xr[i] * rs * g[i];
+}
+
+/* out[n,O] (+)= in[n,I] · W[O,I]ᵀ, 16×16 output tiles through shared memory. */
+#define TILE 16
+__global__ void k_matmul(float *out, const float *in, const float *W, int n, int I, int O, int acc)
+{
+    __shared__ float a[TILE][TILE + 1], b[TILE][TILE + 1];
+    int r = blockIdx.y * TILE + threadIdx.y, c = blockIdx.x * TILE + threadIdx.x;
+    int wr = blockIdx.x * TILE + threadIdx.y; /* the W row this thread loads */
+    float s = 0;
+    for (int k0 = 0; k0 < I; k0 += TILE) {
+        int kk = k0 + threadIdx.x;
+        a[threadIdx.y][threadIdx.x] = r < n && kk < I ? in[(int64_t)r * I + kk] : 0.f;
+        b[threadIdx.y][threadIdx.x] = wr < O && kk < I ? W[(int64_t)wr * I + kk] : 0.f;
+        __syncthreads();
+        for (int j = 0; j < TILE; j++) s += a[threadIdx.y][j] * b[threadIdx.x][j];
+        __syncthreads();
+    }
+    if (r < n && c < O) {
+        float *p = out + (int64_t)r * O + c;
+        *p = acc ? *p + s : s;
+    }
+}
+
+/* silu(g)·u with the CPU's double exp. */
+__global__ void k_swiglu(float *g, const float *u, int64_t n)
+{
+    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    float x = g[i];
+    g[i] = x / (1 + (float)exp(-(double)x)) * u[i];
+}
+
+/* One thread per (row, head): exact top-K, weights, CAPE slots. */
+__global__ void k_address(uint32_t *addr_out, uint32_t *slot, float *w, const float *a, const float *alpha, int n,
+                          int H, int U, int dp, int K, float tau, uint64_t cape_mask, int64_t pos0,
+                          int64_t M)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n * H) return;
+    int r = i / H, h = i % H, dk = U * dp;
+    double scale = exp((double)alpha[h]) / (double)tau;
+    uint32_t addr[RN_CUDA_MAX_K];
+    rn_cu_topk(a + (int64_t)r * H * dk + (int64_t)h * dk, U, dp, K, scale, addr, w + (int64_t)i * K);
+    int cape = (int)((cape_mask >> h) & 1u);
+    for (int j = 0; j < K; j++) {
+        addr_out[(int64_t)i * K + j] = addr[j];
+        slot[(int64_t)i * K + j] = cape ? rn_cu_cape(addr[j], pos0 + r, M) : addr[j];
+    }
+}
+
+/* d = (1−w)^γ with 0⁰ = 1, as rn_pdma.c. */
+__device__ static inline float decay(float w, float gamma)
+{
+    if (gamma == 1) return 1 - w;
+    if (gamma == 0) return 1;
+    return (float)pow((double)(1 - w), (double)gamma);
+}
+
+/* The PDMA scan of one layer: block h is head h; thread c < dv owns value
+ * column c of every slot, thread dv owns z.  Rows in order: the K writes,
+ * then the K reads (top-K slots of one row are distinct, so the writes of a
+ * row touch disjoint rows of S). */
+__global__ void k_pdma_scan(float *o, float *S, float *z, const float *v, const uint32_t *wslot,
+                            const float *ww, const uint32_t *rslot, const float *rw, int n, int H,
+                            int K, int dv, int64_t M, float gamma, float eps)
+{
+    const int h = blockIdx.x, c = threadIdx.x;
+    float *Sh = S + (int64_t)h * M * dv, *zh = z + (int64_t)h * M;
+    for (int t = 0; t < n; t++) {
+        int64_t a = ((int64_t)t * H + h) * K, vv = (int64_t)t * H * dv + (int64_t)h * dv;
+        for (int j = 0; j < K; j++) {
+            float wj = ww[a + j], d = decay(wj, gamma);
+            uint32_t s = wslot[a + j];
+            if (c < dv) Sh[(int64_t)s * dv + c] = d * Sh[(int64_t)s * dv + c] + wj * v[vv + c];
+            else zh[s] = d * zh[s] + wj;
+        }
+        __syncthreads();
+        if (c < dv) {
+            float acc = 0;
+            for (int j = 0; j < K; j++) {
+                uint32_t s = rslot[a + j];
+                float k = rw[a + j] / (zh[s] + eps);
+                acc += k * Sh[(int64_t)s * dv + c];
+            }
+            o[vv + c] = acc;
+        }
+        __syncthreads();
+    }
+}
+
+__global__ void k_reset(float *S, float *z, int64_t nS, int64_t nz, float inv)
+{
+    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < nS) S[i] = 0;
+    if (i < nz) z[i] = inv;
+}
+
+/* ---- the segmented PDMA scan (docs/cuda.md; host-checked arithmetic in
+ * rn_cuda_scan.h).  Per layer, for n rows: the n·K writes of each head
+ * sorted stably by slot (CUB segmented radix sort, one segment per head),
+ * each write's affine map, log₂(n·K) Hillis–Steele passes composing maps
+ * within a slot, then reads and the write-back of each slot's last state. */
+
+/* Keys (slot) and values (event e = t·K + j) of every head's writes; head
+ * h's events at h·nK. */
+__global__ void k_seg_keys(uint32_t *key, uint32_t *val, const uint32_t *wslot, int n, int H, int K)
+{
+    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x, nK = (int64_t)n * K;
+    if (i >= H * nK) return;
+    int h = (int)(i / nK);
+    int64_t e = i % nK, t = e / K, j = e % K;
+    key[i] = wslot[(t * H + h) * K + j];
+    val[i] = (uint32_t)e;
+}
+
+/* First index q in [0, len) with (key[q], row[q]) > (s, t) (row NULL:
+ * key[q] >= s when t < 0). */
+__device__ static int64_t seg_upper(const uint32_t *key, const int *row, int64_t len, uint32_t s, int t)
+{
+    int64_t lo = 0, hi = len;
+    while (lo < hi) {
+        int64_t mid = (lo + hi) / 2;
+        int le = t < 0 ? key[mid] < s : (key[mid] < s || (key[mid] == s && row[mid] <= t));
+        if (le) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}
+
+/* Each sorted write's map (d, b = w·[v, 1]), its row and its distance to
+ * the first write of its slot (reach). */
+__global__ void k_seg_maps(float *d, float *b, int *row, int *reach, const uint32_t *key,
+                           const uint32_t *val, const float *ww, const float *v, int n, int H,
+                           int K, int dv, float gamma)
+{
+    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x, nK = (int64_t)n * K;
+    if (i >= H * nK) return;
+    int h = (int)(i / nK);
+    int64_t q = i % nK, e = val[i], t = e / K, j = e % K, a = (t * H + h) * K + j;
+    const int C = dv + 1;
+    float w = ww[a];
+    d[i] = decay(w, gamma);
+    const float *vv = v + t * H * dv + (int64_t)h * dv;
+    for (int c = 0; c < dv; c++) b[i * C + c] = w * vv[c];
+    b[i * C + dv] = w;
+    row[i] = (int)t;
+    reach[i] = (int)(q - seg_upper(key + (int64_t)h * nK, NULL, nK, key[i], -1));
+}
+
+/* Pass k: P_p ← P_p ∘ P_{p−k} where p − k is in p's segment.  One thread
+ * per (event, column); column 0 also composes d. */
+__global__ void k_seg_pass(float *d2, float *b2, const float *d, const float *b, const int *reach,
+                           int64_t total, int C, int64_t k)
+{
+    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= total * C) return;
+    int64_t p = i / C;
+    int c = (int)(i % C);
+    if (reach[p] >= k) {
+        b2[i] = d[p] * b[(p - k) * C + c] + b[i];
+        if (c == 0) d2[p] = d[p] * d[p - k];
+    } else {
+        b2[i] = b[i];
+        if (c == 0) d2[p] = d[p];
+    }
+}
+
+/* Reads: one thread per (row, head, column). */
+__global__ void k_seg_read(float *o, const float *S, const float *z, const uint32_t *key,
+                           const int *row, const float *d, const float *b, const uint32_t *rslot,
+                           const float *rw, int n, int H, int K, int dv, int64_t M, float eps)
+{
+    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x, nK = (int64_t)n * K;
+    if (i >= (int64_t)n * H * dv) return;
+    int c = (int)(i % dv);
+    int64_t th = i / dv;
+    int h = (int)(th % H), t = (int)(th / H);
+    const int C = dv + 1;
+    const float *Sh = S + (int64_t)h * M * dv, *zh = z + (int64_t)h * M;
+    const uint32_t *kh = key + (int64_t)h * nK;
+    const int *rh = row + (int64_t)h * nK;
+    float acc = 0;
+    for (int j = 0; j < K; j++) {
+        int64_t a = ((int64_t)t * H + h) * K + j;
+        uint32_t s = rslot[a];
+        int64_t p = seg_upper(kh, rh, nK, s, t) - 1;
+        float S0 = Sh[(int64_t)s * dv + c];
+        if (p >= 0 && kh[p] == s) {
+            int64_t g = (int64_t)h * nK + p;
+            float zz = d[g] * zh[s] + b[g * C + dv];
+            acc += rw[a] / (zz + eps) * (d[g] * S0 + b[g * C + c]);
+        } else
+            acc += rw[a] / (zh[s] + eps) * S0;
+    }
+    o[(int64_t)t * H * dv + (int64_t)h * dv + c] = acc;
+}
+
+/* Write-back of each slot's last state: one thread per (event, column). */
+__global__ void k_seg_writeback(float *S, float *z, const uint32_t *key, const float *d,
+                                const float *b, int n, int H, int K, int dv, int64_t M)
+{
+    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x, nK = (int64_t)n * K;
+    const int C = dv + 1;
+    if (i >= H * nK * C) return;
+    int64_t p = i / C;
+    int c = (int)(i % C);
+    int h = (int)(p / nK);
+    int64_t q = p % nK;
+    if (q + 1 < nK && key[p + 1] == key[p]) return; /* not the slot's last write */
+    uint32_t s = key[p];
+    if (c < dv) {
+        float *x = S + ((int64_t)h * M + s) * dv + c;
+        *x = d[p] * *x + b[p * C + c];
+    } else {
+        float *x = z + (int64_t)h * M + s;
+        *x = d[p] * *x + b[p * C + dv];
+    }
+}
+
+/* ---- host side ---- */
+
+static unsigned blocks(int64_t n, int per) { return (unsigned)((n + per - 1) / per); }
+
+static void matmul(float *out, const float *in, const float *W, int n, int I, int O, int acc)
+{
+    dim3 grid(blocks(O, TILE), blocks(n, TILE)), blk(TILE, TILE);
+    k_matmul<<<grid, blk>>>(out, in, W, n, I, O, acc);
+}
+
+extern "C" int rn_cuda_rt_reset(rn_cuda_rt *g, rn_error *err)
+{
+    const int64_t heads = (int64_t)g->c.n_layers * g->c.n_heads;
+    const int64_t nS = heads * g->M * g->c.d_v, nz = heads * g->M;
+    k_reset<<<blocks(nS > nz ? nS : nz, 256), 256>>>(g->S, g->z, nS, nz, (float)(1.0 / (double)g->M));
+    CU_TRY(cudaGetLastError());
+    CU_TRY(cudaDeviceSynchronize());
+    return RN_OK;
+}
+
+/* Device pointer of host pointer p inside the model's block. */
+static float *dev_of(const rn_model *m, float *dev_block, const float *p)
+{
+    return p ? dev_block + (p - m->params) : NULL;
+}
+
+extern "C" int rn_cuda_rt_create(const rn_model *m, int max_chunk, rn_cuda_rt **out, rn_error *err)
+{
+    *out = NULL;
+    rn_cuda_rt *g = (rn_cuda_rt *)calloc(1, sizeof *g);
+    if (!g) return rn_seterr(err, RN_ENOMEM, "out of memory");
+    const rn_config *c = &m->cfg;
+    g->c = *c;
+    g->M = rn_config_slots(c);
+    g->chunk = max_chunk;
+    const int64_t L = c->n_layers, H = c->n_heads, D = c->d_model, F = c->d_ff, K = c->top_k,
+                  V = c->vocab_size, C = max_chunk;
+    const int64_t hdk = H * rn_config_dk(c), hdv = H * c->d_v;
+    size_t sz[] = {
+        sizeof(float) * L * H * g->M * c->d_v, sizeof(float) * L * H * g->M,
+        sizeof(float) * C * D, sizeof(float) * C * D, sizeof(float) * C * hdk,
+        sizeof(float) * C * hdk, sizeof(float) * C * hdv, sizeof(float) * C * hdv,
+        sizeof(float) * C * F, sizeof(float) * C * F, sizeof(float) * C * V,
+        sizeof(uint32_t) * 6 * C * H * K, sizeof(int) * C,
+        sizeof(uint32_t) * C * H * K, sizeof(uint32_t) * C * H * K, sizeof(uint32_t) * C * H * K,
+        sizeof(uint32_t) * C * H * K, sizeof(int) * C * H * K, sizeof(int) * C * H * K,
+        sizeof(int) * (H + 1), sizeof(float) * C * H * K, sizeof(float) * C * H * K,
+        sizeof(float) * C * H * K * (c->d_v + 1), sizeof(float) * C * H * K * (c->d_v + 1),
+    };
+    size_t total = 0;
+    for (size_t i = 0; i < sizeof sz / sizeof sz[0]; i++) total += (sz[i] + 255) & ~(size_t)255;
+    int rc = RN_OK;
+    cudaError_t e = cudaMalloc(&g->params, sizeof(float) * m->n_block);
+    if (e == cudaSuccess) e = cudaMemcpy(g->params, m->params, sizeof(float) * m->n_block, cudaMemcpyHostToDevice);
+    if (e == cudaSuccess) e = cudaMalloc(&g->block, total);
+    if (e == cudaSuccess) e = cudaMallocHost(&g->host_acc, sizeof(uint32_t) * 6 * C * H * K);
+    if (e != cudaSuccess) {
+        rc = rn_seterr(err, RN_ENOMEM, "CUDA: %s (weights %lld floats, runtime %zu bytes)",
+                       cudaGetErrorString(e), (long long)m->n_block, total);
+        rn_cuda_rt_free(g);
+        return rc;
+    }
+    char *p = (char *)g->block;
+    int i = 0;
+#define CARVE(field, type) g->field = (type *)p; p += (sz[i++] + 255) & ~(size_t)255;
+    CARVE(S, float); CARVE(z, float); CARVE(x, float); CARVE(hb, float); CARVE(q, float);
+    CARVE(k, float); CARVE(v, float); CARVE(o, float); CARVE(g, float); CARVE(u, float);
+    CARVE(logits, float); CARVE(acc, uint32_t); CARVE(tok, int);
+    CARVE(sk, uint32_t); CARVE(sk2, uint32_t); CARVE(sv, uint32_t); CARVE(sv2, uint32_t);
+    CARVE(srow, int); CARVE(sreach, int); CARVE(soff, int); CARVE(sd, float); CARVE(sd2, float);
+    CARVE(sb, float); CARVE(sb2, float);
+#undef CARVE
+    const rn_weights *hw = &m->w;
+    g->w.embed = dev_of(m, g->params, hw->embed);
+    g->w.norm = dev_of(m, g->params, hw->norm);
+    g->w.lm_head = dev_of(m, g->params, hw->lm_head);
+    for (int l = 0; l < c->n_layers; l++) {
+        const rn_layer_weights *a = &hw->layer[l];
+        rn_layer_weights *b = &g->w.layer[l];
+        *b = *a;
+        b->attn_norm = dev_of(m, g->params, a->attn_norm);
+        b->wq = dev_of(m, g->params, a->wq); b->wk = dev_of(m, g->params, a->wk);
+        b->wv = dev_of(m, g->params, a->wv); b->wo = dev_of(m, g->params, a->wo);
+        b->q_alpha = dev_of(m, g->params, a->q_alpha); b->k_alpha = dev_of(m, g->params, a->k_alpha);
+        b->mlp_norm = dev_of(m, g->params, a->mlp_norm);
+        b->w_gate = dev_of(m, g->params, a->w_gate); b->w_up = dev_of(m, g->params, a->w_up);
+        b->w_down = dev_of(m, g->params, a->w_down);
+    }
+    /* the sort's scratch, sized for the largest chunk */
+    e = cub::DeviceSegmentedRadixSort::SortPairs(NULL, g->cub_bytes, g->sk, g->sk2, g->sv, g->sv2,
+                                                 (int)(C * H * K), (int)H, g->soff, g->soff + 1);
+    if (e == cudaSuccess) e = cudaMalloc(&g->cub_tmp, g->cub_bytes > 0 ? g->cub_bytes : 1);
+    if (e != cudaSuccess) {
+        rc = rn_seterr(err, RN_ENOMEM, "CUDA: %s (sort scratch)", cudaGetErrorString(e));
+        rn_cuda_rt_free(g);
+        return rc;
+    }
+    if ((rc = rn_cuda_rt_reset(g, err))) {
+        rn_cuda_rt_free(g);
+        return rc;
+    }
+    *out = g;
+    return RN_OK;
+}
+
+extern "C" void rn_cuda_rt_free(rn_cuda_rt *g)
+{
+    if (!g) return;
+    cudaFree(g->block);
+    cudaFreeHost(g->host_acc);
+    cudaFree(g->cub_tmp);
+    cudaFree(g->params);
+    free(g);
+}
+
+/* The accesses of n rows, six arrays of n·H·K one after another (so one
+ * copy brings a layer's back): write slot, write addr, write weight, read
+ * slot, read addr, read weight. */
+typedef struct { uint32_t *wslot, *waddr, *rslot, *raddr; float *ww, *rw; } accesses;
+
+static accesses carve_acc(uint32_t *base, int64_t nhk)
+{
+    accesses a;
+    a.wslot = base; a.waddr = base + nhk; a.ww = (float *)(base + 2 * nhk);
+    a.rslot = base + 3 * nhk; a.raddr = base + 4 * nhk; a.rw = (float *)(base + 5 * nhk);
+    return a;
+}
+
+/* Report one layer's accesses of n rows (host copy) as the CPU's report()
+ * does: head-major; per position the K writes, then the K reads. */
+static void report(const rn_probe *probe, const accesses *a, int l, int n, int H, int K, int64_t pos)
+{
+    for (int h = 0; h < H; h++)
+        for (int t = 0; t < n; t++) {
+            size_t o = ((size_t)t * H + h) * K;
+            probe->access(probe->user, l, h, (int)(pos + t), RN_OP_WRITE, K, a->wslot + o,
+                          a->waddr + o, a->ww + o);
+            probe->access(probe->user, l, h, (int)(pos + t), RN_OP_READ, K, a->rslot + o,
+                          a->raddr + o, a->rw + o);
+        }
+}
+
+__global__ void k_seg_offsets(int *off, int H, int nK)
+{
+    int h = blockIdx.x * blockDim.x + threadIdx.x;
+    if (h <= H) off[h] = h * nK;
+}
+
+/* One layer's memory scan of n rows by the segmented scan (state S, z of
+ * the layer's heads). */
+static cudaError_t seg_scan(rn_cuda_rt *g, float *S, float *z, const accesses *a, int n)
+{
+    const rn_config *c = &g->c;
+    const int H = c->n_heads, K = c->top_k, dv = c->d_v, C = dv + 1;
+    const int64_t nK = (int64_t)n * K, total = H * nK;
+    int end_bit = 1;
+    while (end_bit < 32 && ((int64_t)1 << end_bit) < g->M) end_bit++;
+    k_seg_keys<<<blocks(total, 256), 256>>>(g->sk, g->sv, a->wslot, n, H, K);
+    k_seg_offsets<<<1, 64>>>(g->soff, H, (int)nK);
+    size_t bytes = g->cub_bytes;
+    cudaError_t e = cub::DeviceSegmentedRadixSort::SortPairs(g->cub_tmp, bytes, g->sk, g->sk2, g->sv,
+                                                             g->sv2, (int)total, H, g->soff,
+                                                             g->soff + 1, 0, end_bit);
+    if (e != cudaSuccess) return e;
+    k_seg_maps<<<blocks(total, 256), 256>>>(g->sd, g->sb, g->srow, g->sreach, g->sk2, g->sv2, a->ww,
+                                            g->v, n, H, K, dv, c->gamma);
+    float *d = g->sd, *d2 = g->sd2, *b = g->sb, *b2 = g->sb2;
+    for (int64_t k = 1; k < nK; k *= 2) {
+        k_seg_pass<<<blocks(total * C, 256), 256>>>(d2, b2, d, b, g->sreach, total, C, k);
+        float *t = d; d = d2; d2 = t;
+        t = b; b = b2; b2 = t;
+    }
+    k_seg_read<<<blocks((int64_t)n * H * dv, 256), 256>>>(g->o, S, z, g->sk2, g->srow, d, b, a->rslot,
+                                                          a->rw, n, H, K, dv, g->M, c->eps);
+    k_seg_writeback<<<blocks(total * C, 256), 256>>>(S, z, g->sk2, d, b, n, H, K, dv, g->M);
+    return cudaGetLastError();
+}
+
+extern "C" int rn_cuda_forward(rn_cuda_rt *g, const int *tokens, int n, int64_t pos, float *logits,
+                               int all_rows, const rn_probe *probe, rn_error *err)
+{
+    const rn_config *c = &g->c;
+    const int D = c->d_model, H = c->n_heads, F = c->d_ff, K = c->top_k, dv = c->d_v;
+    const int hdk = H * rn_config_dk(c), hdv = H * dv, V = c->vocab_size;
+    if (n < 1 || n > g->chunk) return rn_seterr(err, RN_EINPUT, "CUDA forward: %d rows (chunk %d)", n, g->chunk);
+    const int64_t nhk = (int64_t)n * H * K;
+    accesses d = carve_acc(g->acc, nhk), h = carve_acc(g->host_acc, nhk);
+    CU_TRY(cudaMemcpy(g->tok, tokens, sizeof(int) * n, cudaMemcpyHostToDevice));
+    k_embed<<<blocks((int64_t)n * D, 256), 256>>>(g->x, g->w.embed, g->tok, n, D);
+    for (int l = 0; l < c->n_layers; l++) {
+        const rn_layer_weights *lw = &g->w.layer[l];
+        k_rmsnorm<<<n, 256>>>(g->hb, g->x, lw->attn_norm, D, c->norm_eps);
+        matmul(g->q, g->hb, lw->wq, n, D, hdk, 0);
+        matmul(g->k, g->hb, lw->wk, n, D, hdk, 0);
+        matmul(g->v, g->hb, lw->wv, n, D, hdv, 0);
+        k_address<<<blocks((int64_t)n * H, 64), 64>>>(d.raddr, d.rslot, d.rw, g->q, lw->q_alpha, n, H,
+                                                       c->order, c->d_p, K, c->tau, c->cape_mask[l],
+                                                       pos, g->M);
+        k_address<<<blocks((int64_t)n * H, 64), 64>>>(d.waddr, d.wslot, d.ww, g->k, lw->k_alpha, n, H,
+                                                       c->order, c->d_p, K, c->tau, c->cape_mask[l],
+                                                       pos, g->M);
+        const int64_t off = (int64_t)l * H * g->M;
+        if (n >= RN_CUDA_SEG_MIN)
+            CU_TRY(seg_scan(g, g->S + off * dv, g->z + off, &d, n));
+        else
+            k_pdma_scan<<<H, dv + 1>>>(g->o, g->S + off * dv, g->z + off, g->v, d.wslot, d.ww, d.rslot,
+                                       d.rw, n, H, K, dv, g->M, c->gamma, c->eps);
+        if (probe) {
+            CU_TRY(cudaGetLastError());
+            CU_TRY(cudaMemcpy(g->host_acc, g->acc, sizeof(uint32_t) * 6 * nhk, cudaMemcpyDeviceToHost));
+            report(probe, &h, l, n, H, K, pos);
+        }
+        matmul(g->x, g->o, lw->wo, n, hdv, D, 1);
+        k_rmsnorm<<<n, 256>>>(g->hb, g->x, lw->mlp_norm, D, c->norm_eps);
+        matmul(g->g, g->hb, lw->w_gate, n, D, F, 0);
+        matmul(g->u, g->hb, lw->w_up, n, D, F, 0);
+        k_swiglu<<<blocks((int64_t)n * F, 256), 256>>>(g->g, g->u, (int64_t)n * F);
+        matmul(g->x, g->g, lw->w_down, n, F, D, 1);
+    }
+    if (logits) {
+        int first = all_rows ? 0 : n - 1, rows = all_rows ? n : 1;
+        k_rmsnorm<<<rows, 256>>>(g->hb, g->x + (int64_t)first * D, g->w.norm, D, c->norm_eps);
+        matmul(g->logits, g->hb, g->w.lm_head, rows, D, V, 0);
+        CU_TRY(cudaGetLastError());
+        CU_TRY(cudaMemcpy(logits, g->logits, sizeof(float) * rows * V, cudaMemcpyDeviceToHost));
+    } else {
+        CU_TRY(cudaGetLastError());
+        CU_TRY(cudaDeviceSynchronize());
+    }
+    return RN_OK;
+}
+
+extern "C" int rn_cuda_decode(const float *a, const float *alpha, const rn_config *c,
+                              uint64_t cape_mask, int n, int64_t pos0, uint32_t *addr,
+                              uint32_t *slot, float *w, rn_error *err)
+{
+    const int H = c->n_heads, K = c->top_k, dk = rn_config_dk(c);
+    const size_t na = sizeof(float) * n * H * dk, nk = (size_t)n * H * K;
+    float *da = NULL, *dal = NULL, *dw = NULL;
+    uint32_t *ds = NULL, *dad = NULL;
+    cudaError_t e = cudaMalloc(&da, na);
+    if (e == cudaSuccess) e = cudaMalloc(&dad, sizeof(uint32_t) * nk);
+    if (e == cudaSuccess) e = cudaMalloc(&dal, sizeof(float) * H);
+    if (e == cudaSuccess) e = cudaMalloc(&dw, sizeof(float) * nk);
+    if (e == cudaSuccess) e = cudaMalloc(&ds, sizeof(uint32_t) * nk);
+    if (e == cudaSuccess) e = cudaMemcpy(da, a, na, cudaMemcpyHostToDevice);
+    if (e == cudaSuccess) e = cudaMemcpy(dal, alpha, sizeof(float) * H, cudaMemcpyHostToDevice);
+    if (e == cudaSuccess) {
+        k_address<<<blocks((int64_t)n * H, 64), 64>>>(dad, ds, dw, da, dal, n, H, c->order, c->d_p, K,
+                                                     c->tau, cape_mask, pos0, rn_config_slots(c));
+        e = cudaGetLastError();
+    }
+    if (e == cudaSuccess) e = cudaMemcpy(addr, dad, sizeof(uint32_t) * nk, cudaMemcpyDeviceToHost);
+    if (e == cudaSuccess) e = cudaMemcpy(slot, ds, sizeof(uint32_t) * nk, cudaMemcpyDeviceToHost);
+    if (e == cudaSuccess) e = cudaMemcpy(w, dw, sizeof(float) * nk, cudaMemcpyDeviceToHost);
+    cudaFree(da); cudaFree(dal); cudaFree(dw); cudaFree(ds); cudaFree(dad);
+    if (e != cudaSuccess) return rn_seterr(err, RN_EINTERNAL, "CUDA decode: %s", cudaGetErrorString(e));
+    return RN_OK;
+}

@@ -1,0 +1,37 @@
+/* rn_device.c — the --device choice and its availability check (the
+ * CUDA backend answers through core/cuda/rn_cuda.h, stubbed without it). */
+#include "rn_device.h"
+
+#include <string.h>
+
+#include "cuda/rn_cuda.h"
+
+int rn_device_parse(const char *s, rn_device *out, rn_error *err)
+{
+    if (!strcmp(s, "cpu")) *out = RN_DEVICE_CPU;
+    else if (!strcmp(s, "cuda")) *out = RN_DEVICE_CUDA;
+    else return rn_seterr(err, RN_EINPUT, "--device: expected cpu or cuda, got '%s'", s);
+    return RN_OK;
+}
+
+int rn_device_check(rn_device d, rn_error *err)
+{
+    if (d == RN_DEVICE_CPU) return RN_OK;
+    if (!rn_cuda_built())
+        return rn_seterr(err, RN_EINPUT,
+                         "--device cuda: this ramtrace was built without CUDA (rebuild with make CUDA=1)");
+    if (rn_cuda_device_count() < 1)
+        return rn_seterr(err, RN_EINPUT, "--device cuda: no CUDA device");
+    return RN_OK;
+}
+
+int rn_device_select(const char *arg, const char *gpu_missing, rn_device *out, rn_error *err)
+{
+    *out = RN_DEVICE_CPU;
+    if (!arg) return RN_OK;
+    int rc = rn_device_parse(arg, out, err);
+    if (!rc) rc = rn_device_check(*out, err);
+    if (!rc && *out == RN_DEVICE_CUDA && gpu_missing)
+        rc = rn_seterr(err, RN_EINPUT, "--device cuda: %s on the GPU is not implemented yet", gpu_missing);
+    return rc;
+}

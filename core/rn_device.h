@@ -1,0 +1,23 @@
+/* rn_device.h — which device runs a model (--device cpu|cuda) and the
+ * check that the chosen one is usable in this binary on this machine. */
+#ifndef RN_DEVICE_H
+#define RN_DEVICE_H
+
+#include "rn_error.h"
+
+typedef enum { RN_DEVICE_CPU = 0, RN_DEVICE_CUDA = 1 } rn_device;
+
+/* Parse "cpu" or "cuda" (RN_EINPUT naming --device otherwise). */
+int rn_device_parse(const char *s, rn_device *out, rn_error *err);
+
+/* RN_OK when device d can run here; RN_EINPUT with a one-line reason
+ * naming --device when the binary has no CUDA or the machine no GPU. */
+int rn_device_check(rn_device d, rn_error *err);
+
+/* Parse and check --device ARG (NULL: cpu).  A command that cannot yet
+ * run on the GPU passes what it does as `gpu_missing` (e.g. "training"):
+ * cuda is then refused with that reason once the device itself is usable.
+ * RN_EINPUT with a one-line message naming --device on any refusal. */
+int rn_device_select(const char *arg, const char *gpu_missing, rn_device *out, rn_error *err);
+
+#endif

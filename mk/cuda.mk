@@ -1,0 +1,66 @@
+# mk/cuda.mk — the CUDA backend (core/cuda/).
+#
+#   make CUDA=1        ./ramtrace with the CUDA backend (objects in build-cuda/)
+#   make test          where nvcc is found: also compiles core/cuda/*.cu and
+#                      builds and runs $(BUILD)/test_cuda_parity, which prints
+#                      "skipped: no CUDA device" on a machine without a GPU
+#   make test-cuda     the parity suite alone (for a machine with a GPU)
+#
+# nvcc is taken from PATH, else from the toolkit's standard prefix.  The
+# CUDA runtime is linked statically (libcudart_static.a), so binaries carry
+# no libcudart dependency (scripts/gpu-bundle); the GPU needs only a driver
+# new enough for this toolkit.  Without CUDA=1 the library holds
+# core/cuda/rn_cuda_stub.c and `--device cuda` is refused.
+
+ifeq ($(origin NVCC),undefined)
+NVCC      := $(or $(shell command -v nvcc 2>/dev/null),$(wildcard /usr/local/cuda/bin/nvcc))
+endif
+CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(NVCC))
+CUDA_ARCH ?= -gencode arch=compute_90,code=[sm_90,compute_90]
+NVCCFLAGS ?= -O2 -std=c++17 $(CUDA_ARCH) -Xcompiler -Wall,-Wextra,-Werror -Icore
+CUDA_STDCXX ?= -lstdc++
+CUDA_LIBS  = -L$(CUDA_HOME)/lib64 -lcudart_static -ldl -lrt $(CUDA_STDCXX)
+CU_SRC    := $(wildcard core/cuda/*.cu)
+CU_OBJ    := $(CU_SRC:core/cuda/%.cu=$(BUILD)/cuda/%.o)
+CU_HDR    := $(wildcard core/cuda/*.h) core/rn_model.h core/rn_config.h core/rn_params.h
+
+ifeq ($(CUDA),1)
+ifeq ($(NVCC),)
+$(error make CUDA=1: nvcc not found on PATH nor at /usr/local/cuda/bin/nvcc)
+endif
+LIB_OBJ += $(CU_OBJ)
+LDLIBS  += $(CUDA_LIBS)
+else
+LIB_OBJ += $(BUILD)/core/cuda/rn_cuda_stub.o
+endif
+
+$(BUILD)/cuda/%.o: core/cuda/%.cu $(CU_HDR) mk/cuda.mk
+	@mkdir -p $(dir $@)
+	@echo "NVCC $<"; $(NVCC) $(NVCCFLAGS) -c $< -o $@
+
+# The parity suite: its own CUnit binary, linked with the CUDA objects ahead
+# of the library (whose stub member then stays out of the link).
+CU_TEST_OBJ := $(BUILD)/tests/cuda/test_cuda_parity.o
+$(BUILD)/test_cuda_parity: $(CU_TEST_OBJ) $(CU_OBJ) $(LIB)
+	$(CC) $(LDFLAGS) -o $@ $(CU_TEST_OBJ) $(CU_OBJ) $(LIB) $(LDLIBS) $(if $(filter 1,$(CUDA)),,$(CUDA_LIBS)) -lcunit
+
+ifneq ($(NVCC),)
+TEST_BINS += $(BUILD)/test_cuda_parity
+endif
+
+.PHONY: test-cuda
+test-cuda: setup $(BUILD)/test_cuda_parity
+	RN_CUDA_REQUIRE=1 $(BUILD)/test_cuda_parity
+
+# GPU benchmark (bench/cuda/bench_cuda.c), linked like the parity suite;
+# not part of `make bench` (it needs a GPU): `make bench-cuda`.
+CU_BENCH_OBJ := $(BUILD)/bench/cuda/bench_cuda.o
+$(BUILD)/bench/cuda/bench_cuda.o: bench/cuda/bench_cuda.c | setup
+	@mkdir -p $(dir $@)
+	@echo "CC $<"; $(CC) $(CFLAGS) -Ibench -MMD -MP -c $< -o $@
+$(BUILD)/bench_cuda: $(CU_BENCH_OBJ) $(CU_OBJ) $(LIB)
+	$(CC) $(LDFLAGS) -o $@ $(CU_BENCH_OBJ) $(CU_OBJ) $(LIB) $(LDLIBS) $(if $(filter 1,$(CUDA)),,$(CUDA_LIBS))
+
+.PHONY: bench-cuda
+bench-cuda: setup $(BUILD)/bench_cuda
+	$(BUILD)/bench_cuda all
