@@ -30,6 +30,10 @@ struct tr_iter {
     tr_event base;     /* layer, head, pos, op of the current row */
     int r0;
     int64_t cape_m;
+    /* the previous row's (layer, head, pos, op) and end rank r0 + n: rows
+     * come sorted, so one that repeats ranks of it is a duplicated event */
+    int have_prev;
+    int64_t prev[4], prev_end;
     /* the run's header, for checking every row */
     int64_t run_id, L, H, M, K, n_tokens;
 };
@@ -347,6 +351,14 @@ static int read_group(tr_iter *it, rn_error *err)
     if (n < 1 || n > TR_LANES) return corrupt(it, "lane count", n, 1, TR_LANES, err);
     if (r0 < 0 || r0 + n > it->K) return corrupt(it, "first rank", r0, 0, it->K - n, err);
     if (cape_m != 0 && cape_m != it->M) return corrupt(it, "CAPE modulus", cape_m, 0, it->M, err);
+    int64_t key[4] = { layer, head, pos, op };
+    if (it->have_prev && !memcmp(key, it->prev, sizeof key) && r0 < it->prev_end)
+        return rn_seterr(err, RN_EINPUT, "%s: corrupt trace: run %lld has rank %lld of (layer %d, head %d, pos %d, "
+                         "op %d) twice (a duplicated event row)", it->db->path, (long long)it->run_id,
+                         (long long)r0, it->base.layer, it->base.head, it->base.pos, (int)op);
+    memcpy(it->prev, key, sizeof key);
+    it->prev_end = r0 + n;
+    it->have_prev = 1;
     it->base.op = (uint8_t)op;
     it->r0 = (int)r0;
     it->n = (int)n;
