@@ -119,7 +119,9 @@ static int parse_float(const char *key, const char *s, float *out, rn_error *err
     char *end;
     errno = 0;
     float v = strtof(s, &end);
-    if (end == s || *end || errno || !isfinite(v))
+    /* ERANGE with a non-zero result is a subnormal float: finite, and what
+     * rn_config_format prints for one, so it must read back */
+    if (end == s || *end || (errno && !(errno == ERANGE && v != 0)) || !isfinite(v))
         return rn_seterr(err, RN_EINPUT, "%s: '%s' is not a finite number", key, s);
     *out = v;
     return RN_OK;
