@@ -26,11 +26,13 @@ TEST_BINS += $(FUZZ_REPLAY)
 # keep the objects of these chained rules (make would delete them)
 .PRECIOUS: $(BUILD)/tests/fuzz/%.o
 
-$(BUILD)/tests/fuzz/replay_%.o: tests/fuzz/replay.c | setup
+# Static pattern rules (only the listed targets), so make never tries them
+# on other names such as the dependency files.
+$(FUZZ_TARGETS:%=$(BUILD)/tests/fuzz/replay_%.o): $(BUILD)/tests/fuzz/replay_%.o: tests/fuzz/replay.c | setup
 	@mkdir -p $(dir $@)
 	@echo "CC $< ($*)"; $(CC) $(CFLAGS) -DFUZZ_TARGET_NAME='"$*"' -MMD -MP -c $< -o $@
 
-$(BUILD)/fuzz/replay_%: $(BUILD)/tests/fuzz/replay_%.o $(BUILD)/tests/fuzz/fuzz_%.o \
+$(FUZZ_REPLAY): $(BUILD)/fuzz/replay_%: $(BUILD)/tests/fuzz/replay_%.o $(BUILD)/tests/fuzz/fuzz_%.o \
                         $(FUZZ_COMMON:%.c=$(BUILD)/%.o) $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
@@ -43,7 +45,7 @@ fuzz:
 
 fuzz-bins: $(FUZZ:%=$(BUILD)/fuzz/%)
 
-$(BUILD)/fuzz/%: $(BUILD)/tests/fuzz/fuzz_%.o $(FUZZ_COMMON:%.c=$(BUILD)/%.o) $(LIB)
+$(FUZZ_TARGETS:%=$(BUILD)/fuzz/%): $(BUILD)/fuzz/%: $(BUILD)/tests/fuzz/fuzz_%.o $(FUZZ_COMMON:%.c=$(BUILD)/%.o) $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -fsanitize=fuzzer -o $@ $^ $(LDLIBS)
 

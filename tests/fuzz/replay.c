@@ -8,6 +8,11 @@
  * the parent), so one crashing or leaking input is reported by name and the
  * others still run; a child that runs for more than 60 s is a failure too.
  * RN_FUZZ_NOFORK=1 runs the inputs in this process (for a debugger).
+ *
+ * Memory is capped as libFuzzer caps it (2 GiB per allocation), so an
+ * input that makes the library size an allocation by a claimed value
+ * fails here too: under AddressSanitizer by its max_allocation_size_mb,
+ * otherwise by a 4 GiB address-space limit on each child.
  * With no arguments it replays tests/fuzz/corpus/NAME and
  * tests/fuzz/crashes/NAME (NAME: FUZZ_TARGET_NAME, set by mk/fuzz.mk).
  * Prints "fuzz NAME: N passed, M failed"; exit status 1 when any failed.
@@ -17,11 +22,35 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "fuzz.h"
+
+#if defined(__SANITIZE_ADDRESS__)
+#define FUZZ_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define FUZZ_ASAN 1
+#endif
+#endif
+
+#ifdef FUZZ_ASAN
+/* AddressSanitizer's defaults for this program ($ASAN_OPTIONS adds to them). */
+const char *__asan_default_options(void);
+const char *__asan_default_options(void) { return "max_allocation_size_mb=2048"; }
+#endif
+
+/* In a child: cap its memory (see the header). */
+static void cap_memory(void)
+{
+#ifndef FUZZ_ASAN
+    struct rlimit rl = { (rlim_t)4 << 30, (rlim_t)4 << 30 };
+    setrlimit(RLIMIT_AS, &rl);
+#endif
+}
 
 #ifndef FUZZ_TARGET_NAME
 #define FUZZ_TARGET_NAME "target"
@@ -63,12 +92,13 @@ static int run_one(const char *path)
 /* Run one file (in a child unless nofork); 1 when it failed. */
 static int replay(const char *path, int nofork)
 {
-    if (nofork) return run_one(path);
+    if (nofork) return run_one(path); /* no memory cap: a debugger may need more */
     fflush(NULL);
     pid_t pid = fork();
     if (pid < 0) { perror("replay: fork"); return 1; }
     if (pid == 0) {
         alarm(60);
+        cap_memory();
         exit(run_one(path)); /* exit, not _exit: LeakSanitizer checks at exit */
     }
     int st;
