@@ -125,6 +125,12 @@ static int read_run(tr_db *d, sqlite3_stmt *st, tr_run_info *r, rn_error *err)
     }
     if (!strcmp(r->status, "running"))
         rc = count_run(d, r->run_id, &r->n_tokens, &r->n_events, err);
+    /* positions are int32: a count outside [0, 2^31] would let a position
+     * pass the range check and be truncated (or overflow count - 1) */
+    if (!rc && (r->n_tokens < 0 || r->n_tokens > (int64_t)INT32_MAX + 1 || r->n_events < 0))
+        rc = rn_seterr(err, RN_EINPUT, "%s: corrupt trace: run %lld claims %lld tokens and %lld events "
+                       "(at most 2^31 tokens)", d->path, (long long)r->run_id, (long long)r->n_tokens,
+                       (long long)r->n_events);
     return rc;
 }
 
