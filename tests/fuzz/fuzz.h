@@ -34,8 +34,8 @@ void fuzz_fail(const char *file, int line, const char *cond, const char *fmt, ..
 void fuzz_check_error(int rc, const rn_error *err, unsigned allowed, const char *what);
 
 /* A per-process scratch directory (created on first use, removed with its
- * files when the process that created it exits); fuzz_path joins a name
- * onto it (static buffer of the caller's: see the definition). */
+ * files when the process that created it exits); fuzz_path writes the
+ * path of a file in it into the caller's buffer. */
 const char *fuzz_dir(void);
 void fuzz_path(char *buf, size_t cap, const char *name);
 
