@@ -2,6 +2,7 @@
  * times, log2 histograms and exact percentiles (an_reuse.h). */
 #include "an_reuse.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -142,6 +143,12 @@ int an_reuse_hists(const an_streams *ss, an_hist out[2], rn_error *err)
     return rc;
 }
 
+static int cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return (x > y) - (x < y);
+}
+
 int an_percentiles(const uint32_t *values, size_t n, const uint8_t *mask, const double *q, int nq,
                    uint32_t *out, rn_error *err)
 {
@@ -151,6 +158,26 @@ int an_percentiles(const uint32_t *values, size_t n, const uint8_t *mask, const 
         if ((!mask || mask[i]) && values[i] != AN_COLD) { total++; if (values[i] > mx) mx = values[i]; }
     for (int j = 0; j < nq; j++) out[j] = AN_COLD;
     if (!total) return RN_OK;
+    /* A counting array costs O(max value): fine when the largest value is
+     * small against the count (the usual case, and the fast one), but a
+     * trace with positions near 2^31 has reuse times that large, so then
+     * the values are sorted instead (memory O(n)).  Both give the smallest
+     * v with at least ceil(q·total) values <= v. */
+    if ((uint64_t)mx > 4 * total + 65536) {
+        uint32_t *v = malloc(sizeof *v * total);
+        if (!v) return rn_seterr(err, RN_ENOMEM, "out of memory for percentiles");
+        size_t k = 0;
+        for (size_t i = 0; i < n; i++)
+            if ((!mask || mask[i]) && values[i] != AN_COLD) v[k++] = values[i];
+        qsort(v, total, sizeof *v, cmp_u32);
+        for (int j = 0; j < nq; j++) {
+            double need = ceil(q[j] * (double)total - 1e-9);
+            uint64_t r = need < 1 ? 1 : need > (double)total ? total : (uint64_t)need;
+            out[j] = v[r - 1];
+        }
+        free(v);
+        return RN_OK;
+    }
     uint64_t *cnt = calloc((size_t)mx + 1, sizeof *cnt);
     if (!cnt) return rn_seterr(err, RN_ENOMEM, "out of memory for percentiles");
     for (size_t i = 0; i < n; i++)

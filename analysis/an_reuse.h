@@ -55,7 +55,9 @@ int an_reuse_hists(const an_streams *ss, an_hist out[2], rn_error *err);
 
 /* Exact percentiles of the non-cold values: out[j] = the smallest v with
  * at least q[j]·total values <= v (q in (0, 1]); AN_COLD when none.
- * Counting over the value range: O(n + max value) time, allocates. */
+ * Counting over the value range when the largest value is at most
+ * 4n + 65536 (O(n + max value)), else sorting a copy (O(n log n)): memory
+ * never follows a large value. */
 int an_percentiles(const uint32_t *values, size_t n, const uint8_t *mask, const double *q, int nq,
                    uint32_t *out, rn_error *err);
 

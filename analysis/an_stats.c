@@ -90,7 +90,7 @@ int an_stats_head(const an_stream *s, int64_t M, int cape, int window, an_head_s
             prevslot[j] = slot;
         }
         int32_t w = s->pos[i] / window;
-        if (w >= nwin) nwin = w + 1;
+        if (w >= nwin) nwin = (int64_t)w + 1; /* w may be INT32_MAX (window 1) */
         if (lastwin[k] != w) { lastwin[k] = w; ws_sum++; }
     }
     o->distinct = nk;

@@ -168,7 +168,8 @@ static int parse_masks(rn_config *c, const char *s, rn_error *err)
 /* cape = all | none | first:N  (all heads of the first N layers) */
 static int parse_cape_shorthand(rn_config *c, const char *s, rn_error *err)
 {
-    uint64_t all = c->n_heads >= 64 ? ~0ull : ((1ull << c->n_heads) - 1);
+    /* n_heads may not be validated yet (it can be negative): no shift by it then */
+    uint64_t all = c->n_heads <= 0 ? 0 : c->n_heads >= 64 ? ~0ull : ((1ull << c->n_heads) - 1);
     int first = 0;
     if (!strcmp(s, "all")) first = c->n_layers;
     else if (!strcmp(s, "none")) first = 0;

@@ -61,7 +61,8 @@ static int tokenize_ids(const rn_config *cfg, const char *text, size_t len, cons
         char *end;
         errno = 0;
         long v = strtol(tok, &end, 10);
-        if (j - i >= sizeof tok || *end || end == tok || errno || v > INT_MAX || v < INT_MIN) {
+        /* end must reach the word's end: a NUL byte inside the word is not part of an id */
+        if (j - i >= sizeof tok || end != tok + tl || end == tok || errno || v > INT_MAX || v < INT_MIN) {
             free(out);
             return rn_seterr(err, RN_EINPUT, "%s:%d: token %d ('%s') is not an integer id", origin, line, cnt + 1, tok);
         }

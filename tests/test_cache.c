@@ -403,6 +403,56 @@ TH_TEST(test_stack_distance, "stack distance equals brute force")
     free(key); free(d); free(seen);
 }
 
+/* Percentiles by their definition (the smallest v with at least q·total
+ * selected values <= v), by scanning every candidate value. */
+static uint32_t naive_percentile(const uint32_t *v, size_t n, const uint8_t *mask, double q)
+{
+    uint64_t total = 0;
+    for (size_t i = 0; i < n; i++) total += (!mask || mask[i]) && v[i] != AN_COLD;
+    uint32_t best = AN_COLD;
+    for (size_t c = 0; c < n; c++) {
+        if ((mask && !mask[c]) || v[c] == AN_COLD || (best != AN_COLD && v[c] >= best)) continue;
+        uint64_t le = 0;
+        for (size_t i = 0; i < n; i++) le += (!mask || mask[i]) && v[i] != AN_COLD && v[i] <= v[c];
+        if ((double)le >= q * (double)total - 1e-9) best = v[c];
+    }
+    return best;
+}
+
+/* Both ways an_percentiles computes (a counting array for small values,
+ * sorting when the largest value is large against the count, as reuse
+ * times are in a trace with positions near 2^31) equal the definition. */
+TH_TEST(test_percentiles, "percentiles equal their definition, small and huge values")
+{
+    rn_rng r;
+    rn_rng_seed(&r, 11);
+    const size_t n = 600;
+    uint32_t *v = malloc(n * 4);
+    uint8_t *mask = malloc(n);
+    const double q[4] = { 0.01, 0.5, 0.9, 1.0 };
+    int bad = 0;
+    for (int t = 0; t < 8; t++) {
+        uint64_t range = t < 4 ? 50 : (uint64_t)INT32_MAX;
+        for (size_t i = 0; i < n; i++) {
+            v[i] = rn_rng_below(&r, 10) == 0 ? AN_COLD : (uint32_t)rn_rng_below(&r, range);
+            mask[i] = rn_rng_below(&r, 3) != 0;
+        }
+        if (t == 7) v[0] = INT32_MAX - 1;
+        uint32_t got[4];
+        rn_error err;
+        for (int m = 0; m < 2; m++) {
+            CU_ASSERT_EQUAL(an_percentiles(v, n, m ? mask : NULL, q, 4, got, &err), RN_OK);
+            for (int j = 0; j < 4; j++) bad += got[j] != naive_percentile(v, n, m ? mask : NULL, q[j]);
+        }
+    }
+    CU_ASSERT_EQUAL(bad, 0);
+    uint32_t cold[3] = { AN_COLD, AN_COLD, AN_COLD }, got[4];
+    rn_error err;
+    CU_ASSERT_EQUAL(an_percentiles(cold, 3, NULL, q, 4, got, &err), RN_OK);
+    CU_ASSERT_EQUAL(got[1], AN_COLD);
+    free(v); free(mask);
+}
+
 /* The exact MRC equals LRU simulated at every capacity, for a multi-stream
  * scope with warm-up. */
 TH_TEST(test_mrc_equals_lru, "MRC equals LRU at every capacity")

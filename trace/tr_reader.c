@@ -30,6 +30,10 @@ struct tr_iter {
     tr_event base;     /* layer, head, pos, op of the current row */
     int r0;
     int64_t cape_m;
+    /* the previous row's (layer, head, pos, op) and end rank r0 + n: rows
+     * come sorted, so one that repeats ranks of it is a duplicated event */
+    int have_prev;
+    int64_t prev[4], prev_end;
     /* the run's header, for checking every row */
     int64_t run_id, L, H, M, K, n_tokens;
 };
@@ -121,6 +125,12 @@ static int read_run(tr_db *d, sqlite3_stmt *st, tr_run_info *r, rn_error *err)
     }
     if (!strcmp(r->status, "running"))
         rc = count_run(d, r->run_id, &r->n_tokens, &r->n_events, err);
+    /* positions are int32: a count outside [0, 2^31] would let a position
+     * pass the range check and be truncated (or overflow count - 1) */
+    if (!rc && (r->n_tokens < 0 || r->n_tokens > (int64_t)INT32_MAX + 1 || r->n_events < 0))
+        rc = rn_seterr(err, RN_EINPUT, "%s: corrupt trace: run %lld claims %lld tokens and %lld events "
+                       "(at most 2^31 tokens)", d->path, (long long)r->run_id, (long long)r->n_tokens,
+                       (long long)r->n_events);
     return rc;
 }
 
@@ -347,6 +357,14 @@ static int read_group(tr_iter *it, rn_error *err)
     if (n < 1 || n > TR_LANES) return corrupt(it, "lane count", n, 1, TR_LANES, err);
     if (r0 < 0 || r0 + n > it->K) return corrupt(it, "first rank", r0, 0, it->K - n, err);
     if (cape_m != 0 && cape_m != it->M) return corrupt(it, "CAPE modulus", cape_m, 0, it->M, err);
+    int64_t key[4] = { layer, head, pos, op };
+    if (it->have_prev && !memcmp(key, it->prev, sizeof key) && r0 < it->prev_end)
+        return rn_seterr(err, RN_EINPUT, "%s: corrupt trace: run %lld has rank %lld of (layer %d, head %d, pos %d, "
+                         "op %d) twice (a duplicated event row)", it->db->path, (long long)it->run_id,
+                         (long long)r0, it->base.layer, it->base.head, it->base.pos, (int)op);
+    memcpy(it->prev, key, sizeof key);
+    it->prev_end = r0 + n;
+    it->have_prev = 1;
     it->base.op = (uint8_t)op;
     it->r0 = (int)r0;
     it->n = (int)n;
