@@ -1,8 +1,11 @@
 /* rn_threads.c — the default thread count follows the machine's load (see
  * rn_threads.h; the measurements behind it are in docs/inference.md).
  *
- * The state is process-wide, like OpenMP's own thread count: one
- * controller, set up by the command and polled by the model's loops.
+ * The controller's state belongs to the calling thread (_Thread_local),
+ * like OpenMP's own nthreads setting, which omp_set_num_threads changes for
+ * the calling thread only: a command sets it up and polls it from the
+ * thread that runs the model, and several threads each running a model
+ * never share or race on it.
  */
 #include "rn_threads.h"
 
@@ -16,7 +19,7 @@
 
 #define HISTORY 3
 
-static struct {
+static _Thread_local struct {
     int on, ceiling, cpus, current, changes;
     double interval, next;
     rn_load_fn sample;
