@@ -5,6 +5,12 @@
 
 #include "rn_layers.h"
 
+/* Each head's softmax scale: e^α / τ (the α re-parameterisation). */
+static void head_scales(double *scale, const rn_real *alpha, const rn_config *c)
+{
+    for (int h = 0; h < c->n_heads; h++) scale[h] = exp((double)alpha[h]) / (double)c->tau;
+}
+
 /* The team size of a region that indexes per-thread scratch allocated for
  * n threads: the current OpenMP default, but never more than n. */
 static int threads_upto(int n)
@@ -20,7 +26,7 @@ void rn_address_forward(uint32_t *addr, uint32_t *slot, rn_real *w, const rn_rea
     const int H = c->n_heads, U = c->order, dp = c->d_p, K = c->top_k, dk = U * dp;
     const int64_t M = rn_config_slots(c);
     double scale[RN_MAX_HEADS];
-    for (int h = 0; h < H; h++) scale[h] = exp((double)alpha[h]) / (double)c->tau;
+    head_scales(scale, alpha, c);
     const int nt = threads_upto(n_ws);
     #pragma omp parallel for if (n * H > 16) schedule(static) num_threads(nt)
     for (int r = 0; r < n; r++) {
@@ -54,7 +60,7 @@ void rn_address_train_forward(uint32_t *addr, uint32_t *slot, rn_real *w, const 
     const int H = c->n_heads, U = c->order, dp = c->d_p, dk = U * dp;
     const int64_t M = rn_config_slots(c);
     double scale[RN_MAX_HEADS];
-    for (int h = 0; h < H; h++) scale[h] = exp((double)alpha[h]) / (double)c->tau;
+    head_scales(scale, alpha, c);
     const int nt = threads_upto(n_ws);
     #pragma omp parallel for if (n * H > 16) schedule(static) num_threads(nt)
     for (int r = 0; r < n; r++) {
@@ -90,7 +96,7 @@ void rn_address_backward(rn_real *da, rn_real *dalpha, const rn_real *dw, const 
 {
     const int H = c->n_heads, U = c->order, dp = c->d_p, dk = U * dp;
     double scale[RN_MAX_HEADS];
-    for (int h = 0; h < H; h++) scale[h] = exp((double)alpha[h]) / (double)c->tau;
+    head_scales(scale, alpha, c);
     const int nt = threads_upto(n_lp);
     #pragma omp parallel for if (n * H > 16) schedule(static) num_threads(nt)
     for (int r = 0; r < n; r++) {

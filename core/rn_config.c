@@ -1,5 +1,6 @@
 /* rn_config.c — parsing, validation and formatting of rn_config. */
 #include "rn_config.h"
+#include "rn_file.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -269,33 +270,12 @@ int rn_config_parse_text(rn_config *c, const char *text, const char *origin,
 int rn_config_load_file(rn_config *c, const char *path, rn_config_extra_fn extra,
                         void *user, rn_error *err)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) return rn_seterr(err, RN_EINPUT, "%s: cannot open: %s", path, strerror(errno));
-    struct stat st;
-    if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
-        fclose(f);
-        return rn_seterr(err, RN_EINPUT, "%s: is a directory, not a file", path);
-    }
-    char *buf = NULL;
-    size_t len = 0, cap = 0;
-    for (;;) {
-        if (len + 4096 + 1 > cap) {
-            cap = cap ? cap * 2 : 8192;
-            if (cap > (1u << 24)) { free(buf); fclose(f); return rn_seterr(err, RN_EINPUT, "%s: config file too large", path); }
-            char *nb = realloc(buf, cap);
-            if (!nb) { free(buf); fclose(f); return rn_seterr(err, RN_ENOMEM, "%s: out of memory", path); }
-            buf = nb;
-        }
-        size_t got = fread(buf + len, 1, 4096, f);
-        len += got;
-        if (got < 4096) break;
-    }
-    int ioerr = ferror(f);
-    fclose(f);
-    if (ioerr) { free(buf); return rn_seterr(err, RN_EIO, "%s: read error", path); }
-    buf[len] = 0;
+    char *buf;
+    size_t len;
+    int rc = rn_read_file_max(path, (size_t)1 << 24, &buf, &len, err);
+    if (rc) return rc;
     if (strlen(buf) != len) { free(buf); return rn_seterr(err, RN_EINPUT, "%s: not a text file (NUL byte)", path); }
-    int rc = rn_config_parse_text(c, buf, path, extra, user, err);
+    rc = rn_config_parse_text(c, buf, path, extra, user, err);
     free(buf);
     return rc;
 }

@@ -81,6 +81,20 @@ static inline int better(int64_t sx, uint64_t ax, int64_t sy, uint64_t ay)
     return sx > sy || (sx == sy && ax < ay);
 }
 
+/* Restore the min-heap (worst candidate on top) of h indices after its top
+ * was replaced. */
+static inline void sift_down(const int64_t *s, const uint64_t *a, int *heap, int h)
+{
+    int j = 0;
+    for (;;) {
+        int l = 2 * j + 1, r = l + 1, w = j;
+        if (l < h && better(s[heap[w]], a[heap[w]], s[heap[l]], a[heap[l]])) w = l;
+        if (r < h && better(s[heap[w]], a[heap[w]], s[heap[r]], a[heap[r]])) w = r;
+        if (w == j) break;
+        int t = heap[w]; heap[w] = heap[j]; heap[j] = t; j = w;
+    }
+}
+
 /* Select the best k of n (score, addr) candidates into (os, oa), sorted in
  * rank order.  Uses a size-k min-heap (worst on top) over candidate indices:
  * O(n log k). */
@@ -101,14 +115,7 @@ static void select_best(const int64_t *s, const uint64_t *a, int n, int k, int *
             }
         } else if (better(s[i], a[i], s[heap[0]], a[heap[0]])) {
             heap[0] = i;
-            int j = 0;
-            for (;;) {
-                int l = 2 * j + 1, r = l + 1, w = j;
-                if (l < h && better(s[heap[w]], a[heap[w]], s[heap[l]], a[heap[l]])) w = l;
-                if (r < h && better(s[heap[w]], a[heap[w]], s[heap[r]], a[heap[r]])) w = r;
-                if (w == j) break;
-                int t = heap[w]; heap[w] = heap[j]; heap[j] = t; j = w;
-            }
+            sift_down(s, a, heap, h);
         }
     }
     /* pop worst-first into the back of the output */
@@ -117,14 +124,7 @@ static void select_best(const int64_t *s, const uint64_t *a, int n, int k, int *
         os[out] = s[top];
         oa[out] = a[top];
         heap[0] = heap[--h];
-        int j = 0;
-        for (;;) {
-            int l = 2 * j + 1, r = l + 1, w = j;
-            if (l < h && better(s[heap[w]], a[heap[w]], s[heap[l]], a[heap[l]])) w = l;
-            if (r < h && better(s[heap[w]], a[heap[w]], s[heap[r]], a[heap[r]])) w = r;
-            if (w == j) break;
-            int t = heap[w]; heap[w] = heap[j]; heap[j] = t; j = w;
-        }
+        sift_down(s, a, heap, h);
     }
 }
 

@@ -26,6 +26,25 @@ static void human(char *out, size_t cap, double bytes)
     snprintf(out, cap, u ? "%.1f %s" : "%.0f %s", bytes, unit[u]);
 }
 
+/* The next "key = value" line of rn_config_format's text at *at (cut in
+ * place); 0 at the end. */
+static int next_key(char **at, char **key, char **val)
+{
+    while (**at) {
+        char *line = *at, *nl = strchr(line, '\n');
+        if (nl) { *nl = 0; *at = nl + 1; }
+        else *at = line + strlen(line);
+        char *eq = strstr(line, " = ");
+        if (eq) {
+            *eq = 0;
+            *key = line;
+            *val = eq + 3;
+            return 1;
+        }
+    }
+    return 0;
+}
+
 void rn_model_describe(FILE *f, const rn_model *m, const char *path)
 {
     const rn_config *c = &m->cfg;
@@ -39,19 +58,9 @@ void rn_model_describe(FILE *f, const rn_model *m, const char *path)
     fprintf(f, "checksum          %016" PRIx64 "\n", rn_model_checksum(m));
     fprintf(f, "\nconfig\n");
     /* every key as rn_config_format writes it (floats in shortest exact text) */
-    char text[RN_MAX_LAYERS * 22 + 1024];
+    char text[RN_MAX_LAYERS * 22 + 1024], *key, *val, *at = text;
     rn_config_format(c, text, sizeof text);
-    for (char *line = text; *line;) {
-        char *nl = strchr(line, '\n');
-        if (nl) *nl = 0;
-        char *eq = strstr(line, " = ");
-        if (eq) {
-            *eq = 0;
-            fprintf(f, "  %-16s%s\n", line, eq + 3);
-        }
-        if (!nl) break;
-        line = nl + 1;
-    }
+    while (next_key(&at, &key, &val)) fprintf(f, "  %-16s%s\n", key, val);
     int64_t np = rn_config_param_count(c), tot = rn_config_total_state(c), act = rn_config_active_state(c);
     fprintf(f, "\nderived\n");
     fprintf(f, "  d_k             %d (order x d_p)\n", rn_config_dk(c));
@@ -113,19 +122,9 @@ int rn_model_info_rows(FILE *f, int fmt, const rn_model *m, const char *path, rn
     add3(&w, "file", "size_bytes", stat(path, &st) == 0 ? rn_cell_int((int64_t)st.st_size) : rn_cell_null(NULL));
     snprintf(buf, sizeof buf, "%016" PRIx64, rn_model_checksum(m));
     add3(&w, "file", "checksum", rn_cell_text(buf));
-    char text[RN_MAX_LAYERS * 22 + 1024];
+    char text[RN_MAX_LAYERS * 22 + 1024], *key, *val, *at = text;
     rn_config_format(c, text, sizeof text);
-    for (char *line = text; *line;) {
-        char *nl = strchr(line, '\n');
-        if (nl) *nl = 0;
-        char *eq = strstr(line, " = ");
-        if (eq) {
-            *eq = 0;
-            add3(&w, "config", line, config_cell(eq + 3));
-        }
-        if (!nl) break;
-        line = nl + 1;
-    }
+    while (next_key(&at, &key, &val)) add3(&w, "config", key, config_cell(val));
     int64_t tot = rn_config_total_state(c), act = rn_config_active_state(c);
     add3(&w, "derived", "d_k", rn_cell_int(rn_config_dk(c)));
     add3(&w, "derived", "slots", rn_cell_int(rn_config_slots(c)));

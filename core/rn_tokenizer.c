@@ -8,38 +8,6 @@
 #include <string.h>
 #include <sys/stat.h>
 
-int rn_read_file(const char *path, char **data, size_t *len, rn_error *err)
-{
-    *data = NULL;
-    *len = 0;
-    FILE *f = fopen(path, "rb");
-    if (!f) return rn_seterr(err, RN_EINPUT, "%s: cannot open: %s", path, strerror(errno));
-    struct stat st;
-    if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
-        fclose(f);
-        return rn_seterr(err, RN_EINPUT, "%s: is a directory, not a file", path);
-    }
-    size_t cap = 1 << 16, n = 0;
-    char *b = malloc(cap + 1);
-    if (!b) { fclose(f); return rn_seterr(err, RN_ENOMEM, "%s: out of memory", path); }
-    for (;;) {
-        size_t got = fread(b + n, 1, cap - n, f);
-        n += got;
-        if (n < cap) break;
-        if (cap >= (1u << 30)) { free(b); fclose(f); return rn_seterr(err, RN_EINPUT, "%s: file larger than 1 GiB", path); }
-        cap *= 2;
-        char *nb = realloc(b, cap + 1);
-        if (!nb) { free(b); fclose(f); return rn_seterr(err, RN_ENOMEM, "%s: out of memory", path); }
-        b = nb;
-    }
-    int bad = ferror(f);
-    fclose(f);
-    if (bad) { free(b); return rn_seterr(err, RN_EIO, "%s: read error", path); }
-    b[n] = 0;
-    *data = b;
-    *len = n;
-    return RN_OK;
-}
 
 static int tokenize_ids(const rn_config *cfg, const char *text, size_t len, const char *origin,
                         int **ids, int *n, rn_error *err)

@@ -16,6 +16,7 @@
 
 #include "rn_config.h"
 #include "rn_error.h"
+#include "rn_file.h" /* rn_read_file */
 
 #define RN_BOS 256
 
@@ -29,8 +30,6 @@ int rn_tokenize(const rn_config *cfg, const char *text, size_t len, const char *
 /* Read a whole file and tokenize it (origin = path). */
 int rn_tokenize_file(const rn_config *cfg, const char *path, int **ids, int *n, rn_error *err);
 
-/* Read a whole file into a malloc'd NUL-terminated buffer (max 1 GiB). */
-int rn_read_file(const char *path, char **data, size_t *len, rn_error *err);
 
 /* Print one generated token to f as the tokenizer prints continuations
  * (first: no leading separator for ids). */

@@ -7,7 +7,7 @@
 
 DBL_SRC := core/rn_train.c core/rn_rmsnorm.c core/rn_matmul.c core/rn_swiglu.c \
            core/rn_pdma.c core/rn_address.c core/rn_decoder.c core/rn_params.c \
-           core/rn_config.c core/rn_rng.c core/rn_error.c core/rn_model.c core/rn_memlimit.c \
+           core/rn_config.c core/rn_rng.c core/rn_error.c core/rn_model.c core/rn_memlimit.c core/rn_file.c \
            core/rn_threads.c \
            tests/gradcheck/gradcheck.c
 DBL_OBJ := $(DBL_SRC:%.c=$(BUILD)/dbl/%.o)

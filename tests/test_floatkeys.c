@@ -133,15 +133,6 @@ TH_TEST(test_text_unrepresentable, "underflow to 0 and overflow are refused, nam
     CU_ASSERT_EQUAL(bits(c.eps), 0u);
 }
 
-static int files_equal(const char *a, const char *b)
-{
-    size_t la, lb;
-    char *x = th_read_file(a, &la), *y = th_read_file(b, &lb);
-    int eq = x && y && la == lb && !memcmp(x, y, la);
-    free(x);
-    free(y);
-    return eq;
-}
 
 /* model.bin -> safetensors -> model.bin (same bytes), -> safetensors (same
  * bytes), and the loaded config carries the same bits. */
@@ -164,8 +155,8 @@ static void file_round_trip(float gamma, float tau, float eps, float norm_eps)
     if (!rc) rc = rn_model_convert(b, s2, &err);
     if (rc) printf("\n  %a %a %a %a: %s\n", (double)gamma, (double)tau, (double)eps, (double)norm_eps, err.msg);
     CU_ASSERT_EQUAL_FATAL(rc, RN_OK);
-    CU_ASSERT(files_equal(a, b));
-    CU_ASSERT(files_equal(s1, s2));
+    CU_ASSERT(th_files_equal(a, b));
+    CU_ASSERT(th_files_equal(s1, s2));
     for (int i = 0; i < 2; i++) {
         rn_model l;
         CU_ASSERT_EQUAL_FATAL(rn_model_load(&l, i ? s1 : b, &err), RN_OK);
@@ -194,7 +185,7 @@ TH_TEST(test_cli_convert_subnormal, "CLI: init --tau 1e-40, convert both ways, s
     CU_ASSERT_EQUAL(th_run("%s convert %s %s", bin, a, s), 0);
     CU_ASSERT_EQUAL(th_run("%s convert %s %s", bin, s, b), 0);
     CU_ASSERT_EQUAL(th_run("%s info %s", bin, s), 0);
-    CU_ASSERT(files_equal(a, b));
+    CU_ASSERT(th_files_equal(a, b));
     rn_model m;
     rn_error err = {0};
     CU_ASSERT_EQUAL_FATAL(rn_model_load(&m, s, &err), RN_OK);

@@ -151,15 +151,6 @@ TH_TEST(test_bin_layout, "model.bin byte layout and mmap load")
     free(block);
 }
 
-static int files_equal(const char *a, const char *b)
-{
-    size_t la, lb;
-    char *x = th_read_file(a, &la), *y = th_read_file(b, &lb);
-    int eq = x && y && la == lb && !memcmp(x, y, la);
-    free(x);
-    free(y);
-    return eq;
-}
 
 /* Scan the JSON header of a safetensors file the simple way and check each
  * tensor's bytes against the block (independent of the reader). */
@@ -216,8 +207,8 @@ static void round_trip(int tied)
     CU_ASSERT_EQUAL_FATAL(rn_model_convert(a, s1, &err), RN_OK);
     CU_ASSERT_EQUAL_FATAL(rn_model_convert(s1, b, &err), RN_OK);
     CU_ASSERT_EQUAL_FATAL(rn_model_convert(b, s2, &err), RN_OK);
-    CU_ASSERT(files_equal(a, b));   /* bin -> st -> bin: same bytes */
-    CU_ASSERT(files_equal(s1, s2)); /* st -> bin -> st: same bytes */
+    CU_ASSERT(th_files_equal(a, b));   /* bin -> st -> bin: same bytes */
+    CU_ASSERT(th_files_equal(s1, s2)); /* st -> bin -> st: same bytes */
     rn_config c;
     small_cfg(&c, tied);
     check_st_against_block(s1, &c, block);

@@ -34,13 +34,7 @@ static int setup(void)
     snprintf(g_big, sizeof g_big, "%s", th_path("big.txt"));
     snprintf(g_db, sizeof g_db, "%s", th_path("big.db"));
     if (th_run("%s init --config samples/configs/tiny.cfg --seed 3 -o %s", th_bin(), g_model)) return -1;
-    size_t n = 48000;
-    char *t = malloc(n);
-    const char *verse = "In the beginning God created the heaven and the earth. ";
-    for (size_t i = 0; i < n; i++) t[i] = verse[i % strlen(verse)];
-    int rc = th_write_file(g_big, t, n);
-    free(t);
-    if (rc) return rc;
+    if (th_write_verses(g_big, 48000)) return -1;
     return th_run("%s trace %s %s -o %s", th_bin(), g_model, g_big, g_db) ? -1 : 0;
 }
 TH_SUITE(signals, setup, NULL);

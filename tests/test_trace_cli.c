@@ -18,31 +18,9 @@ static int setup(void)
     snprintf(g_input, sizeof g_input, "%s", th_path("input.txt"));
     if (th_run("%s init --config samples/configs/tiny.cfg --seed 3 -o %s", th_bin(), g_model))
         return -1;
-    size_t n = 400000;
-    char *t = malloc(n);
-    const char *verse = "In the beginning God created the heaven and the earth. ";
-    for (size_t i = 0; i < n; i++) t[i] = verse[i % strlen(verse)];
-    int rc = th_write_file(g_input, t, n);
-    free(t);
-    return rc;
+    return th_write_verses(g_input, 400000);
 }
 
-/* One integer from a query on path (opened read-write, so a hot journal
- * is rolled back as any SQLite client would). */
-static int64_t q1(const char *path, const char *sql)
-{
-    sqlite3 *db;
-    int64_t v = -1;
-    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK) { sqlite3_close(db); return -2; }
-    sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
-        v = sqlite3_column_type(st, 0) == SQLITE_TEXT
-                ? !strcmp((const char *)sqlite3_column_text(st, 0), "ok")
-                : sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
-    sqlite3_close(db);
-    return v;
-}
 
 TH_TEST(test_trace_and_sql, "trace, runs and sql commands")
 {
@@ -53,18 +31,18 @@ TH_TEST(test_trace_and_sql, "trace, runs and sql commands")
     CU_ASSERT_EQUAL(th_run("%s trace %s %s -o %s --name first", th_bin(), g_model, small, db), 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(th_err(), "56 tokens, 7168 events"));
     /* 56 tokens (BOS + 55 bytes) x 2 layers x 4 heads x 2 ops x 8 ranks */
-    CU_ASSERT_EQUAL(q1(db, "SELECT count(*) FROM events"), 56 * 128);
-    CU_ASSERT_EQUAL(q1(db, "PRAGMA integrity_check"), 1);
+    CU_ASSERT_EQUAL(th_sql_int(db, "SELECT count(*) FROM events"), 56 * 128);
+    CU_ASSERT_EQUAL(th_sql_int(db, "PRAGMA integrity_check"), 1);
     /* A second run with a selection appends. */
     CU_ASSERT_EQUAL(th_run("%s trace %s %s -o %s --layers 1 --heads 0,3 --ops w --no-index",
                            th_bin(), g_model, small, db), 0);
-    CU_ASSERT_EQUAL(q1(db, "SELECT count(*) FROM events WHERE run_id = 2"), 56 * 2 * 8);
-    CU_ASSERT_EQUAL(q1(db, "SELECT count(*) FROM events WHERE run_id = 2 AND (layer != 1 OR op != 0 OR head NOT IN (0, 3))"), 0);
-    CU_ASSERT_EQUAL(q1(db, "SELECT count(*) FROM events WHERE run_id = 1"), 56 * 128);
+    CU_ASSERT_EQUAL(th_sql_int(db, "SELECT count(*) FROM events WHERE run_id = 2"), 56 * 2 * 8);
+    CU_ASSERT_EQUAL(th_sql_int(db, "SELECT count(*) FROM events WHERE run_id = 2 AND (layer != 1 OR op != 0 OR head NOT IN (0, 3))"), 0);
+    CU_ASSERT_EQUAL(th_sql_int(db, "SELECT count(*) FROM events WHERE run_id = 1"), 56 * 128);
 
     /* Run 1 got its partial index, run 2 (--no-index) none. */
-    CU_ASSERT_EQUAL(q1(db, "SELECT count(*) FROM sqlite_master WHERE name = 'event_groups_run1'"), 1);
-    CU_ASSERT_EQUAL(q1(db, "SELECT count(*) FROM sqlite_master WHERE name = 'event_groups_run2'"), 0);
+    CU_ASSERT_EQUAL(th_sql_int(db, "SELECT count(*) FROM sqlite_master WHERE name = 'event_groups_run1'"), 1);
+    CU_ASSERT_EQUAL(th_sql_int(db, "SELECT count(*) FROM sqlite_master WHERE name = 'event_groups_run2'"), 0);
     CU_ASSERT_EQUAL(th_run("%s trace %s %s -o /nonexistent-dir/x.db", th_bin(), g_model, small), 2);
     CU_ASSERT_PTR_NOT_NULL(strstr(th_err(), "/nonexistent-dir/x.db: cannot open"));
     CU_ASSERT_EQUAL(th_run("%s runs %s", th_bin(), db), 0);
@@ -90,7 +68,7 @@ TH_TEST(test_trace_and_sql, "trace, runs and sql commands")
         n += snprintf(sql + n, sizeof sql - n, "%sSELECT s%d AS s FROM event_groups WHERE run_id = 2"
                       " AND layer = 1 AND head = 0 AND n > %d", i ? " UNION ALL " : "", i, i);
     snprintf(sql + n, sizeof sql - n, ")");
-    int64_t used = q1(db, sql);
+    int64_t used = th_sql_int(db, sql);
     CU_ASSERT(used > 8);
     snprintf(want, sizeof want, "\n1,0,0,%lld,512,", (long long)used);
     CU_ASSERT_EQUAL(th_run("%s sql %s -f samples/queries/slot_utilisation.sql -F csv", th_bin(), db), 0);
@@ -99,8 +77,8 @@ TH_TEST(test_trace_and_sql, "trace, runs and sql commands")
     CU_ASSERT_EQUAL(th_run("%s sql %s 'DELETE FROM runs'", th_bin(), db), 2);
     CU_ASSERT_PTR_NOT_NULL(strstr(th_err(), "read-only"));
     CU_ASSERT_EQUAL(th_run("%s sql %s \"SELECT 1; UPDATE runs SET name = 'x'\"", th_bin(), db), 2);
-    CU_ASSERT_EQUAL(q1(db, "SELECT count(*) FROM runs WHERE name = 'x'"), 0);
-    CU_ASSERT_EQUAL(q1(db, "SELECT count(*) FROM runs"), 2);
+    CU_ASSERT_EQUAL(th_sql_int(db, "SELECT count(*) FROM runs WHERE name = 'x'"), 0);
+    CU_ASSERT_EQUAL(th_sql_int(db, "SELECT count(*) FROM runs"), 2);
     /* Table rows past the measured first 1000 keep long text whole. */
     CU_ASSERT_EQUAL(th_run("%s sql %s \"WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c "
                            "WHERE x < 1001) SELECT x, replace(hex(zeroblob(150)), '0', 'a') AS t FROM c\"",
@@ -125,7 +103,7 @@ TH_TEST(test_trace_and_sql, "trace, runs and sql commands")
     CU_ASSERT_PTR_NOT_NULL(strstr(th_err(), "--heads: 4 is outside [0, 4)"));
     CU_ASSERT_EQUAL(th_run("%s trace %s %s", th_bin(), g_model, small), 2);
     CU_ASSERT_EQUAL(th_run("%s trace %s %s -o %s", th_bin(), g_model, th_path("missing.txt"), db), 2);
-    CU_ASSERT_EQUAL(q1(db, "SELECT count(*) FROM runs"), 2);
+    CU_ASSERT_EQUAL(th_sql_int(db, "SELECT count(*) FROM runs"), 2);
     CU_ASSERT_EQUAL(th_run("%s trace %s %s -o %s", th_bin(), g_model, small, small), 2);
     CU_ASSERT_PTR_NOT_NULL(strstr(th_err(), "not an SQLite database"));
     for (int i = 0; i < 3; i++) {
@@ -144,11 +122,11 @@ TH_TEST(test_run_trace, "run --trace records prompt and generated tokens")
     CU_ASSERT_EQUAL(th_run("%s run %s %s -n 6 --seed 5 --trace %s --name gen", th_bin(), g_model,
                            prompt, db), 0);
     /* 13 prompt positions (BOS + 12) and the 5 generated tokens fed back. */
-    CU_ASSERT_EQUAL(q1(db, "SELECT count(*) FROM tokens WHERE phase = 'prompt'"), 13);
-    CU_ASSERT_EQUAL(q1(db, "SELECT count(*) FROM tokens WHERE phase = 'generated'"), 5);
-    CU_ASSERT_EQUAL(q1(db, "SELECT count(*) FROM events"), 18 * 128);
-    CU_ASSERT_EQUAL(q1(db, "SELECT max(pos) FROM events"), 17);
-    CU_ASSERT_EQUAL(q1(db, "SELECT count(*) FROM runs WHERE status = 'complete' AND name = 'gen'"
+    CU_ASSERT_EQUAL(th_sql_int(db, "SELECT count(*) FROM tokens WHERE phase = 'prompt'"), 13);
+    CU_ASSERT_EQUAL(th_sql_int(db, "SELECT count(*) FROM tokens WHERE phase = 'generated'"), 5);
+    CU_ASSERT_EQUAL(th_sql_int(db, "SELECT count(*) FROM events"), 18 * 128);
+    CU_ASSERT_EQUAL(th_sql_int(db, "SELECT max(pos) FROM events"), 17);
+    CU_ASSERT_EQUAL(th_sql_int(db, "SELECT count(*) FROM runs WHERE status = 'complete' AND name = 'gen'"
                            " AND prompt = 'And God said' AND sampling LIKE '%seed=5%'"), 1);
     /* The sample queries run (plain SQL through the views). */
     static const char *samples[] = { "slot_utilisation", "hottest_slots", "read_after_write",
@@ -174,16 +152,16 @@ TH_TEST(test_interrupt, "SIGINT: interrupted, flushed, intact")
     CU_ASSERT_EQUAL(atoi(s), 130);
     free(s);
     CU_ASSERT_PTR_NOT_NULL(strstr(th_err(), "interrupted"));
-    CU_ASSERT_EQUAL(q1(db, "PRAGMA integrity_check"), 1);
-    CU_ASSERT_EQUAL(q1(db, "SELECT count(*) FROM runs WHERE status = 'interrupted'"), 1);
-    int64_t tokens = q1(db, "SELECT count(*) FROM tokens");
-    int64_t events = q1(db, "SELECT count(*) FROM events");
+    CU_ASSERT_EQUAL(th_sql_int(db, "PRAGMA integrity_check"), 1);
+    CU_ASSERT_EQUAL(th_sql_int(db, "SELECT count(*) FROM runs WHERE status = 'interrupted'"), 1);
+    int64_t tokens = th_sql_int(db, "SELECT count(*) FROM tokens");
+    int64_t events = th_sql_int(db, "SELECT count(*) FROM events");
     CU_ASSERT(tokens > 0 && tokens < 400001);
     /* Only whole positions, every one of them flushed and counted. */
     CU_ASSERT_EQUAL(events, tokens * 128);
-    CU_ASSERT_EQUAL(q1(db, "SELECT n_events FROM runs"), events);
-    CU_ASSERT_EQUAL(q1(db, "SELECT n_tokens FROM runs"), tokens);
-    CU_ASSERT_EQUAL(q1(db, "SELECT max(pos) + 1 FROM events"), tokens);
+    CU_ASSERT_EQUAL(th_sql_int(db, "SELECT n_events FROM runs"), events);
+    CU_ASSERT_EQUAL(th_sql_int(db, "SELECT n_tokens FROM runs"), tokens);
+    CU_ASSERT_EQUAL(th_sql_int(db, "SELECT max(pos) + 1 FROM events"), tokens);
 }
 
 /* Ctrl-C while `run --trace` generates: exit 130, run interrupted, whole
@@ -201,12 +179,12 @@ TH_TEST(test_interrupt_run, "SIGINT during run --trace generation")
     CU_ASSERT_PTR_NOT_NULL_FATAL(s);
     CU_ASSERT_EQUAL(atoi(s), 130);
     free(s);
-    CU_ASSERT_EQUAL(q1(db, "PRAGMA integrity_check"), 1);
-    CU_ASSERT_EQUAL(q1(db, "SELECT count(*) FROM runs WHERE status = 'interrupted'"), 1);
-    int64_t tokens = q1(db, "SELECT count(*) FROM tokens");
-    CU_ASSERT(q1(db, "SELECT count(*) FROM tokens WHERE phase = 'generated'") > 0);
-    CU_ASSERT_EQUAL(q1(db, "SELECT count(*) FROM events"), tokens * 128);
-    CU_ASSERT_EQUAL(q1(db, "SELECT n_events FROM runs"), tokens * 128);
+    CU_ASSERT_EQUAL(th_sql_int(db, "PRAGMA integrity_check"), 1);
+    CU_ASSERT_EQUAL(th_sql_int(db, "SELECT count(*) FROM runs WHERE status = 'interrupted'"), 1);
+    int64_t tokens = th_sql_int(db, "SELECT count(*) FROM tokens");
+    CU_ASSERT(th_sql_int(db, "SELECT count(*) FROM tokens WHERE phase = 'generated'") > 0);
+    CU_ASSERT_EQUAL(th_sql_int(db, "SELECT count(*) FROM events"), tokens * 128);
+    CU_ASSERT_EQUAL(th_sql_int(db, "SELECT n_events FROM runs"), tokens * 128);
 }
 
 TH_TEST(test_sigkill, "SIGKILL: intact, a prefix of committed batches")
@@ -218,10 +196,10 @@ TH_TEST(test_sigkill, "SIGKILL: intact, a prefix of committed batches")
     int rc = th_run("%s trace %s %s -o %s -j 1 & p=$!; sleep 2.5; kill -KILL $p; wait $p; true",
                     th_bin(), g_model, g_input, db);
     CU_ASSERT_EQUAL(rc, 0);
-    CU_ASSERT_EQUAL(q1(db, "PRAGMA integrity_check"), 1);
-    CU_ASSERT_EQUAL(q1(db, "SELECT count(*) FROM runs WHERE status = 'running'"), 1);
-    int64_t groups = q1(db, "SELECT count(*) FROM event_groups");
-    int64_t maxpos = q1(db, "SELECT coalesce(max(pos), 0) FROM event_groups");
+    CU_ASSERT_EQUAL(th_sql_int(db, "PRAGMA integrity_check"), 1);
+    CU_ASSERT_EQUAL(th_sql_int(db, "SELECT count(*) FROM runs WHERE status = 'running'"), 1);
+    int64_t groups = th_sql_int(db, "SELECT count(*) FROM event_groups");
+    int64_t maxpos = th_sql_int(db, "SELECT coalesce(max(pos), 0) FROM event_groups");
     CU_ASSERT(groups > 0);
     /* Trace a prefix of the input long enough to cover every chunk the
      * killed run reached; its rows in insertion order must start with

@@ -29,13 +29,7 @@ static int setup(void)
     snprintf(g_input, sizeof g_input, "%s", th_path("finput.txt"));
     snprintf(g_small, sizeof g_small, "%s", th_path("fsmall.txt"));
     if (th_run("%s init --config samples/configs/tiny.cfg --seed 3 -o %s", th_bin(), g_model)) return -1;
-    size_t n = 400000;
-    char *t = malloc(n);
-    const char *verse = "In the beginning God created the heaven and the earth. ";
-    for (size_t i = 0; i < n; i++) t[i] = verse[i % strlen(verse)];
-    int rc = th_write_file(g_input, t, n) || th_write_file(g_small, t, 40);
-    free(t);
-    return rc;
+    return th_write_verses(g_input, 400000) || th_write_verses(g_small, 40) ? -1 : 0;
 }
 
 static void sleep_ms(int ms)
@@ -44,23 +38,6 @@ static void sleep_ms(int ms)
     nanosleep(&ts, NULL);
 }
 
-/* One integer from sql on path through a fresh read-only connection
- * (-1: the query failed). */
-static int64_t q1(const char *path, const char *sql)
-{
-    sqlite3 *db;
-    int64_t v = -1;
-    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) { sqlite3_close(db); return -2; }
-    sqlite3_busy_timeout(db, 5000);
-    sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
-        v = sqlite3_column_type(st, 0) == SQLITE_TEXT
-                ? !strcmp((const char *)sqlite3_column_text(st, 0), "ok")
-                : sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
-    sqlite3_close(db);
-    return v;
-}
 
 /* Start a ramtrace command in the background; its pid, exit status and
  * stderr go to th_path(tag.pid/.status/.err).  Returns the pid (0: none). */
@@ -108,7 +85,7 @@ static char *bg_err(const char *tag)
 static int wait_first_batch(const char *db)
 {
     for (int i = 0; i < 3000; i++) {
-        if (q1(db, "SELECT count(*) FROM event_groups") > 0) return 1;
+        if (th_sql_int(db, "SELECT count(*) FROM event_groups") > 0) return 1;
         sleep_ms(10);
     }
     return 0;
@@ -121,19 +98,19 @@ static void check_whole_run(const char *db, int64_t run)
 {
     char sql[512];
     snprintf(sql, sizeof sql, "SELECT count(*) FROM tokens WHERE run_id = %lld", (long long)run);
-    int64_t tokens = q1(db, sql);
+    int64_t tokens = th_sql_int(db, sql);
     snprintf(sql, sizeof sql, "SELECT count(*) FROM events WHERE run_id = %lld", (long long)run);
-    int64_t events = q1(db, sql);
+    int64_t events = th_sql_int(db, sql);
     snprintf(sql, sizeof sql, "SELECT n_tokens FROM runs WHERE run_id = %lld", (long long)run);
-    CU_ASSERT_EQUAL(q1(db, sql), tokens);
+    CU_ASSERT_EQUAL(th_sql_int(db, sql), tokens);
     snprintf(sql, sizeof sql, "SELECT n_events FROM runs WHERE run_id = %lld", (long long)run);
-    CU_ASSERT_EQUAL(q1(db, sql), events);
+    CU_ASSERT_EQUAL(th_sql_int(db, sql), events);
     CU_ASSERT_EQUAL(events, tokens * 128);
     snprintf(sql, sizeof sql, "SELECT coalesce(max(pos) + 1, 0) FROM tokens WHERE run_id = %lld", (long long)run);
-    CU_ASSERT_EQUAL(q1(db, sql), tokens);
+    CU_ASSERT_EQUAL(th_sql_int(db, sql), tokens);
     snprintf(sql, sizeof sql, "SELECT count(*) FROM event_groups g WHERE run_id = %lld AND NOT EXISTS"
              " (SELECT 1 FROM tokens t WHERE t.run_id = g.run_id AND t.pos = g.pos)", (long long)run);
-    CU_ASSERT_EQUAL(q1(db, sql), 0);
+    CU_ASSERT_EQUAL(th_sql_int(db, sql), 0);
 }
 
 /* Copy every schema object and the lanes rows of trace ref into the open
@@ -198,7 +175,7 @@ TH_TEST(test_create_race, "a new file created by another process meanwhile: the 
     sqlite3_close(h);
     CU_ASSERT_EQUAL(j.rc, RN_OK);
     if (j.rc) fprintf(stderr, "\n  writer: %s\n", j.err.msg);
-    CU_ASSERT_EQUAL(q1(db, "SELECT count(*) FROM runs WHERE status = 'complete'"), 1);
+    CU_ASSERT_EQUAL(th_sql_int(db, "SELECT count(*) FROM runs WHERE status = 'complete'"), 1);
     rn_model_free(&m);
 }
 
@@ -213,7 +190,7 @@ TH_TEST(test_create_race_processes, "two processes creating one new trace file a
         CU_ASSERT_EQUAL(rc, 0);
         CU_ASSERT_STRING_EQUAL(th_out(), "0 0\n");
         if (strcmp(th_out(), "0 0\n")) { fprintf(stderr, "\n  %s", th_err()); break; }
-        CU_ASSERT_EQUAL(q1(db, "SELECT count(*) FROM runs WHERE status = 'complete'"), 2);
+        CU_ASSERT_EQUAL(th_sql_int(db, "SELECT count(*) FROM runs WHERE status = 'complete'"), 2);
         check_whole_run(db, 1);
         check_whole_run(db, 2);
     }
@@ -239,7 +216,7 @@ TH_TEST(test_reader_holds_file, "a reader holding the file for 6 s: the run goes
         sleep_ms(200);
         CU_ASSERT_EQUAL(sqlite3_exec(h, "SELECT count(*) FROM tokens", NULL, NULL, NULL), SQLITE_OK);
         /* ... while other readers come and go */
-        int64_t v = q1(db, "SELECT count(*) FROM tokens");
+        int64_t v = th_sql_int(db, "SELECT count(*) FROM tokens");
         if (v < 0) reads_failed++;
         else seen = v;
     }
@@ -253,7 +230,7 @@ TH_TEST(test_reader_holds_file, "a reader holding the file for 6 s: the run goes
     CU_ASSERT_PTR_NULL(strstr(e, "locked"));
     if (strstr(e, "locked")) fprintf(stderr, "\n  %s", e);
     free(e);
-    CU_ASSERT_EQUAL(q1(db, "SELECT count(*) FROM runs WHERE status = 'interrupted'"), 1);
+    CU_ASSERT_EQUAL(th_sql_int(db, "SELECT count(*) FROM runs WHERE status = 'interrupted'"), 1);
     check_whole_run(db, 1);
 }
 
@@ -270,25 +247,25 @@ TH_TEST(test_sigkill_repair, "SIGKILL after the first batch, then repair: stats 
     CU_ASSERT_PTR_NOT_NULL(strstr(th_err(), "still writing"));
     kill(p, SIGKILL);
     CU_ASSERT_EQUAL(bg_wait("killrep", 30), 137);
-    CU_ASSERT_EQUAL(q1(db, "SELECT count(*) FROM runs WHERE status = 'running'"), 1);
+    CU_ASSERT_EQUAL(th_sql_int(db, "SELECT count(*) FROM runs WHERE status = 'running'"), 1);
     /* Analysis refuses the run and says how to recover it. */
     CU_ASSERT_EQUAL(th_run("%s stats %s", th_bin(), db), 2);
     CU_ASSERT_PTR_NOT_NULL(strstr(th_err(), "ramtrace repair"));
     CU_ASSERT_EQUAL(th_count_lines(th_err()), 1);
-    int64_t groups = q1(db, "SELECT count(*) FROM event_groups");
+    int64_t groups = th_sql_int(db, "SELECT count(*) FROM event_groups");
     CU_ASSERT(groups > 0);
 
     CU_ASSERT_EQUAL(th_run("%s repair %s", th_bin(), db), 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(th_out(), "run 1 was running"));
-    CU_ASSERT_EQUAL(q1(db, "PRAGMA integrity_check"), 1);
-    CU_ASSERT_EQUAL(q1(db, "SELECT count(*) FROM runs WHERE status = 'interrupted'"), 1);
+    CU_ASSERT_EQUAL(th_sql_int(db, "PRAGMA integrity_check"), 1);
+    CU_ASSERT_EQUAL(th_sql_int(db, "SELECT count(*) FROM runs WHERE status = 'interrupted'"), 1);
     check_whole_run(db, 1);
-    int64_t tokens = q1(db, "SELECT n_tokens FROM runs");
+    int64_t tokens = th_sql_int(db, "SELECT n_tokens FROM runs");
     CU_ASSERT(tokens > 0);
     /* Every complete position was kept: at most the chunk in flight (256
      * positions) plus the positions of one partial batch were dropped. */
-    CU_ASSERT(q1(db, "SELECT count(*) FROM event_groups") <= groups);
-    CU_ASSERT(q1(db, "SELECT count(*) FROM event_groups") * 16 >= groups * 15 - 16 * 256);
+    CU_ASSERT(th_sql_int(db, "SELECT count(*) FROM event_groups") <= groups);
+    CU_ASSERT(th_sql_int(db, "SELECT count(*) FROM event_groups") * 16 >= groups * 15 - 16 * 256);
     CU_ASSERT_EQUAL(th_run("%s stats %s", th_bin(), db), 0);
     CU_ASSERT_EQUAL(th_run("%s simulate %s -c 64", th_bin(), db), 0);
     CU_ASSERT_EQUAL(th_run("%s export %s -o %s.csv -f csv", th_bin(), db, db), 0);
@@ -297,7 +274,7 @@ TH_TEST(test_sigkill_repair, "SIGKILL after the first batch, then repair: stats 
     CU_ASSERT_PTR_NOT_NULL(strstr(th_out(), "nothing to repair"));
     CU_ASSERT_EQUAL(th_run("%s repair %s --run 1", th_bin(), db), 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(th_out(), "consistent"));
-    CU_ASSERT_EQUAL(q1(db, "SELECT n_tokens FROM runs"), tokens);
+    CU_ASSERT_EQUAL(th_sql_int(db, "SELECT n_tokens FROM runs"), tokens);
     check_whole_run(db, 1);
 }
 
@@ -306,11 +283,11 @@ TH_TEST(test_repair_cli, "repair: a complete run is left alone; missing runs and
     char db[512];
     snprintf(db, sizeof db, "%s", th_path("repcli.db"));
     CU_ASSERT_EQUAL_FATAL(th_run("%s trace %s %s -o %s -j 1", th_bin(), g_model, g_small, db), 0);
-    int64_t ev = q1(db, "SELECT n_events FROM runs");
+    int64_t ev = th_sql_int(db, "SELECT n_events FROM runs");
     CU_ASSERT_EQUAL(th_run("%s repair %s --run 1", th_bin(), db), 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(th_out(), "run 1 is complete"));
     CU_ASSERT_PTR_NOT_NULL(strstr(th_out(), "nothing to repair"));
-    CU_ASSERT_EQUAL(q1(db, "SELECT n_events FROM runs WHERE status = 'complete'"), ev);
+    CU_ASSERT_EQUAL(th_sql_int(db, "SELECT n_events FROM runs WHERE status = 'complete'"), ev);
     CU_ASSERT_EQUAL(th_run("%s repair %s", th_bin(), db), 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(th_out(), "nothing to repair"));
     CU_ASSERT_EQUAL(th_run("%s repair %s --run 7", th_bin(), db), 2);
@@ -334,7 +311,7 @@ TH_TEST(test_repair_rules, "repair keeps exactly the complete prefix and recount
     snprintf(db, sizeof db, "%s", th_path("rules.db"));
     CU_ASSERT_EQUAL_FATAL(th_run("%s trace %s %s -o %s -j 1", th_bin(), g_model, g_small, db), 0);
     CU_ASSERT_EQUAL_FATAL(th_run("%s trace %s %s -o %s -j 1", th_bin(), g_model, g_small, db), 0);
-    int64_t n = q1(db, "SELECT n_tokens FROM runs WHERE run_id = 1");
+    int64_t n = th_sql_int(db, "SELECT n_tokens FROM runs WHERE run_id = 1");
     CU_ASSERT_EQUAL_FATAL(n, 41);
     sqlite3 *h;
     CU_ASSERT_EQUAL_FATAL(sqlite3_open(db, &h), SQLITE_OK);
@@ -360,10 +337,10 @@ TH_TEST(test_repair_rules, "repair keeps exactly the complete prefix and recount
     CU_ASSERT_EQUAL(res[0].dropped_events, 11 * 128 - 1);
     free(res);
     check_whole_run(db, 1);
-    CU_ASSERT_EQUAL(q1(db, "SELECT status = 'interrupted' FROM runs WHERE run_id = 1"), 1);
+    CU_ASSERT_EQUAL(th_sql_int(db, "SELECT status = 'interrupted' FROM runs WHERE run_id = 1"), 1);
     /* run 2 is untouched */
-    CU_ASSERT_EQUAL(q1(db, "SELECT count(*) FROM events WHERE run_id = 2"), 41 * 128);
-    CU_ASSERT_EQUAL(q1(db, "SELECT count(*) FROM runs WHERE run_id = 2 AND status = 'complete'"), 1);
+    CU_ASSERT_EQUAL(th_sql_int(db, "SELECT count(*) FROM events WHERE run_id = 2"), 41 * 128);
+    CU_ASSERT_EQUAL(th_sql_int(db, "SELECT count(*) FROM runs WHERE run_id = 2 AND status = 'complete'"), 1);
     /* A read-only selection (ops=r) expects 8 groups per position. */
     CU_ASSERT_EQUAL_FATAL(th_run("%s trace %s %s -o %s -j 1 --ops r", th_bin(), g_model, g_small, db), 0);
     CU_ASSERT_EQUAL_FATAL(sqlite3_open(db, &h), SQLITE_OK);
@@ -419,17 +396,17 @@ TH_TEST(test_disk_full, "disk full: no empty file, one-line error naming it, com
     const char *line = strstr(th_err(), "trace: run 2 in ");
     CU_ASSERT_PTR_NOT_NULL(line);
     if (line) CU_ASSERT_EQUAL(sscanf(strchr(line, ':') + 1, " run 2 in %*s %lld tokens, %lld events", &tok, &ev), 2);
-    CU_ASSERT_EQUAL(q1(db, "SELECT n_tokens FROM runs WHERE run_id = 2"), tok);
-    CU_ASSERT_EQUAL(q1(db, "SELECT n_events FROM runs WHERE run_id = 2"), ev);
-    CU_ASSERT_EQUAL(q1(db, "SELECT count(*) FROM events WHERE run_id = 2"), ev);
-    CU_ASSERT_EQUAL(q1(db, "SELECT count(*) FROM tokens WHERE run_id = 2"), tok);
+    CU_ASSERT_EQUAL(th_sql_int(db, "SELECT n_tokens FROM runs WHERE run_id = 2"), tok);
+    CU_ASSERT_EQUAL(th_sql_int(db, "SELECT n_events FROM runs WHERE run_id = 2"), ev);
+    CU_ASSERT_EQUAL(th_sql_int(db, "SELECT count(*) FROM events WHERE run_id = 2"), ev);
+    CU_ASSERT_EQUAL(th_sql_int(db, "SELECT count(*) FROM tokens WHERE run_id = 2"), tok);
     CU_ASSERT(ev < 400001LL * 128);
-    CU_ASSERT_EQUAL(q1(db, "SELECT count(*) FROM runs WHERE run_id = 2 AND status = 'interrupted'"), 1);
+    CU_ASSERT_EQUAL(th_sql_int(db, "SELECT count(*) FROM runs WHERE run_id = 2 AND status = 'interrupted'"), 1);
     /* The earlier run is intact. */
-    CU_ASSERT_EQUAL(q1(db, "PRAGMA integrity_check"), 1);
-    CU_ASSERT_EQUAL(q1(db, "SELECT count(*) FROM runs WHERE run_id = 1 AND status = 'complete'"), 1);
+    CU_ASSERT_EQUAL(th_sql_int(db, "PRAGMA integrity_check"), 1);
+    CU_ASSERT_EQUAL(th_sql_int(db, "SELECT count(*) FROM runs WHERE run_id = 1 AND status = 'complete'"), 1);
     check_whole_run(db, 1);
-    CU_ASSERT_EQUAL(q1(db, "SELECT count(*) FROM tokens WHERE run_id = 1"), 41);
+    CU_ASSERT_EQUAL(th_sql_int(db, "SELECT count(*) FROM tokens WHERE run_id = 1"), 41);
     CU_ASSERT_EQUAL(th_run("%s stats %s --run 1", th_bin(), db), 0);
     /* run --trace, too, reports what the file holds (a fresh file on a
      * second small file system, so that the run can start). */
@@ -447,9 +424,9 @@ TH_TEST(test_disk_full, "disk full: no empty file, one-line error naming it, com
     CU_ASSERT_PTR_NOT_NULL(line);
     tok = ev = -1;
     if (line) CU_ASSERT_EQUAL(sscanf(strchr(line, ':') + 1, " run 1 in %*s %lld tokens, %lld events", &tok, &ev), 2);
-    CU_ASSERT_EQUAL(q1(db3, "SELECT count(*) FROM events"), ev);
-    CU_ASSERT_EQUAL(q1(db3, "SELECT count(*) FROM tokens"), tok);
-    CU_ASSERT_EQUAL(q1(db3, "SELECT n_events FROM runs WHERE status = 'interrupted'"), ev);
+    CU_ASSERT_EQUAL(th_sql_int(db3, "SELECT count(*) FROM events"), ev);
+    CU_ASSERT_EQUAL(th_sql_int(db3, "SELECT count(*) FROM tokens"), tok);
+    CU_ASSERT_EQUAL(th_sql_int(db3, "SELECT n_events FROM runs WHERE status = 'interrupted'"), ev);
     CU_ASSERT_EQUAL(umount(dir2), 0);
     /* A full disk: a new trace cannot hold even its schema, and leaves no
      * file behind. */

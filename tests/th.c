@@ -1,6 +1,7 @@
 /* th.c — shared test helpers (see th.h). */
 #include "th.h"
 
+#include <sqlite3.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -111,6 +112,46 @@ int th_long(void)
 {
     const char *s = getenv("RN_TEST_LONG");
     return s && *s && strcmp(s, "0");
+}
+
+int th_files_equal(const char *a, const char *b)
+{
+    size_t la, lb;
+    char *x = th_read_file(a, &la), *y = th_read_file(b, &lb);
+    int eq = x && y && la == lb && !memcmp(x, y, la);
+    free(x);
+    free(y);
+    return eq;
+}
+
+int64_t th_sql_int(const char *path, const char *sql)
+{
+    sqlite3 *db;
+    int64_t v = -1;
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK) {
+        sqlite3_close(db);
+        return -2;
+    }
+    sqlite3_busy_timeout(db, 5000);
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
+        v = sqlite3_column_type(st, 0) == SQLITE_TEXT ? !strcmp((const char *)sqlite3_column_text(st, 0), "ok")
+                                                      : sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return v;
+}
+
+int th_write_verses(const char *path, size_t n)
+{
+    const char *verse = "In the beginning God created the heaven and the earth. ";
+    size_t len = strlen(verse);
+    char *t = malloc(n ? n : 1);
+    if (!t) return -1;
+    for (size_t i = 0; i < n; i++) t[i] = verse[i % len];
+    int rc = th_write_file(path, t, n);
+    free(t);
+    return rc;
 }
 
 int th_count_lines(const char *s)

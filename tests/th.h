@@ -69,4 +69,15 @@ int th_long(void);
 /* Count lines in a string. */
 int th_count_lines(const char *s);
 
+/* 1 when the two files exist and hold the same bytes. */
+int th_files_equal(const char *a, const char *b);
+
+/* One integer from sql on the SQLite file at path, through a fresh
+ * connection that waits up to 5 s for locks; a text "ok" (PRAGMA
+ * integrity_check) reads as 1.  -1: the query failed; -2: no database. */
+int64_t th_sql_int(const char *path, const char *sql);
+
+/* Write n bytes of repeated Genesis 1:1 to path (an input for traces). */
+int th_write_verses(const char *path, size_t n);
+
 #endif
