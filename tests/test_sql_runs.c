@@ -267,8 +267,10 @@ static char *analyse_run1(const char *db, const char *prefix)
     strcat(csv, ".csv");
     if (th_run("%s stats %s --run 1 -f csv", th_bin(), db)) return NULL;
     n += (size_t)snprintf(out + n, sizeof out - n, "%s", th_out());
+    if (n >= sizeof out) return NULL;
     if (th_run("%s simulate %s --run 1 --policy lru,opt --capacity 2,8 -f csv", th_bin(), db)) return NULL;
     n += (size_t)snprintf(out + n, sizeof out - n, "%s", th_out());
+    if (n >= sizeof out) return NULL;
     if (th_run("%s plot heatmap %s --run 1 -o %s", th_bin(), db, png)) return NULL;
     if (th_run("%s export %s --run 1 --format csv -o %s", th_bin(), db, csv)) return NULL;
     return strdup(out);
