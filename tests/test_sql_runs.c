@@ -198,6 +198,40 @@ TH_TEST(test_samples_per_run, "sample queries: scoped to the chosen run, counts 
     CU_ASSERT_PTR_NOT_NULL(strstr(th_out(), want1));
 }
 
+/* Run sql (statements, no result) on path read-write; 0 on success. */
+static int exec_rw(const char *path, const char *sql)
+{
+    sqlite3 *db;
+    int rc = sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL);
+    if (rc == SQLITE_OK) rc = sqlite3_exec(db, sql, NULL, NULL, NULL);
+    sqlite3_close(db);
+    return rc;
+}
+
+TH_TEST(test_scope_edges, "sql: no runs gives empty scoped names; the latest is the highest run_id")
+{
+    char empty[512];
+    snprintf(empty, sizeof empty, "%s", th_path("empty.db"));
+    CU_ASSERT_EQUAL_FATAL(th_run("cp %s %s", g_db, empty), 0);
+    CU_ASSERT_EQUAL_FATAL(exec_rw(empty, "DELETE FROM event_groups; DELETE FROM tokens;"
+                                         " DELETE FROM heads; DELETE FROM runs"), SQLITE_OK);
+    CU_ASSERT_EQUAL(sql1(empty, "SELECT count(*) AS n FROM events", ""), 0);
+    CU_ASSERT_EQUAL(sql1(empty, "SELECT count(*) AS n FROM runs_this", ""), 0);
+    CU_ASSERT_EQUAL(th_run("%s sql %s 'SELECT 1' --run 1", th_bin(), empty), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(th_err(), "no run 1"));
+    /* Runs 1 and 3 (run 2's rows moved to id 3): the default is run 3. */
+    char gap[512];
+    snprintf(gap, sizeof gap, "%s", th_path("gap.db"));
+    CU_ASSERT_EQUAL_FATAL(th_run("cp %s %s", g_db, gap), 0);
+    CU_ASSERT_EQUAL_FATAL(exec_rw(gap, "UPDATE runs SET run_id = 3 WHERE run_id = 2;"
+                                       " UPDATE tokens SET run_id = 3 WHERE run_id = 2;"
+                                       " UPDATE heads SET run_id = 3 WHERE run_id = 2;"
+                                       " UPDATE event_groups SET run_id = 3 WHERE run_id = 2"), SQLITE_OK);
+    CU_ASSERT_EQUAL(sql1(gap, "SELECT run_id FROM runs_this", ""), 3);
+    CU_ASSERT_EQUAL(sql1(gap, "SELECT count(*) AS n FROM events", ""), RUN2_TOKENS * EV_PER_TOKEN);
+    CU_ASSERT_EQUAL(th_run("%s sql %s 'SELECT 1' --run 2", th_bin(), gap), 2);
+}
+
 static double now_s(void)
 {
     struct timespec ts;
