@@ -1,6 +1,8 @@
 /* cmd_sql.c — `ramtrace sql TRACE.db "SELECT ..."`: run SQL on a trace over a
- * read-only connection; SQL from the argument, a file (-f) or stdin. */
+ * read-only connection; SQL from the argument, a file (-f) or stdin; scoped
+ * to one run (the latest, or --run N) unless --all-runs. */
 #include <getopt.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,7 +21,13 @@ static void usage(void)
            "(-f FILE), or from stdin when neither is given (or SQL is '-').\n"
            "Tables and views: runs, tokens, heads, events, writes, reads\n"
            "(docs/trace-schema.md).\n\n"
+           "One run at a time: events, reads, writes, tokens, heads and event_groups\n"
+           "hold only the rows of the latest run (or of --run N), and runs_this is\n"
+           "that run's row; runs still lists every run, and main.NAME reaches the\n"
+           "unscoped table.  --all-runs turns the scoping off.\n\n"
            "options:\n"
+           "      --run N           scope the SQL to run N (default: the latest run)\n"
+           "      --all-runs        no scoping: every run's rows\n"
            "  -f, --file FILE       read the SQL from FILE\n"
            "  -F, --format FMT      table (default), csv or json\n"
            "  -h, --help            this text\n\n"
@@ -50,9 +58,13 @@ int cmd_sql(int argc, char **argv)
     if (cli_wants_help(argc, argv)) { usage(); return 0; }
     static const struct option opts[] = {
         { "file", required_argument, 0, 'f' }, { "format", required_argument, 0, 'F' },
+        { "run", required_argument, 0, 'r' }, { "all-runs", no_argument, 0, 'a' },
         { 0, 0, 0, 0 }
     };
     const char *file = NULL, *fmt = "table";
+    long run = TR_RUN_LATEST;
+    int all_runs = 0, run_given = 0;
+    rn_error perr = { 0 };
     optind = 1;
     opterr = 0;
     int c;
@@ -60,10 +72,17 @@ int cmd_sql(int argc, char **argv)
         switch (c) {
         case 'f': file = optarg; break;
         case 'F': fmt = optarg; break;
+        case 'r':
+            if (cli_parse_long("--run", optarg, 1, INT32_MAX, &run, &perr))
+                return cli_usage_error("sql", "%s", perr.msg);
+            run_given = 1;
+            break;
+        case 'a': all_runs = 1; break;
         case ':': return cli_usage_error("sql", "option %s needs a value", argv[optind - 1]);
         default: return cli_usage_error("sql", "unknown option %s", argv[optind - 1]);
         }
     }
+    if (all_runs && run_given) return cli_usage_error("sql", "give --run or --all-runs, not both");
     int format;
     rn_error ferr = { 0 };
     if (rn_format_parse(fmt, &format, &ferr)) return cli_usage_error("sql", "%s", ferr.msg);
@@ -83,7 +102,7 @@ int cmd_sql(int argc, char **argv)
         sql = read_stdin();
     }
     if (!sql) { rn_seterr(&err, RN_ENOMEM, "out of memory reading the SQL"); return cli_fail(&err); }
-    int rc = tr_query_print(path, sql, format, stdout, &err);
+    int rc = tr_query_print_run(path, sql, all_runs ? TR_RUN_ALL : run, format, stdout, &err);
     free(sql);
     fflush(stdout);
     return rc ? cli_fail(&err) : 0;

@@ -51,13 +51,13 @@ TH_TEST(test_trace_and_sql, "trace, runs and sql commands")
     CU_ASSERT_PTR_NOT_NULL(strstr(th_out(), "complete"));
     CU_ASSERT_PTR_NOT_NULL(strstr(th_out(), "layers=1 heads=0,3 ops=w"));
 
-    CU_ASSERT_EQUAL(th_run("%s sql %s \"SELECT op, count(*) AS n FROM events WHERE run_id = 1 GROUP BY op\" --format csv",
+    CU_ASSERT_EQUAL(th_run("%s sql %s \"SELECT op, count(*) AS n FROM events WHERE run_id = 1 GROUP BY op\" --run 1 --format csv",
                            th_bin(), db), 0);
     CU_ASSERT_STRING_EQUAL(th_out(), "op,n\n0,3584\n1,3584\n");
-    CU_ASSERT_EQUAL(th_run("echo 'SELECT token_id, piece FROM tokens WHERE run_id = 1 AND pos < 2;' | %s sql %s -F json",
+    CU_ASSERT_EQUAL(th_run("echo 'SELECT token_id, piece FROM tokens WHERE run_id = 1 AND pos < 2;' | %s sql %s --run 1 -F json",
                            th_bin(), db), 0);
     CU_ASSERT_STRING_EQUAL(th_out(), "[\n  {\"token_id\": 256, \"piece\": \"<bos>\"},\n  {\"token_id\": 73, \"piece\": \"I\"}\n]\n");
-    CU_ASSERT_EQUAL(th_run("%s sql %s 'SELECT count(*) AS reads FROM reads WHERE run_id = 1'", th_bin(), db), 0);
+    CU_ASSERT_EQUAL(th_run("%s sql %s 'SELECT count(*) AS reads FROM reads WHERE run_id = 1' --all-runs", th_bin(), db), 0);
     CU_ASSERT_STRING_EQUAL(th_out(), "reads\n-----\n 3584\n");
 
     /* Slot utilisation agrees with a direct count on the stored rows (the

@@ -7,6 +7,16 @@
  * back exactly (9 digits for float weights), NULL as an empty cell (null in
  * JSON), blobs as x'..' text.
  *
+ * `ramtrace sql --run N` scopes the SQL to one run with TEMP views named
+ * like the main tables and views (events, reads, writes, tokens, heads,
+ * event_groups) plus runs_this, each `SELECT * FROM main.X WHERE run_id = N`.
+ * An unqualified name in a statement resolves to the temp schema first, so
+ * user SQL sees the scoped view; the main schema's own views (reads, writes
+ * over events over event_groups) resolve their names inside main, so they
+ * are untouched by the shadows and each temp view is filtered on its own.
+ * The temp schema lives in memory: the file is still opened read-only and
+ * never written.
+ *
  * Read connections also poll the process's stop flag (tr_set_stop_flag)
  * from an SQLite progress handler, so a runaway query ends on Ctrl-C.
  */
@@ -128,14 +138,71 @@ static int run_sql(sqlite3 *db, const char *path, const char *sql, int format, F
     return RN_OK;
 }
 
-int tr_query_print(const char *path, const char *sql, int format, FILE *out, rn_error *err)
+
+/* The run that TR_RUN_LATEST or an explicit id names, checked to exist.
+ * *found is 0 when the file has no runs at all (only for TR_RUN_LATEST). */
+static int resolve_run(sqlite3 *db, const char *path, int64_t run, int64_t *id, int *found,
+                       rn_error *err)
 {
+    sqlite3_stmt *st;
+    const char *sql = run == TR_RUN_LATEST ? "SELECT max(run_id) FROM runs"
+                                           : "SELECT run_id FROM runs WHERE run_id = ?1";
+    int src = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
+    if (src != SQLITE_OK) return tr_sqlerr(db, src, path, "reading the runs", err);
+    sqlite3_bind_int64(st, 1, run);
+    src = sqlite3_step(st);
+    *found = src == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL;
+    *id = *found ? sqlite3_column_int64(st, 0) : 0;
+    sqlite3_finalize(st);
+    if (src != SQLITE_ROW && src != SQLITE_DONE) return tr_sqlerr(db, src, path, "reading the runs", err);
+    if (!*found && run != TR_RUN_LATEST)
+        return rn_seterr(err, RN_EINPUT, "%s: no run %lld (see `ramtrace runs %s`)", path,
+                         (long long)run, path);
+    return RN_OK;
+}
+
+/* Create the TEMP views that scope every per-run name to run id (with
+ * found == 0, to no run: the views are empty). */
+static int scope_to_run(sqlite3 *db, const char *path, int64_t id, int found, rn_error *err)
+{
+    static const char *const names[] = { "events", "reads", "writes", "tokens", "heads",
+                                         "event_groups" };
+    char sql[1024], cond[64];
+    if (found) snprintf(cond, sizeof cond, "run_id = %lld", (long long)id);
+    else snprintf(cond, sizeof cond, "0");
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        snprintf(sql, sizeof sql, "CREATE TEMP VIEW %s AS SELECT * FROM main.%s WHERE %s",
+                 names[i], names[i], cond);
+        int rc = tr_exec_what(db, path, sql, "scoping the SQL to one run", err);
+        if (rc) return rc;
+    }
+    snprintf(sql, sizeof sql, "CREATE TEMP VIEW runs_this AS SELECT * FROM main.runs WHERE %s",
+             found ? cond : "0");
+    return tr_exec_what(db, path, sql, "scoping the SQL to one run", err);
+}
+
+int tr_query_print_run(const char *path, const char *sql, int64_t run, int format, FILE *out,
+                       rn_error *err)
+{
+    if (run < TR_RUN_ALL)
+        return rn_seterr(err, RN_EINPUT, "%s: run id %lld is not valid", path, (long long)run);
     sqlite3 *db;
     int rc = tr_schema_open_read(path, &db, err);
     if (rc) return rc;
-    rc = run_sql(db, path, sql, format, out, err);
+    if (run != TR_RUN_ALL) {
+        int64_t id;
+        int found;
+        rc = resolve_run(db, path, run, &id, &found, err);
+        if (!rc) rc = scope_to_run(db, path, id, found, err);
+    }
+    if (!rc) rc = run_sql(db, path, sql, format, out, err);
     sqlite3_close(db);
     return rc;
+}
+
+int tr_query_print(const char *path, const char *sql, int format, FILE *out, rn_error *err)
+{
+    return tr_query_print_run(path, sql, TR_RUN_ALL, format, out, err);
 }
 
 int tr_runs_print(const char *path, int format, FILE *out, rn_error *err)

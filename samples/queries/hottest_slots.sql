@@ -1,7 +1,9 @@
--- hottest_slots.sql — the 20 most-read (layer, head, slot) triples of the
--- latest run, with their read weight and how often they were written.
+-- hottest_slots.sql — the 20 most-read (layer, head, slot) triples of one
+-- run, with their read weight and how often they were written.
 --   ramtrace sql trace.db -f samples/queries/hottest_slots.sql
-WITH run AS (SELECT max(run_id) AS id FROM runs),
+-- The run: the one `ramtrace sql` is scoped to (--run N, default the latest:
+-- its heads view holds only that run); in the sqlite3 shell, the latest run.
+WITH run AS (SELECT max(run_id) AS id FROM heads),
 r AS (
   SELECT layer, head, slot, count(*) AS reads, sum(weight) AS read_weight
   FROM reads WHERE run_id = (SELECT id FROM run)

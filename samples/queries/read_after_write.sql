@@ -1,10 +1,12 @@
--- read_after_write.sql — read-after-write matches of the latest run: for every
+-- read_after_write.sql — read-after-write matches of one run: for every
 -- read, the most recent write of the same slot at or before its position
 -- (a token's writes precede its reads, DESIGN.md §2).  Per head: the share of
 -- reads that hit a slot already written, the share that hit a slot written
 -- by the same token, and the mean distance back to the matching write.
 --   ramtrace sql trace.db -f samples/queries/read_after_write.sql
-WITH run AS (SELECT max(run_id) AS id FROM runs),
+-- The run: the one `ramtrace sql` is scoped to (--run N, default the latest:
+-- its heads view holds only that run); in the sqlite3 shell, the latest run.
+WITH run AS (SELECT max(run_id) AS id FROM heads),
 ev AS (
   SELECT layer, head, slot, pos, op,
          max(CASE WHEN op = 0 THEN pos END) OVER (

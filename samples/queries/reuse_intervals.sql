@@ -1,9 +1,11 @@
--- reuse_intervals.sql — slot reuse intervals of the latest run: for each
+-- reuse_intervals.sql — slot reuse intervals of one run: for each
 -- (layer, head, slot), the distance in positions between successive accesses
 -- (reads and writes alike, LAG over the slot's accesses), bucketed by powers
 -- of two per head.  Short intervals mean a small working set (cache-friendly).
 --   ramtrace sql trace.db -f samples/queries/reuse_intervals.sql
-WITH run AS (SELECT max(run_id) AS id FROM runs),
+-- The run: the one `ramtrace sql` is scoped to (--run N, default the latest:
+-- its heads view holds only that run); in the sqlite3 shell, the latest run.
+WITH run AS (SELECT max(run_id) AS id FROM heads),
 acc AS (  -- one access per (slot, pos): a token may read and write one slot
   SELECT DISTINCT layer, head, slot, pos FROM events WHERE run_id = (SELECT id FROM run)),
 gaps AS (

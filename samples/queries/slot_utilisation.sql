@@ -1,8 +1,10 @@
--- slot_utilisation.sql — per-head slot utilisation of the latest run: how many
+-- slot_utilisation.sql — per-head slot utilisation of one run: how many
 -- of the M slots were ever written, and the share of all write weight that
 -- lands on the head's 1% most-written slots.
 --   ramtrace sql trace.db -f samples/queries/slot_utilisation.sql
-WITH run AS (SELECT max(run_id) AS id FROM runs),
+-- The run: the one `ramtrace sql` is scoped to (--run N, default the latest:
+-- its heads view holds only that run); in the sqlite3 shell, the latest run.
+WITH run AS (SELECT max(run_id) AS id FROM heads),
 per_slot AS (
   SELECT layer, head, slot, count(*) AS writes, sum(weight) AS w
   FROM writes WHERE run_id = (SELECT id FROM run)
