@@ -8,7 +8,7 @@
 
 struct rn_decode_ws {
     int U, d_p, K, kc;     /* kc = min(K, d_p): digits kept per chunk */
-    double *lp;            /* [U·d_p] chunk log-probs */
+    double *lp;            /* [max(U·d_p, K)] chunk log-probs, then the scores */
     int64_t *ql;           /* [U·d_p] quantised log-probs */
     int *order;            /* [U·kc] best digits of each chunk, sorted */
     int64_t *bs, *ns;      /* beam scores, current and next [K] */
@@ -29,10 +29,18 @@ static size_t cand_len(int d_p, int K)
     return n > (size_t)d_p ? n : (size_t)d_p;
 }
 
+/* lp holds the U·d_p chunk log-probs, and afterwards the K scores of
+ * rn_decode_topk when they do not fit its stack buffer: room for both. */
+static size_t lp_len(int U, int d_p, int K)
+{
+    size_t n = (size_t)U * d_p;
+    return (size_t)K > n ? (size_t)K : n;
+}
+
 size_t rn_decode_ws_bytes(int U, int d_p, int K)
 {
     size_t kc = (size_t)(K < d_p ? K : d_p);
-    return al(sizeof(struct rn_decode_ws)) + 2 * al(sizeof(double) * U * d_p) +
+    return al(sizeof(struct rn_decode_ws)) + al(sizeof(double) * lp_len(U, d_p, K)) + al(sizeof(double) * U * d_p) +
            al(sizeof(int) * U * kc) + 2 * al(sizeof(double) * K) + 2 * al(sizeof(uint64_t) * K) +
            al(sizeof(double) * cand_len(d_p, K)) + al(sizeof(uint64_t) * cand_len(d_p, K)) +
            al(sizeof(int) * cand_len(d_p, K));
@@ -45,7 +53,7 @@ rn_decode_ws *rn_decode_ws_init(void *mem, int U, int d_p, int K)
     p += al(sizeof *ws);
     ws->U = U; ws->d_p = d_p; ws->K = K; ws->kc = K < d_p ? K : d_p;
     size_t kc = (size_t)ws->kc;
-    ws->lp = (double *)p; p += al(sizeof(double) * U * d_p);
+    ws->lp = (double *)p; p += al(sizeof(double) * lp_len(U, d_p, K));
     ws->ql = (int64_t *)p; p += al(sizeof(int64_t) * U * d_p);
     ws->order = (int *)p; p += al(sizeof(int) * U * kc);
     ws->bs = (int64_t *)p; p += al(sizeof(int64_t) * K);
@@ -229,7 +237,8 @@ void rn_decode_topk(const rn_real *a, int U, int d_p, int K, double scale,
 {
     rn_chunk_log_softmax(a, U, d_p, scale, ws->lp);
     double sc[RN_DECODE_MAXK_STACK];
-    double *score = K <= RN_DECODE_MAXK_STACK ? sc : ws->lp; /* lp is free after quantising */
+    /* lp is free after quantising and holds max(U·d_p, K) doubles */
+    double *score = K <= RN_DECODE_MAXK_STACK ? sc : ws->lp;
     rn_decode_topk_lp(ws->lp, U, d_p, K, addr, score, ws);
     for (int j = 0; j < K; j++) weight[j] = (rn_real)exp(score[j]);
 }
