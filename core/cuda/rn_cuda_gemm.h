@@ -1,0 +1,42 @@
+/* rn_cuda_gemm.h — the matrix products of the CUDA backend (inference and
+ * training), in the CPU layer's row-major terms, on cuBLAS.
+ *
+ * All matrices are row-major device arrays, as rn_layers.h lays them out:
+ * activations [n, width], weights W[O, I] (out_w rows of in_w).  Every call
+ * is asynchronous on the default stream and returns the cuBLAS status as a
+ * cudaError_t-like int (0 = success); rn_cu_gemm_error() names it.
+ *
+ * Precision: float32 inputs and outputs.  By default the products use
+ * cuBLAS's pedantic FP32 path (no TF32), so results differ from OpenBLAS's
+ * sgemm only by the order of the sums; RN_CUDA_TF32=1 in the environment
+ * allows TF32 tensor cores (faster, about 1e-3 relative error: not for the
+ * parity tests).
+ */
+#ifndef RN_CUDA_GEMM_H
+#define RN_CUDA_GEMM_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Create the process's cuBLAS handle (idempotent; thread-compatible, not
+ * thread-safe: call from the thread that runs the model).  0 on success. */
+int rn_cu_gemm_init(void);
+
+/* Text of a status returned by the functions below. */
+const char *rn_cu_gemm_error(int status);
+
+/* Forward: out[n,O] = in[n,I] · W[O,I]ᵀ  (+= when acc). */
+int rn_cu_matmul(float *out, const float *in, const float *W, int n, int I, int O, int acc);
+
+/* Backward to the input: din[n,I] = dout[n,O] · W[O,I]  (+= when acc). */
+int rn_cu_matmul_din(float *din, const float *dout, const float *W, int n, int I, int O, int acc);
+
+/* Backward to the weight: dW[O,I] += dout[n,O]ᵀ · in[n,I]. */
+int rn_cu_matmul_dw(float *dW, const float *dout, const float *in, int n, int I, int O);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
