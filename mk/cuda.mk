@@ -8,8 +8,9 @@
 #
 # nvcc is taken from PATH, else from the toolkit's standard prefix.  The
 # CUDA runtime is linked statically (libcudart_static.a), so binaries carry
-# no libcudart dependency (scripts/gpu-bundle); the GPU needs only a driver
-# new enough for this toolkit.  Without CUDA=1 the library holds
+# no libcudart dependency (scripts/gpu-bundle); cuBLAS is linked shared
+# (libcublas.so.13, from the toolkit or PyTorch's nvidia-cublas on the GPU
+# machine: scripts/gpu-check finds it).  Without CUDA=1 the library holds
 # core/cuda/rn_cuda_stub.c and `--device cuda` is refused.
 
 ifeq ($(origin NVCC),undefined)
@@ -19,7 +20,7 @@ CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(NVCC))
 CUDA_ARCH ?= -gencode arch=compute_90,code=[sm_90,compute_90]
 NVCCFLAGS ?= -O2 -std=c++17 $(CUDA_ARCH) -Xcompiler -Wall,-Wextra,-Werror -Icore
 CUDA_STDCXX ?= -lstdc++
-CUDA_LIBS  = -L$(CUDA_HOME)/lib64 -lcudart_static -ldl -lrt $(CUDA_STDCXX)
+CUDA_LIBS  = -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublas -lcudart_static -ldl -lrt $(CUDA_STDCXX)
 CU_SRC    := $(wildcard core/cuda/*.cu)
 CU_OBJ    := $(CU_SRC:core/cuda/%.cu=$(BUILD)/cuda/%.o)
 CU_HDR    := $(wildcard core/cuda/*.h) core/rn_model.h core/rn_config.h core/rn_params.h

@@ -9,8 +9,8 @@
  * rn_cuda_scan.h; shorter ones: one block per head, one thread per value
  * column plus one for z, sequential over rows), the output product added to the residual,
  * RMSNorm, SwiGLU MLP.  With a probe attached, each layer's accesses come
- * back in one copy and are reported as the CPU reports them.  Matrix products use a shared-memory tiled kernel
- * (float accumulation, as OpenBLAS's sgemm) so the binary needs no cuBLAS.
+ * back in one copy and are reported as the CPU reports them.  Matrix products
+ * are cuBLAS SGEMMs (rn_cuda_gemm.h): FP32, no TF32 unless asked for.
  */
 #include <cub/cub.cuh>
 #include <cuda_runtime.h>
@@ -20,6 +20,7 @@
 
 extern "C" { /* the C library's headers */
 #include "rn_cuda.h"
+#include "rn_cuda_gemm.h"
 #include "rn_config.h"
 #include "rn_params.h"
 }
@@ -102,28 +103,6 @@ __global__ void k_rmsnorm(float *out, const float *x, const float *g, int D, flo
     }
     float rs = (float)(1.0 / sqrt(part[0] / D + (double)eps));
     for (int i = threadIdx.x; i < D; i += blockDim.x) o[i] = xr[i] * rs * g[i];
-}
-
-/* out[n,O] (+)= in[n,I] · W[O,I]ᵀ, 16×16 output tiles through shared memory. */
-#define TILE 16
-__global__ void k_matmul(float *out, const float *in, const float *W, int n, int I, int O, int acc)
-{
-    __shared__ float a[TILE][TILE + 1], b[TILE][TILE + 1];
-    int r = blockIdx.y * TILE + threadIdx.y, c = blockIdx.x * TILE + threadIdx.x;
-    int wr = blockIdx.x * TILE + threadIdx.y; /* the W row this thread loads */
-    float s = 0;
-    for (int k0 = 0; k0 < I; k0 += TILE) {
-        int kk = k0 + threadIdx.x;
-        a[threadIdx.y][threadIdx.x] = r < n && kk < I ? in[(int64_t)r * I + kk] : 0.f;
-        b[threadIdx.y][threadIdx.x] = wr < O && kk < I ? W[(int64_t)wr * I + kk] : 0.f;
-        __syncthreads();
-        for (int j = 0; j < TILE; j++) s += a[threadIdx.y][j] * b[threadIdx.x][j];
-        __syncthreads();
-    }
-    if (r < n && c < O) {
-        float *p = out + (int64_t)r * O + c;
-        *p = acc ? *p + s : s;
-    }
 }
 
 /* silu(g)·u with the CPU's double exp. */
@@ -326,11 +305,11 @@ __global__ void k_seg_writeback(float *S, float *z, const uint32_t *key, const f
 
 static unsigned blocks(int64_t n, int per) { return (unsigned)((n + per - 1) / per); }
 
-static void matmul(float *out, const float *in, const float *W, int n, int I, int O, int acc)
-{
-    dim3 grid(blocks(O, TILE), blocks(n, TILE)), blk(TILE, TILE);
-    k_matmul<<<grid, blk>>>(out, in, W, n, I, O, acc);
-}
+/* Fail the calling function when a cuBLAS product failed. */
+#define BLAS_TRY(call) do { \
+        int s_ = (call); \
+        if (s_) return rn_seterr(err, RN_EINTERNAL, "cuBLAS: %s: %s", #call, rn_cu_gemm_error(s_)); \
+    } while (0)
 
 extern "C" int rn_cuda_rt_reset(rn_cuda_rt *g, rn_error *err)
 {
@@ -373,7 +352,12 @@ extern "C" int rn_cuda_rt_create(const rn_model *m, int max_chunk, rn_cuda_rt **
     };
     size_t total = 0;
     for (size_t i = 0; i < sizeof sz / sizeof sz[0]; i++) total += (sz[i] + 255) & ~(size_t)255;
-    int rc = RN_OK;
+    int rc = RN_OK, bs = rn_cu_gemm_init();
+    if (bs) {
+        rc = rn_seterr(err, RN_EINTERNAL, "cuBLAS: cannot start: %s", rn_cu_gemm_error(bs));
+        free(g);
+        return rc;
+    }
     cudaError_t e = cudaMalloc(&g->params, sizeof(float) * m->n_block);
     if (e == cudaSuccess) e = cudaMemcpy(g->params, m->params, sizeof(float) * m->n_block, cudaMemcpyHostToDevice);
     if (e == cudaSuccess) e = cudaMalloc(&g->block, total);
@@ -514,9 +498,9 @@ extern "C" int rn_cuda_forward(rn_cuda_rt *g, const int *tokens, int n, int64_t 
     for (int l = 0; l < c->n_layers; l++) {
         const rn_layer_weights *lw = &g->w.layer[l];
         k_rmsnorm<<<n, 256>>>(g->hb, g->x, lw->attn_norm, D, c->norm_eps);
-        matmul(g->q, g->hb, lw->wq, n, D, hdk, 0);
-        matmul(g->k, g->hb, lw->wk, n, D, hdk, 0);
-        matmul(g->v, g->hb, lw->wv, n, D, hdv, 0);
+        BLAS_TRY(rn_cu_matmul(g->q, g->hb, lw->wq, n, D, hdk, 0));
+        BLAS_TRY(rn_cu_matmul(g->k, g->hb, lw->wk, n, D, hdk, 0));
+        BLAS_TRY(rn_cu_matmul(g->v, g->hb, lw->wv, n, D, hdv, 0));
         k_address<<<blocks((int64_t)n * H, 64), 64>>>(d.raddr, d.rslot, d.rw, g->q, lw->q_alpha, n, H,
                                                        c->order, c->d_p, K, c->tau, c->cape_mask[l],
                                                        pos, g->M);
@@ -534,17 +518,17 @@ extern "C" int rn_cuda_forward(rn_cuda_rt *g, const int *tokens, int n, int64_t 
             CU_TRY(cudaMemcpy(g->host_acc, g->acc, sizeof(uint32_t) * 6 * nhk, cudaMemcpyDeviceToHost));
             report(probe, &h, l, n, H, K, pos);
         }
-        matmul(g->x, g->o, lw->wo, n, hdv, D, 1);
+        BLAS_TRY(rn_cu_matmul(g->x, g->o, lw->wo, n, hdv, D, 1));
         k_rmsnorm<<<n, 256>>>(g->hb, g->x, lw->mlp_norm, D, c->norm_eps);
-        matmul(g->g, g->hb, lw->w_gate, n, D, F, 0);
-        matmul(g->u, g->hb, lw->w_up, n, D, F, 0);
+        BLAS_TRY(rn_cu_matmul(g->g, g->hb, lw->w_gate, n, D, F, 0));
+        BLAS_TRY(rn_cu_matmul(g->u, g->hb, lw->w_up, n, D, F, 0));
         k_swiglu<<<blocks((int64_t)n * F, 256), 256>>>(g->g, g->u, (int64_t)n * F);
-        matmul(g->x, g->g, lw->w_down, n, F, D, 1);
+        BLAS_TRY(rn_cu_matmul(g->x, g->g, lw->w_down, n, F, D, 1));
     }
     if (logits) {
         int first = all_rows ? 0 : n - 1, rows = all_rows ? n : 1;
         k_rmsnorm<<<rows, 256>>>(g->hb, g->x + (int64_t)first * D, g->w.norm, D, c->norm_eps);
-        matmul(g->logits, g->hb, g->w.lm_head, rows, D, V, 0);
+        BLAS_TRY(rn_cu_matmul(g->logits, g->hb, g->w.lm_head, rows, D, V, 0));
         CU_TRY(cudaGetLastError());
         CU_TRY(cudaMemcpy(logits, g->logits, sizeof(float) * rows * V, cudaMemcpyDeviceToHost));
     } else {
