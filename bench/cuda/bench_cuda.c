@@ -13,7 +13,7 @@
  * calls, not the SQLite writer (bench/bench_trace.c measures that).
  * Prints "skipped: no CUDA device" and exits 0 without a GPU.
  *
- *   bench_cuda [paper|stories15m|all]      (mk/cuda.mk: make bench-cuda)
+ *   bench_cuda [paper|stories15m|all|phases]      (mk/cuda.mk: make bench-cuda)
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -108,6 +108,36 @@ static int run_shape(const char *name, const rn_config *c, int T_gpu, int T_cpu,
     return 0;
 }
 
+/* `bench_cuda phases`: where the GPU's time goes at the paper's shape —
+ * one 8192-token prefill and 64 steps, each in its own runtime with
+ * RN_CUDA_PHASES=1, which prints the per-phase times when it is freed. */
+static int phases(void)
+{
+    rn_config c;
+    rn_model m;
+    rn_error err = { 0 };
+    paper_shape(&c);
+    setenv("RN_CUDA_PHASES", "1", 1);
+    if (rn_model_create_random(&m, &c, 1, &err)) { fprintf(stderr, "%s\n", err.msg); return 1; }
+    const int T = 8192;
+    int *tok = malloc(sizeof(int) * T);
+    float *logits = malloc(sizeof(float) * c.vocab_size);
+    for (int t = 0; t < T; t++) tok[t] = (int)((t * 2654435761u) % (unsigned)c.vocab_size);
+    for (int pass = 0; pass < 2; pass++) {
+        rn_runtime *rt = NULL;
+        if (rn_runtime_create_on(&m, 1024, RN_DEVICE_CUDA, &rt, &err)) { fprintf(stderr, "%s\n", err.msg); return 1; }
+        fprintf(stderr, "paper-340M %s: ", pass ? "64 steps" : "prefill of 8192 tokens");
+        int rc = pass ? 0 : rn_prefill(rt, tok, T, logits, 0, &err);
+        for (int s = 0; pass && s < 64 && !rc; s++) rc = rn_step(rt, tok[s], logits, &err);
+        if (rc) { fprintf(stderr, "%s\n", err.msg); return 1; }
+        rn_runtime_free(rt);
+    }
+    free(tok);
+    free(logits);
+    rn_model_free(&m);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     const char *which = argc > 1 ? argv[1] : "all";
@@ -115,6 +145,7 @@ int main(int argc, char **argv)
         printf("bench_cuda: skipped: no CUDA device\n");
         return 0;
     }
+    if (!strcmp(which, "phases")) return phases();
     int rc = 0;
     rn_config c;
     if (!strcmp(which, "stories15m") || !strcmp(which, "all")) {

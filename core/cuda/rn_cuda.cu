@@ -5,7 +5,7 @@
  *
  * Per layer, for n rows: RMSNorm, the q/k/v products, address decoding (one
  * thread per (row, head), exact beam top-K from rn_cuda_topk.h, CAPE), the
- * PDMA scan (chunks of >= RN_CUDA_SEG_MIN rows: the segmented scan of
+ * PDMA scan (chunks of >= RN_CUDA_SEG_MIN rows: the slot-parallel scan of
  * rn_cuda_scan.h; shorter ones: one block per head, one thread per value
  * column plus one for z, sequential over rows), the output product added to the residual,
  * RMSNorm, SwiGLU MLP.  With a probe attached, each layer's accesses come
@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 extern "C" { /* the C library's headers */
 #include "rn_cuda.h"
@@ -43,15 +44,41 @@ struct rn_cuda_rt {
     float *x, *hb, *q, *k, *v, *o, *g, *u, *logits;
     uint32_t *acc;             /* the accesses of a chunk, 6 arrays of C·H·K (below) */
     uint32_t *host_acc;        /* pinned host copy of them, for a probe */
-    /* segmented scan (chunks of >= RN_CUDA_SEG_MIN rows): H·C·K events */
+    /* slot-parallel scan (chunks of >= RN_CUDA_SEG_MIN rows): H·C·K events */
     uint32_t *sk, *sk2, *sv, *sv2; /* sort keys (slot) and values (event), in and out */
-    int *srow, *sreach, *soff;     /* row, distance to segment start; H+1 offsets */
-    float *sd, *sd2, *sb, *sb2;    /* composed maps, double-buffered */
+    int *soff;                     /* H+1 segment offsets for the sort */
+    float *sst;                    /* [H·C·K, d_v+1] state after each sorted write */
     void *cub_tmp;
     size_t cub_bytes;
     int *tok;
     void *block;               /* one device allocation for the activations */
+    /* RN_CUDA_PHASES=1: wall time per phase of the forward (synchronising
+     * at each phase change), printed to stderr when the runtime is freed */
+    int prof, prof_cur;
+    double prof_t, prof_ms[7];
 };
+
+enum { PH_NORM, PH_GEMM, PH_ADDRESS, PH_SCAN, PH_PROBE, PH_ACT, PH_HEAD, PH_N };
+static const char *const PH_NAME[PH_N] = { "embed+norm", "gemm", "address", "scan", "probe copy",
+                                           "swiglu", "head copy" };
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* Close the current phase (when profiling) and start phase k. */
+static void phase(rn_cuda_rt *g, int k)
+{
+    if (!g->prof) return;
+    cudaDeviceSynchronize();
+    double t = now_ms();
+    if (g->prof_cur >= 0) g->prof_ms[g->prof_cur] += t - g->prof_t;
+    g->prof_t = t;
+    g->prof_cur = k;
+}
 
 extern "C" int rn_cuda_built(void) { return 1; }
 
@@ -73,7 +100,7 @@ extern "C" int rn_cuda_supported(const rn_config *c, rn_error *err)
     return RN_OK;
 }
 
-/* Chunks of at least this many rows use the segmented scan; shorter ones
+/* Chunks of at least this many rows use the slot-parallel scan; shorter ones
  * (the step among them) the sequential kernel. */
 #define RN_CUDA_SEG_MIN 64
 
@@ -179,11 +206,12 @@ __global__ void k_reset(float *S, float *z, int64_t nS, int64_t nz, float inv)
     if (i < nz) z[i] = inv;
 }
 
-/* ---- the segmented PDMA scan (docs/cuda.md; host-checked arithmetic in
- * rn_cuda_scan.h).  Per layer, for n rows: the n·K writes of each head
- * sorted stably by slot (CUB segmented radix sort, one segment per head),
- * each write's affine map, log₂(n·K) Hillis–Steele passes composing maps
- * within a slot, then reads and the write-back of each slot's last state. */
+/* ---- the slot-parallel PDMA scan (docs/cuda.md; the same algorithm as
+ * portable C in rn_cuda_scan.h).  Per layer, for n rows: the n·K writes of
+ * each head sorted stably by slot (CUB segmented radix sort, one segment
+ * per head), so each slot's writes are a contiguous run in row order; one
+ * thread per (run, column) applies them in order, keeping the state after
+ * each; reads look that state up; the runs' last states are written back. */
 
 /* Keys (slot) and values (event e = t·K + j) of every head's writes; head
  * h's events at h·nK. */
@@ -197,61 +225,49 @@ __global__ void k_seg_keys(uint32_t *key, uint32_t *val, const uint32_t *wslot, 
     val[i] = (uint32_t)e;
 }
 
-/* First index q in [0, len) with (key[q], row[q]) > (s, t) (row NULL:
- * key[q] >= s when t < 0). */
-__device__ static int64_t seg_upper(const uint32_t *key, const int *row, int64_t len, uint32_t s, int t)
+/* Walk: one thread per (sorted event p, column c); the thread whose p
+ * starts its slot's run applies the run's writes in row order to column c
+ * of the slot's row [S, z] (c == dv: z) — S ← d·S + w·v, z ← d·z + w, the
+ * CPU's arithmetic — and keeps the value after each write in st[p·C + c]. */
+__global__ void k_seg_walk(float *st, const float *S, const float *z, const uint32_t *key,
+                           const uint32_t *val, const float *ww, const float *v, int n, int H,
+                           int K, int dv, int64_t M, float gamma)
+{
+    const int C = dv + 1;
+    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x, nK = (int64_t)n * K;
+    if (i >= H * nK * C) return;
+    int64_t p = i / C;
+    int c = (int)(i % C), h = (int)(p / nK);
+    const int64_t end = (int64_t)(h + 1) * nK;
+    const uint32_t s = key[p];
+    if (p % nK != 0 && key[p - 1] == s) return; /* not the first write of its run */
+    float x = c < dv ? S[((int64_t)h * M + s) * dv + c] : z[(int64_t)h * M + s];
+    for (int64_t q = p; q < end && key[q] == s; q++) {
+        int64_t e = val[q], t = e / K, a = (t * H + h) * K + e % K;
+        float w = ww[a], d = decay(w, gamma);
+        x = d * x + w * (c < dv ? v[t * H * dv + (int64_t)h * dv + c] : 1.0f);
+        st[q * C + c] = x;
+    }
+}
+
+/* First index q in [0, len) whose (key[q], row of val[q]) > (s, t). */
+__device__ static int64_t seg_upper(const uint32_t *key, const uint32_t *val, int K, int64_t len,
+                                    uint32_t s, int t)
 {
     int64_t lo = 0, hi = len;
     while (lo < hi) {
         int64_t mid = (lo + hi) / 2;
-        int le = t < 0 ? key[mid] < s : (key[mid] < s || (key[mid] == s && row[mid] <= t));
-        if (le) lo = mid + 1;
+        if (key[mid] < s || (key[mid] == s && (int)(val[mid] / K) <= t)) lo = mid + 1;
         else hi = mid;
     }
     return lo;
 }
 
-/* Each sorted write's map (d, b = w·[v, 1]), its row and its distance to
- * the first write of its slot (reach). */
-__global__ void k_seg_maps(float *d, float *b, int *row, int *reach, const uint32_t *key,
-                           const uint32_t *val, const float *ww, const float *v, int n, int H,
-                           int K, int dv, float gamma)
-{
-    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x, nK = (int64_t)n * K;
-    if (i >= H * nK) return;
-    int h = (int)(i / nK);
-    int64_t q = i % nK, e = val[i], t = e / K, j = e % K, a = (t * H + h) * K + j;
-    const int C = dv + 1;
-    float w = ww[a];
-    d[i] = decay(w, gamma);
-    const float *vv = v + t * H * dv + (int64_t)h * dv;
-    for (int c = 0; c < dv; c++) b[i * C + c] = w * vv[c];
-    b[i * C + dv] = w;
-    row[i] = (int)t;
-    reach[i] = (int)(q - seg_upper(key + (int64_t)h * nK, NULL, nK, key[i], -1));
-}
-
-/* Pass k: P_p ← P_p ∘ P_{p−k} where p − k is in p's segment.  One thread
- * per (event, column); column 0 also composes d. */
-__global__ void k_seg_pass(float *d2, float *b2, const float *d, const float *b, const int *reach,
-                           int64_t total, int C, int64_t k)
-{
-    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= total * C) return;
-    int64_t p = i / C;
-    int c = (int)(i % C);
-    if (reach[p] >= k) {
-        b2[i] = d[p] * b[(p - k) * C + c] + b[i];
-        if (c == 0) d2[p] = d[p] * d[p - k];
-    } else {
-        b2[i] = b[i];
-        if (c == 0) d2[p] = d[p];
-    }
-}
-
-/* Reads: one thread per (row, head, column). */
+/* Reads: one thread per (row, head, column): o = Σ_j r_j·S/(z + ε) with
+ * the slot's state after its last write in rows <= t, or the chunk-start
+ * state. */
 __global__ void k_seg_read(float *o, const float *S, const float *z, const uint32_t *key,
-                           const int *row, const float *d, const float *b, const uint32_t *rslot,
+                           const uint32_t *val, const float *st, const uint32_t *rslot,
                            const float *rw, int n, int H, int K, int dv, int64_t M, float eps)
 {
     int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x, nK = (int64_t)n * K;
@@ -260,28 +276,30 @@ __global__ void k_seg_read(float *o, const float *S, const float *z, const uint3
     int64_t th = i / dv;
     int h = (int)(th % H), t = (int)(th / H);
     const int C = dv + 1;
-    const float *Sh = S + (int64_t)h * M * dv, *zh = z + (int64_t)h * M;
-    const uint32_t *kh = key + (int64_t)h * nK;
-    const int *rh = row + (int64_t)h * nK;
+    const uint32_t *kh = key + (int64_t)h * nK, *vh = val + (int64_t)h * nK;
     float acc = 0;
     for (int j = 0; j < K; j++) {
         int64_t a = ((int64_t)t * H + h) * K + j;
         uint32_t s = rslot[a];
-        int64_t p = seg_upper(kh, rh, nK, s, t) - 1;
-        float S0 = Sh[(int64_t)s * dv + c];
+        int64_t p = seg_upper(kh, vh, K, nK, s, t) - 1;
+        float zz, x;
         if (p >= 0 && kh[p] == s) {
-            int64_t g = (int64_t)h * nK + p;
-            float zz = d[g] * zh[s] + b[g * C + dv];
-            acc += rw[a] / (zz + eps) * (d[g] * S0 + b[g * C + c]);
-        } else
-            acc += rw[a] / (zh[s] + eps) * S0;
+            const float *row = st + ((int64_t)h * nK + p) * C;
+            zz = row[dv];
+            x = row[c];
+        } else {
+            zz = z[(int64_t)h * M + s];
+            x = S[((int64_t)h * M + s) * dv + c];
+        }
+        float k = rw[a] / (zz + eps);
+        acc += k * x;
     }
     o[(int64_t)t * H * dv + (int64_t)h * dv + c] = acc;
 }
 
-/* Write-back of each slot's last state: one thread per (event, column). */
-__global__ void k_seg_writeback(float *S, float *z, const uint32_t *key, const float *d,
-                                const float *b, int n, int H, int K, int dv, int64_t M)
+/* Write-back of each run's last state: one thread per (event, column). */
+__global__ void k_seg_writeback(float *S, float *z, const uint32_t *key, const float *st, int n,
+                                int H, int K, int dv, int64_t M)
 {
     int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x, nK = (int64_t)n * K;
     const int C = dv + 1;
@@ -289,16 +307,10 @@ __global__ void k_seg_writeback(float *S, float *z, const uint32_t *key, const f
     int64_t p = i / C;
     int c = (int)(i % C);
     int h = (int)(p / nK);
-    int64_t q = p % nK;
-    if (q + 1 < nK && key[p + 1] == key[p]) return; /* not the slot's last write */
+    if ((p + 1) % nK != 0 && key[p + 1] == key[p]) return; /* not the run's last write */
     uint32_t s = key[p];
-    if (c < dv) {
-        float *x = S + ((int64_t)h * M + s) * dv + c;
-        *x = d[p] * *x + b[p * C + c];
-    } else {
-        float *x = z + (int64_t)h * M + s;
-        *x = d[p] * *x + b[p * C + dv];
-    }
+    if (c < dv) S[((int64_t)h * M + s) * dv + c] = st[p * C + c];
+    else z[(int64_t)h * M + s] = st[p * C + dv];
 }
 
 /* ---- host side ---- */
@@ -336,6 +348,9 @@ extern "C" int rn_cuda_rt_create(const rn_model *m, int max_chunk, rn_cuda_rt **
     g->c = *c;
     g->M = rn_config_slots(c);
     g->chunk = max_chunk;
+    const char *prof = getenv("RN_CUDA_PHASES");
+    g->prof = prof && !strcmp(prof, "1");
+    g->prof_cur = -1;
     const int64_t L = c->n_layers, H = c->n_heads, D = c->d_model, F = c->d_ff, K = c->top_k,
                   V = c->vocab_size, C = max_chunk;
     const int64_t hdk = H * rn_config_dk(c), hdv = H * c->d_v;
@@ -346,9 +361,7 @@ extern "C" int rn_cuda_rt_create(const rn_model *m, int max_chunk, rn_cuda_rt **
         sizeof(float) * C * F, sizeof(float) * C * F, sizeof(float) * C * V,
         sizeof(uint32_t) * 6 * C * H * K, sizeof(int) * C,
         sizeof(uint32_t) * C * H * K, sizeof(uint32_t) * C * H * K, sizeof(uint32_t) * C * H * K,
-        sizeof(uint32_t) * C * H * K, sizeof(int) * C * H * K, sizeof(int) * C * H * K,
-        sizeof(int) * (H + 1), sizeof(float) * C * H * K, sizeof(float) * C * H * K,
-        sizeof(float) * C * H * K * (c->d_v + 1), sizeof(float) * C * H * K * (c->d_v + 1),
+        sizeof(uint32_t) * C * H * K, sizeof(int) * (H + 1), sizeof(float) * C * H * K * (c->d_v + 1),
     };
     size_t total = 0;
     for (size_t i = 0; i < sizeof sz / sizeof sz[0]; i++) total += (sz[i] + 255) & ~(size_t)255;
@@ -375,8 +388,7 @@ extern "C" int rn_cuda_rt_create(const rn_model *m, int max_chunk, rn_cuda_rt **
     CARVE(k, float); CARVE(v, float); CARVE(o, float); CARVE(g, float); CARVE(u, float);
     CARVE(logits, float); CARVE(acc, uint32_t); CARVE(tok, int);
     CARVE(sk, uint32_t); CARVE(sk2, uint32_t); CARVE(sv, uint32_t); CARVE(sv2, uint32_t);
-    CARVE(srow, int); CARVE(sreach, int); CARVE(soff, int); CARVE(sd, float); CARVE(sd2, float);
-    CARVE(sb, float); CARVE(sb2, float);
+    CARVE(soff, int); CARVE(sst, float);
 #undef CARVE
     const rn_weights *hw = &m->w;
     g->w.embed = dev_of(m, g->params, hw->embed);
@@ -414,6 +426,14 @@ extern "C" int rn_cuda_rt_create(const rn_model *m, int max_chunk, rn_cuda_rt **
 extern "C" void rn_cuda_rt_free(rn_cuda_rt *g)
 {
     if (!g) return;
+    if (g->prof) {
+        double tot = 0;
+        for (int i = 0; i < PH_N; i++) tot += g->prof_ms[i];
+        fprintf(stderr, "cuda phases (ms):");
+        for (int i = 0; i < PH_N; i++)
+            fprintf(stderr, " %s %.1f (%.0f%%)%s", PH_NAME[i], g->prof_ms[i],
+                    tot > 0 ? 100 * g->prof_ms[i] / tot : 0.0, i + 1 < PH_N ? "," : "\n");
+    }
     cudaFree(g->block);
     cudaFreeHost(g->host_acc);
     cudaFree(g->cub_tmp);
@@ -454,8 +474,8 @@ __global__ void k_seg_offsets(int *off, int H, int nK)
     if (h <= H) off[h] = h * nK;
 }
 
-/* One layer's memory scan of n rows by the segmented scan (state S, z of
- * the layer's heads). */
+/* One layer's memory scan of n rows by the slot-parallel scan (state S, z
+ * of the layer's heads). */
 static cudaError_t seg_scan(rn_cuda_rt *g, float *S, float *z, const accesses *a, int n)
 {
     const rn_config *c = &g->c;
@@ -464,23 +484,17 @@ static cudaError_t seg_scan(rn_cuda_rt *g, float *S, float *z, const accesses *a
     int end_bit = 1;
     while (end_bit < 32 && ((int64_t)1 << end_bit) < g->M) end_bit++;
     k_seg_keys<<<blocks(total, 256), 256>>>(g->sk, g->sv, a->wslot, n, H, K);
-    k_seg_offsets<<<1, 64>>>(g->soff, H, (int)nK);
+    k_seg_offsets<<<blocks(H + 1, 64), 64>>>(g->soff, H, (int)nK);
     size_t bytes = g->cub_bytes;
     cudaError_t e = cub::DeviceSegmentedRadixSort::SortPairs(g->cub_tmp, bytes, g->sk, g->sk2, g->sv,
                                                              g->sv2, (int)total, H, g->soff,
                                                              g->soff + 1, 0, end_bit);
     if (e != cudaSuccess) return e;
-    k_seg_maps<<<blocks(total, 256), 256>>>(g->sd, g->sb, g->srow, g->sreach, g->sk2, g->sv2, a->ww,
-                                            g->v, n, H, K, dv, c->gamma);
-    float *d = g->sd, *d2 = g->sd2, *b = g->sb, *b2 = g->sb2;
-    for (int64_t k = 1; k < nK; k *= 2) {
-        k_seg_pass<<<blocks(total * C, 256), 256>>>(d2, b2, d, b, g->sreach, total, C, k);
-        float *t = d; d = d2; d2 = t;
-        t = b; b = b2; b2 = t;
-    }
-    k_seg_read<<<blocks((int64_t)n * H * dv, 256), 256>>>(g->o, S, z, g->sk2, g->srow, d, b, a->rslot,
+    k_seg_walk<<<blocks(total * C, 256), 256>>>(g->sst, S, z, g->sk2, g->sv2, a->ww, g->v, n, H, K, dv,
+                                               g->M, c->gamma);
+    k_seg_read<<<blocks((int64_t)n * H * dv, 256), 256>>>(g->o, S, z, g->sk2, g->sv2, g->sst, a->rslot,
                                                           a->rw, n, H, K, dv, g->M, c->eps);
-    k_seg_writeback<<<blocks(total * C, 256), 256>>>(S, z, g->sk2, d, b, n, H, K, dv, g->M);
+    k_seg_writeback<<<blocks(total * C, 256), 256>>>(S, z, g->sk2, g->sst, n, H, K, dv, g->M);
     return cudaGetLastError();
 }
 
@@ -493,14 +507,18 @@ extern "C" int rn_cuda_forward(rn_cuda_rt *g, const int *tokens, int n, int64_t 
     if (n < 1 || n > g->chunk) return rn_seterr(err, RN_EINPUT, "CUDA forward: %d rows (chunk %d)", n, g->chunk);
     const int64_t nhk = (int64_t)n * H * K;
     accesses d = carve_acc(g->acc, nhk), h = carve_acc(g->host_acc, nhk);
+    phase(g, PH_NORM);
     CU_TRY(cudaMemcpy(g->tok, tokens, sizeof(int) * n, cudaMemcpyHostToDevice));
     k_embed<<<blocks((int64_t)n * D, 256), 256>>>(g->x, g->w.embed, g->tok, n, D);
     for (int l = 0; l < c->n_layers; l++) {
         const rn_layer_weights *lw = &g->w.layer[l];
+        phase(g, PH_NORM);
         k_rmsnorm<<<n, 256>>>(g->hb, g->x, lw->attn_norm, D, c->norm_eps);
+        phase(g, PH_GEMM);
         BLAS_TRY(rn_cu_matmul(g->q, g->hb, lw->wq, n, D, hdk, 0));
         BLAS_TRY(rn_cu_matmul(g->k, g->hb, lw->wk, n, D, hdk, 0));
         BLAS_TRY(rn_cu_matmul(g->v, g->hb, lw->wv, n, D, hdv, 0));
+        phase(g, PH_ADDRESS);
         k_address<<<blocks((int64_t)n * H, 64), 64>>>(d.raddr, d.rslot, d.rw, g->q, lw->q_alpha, n, H,
                                                        c->order, c->d_p, K, c->tau, c->cape_mask[l],
                                                        pos, g->M);
@@ -508,23 +526,31 @@ extern "C" int rn_cuda_forward(rn_cuda_rt *g, const int *tokens, int n, int64_t 
                                                        c->order, c->d_p, K, c->tau, c->cape_mask[l],
                                                        pos, g->M);
         const int64_t off = (int64_t)l * H * g->M;
+        phase(g, PH_SCAN);
         if (n >= RN_CUDA_SEG_MIN)
             CU_TRY(seg_scan(g, g->S + off * dv, g->z + off, &d, n));
         else
             k_pdma_scan<<<H, dv + 1>>>(g->o, g->S + off * dv, g->z + off, g->v, d.wslot, d.ww, d.rslot,
                                        d.rw, n, H, K, dv, g->M, c->gamma, c->eps);
         if (probe) {
+            phase(g, PH_PROBE);
             CU_TRY(cudaGetLastError());
             CU_TRY(cudaMemcpy(g->host_acc, g->acc, sizeof(uint32_t) * 6 * nhk, cudaMemcpyDeviceToHost));
             report(probe, &h, l, n, H, K, pos);
         }
+        phase(g, PH_GEMM);
         BLAS_TRY(rn_cu_matmul(g->x, g->o, lw->wo, n, hdv, D, 1));
+        phase(g, PH_NORM);
         k_rmsnorm<<<n, 256>>>(g->hb, g->x, lw->mlp_norm, D, c->norm_eps);
+        phase(g, PH_GEMM);
         BLAS_TRY(rn_cu_matmul(g->g, g->hb, lw->w_gate, n, D, F, 0));
         BLAS_TRY(rn_cu_matmul(g->u, g->hb, lw->w_up, n, D, F, 0));
+        phase(g, PH_ACT);
         k_swiglu<<<blocks((int64_t)n * F, 256), 256>>>(g->g, g->u, (int64_t)n * F);
+        phase(g, PH_GEMM);
         BLAS_TRY(rn_cu_matmul(g->x, g->g, lw->w_down, n, F, D, 1));
     }
+    phase(g, PH_HEAD);
     if (logits) {
         int first = all_rows ? 0 : n - 1, rows = all_rows ? n : 1;
         k_rmsnorm<<<rows, 256>>>(g->hb, g->x + (int64_t)first * D, g->w.norm, D, c->norm_eps);
@@ -535,6 +561,7 @@ extern "C" int rn_cuda_forward(rn_cuda_rt *g, const int *tokens, int n, int64_t 
         CU_TRY(cudaGetLastError());
         CU_TRY(cudaDeviceSynchronize());
     }
+    phase(g, -1);
     return RN_OK;
 }
 

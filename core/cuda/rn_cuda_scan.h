@@ -1,19 +1,19 @@
-/* rn_cuda_scan.h — the segmented-scan formulation of one head's PDMA memory
- * scan over a chunk (docs/cuda.md, "The PDMA scan as designed"), written
- * once as portable C so its arithmetic — the order in which the parallel
- * version composes the decays — is checked on the host against the
- * sequential scan (rn_pdma_scan_forward) before a GPU kernel runs it.
+/* rn_cuda_scan.h — the slot-parallel formulation of one head's PDMA memory
+ * scan over a chunk (docs/cuda.md, "The PDMA scan"), written once as
+ * portable C so its bookkeeping — which state each read sees — is checked on
+ * the host against the sequential scan (rn_pdma_scan_forward) as well as on
+ * the GPU by the parity suite.
  *
- * A write of weight w and value v to slot s is the affine map
- * x ↦ d·x + w·[v, 1] of the slot's row [S[s], z[s]] (d = (1−w)^γ); maps
- * compose associatively, (d₂, b₂)∘(d₁, b₁) = (d₂d₁, d₂b₁ + b₂).  The n·K
- * writes of a chunk, stably sorted by slot, form one segment per slot; an
- * inclusive segmented scan (here Hillis–Steele: log₂(nK) passes, each a
- * data-parallel step — one GPU thread per event and column) gives, for every
- * write, the map from the chunk-start row to the row after it.  A read in
- * row t of slot s takes the last write to s in rows <= t (binary search in
- * the segment), or the chunk-start row.  Here the passes run serially with a
- * second buffer, exactly as the parallel passes would combine.
+ * Each slot's row [S[s], z[s]] evolves independently of every other slot's.
+ * The n·K writes of a chunk, stably sorted by slot, form one segment per
+ * slot, in row order; one GPU thread per (segment, column) walks its segment
+ * applying S ← d·S + w·v (z ← d·z + w), the CPU's arithmetic in the CPU's
+ * order, and keeps the row after every write.  A read in row t of slot s
+ * takes the state after the last write to s in rows <= t (binary search in
+ * the sorted events; a row's reads follow its writes), or the chunk-start
+ * state when there is none.  Last, each segment's final state is written
+ * back.  Work O(nK·d_v), parallel over slots × columns; depth the longest
+ * segment (the hottest slot's writes in the chunk).
  */
 #ifndef RN_CUDA_SCAN_H
 #define RN_CUDA_SCAN_H
@@ -26,19 +26,16 @@
 typedef struct {
     uint32_t *slot;   /* [nK] sorted slots */
     int *row;         /* [nK] row of each sorted event */
-    int *head;        /* [nK] 1 where a segment starts */
-    float *d, *d2;    /* [nK] composed decay (and pass buffer) */
-    float *b, *b2;    /* [nK·(d_v+1)] composed offset (and pass buffer) */
+    float *st;        /* [nK·(d_v+1)] the slot's row [S, z] after each write */
     int64_t *ord, *tmp; /* [nK] sort order and merge buffer */
-    int *reach;       /* [nK] distance to the segment's first event */
 } rn_scan_ws;
 
 /* Bytes of working memory for nK events, d_v columns (the caller allocates
  * them, 8-byte aligned; rn_scan_ws_carve lays them out). */
 static inline size_t rn_scan_ws_bytes(int64_t nK, int dv)
 {
-    return (size_t)nK * (2 * sizeof(int64_t) + sizeof(uint32_t) + 3 * sizeof(int) +
-                         2 * sizeof(float) + 2 * sizeof(float) * (size_t)(dv + 1));
+    return (size_t)nK * (2 * sizeof(int64_t) + sizeof(uint32_t) + sizeof(int) +
+                         sizeof(float) * (size_t)(dv + 1));
 }
 
 static inline rn_scan_ws rn_scan_ws_carve(void *mem, int64_t nK, int dv)
@@ -47,14 +44,9 @@ static inline rn_scan_ws rn_scan_ws_carve(void *mem, int64_t nK, int dv)
     char *p = (char *)mem;
     w.ord = (int64_t *)p; p += sizeof(int64_t) * nK;
     w.tmp = (int64_t *)p; p += sizeof(int64_t) * nK;
-    w.reach = (int *)p; p += sizeof(int) * nK;
+    w.st = (float *)p; p += sizeof(float) * nK * (dv + 1);
     w.slot = (uint32_t *)p; p += sizeof(uint32_t) * nK;
-    w.row = (int *)p; p += sizeof(int) * nK;
-    w.head = (int *)p; p += sizeof(int) * nK;
-    w.d = (float *)p; p += sizeof(float) * nK;
-    w.d2 = (float *)p; p += sizeof(float) * nK;
-    w.b = (float *)p; p += sizeof(float) * nK * (dv + 1);
-    w.b2 = (float *)p;
+    w.row = (int *)p;
     return w;
 }
 
@@ -75,11 +67,11 @@ static inline void rn_scan_segmented(float *o, float *S, float *z, const float *
 {
     const int64_t nK = (int64_t)n * K;
     const int C = dv + 1;
-    /* 1. stable sort of the events by slot (insertion into a merge order;
-     *    a GPU uses a stable radix sort of (slot, event) pairs) */
+    /* 1. stable sort of the events by slot (bottom-up merge sort; a GPU
+     *    uses a stable radix sort of (slot, event) pairs) */
     int64_t *ord = w.ord, *tmp = w.tmp;
     for (int64_t e = 0; e < nK; e++) ord[e] = e;
-    for (int64_t width = 1; width < nK; width *= 2) { /* bottom-up merge sort: stable */
+    for (int64_t width = 1; width < nK; width *= 2) {
         for (int64_t lo = 0; lo < nK; lo += 2 * width) {
             int64_t mid = lo + width < nK ? lo + width : nK, hi = lo + 2 * width < nK ? lo + 2 * width : nK;
             int64_t i = lo, j = mid, k = lo;
@@ -93,36 +85,27 @@ static inline void rn_scan_segmented(float *o, float *S, float *z, const float *
         }
         int64_t *t = ord; ord = tmp; tmp = t;
     }
-    /* 2. each event's own map and its segment flag */
     for (int64_t p = 0; p < nK; p++) {
-        int64_t t = ord[p] / K, j = ord[p] % K, a = (t * H + h) * K + j;
-        w.slot[p] = wslot[a];
-        w.row[p] = (int)t;
-        w.head[p] = p == 0 || w.slot[p] != w.slot[p - 1];
-        float wt = ww[a];
-        w.d[p] = rn_scan_decay(wt, gamma);
-        const float *vv = v + t * H * dv + (int64_t)h * dv;
-        for (int c = 0; c < dv; c++) w.b[p * C + c] = wt * vv[c];
-        w.b[p * C + dv] = wt;
+        w.slot[p] = wslot[((ord[p] / K) * H + h) * K + ord[p] % K];
+        w.row[p] = (int)(ord[p] / K);
     }
-    /* 3. segmented inclusive scan, Hillis–Steele: pass k combines p with
-     *    p − k unless a segment starts in (p − k, p] */
-    int *reach = w.reach;
-    for (int64_t p = 0; p < nK; p++) reach[p] = w.head[p] ? 0 : reach[p - 1] + 1;
-    for (int64_t k = 1; k < nK; k *= 2) {
-        for (int64_t p = 0; p < nK; p++) {
-            if (reach[p] >= k) { /* P_p ← P_p ∘ P_{p−k} */
-                w.d2[p] = w.d[p] * w.d[p - k];
-                for (int c = 0; c < C; c++) w.b2[p * C + c] = w.d[p] * w.b[(p - k) * C + c] + w.b[p * C + c];
-            } else {
-                w.d2[p] = w.d[p];
-                for (int c = 0; c < C; c++) w.b2[p * C + c] = w.b[p * C + c];
+    /* 2. walk each segment (on a GPU: a thread per segment and column) */
+    for (int64_t p0 = 0; p0 < nK;) {
+        const uint32_t s = w.slot[p0];
+        int64_t p1 = p0;
+        while (p1 < nK && w.slot[p1] == s) p1++;
+        for (int c = 0; c < C; c++) {
+            float x = c < dv ? S[(int64_t)s * dv + c] : z[s];
+            for (int64_t p = p0; p < p1; p++) {
+                int64_t t = ord[p] / K, a = (t * H + h) * K + ord[p] % K;
+                float wt = ww[a], d = rn_scan_decay(wt, gamma);
+                x = d * x + wt * (c < dv ? v[t * H * dv + (int64_t)h * dv + c] : 1.0f);
+                w.st[p * C + c] = x;
             }
         }
-        float *t = w.d; w.d = w.d2; w.d2 = t;
-        t = w.b; w.b = w.b2; w.b2 = t;
+        p0 = p1;
     }
-    /* 4. reads: the last write to the slot in rows <= t */
+    /* 3. reads: the state after the last write to the slot in rows <= t */
     for (int t = 0; t < n; t++) {
         float *ot = o + (int64_t)t * H * dv + (int64_t)h * dv;
         for (int c = 0; c < dv; c++) ot[c] = 0;
@@ -136,25 +119,17 @@ static inline void rn_scan_segmented(float *o, float *S, float *z, const float *
                 else hi = mid;
             }
             int64_t p = lo - 1;
-            const float *S0 = S + (int64_t)s * dv;
-            float zz, coef;
-            if (p >= 0 && w.slot[p] == s) {
-                zz = w.d[p] * z[s] + w.b[p * C + dv];
-                coef = rw[a] / (zz + eps);
-                for (int c = 0; c < dv; c++) ot[c] += coef * (w.d[p] * S0[c] + w.b[p * C + c]);
-            } else {
-                coef = rw[a] / (z[s] + eps);
-                for (int c = 0; c < dv; c++) ot[c] += coef * S0[c];
-            }
+            const float *row = p >= 0 && w.slot[p] == s ? w.st + p * C : NULL;
+            float coef = rw[a] / ((row ? row[dv] : z[s]) + eps);
+            for (int c = 0; c < dv; c++) ot[c] += coef * (row ? row[c] : S[(int64_t)s * dv + c]);
         }
     }
-    /* 5. write back each segment's last state */
+    /* 4. write back each segment's last state */
     for (int64_t p = 0; p < nK; p++) {
-        if (p + 1 < nK && !w.head[p + 1]) continue;
+        if (p + 1 < nK && w.slot[p + 1] == w.slot[p]) continue;
         uint32_t s = w.slot[p];
-        float *Sr = S + (int64_t)s * dv;
-        for (int c = 0; c < dv; c++) Sr[c] = w.d[p] * Sr[c] + w.b[p * C + c];
-        z[s] = w.d[p] * z[s] + w.b[p * C + dv];
+        for (int c = 0; c < dv; c++) S[(int64_t)s * dv + c] = w.st[p * C + c];
+        z[s] = w.st[p * C + dv];
     }
 }
 
