@@ -94,7 +94,7 @@ int cmd_run(int argc, char **argv)
     rn_sampler sampler = { 0 };
     float *logits = NULL;
     rc = rn_tokenize_file(&model.cfg, prompt_path, &prompt, &n_prompt, &err);
-    if (!rc) rc = rn_runtime_create_on(&model, 256, device, &rt, &err);
+    if (!rc) rc = rn_runtime_create_on(&model, rn_device_default_chunk(device), device, &rt, &err);
     if (!rc) rc = rn_sampler_init(&sampler, model.cfg.vocab_size, (float)temperature, (float)top_p, seed, &err);
     if (!rc && !(logits = malloc(sizeof(float) * model.cfg.vocab_size)))
         rc = rn_seterr(&err, RN_ENOMEM, "out of memory");

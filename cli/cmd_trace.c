@@ -25,7 +25,7 @@ static void usage(void)
            "      --ops OPS         r, w or rw (default rw)\n"
            "      --name NAME       run name (default: the input's file name)\n"
            "      --no-index        skip building the run's index at the end\n"
-           "      --chunk N         prefill rows per chunk (default 256)\n"
+           "      --chunk N         prefill rows per chunk (default 256; 2048 with --device cuda)\n"
            "  -j, --threads N       threads (default: the free cores, rechecked as it runs)\n"
            "      --device DEV      cpu (default) or cuda (a CUDA build and a GPU)\n"
            "  -h, --help            this text\n");
@@ -58,7 +58,7 @@ int cmd_trace(int argc, char **argv)
         { 0, 0, 0, 0 }
     };
     tr_trace_job job = { .build_index = 1, .chunk = 256, .stop = &cli_stop_flag };
-    long chunk = 256, threads = 0;
+    long chunk = 0, threads = 0;
     const char *device_arg = NULL;
     rn_device device;
     rn_error err = { 0 };
@@ -90,7 +90,7 @@ int cmd_trace(int argc, char **argv)
     job.device = device;
     job.model_path = argv[optind];
     job.input_path = argv[optind + 1];
-    job.chunk = (int)chunk;
+    job.chunk = chunk ? (int)chunk : rn_device_default_chunk(device);
     cli_threads(threads);
     progress_state ps = { cli_now(), 0, cli_stderr_tty() };
     job.progress = progress;

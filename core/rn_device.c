@@ -35,3 +35,8 @@ int rn_device_select(const char *arg, const char *gpu_missing, rn_device *out, r
         rc = rn_seterr(err, RN_EINPUT, "--device cuda: %s on the GPU is not implemented yet", gpu_missing);
     return rc;
 }
+
+int rn_device_default_chunk(rn_device d)
+{
+    return d == RN_DEVICE_CUDA ? 2048 : 256;
+}

@@ -20,4 +20,9 @@ int rn_device_check(rn_device d, rn_error *err);
  * RN_EINPUT with a one-line message naming --device on any refusal. */
 int rn_device_select(const char *arg, const char *gpu_missing, rn_device *out, rn_error *err);
 
+/* Default prefill rows per forward call on device d: 256 on the CPU (the
+ * activations stay in cache), 2048 on the GPU (its products need thousands
+ * of rows to fill the chip: docs/cuda.md). */
+int rn_device_default_chunk(rn_device d);
+
 #endif

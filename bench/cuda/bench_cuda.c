@@ -22,6 +22,7 @@
 #include "bench_util.h"
 #include "cuda/rn_cuda.h"
 #include "rn_model.h"
+#include "rn_device.h"
 #include "rn_runtime.h"
 
 static void paper_shape(rn_config *c)
@@ -125,7 +126,7 @@ static int phases(void)
     for (int t = 0; t < T; t++) tok[t] = (int)((t * 2654435761u) % (unsigned)c.vocab_size);
     for (int pass = 0; pass < 2; pass++) {
         rn_runtime *rt = NULL;
-        if (rn_runtime_create_on(&m, 1024, RN_DEVICE_CUDA, &rt, &err)) { fprintf(stderr, "%s\n", err.msg); return 1; }
+        if (rn_runtime_create_on(&m, rn_device_default_chunk(RN_DEVICE_CUDA), RN_DEVICE_CUDA, &rt, &err)) { fprintf(stderr, "%s\n", err.msg); return 1; }
         fprintf(stderr, "paper-340M %s: ", pass ? "64 steps" : "prefill of 8192 tokens");
         int rc = pass ? 0 : rn_prefill(rt, tok, T, logits, 0, &err);
         for (int s = 0; pass && s < 64 && !rc; s++) rc = rn_step(rt, tok[s], logits, &err);
@@ -155,11 +156,11 @@ int main(int argc, char **argv)
             fprintf(stderr, "%s\n", err.msg);
             return 1;
         }
-        rc |= run_shape("stories15m", &c, 16384, 2048, 1024);
+        rc |= run_shape("stories15m", &c, 16384, 2048, rn_device_default_chunk(RN_DEVICE_CUDA));
     }
     if (!strcmp(which, "paper") || !strcmp(which, "all")) {
         paper_shape(&c);
-        rc |= run_shape("paper-340M", &c, 8192, 64, 1024);
+        rc |= run_shape("paper-340M", &c, 8192, 64, rn_device_default_chunk(RN_DEVICE_CUDA));
     }
     return rc;
 }

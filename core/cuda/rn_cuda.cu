@@ -42,6 +42,7 @@ struct rn_cuda_rt {
     rn_weights w;              /* pointers into params (device addresses) */
     float *S, *z;              /* [L,H,M,dv], [L,H,M] */
     float *x, *hb, *q, *k, *v, *o, *g, *u, *logits;
+    float *qkv1, *gu1;         /* one row's [q|k|v] and [gate|up] (the step's fused products) */
     uint32_t *acc;             /* the accesses of a chunk, 6 arrays of C·H·K (below) */
     uint32_t *host_acc;        /* pinned host copy of them, for a probe */
     /* slot-parallel scan (chunks of >= RN_CUDA_SEG_MIN rows): H·C·K events */
@@ -51,6 +52,10 @@ struct rn_cuda_rt {
     void *cub_tmp;
     size_t cub_bytes;
     int *tok;
+    int64_t *pos;              /* the first row's position (device), read by the decoder */
+    cudaStream_t st;           /* every operation of the runtime runs on this stream */
+    cudaGraphExec_t step;      /* the one-token forward, captured at the first step */
+    int step_state;            /* 0 not captured yet, 1 captured, -1 capture failed: no graph */
     void *block;               /* one device allocation for the activations */
     /* RN_CUDA_PHASES=1: wall time per phase of the forward (synchronising
      * at each phase change), printed to stderr when the runtime is freed */
@@ -141,21 +146,126 @@ __global__ void k_swiglu(float *g, const float *u, int64_t n)
     g[i] = x / (1 + (float)exp(-(double)x)) * u[i];
 }
 
-/* One thread per (row, head): exact top-K, weights, CAPE slots. */
-__global__ void k_address(uint32_t *addr_out, uint32_t *slot, float *w, const float *a, const float *alpha, int n,
-                          int H, int U, int dp, int K, float tau, uint64_t cape_mask, int64_t pos0,
-                          int64_t M)
+/* One decode job: n rows of keys a[n, H·dk] with per-head log-scales
+ * alpha[H] → addresses, slots after CAPE and weights, each [n, H, K]. */
+typedef struct { uint32_t *addr, *slot; float *w; const float *a, *alpha; } addr_job;
+
+/* One thread per (row, head): exact top-K, weights, CAPE slots (the
+ * general path; k_address_warp below is the fast one for small d_p, K).
+ * blockIdx.y picks the job (reads and writes in one launch). */
+__global__ void k_address(addr_job j0, addr_job j1, int n, int H, int U, int dp, int K, float tau,
+                          uint64_t cape_mask, const int64_t *pos, int64_t M)
 {
+    const int64_t pos0 = *pos;
+    const addr_job jb = blockIdx.y ? j1 : j0;
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n * H) return;
     int r = i / H, h = i % H, dk = U * dp;
-    double scale = exp((double)alpha[h]) / (double)tau;
+    double scale = exp((double)jb.alpha[h]) / (double)tau;
     uint32_t addr[RN_CUDA_MAX_K];
-    rn_cu_topk(a + (int64_t)r * H * dk + (int64_t)h * dk, U, dp, K, scale, addr, w + (int64_t)i * K);
+    rn_cu_topk(jb.a + (int64_t)r * H * dk + (int64_t)h * dk, U, dp, K, scale, addr, jb.w + (int64_t)i * K);
     int cape = (int)((cape_mask >> h) & 1u);
     for (int j = 0; j < K; j++) {
-        addr_out[(int64_t)i * K + j] = addr[j];
-        slot[(int64_t)i * K + j] = cape ? rn_cu_cape(addr[j], pos0 + r, M) : addr[j];
+        jb.addr[(int64_t)i * K + j] = addr[j];
+        jb.slot[(int64_t)i * K + j] = cape ? rn_cu_cape(addr[j], pos0 + r, M) : addr[j];
+    }
+}
+
+/* The warp decoder: one warp per (row, head), the same beam search and the
+ * same arithmetic as rn_cu_topk (so the same result, bit for bit), with the
+ * per-chunk selections done by the 32 lanes at once.  Each lane computes
+ * the chunk's log-sum-exp itself in the CPU's serial order (d_p is small),
+ * then candidates are ranked by counting: the rank of a candidate is the
+ * number of candidates before it in (score desc, address asc), a strict
+ * total order because addresses are distinct, and a candidate of rank
+ * < keep lands at that index.  Limits: d_p <= AW_MAXD, K·min(K, d_p) <=
+ * AW_MAXC (address_launch falls back to k_address beyond them). */
+#define AW_WARPS 4
+#define AW_MAXD 64
+#define AW_MAXC 256
+typedef struct {
+    int64_t cs[AW_MAXC]; uint64_t ca[AW_MAXC]; /* candidates (and a chunk's digits) */
+    int64_t bs[AW_MAXC]; uint64_t ba[AW_MAXC]; /* the beam, rank order */
+    int64_t ds[AW_MAXD]; uint64_t da[AW_MAXD]; /* the chunk's best kc digits, rank order */
+} aw_smem;
+
+/* The best kc digits of chunk c[d_p] into (ds, da) in rank order. */
+__device__ static void aw_chunk_best(aw_smem *m, const float *c, int dp, double scale, int kc, int lane)
+{
+    double mx = -INFINITY;
+    for (int i = 0; i < dp; i++) {
+        double o = scale * (double)c[i];
+        if (o > mx) mx = o;
+    }
+    double s = 0;
+    for (int i = 0; i < dp; i++) s += exp(scale * (double)c[i] - mx);
+    double lse = mx + log(s);
+    for (int i = lane; i < dp; i += 32) m->cs[i] = rn_cu_quantize(scale * (double)c[i] - lse);
+    __syncwarp();
+    for (int i = lane; i < dp; i += 32) {
+        int rank = 0;
+        for (int q = 0; q < dp; q++) rank += rn_cu_better(m->cs[q], (uint64_t)q, m->cs[i], (uint64_t)i);
+        if (rank < kc) { m->ds[rank] = m->cs[i]; m->da[rank] = (uint64_t)i; }
+    }
+    __syncwarp();
+}
+
+__global__ void k_address_warp(addr_job j0, addr_job j1, int n, int H, int U, int dp, int K,
+                               float tau, uint64_t cape_mask, const int64_t *pos, int64_t M)
+{
+    const int64_t pos0 = *pos;
+    __shared__ aw_smem smem[AW_WARPS];
+    const addr_job jb = blockIdx.y ? j1 : j0;
+    const int wid = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int i = blockIdx.x * AW_WARPS + wid;
+    if (i >= n * H) return; /* the whole warp: no block-wide barriers below */
+    aw_smem *m = &smem[wid];
+    const int r = i / H, h = i % H, dk = U * dp, kc = K < dp ? K : dp;
+    const double scale = exp((double)jb.alpha[h]) / (double)tau;
+    const float *key = jb.a + (int64_t)r * H * dk + (int64_t)h * dk;
+    aw_chunk_best(m, key, dp, scale, kc, lane);
+    for (int j = lane; j < kc; j += 32) { m->bs[j] = m->ds[j]; m->ba[j] = m->da[j]; }
+    int nb = kc;
+    __syncwarp();
+    for (int u = 1; u < U; u++) {
+        aw_chunk_best(m, key + (int64_t)u * dp, dp, scale, kc, lane);
+        const int nc = nb * kc, keep = nc < K ? nc : K;
+        for (int q = lane; q < nc; q += 32) {
+            m->cs[q] = m->bs[q / kc] + m->ds[q % kc];
+            m->ca[q] = m->ba[q / kc] * (uint64_t)dp + m->da[q % kc];
+        }
+        __syncwarp();
+        for (int q = lane; q < nc; q += 32) {
+            int rank = 0;
+            for (int p = 0; p < nc; p++) rank += rn_cu_better(m->cs[p], m->ca[p], m->cs[q], m->ca[q]);
+            if (rank < keep) { m->bs[rank] = m->cs[q]; m->ba[rank] = m->ca[q]; }
+        }
+        nb = keep;
+        __syncwarp();
+    }
+    const int cape = (int)((cape_mask >> h) & 1u);
+    for (int j = lane; j < K; j += 32) {
+        uint32_t a = (uint32_t)m->ba[j];
+        jb.w[(int64_t)i * K + j] = (float)exp((double)m->bs[j] / 1099511627776.0);
+        jb.addr[(int64_t)i * K + j] = a;
+        jb.slot[(int64_t)i * K + j] = cape ? rn_cu_cape(a, pos0 + r, M) : a;
+    }
+}
+
+/* Decode the jobs (one or two: j1 may equal j0 with jobs = 1) of n rows,
+ * the first at position *pos (device memory, so a captured graph reads the
+ * current one), on stream st: the warp decoder where its limits allow,
+ * else one thread per key. */
+static void address_launch(addr_job j0, addr_job j1, int jobs, int n, const rn_config *c,
+                           uint64_t cape_mask, const int64_t *pos, int64_t M, cudaStream_t st)
+{
+    const int H = c->n_heads, K = c->top_k, dp = c->d_p, kc = K < dp ? K : dp;
+    if (dp <= AW_MAXD && K * kc <= AW_MAXC) {
+        dim3 grid((unsigned)(((int64_t)n * H + AW_WARPS - 1) / AW_WARPS), (unsigned)jobs);
+        k_address_warp<<<grid, 32 * AW_WARPS, 0, st>>>(j0, j1, n, H, c->order, dp, K, c->tau, cape_mask, pos, M);
+    } else {
+        dim3 grid((unsigned)(((int64_t)n * H + 63) / 64), (unsigned)jobs);
+        k_address<<<grid, 64, 0, st>>>(j0, j1, n, H, c->order, dp, K, c->tau, cape_mask, pos, M);
     }
 }
 
@@ -327,9 +437,9 @@ extern "C" int rn_cuda_rt_reset(rn_cuda_rt *g, rn_error *err)
 {
     const int64_t heads = (int64_t)g->c.n_layers * g->c.n_heads;
     const int64_t nS = heads * g->M * g->c.d_v, nz = heads * g->M;
-    k_reset<<<blocks(nS > nz ? nS : nz, 256), 256>>>(g->S, g->z, nS, nz, (float)(1.0 / (double)g->M));
+    k_reset<<<blocks(nS > nz ? nS : nz, 256), 256, 0, g->st>>>(g->S, g->z, nS, nz, (float)(1.0 / (double)g->M));
     CU_TRY(cudaGetLastError());
-    CU_TRY(cudaDeviceSynchronize());
+    CU_TRY(cudaStreamSynchronize(g->st));
     return RN_OK;
 }
 
@@ -362,6 +472,7 @@ extern "C" int rn_cuda_rt_create(const rn_model *m, int max_chunk, rn_cuda_rt **
         sizeof(uint32_t) * 6 * C * H * K, sizeof(int) * C,
         sizeof(uint32_t) * C * H * K, sizeof(uint32_t) * C * H * K, sizeof(uint32_t) * C * H * K,
         sizeof(uint32_t) * C * H * K, sizeof(int) * (H + 1), sizeof(float) * C * H * K * (c->d_v + 1),
+        sizeof(float) * (2 * hdk + hdv), sizeof(float) * 2 * F, sizeof(int64_t),
     };
     size_t total = 0;
     for (size_t i = 0; i < sizeof sz / sizeof sz[0]; i++) total += (sz[i] + 255) & ~(size_t)255;
@@ -371,7 +482,8 @@ extern "C" int rn_cuda_rt_create(const rn_model *m, int max_chunk, rn_cuda_rt **
         free(g);
         return rc;
     }
-    cudaError_t e = cudaMalloc(&g->params, sizeof(float) * m->n_block);
+    cudaError_t e = cudaStreamCreateWithFlags(&g->st, cudaStreamNonBlocking);
+    if (e == cudaSuccess) e = cudaMalloc(&g->params, sizeof(float) * m->n_block);
     if (e == cudaSuccess) e = cudaMemcpy(g->params, m->params, sizeof(float) * m->n_block, cudaMemcpyHostToDevice);
     if (e == cudaSuccess) e = cudaMalloc(&g->block, total);
     if (e == cudaSuccess) e = cudaMallocHost(&g->host_acc, sizeof(uint32_t) * 6 * C * H * K);
@@ -388,7 +500,8 @@ extern "C" int rn_cuda_rt_create(const rn_model *m, int max_chunk, rn_cuda_rt **
     CARVE(k, float); CARVE(v, float); CARVE(o, float); CARVE(g, float); CARVE(u, float);
     CARVE(logits, float); CARVE(acc, uint32_t); CARVE(tok, int);
     CARVE(sk, uint32_t); CARVE(sk2, uint32_t); CARVE(sv, uint32_t); CARVE(sv2, uint32_t);
-    CARVE(soff, int); CARVE(sst, float);
+    CARVE(soff, int); CARVE(sst, float); CARVE(qkv1, float); CARVE(gu1, float);
+    CARVE(pos, int64_t);
 #undef CARVE
     const rn_weights *hw = &m->w;
     g->w.embed = dev_of(m, g->params, hw->embed);
@@ -434,6 +547,8 @@ extern "C" void rn_cuda_rt_free(rn_cuda_rt *g)
             fprintf(stderr, " %s %.1f (%.0f%%)%s", PH_NAME[i], g->prof_ms[i],
                     tot > 0 ? 100 * g->prof_ms[i] / tot : 0.0, i + 1 < PH_N ? "," : "\n");
     }
+    if (g->step_state == 1) cudaGraphExecDestroy(g->step);
+    if (g->st) cudaStreamDestroy(g->st);
     cudaFree(g->block);
     cudaFreeHost(g->host_acc);
     cudaFree(g->cub_tmp);
@@ -483,86 +598,146 @@ static cudaError_t seg_scan(rn_cuda_rt *g, float *S, float *z, const accesses *a
     const int64_t nK = (int64_t)n * K, total = H * nK;
     int end_bit = 1;
     while (end_bit < 32 && ((int64_t)1 << end_bit) < g->M) end_bit++;
-    k_seg_keys<<<blocks(total, 256), 256>>>(g->sk, g->sv, a->wslot, n, H, K);
-    k_seg_offsets<<<blocks(H + 1, 64), 64>>>(g->soff, H, (int)nK);
+    k_seg_keys<<<blocks(total, 256), 256, 0, g->st>>>(g->sk, g->sv, a->wslot, n, H, K);
+    k_seg_offsets<<<blocks(H + 1, 64), 64, 0, g->st>>>(g->soff, H, (int)nK);
     size_t bytes = g->cub_bytes;
     cudaError_t e = cub::DeviceSegmentedRadixSort::SortPairs(g->cub_tmp, bytes, g->sk, g->sk2, g->sv,
                                                              g->sv2, (int)total, H, g->soff,
-                                                             g->soff + 1, 0, end_bit);
+                                                             g->soff + 1, 0, end_bit, g->st);
     if (e != cudaSuccess) return e;
-    k_seg_walk<<<blocks(total * C, 256), 256>>>(g->sst, S, z, g->sk2, g->sv2, a->ww, g->v, n, H, K, dv,
+    k_seg_walk<<<blocks(total * C, 256), 256, 0, g->st>>>(g->sst, S, z, g->sk2, g->sv2, a->ww, g->v, n, H, K, dv,
                                                g->M, c->gamma);
-    k_seg_read<<<blocks((int64_t)n * H * dv, 256), 256>>>(g->o, S, z, g->sk2, g->sv2, g->sst, a->rslot,
+    k_seg_read<<<blocks((int64_t)n * H * dv, 256), 256, 0, g->st>>>(g->o, S, z, g->sk2, g->sv2, g->sst, a->rslot,
                                                           a->rw, n, H, K, dv, g->M, c->eps);
-    k_seg_writeback<<<blocks(total * C, 256), 256>>>(S, z, g->sk2, g->sst, n, H, K, dv, g->M);
+    k_seg_writeback<<<blocks(total * C, 256), 256, 0, g->st>>>(S, z, g->sk2, g->sst, n, H, K, dv, g->M);
     return cudaGetLastError();
 }
 
-extern "C" int rn_cuda_forward(rn_cuda_rt *g, const int *tokens, int n, int64_t pos, float *logits,
-                               int all_rows, const rn_probe *probe, rn_error *err)
+/* The forward of n rows whose tokens and first position are already in
+ * g->tok and g->pos: every operation on g->st, nothing synchronous except
+ * the probe's copies (so without a probe it can be captured as a graph).
+ * Leaves the final-normed rows [first, first + rows) in g->hb and their
+ * logits in g->logits when rows > 0. */
+static int forward_body(rn_cuda_rt *g, int n, int64_t pos, int first, int rows, const rn_probe *probe,
+                        rn_error *err)
 {
     const rn_config *c = &g->c;
     const int D = c->d_model, H = c->n_heads, F = c->d_ff, K = c->top_k, dv = c->d_v;
     const int hdk = H * rn_config_dk(c), hdv = H * dv, V = c->vocab_size;
-    if (n < 1 || n > g->chunk) return rn_seterr(err, RN_EINPUT, "CUDA forward: %d rows (chunk %d)", n, g->chunk);
     const int64_t nhk = (int64_t)n * H * K;
     accesses d = carve_acc(g->acc, nhk), h = carve_acc(g->host_acc, nhk);
+    cudaStream_t st = g->st;
     phase(g, PH_NORM);
-    CU_TRY(cudaMemcpy(g->tok, tokens, sizeof(int) * n, cudaMemcpyHostToDevice));
-    k_embed<<<blocks((int64_t)n * D, 256), 256>>>(g->x, g->w.embed, g->tok, n, D);
+    k_embed<<<blocks((int64_t)n * D, 256), 256, 0, st>>>(g->x, g->w.embed, g->tok, n, D);
     for (int l = 0; l < c->n_layers; l++) {
         const rn_layer_weights *lw = &g->w.layer[l];
         phase(g, PH_NORM);
-        k_rmsnorm<<<n, 256>>>(g->hb, g->x, lw->attn_norm, D, c->norm_eps);
+        k_rmsnorm<<<n, 256, 0, st>>>(g->hb, g->x, lw->attn_norm, D, c->norm_eps);
         phase(g, PH_GEMM);
-        BLAS_TRY(rn_cu_matmul(g->q, g->hb, lw->wq, n, D, hdk, 0));
-        BLAS_TRY(rn_cu_matmul(g->k, g->hb, lw->wk, n, D, hdk, 0));
-        BLAS_TRY(rn_cu_matmul(g->v, g->hb, lw->wv, n, D, hdv, 0));
+        /* One row whose q, k, v (gate, up) weights lie back to back in the
+         * parameter block (rn_params.c's order): one matrix-vector product
+         * for the three (two), into one buffer. */
+        float *q = g->q, *k = g->k, *v = g->v, *gt = g->g, *up = g->u;
+        const int fuse_qkv = n == 1 && lw->wk == lw->wq + (int64_t)hdk * D && lw->wv == lw->wk + (int64_t)hdk * D;
+        const int fuse_gu = n == 1 && lw->w_up == lw->w_gate + (int64_t)F * D;
+        if (fuse_qkv) {
+            q = g->qkv1; k = q + hdk; v = k + hdk;
+            BLAS_TRY(rn_cu_matmul(q, g->hb, lw->wq, 1, D, 2 * hdk + hdv, 0));
+        } else {
+            BLAS_TRY(rn_cu_matmul(q, g->hb, lw->wq, n, D, hdk, 0));
+            BLAS_TRY(rn_cu_matmul(k, g->hb, lw->wk, n, D, hdk, 0));
+            BLAS_TRY(rn_cu_matmul(v, g->hb, lw->wv, n, D, hdv, 0));
+        }
         phase(g, PH_ADDRESS);
-        k_address<<<blocks((int64_t)n * H, 64), 64>>>(d.raddr, d.rslot, d.rw, g->q, lw->q_alpha, n, H,
-                                                       c->order, c->d_p, K, c->tau, c->cape_mask[l],
-                                                       pos, g->M);
-        k_address<<<blocks((int64_t)n * H, 64), 64>>>(d.waddr, d.wslot, d.ww, g->k, lw->k_alpha, n, H,
-                                                       c->order, c->d_p, K, c->tau, c->cape_mask[l],
-                                                       pos, g->M);
+        address_launch(addr_job{ d.raddr, d.rslot, d.rw, q, lw->q_alpha },
+                       addr_job{ d.waddr, d.wslot, d.ww, k, lw->k_alpha }, 2, n, c, c->cape_mask[l],
+                       g->pos, g->M, st);
         const int64_t off = (int64_t)l * H * g->M;
         phase(g, PH_SCAN);
         if (n >= RN_CUDA_SEG_MIN)
             CU_TRY(seg_scan(g, g->S + off * dv, g->z + off, &d, n));
         else
-            k_pdma_scan<<<H, dv + 1>>>(g->o, g->S + off * dv, g->z + off, g->v, d.wslot, d.ww, d.rslot,
-                                       d.rw, n, H, K, dv, g->M, c->gamma, c->eps);
+            k_pdma_scan<<<H, dv + 1, 0, st>>>(g->o, g->S + off * dv, g->z + off, v, d.wslot, d.ww, d.rslot,
+                                              d.rw, n, H, K, dv, g->M, c->gamma, c->eps);
         if (probe) {
             phase(g, PH_PROBE);
             CU_TRY(cudaGetLastError());
-            CU_TRY(cudaMemcpy(g->host_acc, g->acc, sizeof(uint32_t) * 6 * nhk, cudaMemcpyDeviceToHost));
+            CU_TRY(cudaMemcpyAsync(g->host_acc, g->acc, sizeof(uint32_t) * 6 * nhk, cudaMemcpyDeviceToHost, st));
+            CU_TRY(cudaStreamSynchronize(st));
             report(probe, &h, l, n, H, K, pos);
         }
         phase(g, PH_GEMM);
         BLAS_TRY(rn_cu_matmul(g->x, g->o, lw->wo, n, hdv, D, 1));
         phase(g, PH_NORM);
-        k_rmsnorm<<<n, 256>>>(g->hb, g->x, lw->mlp_norm, D, c->norm_eps);
+        k_rmsnorm<<<n, 256, 0, st>>>(g->hb, g->x, lw->mlp_norm, D, c->norm_eps);
         phase(g, PH_GEMM);
-        BLAS_TRY(rn_cu_matmul(g->g, g->hb, lw->w_gate, n, D, F, 0));
-        BLAS_TRY(rn_cu_matmul(g->u, g->hb, lw->w_up, n, D, F, 0));
+        if (fuse_gu) {
+            gt = g->gu1; up = gt + F;
+            BLAS_TRY(rn_cu_matmul(gt, g->hb, lw->w_gate, 1, D, 2 * F, 0));
+        } else {
+            BLAS_TRY(rn_cu_matmul(gt, g->hb, lw->w_gate, n, D, F, 0));
+            BLAS_TRY(rn_cu_matmul(up, g->hb, lw->w_up, n, D, F, 0));
+        }
         phase(g, PH_ACT);
-        k_swiglu<<<blocks((int64_t)n * F, 256), 256>>>(g->g, g->u, (int64_t)n * F);
+        k_swiglu<<<blocks((int64_t)n * F, 256), 256, 0, st>>>(gt, up, (int64_t)n * F);
         phase(g, PH_GEMM);
-        BLAS_TRY(rn_cu_matmul(g->x, g->g, lw->w_down, n, F, D, 1));
+        BLAS_TRY(rn_cu_matmul(g->x, gt, lw->w_down, n, F, D, 1));
     }
     phase(g, PH_HEAD);
-    if (logits) {
-        int first = all_rows ? 0 : n - 1, rows = all_rows ? n : 1;
-        k_rmsnorm<<<rows, 256>>>(g->hb, g->x + (int64_t)first * D, g->w.norm, D, c->norm_eps);
+    if (rows > 0) {
+        k_rmsnorm<<<rows, 256, 0, st>>>(g->hb, g->x + (int64_t)first * D, g->w.norm, D, c->norm_eps);
         BLAS_TRY(rn_cu_matmul(g->logits, g->hb, g->w.lm_head, rows, D, V, 0));
-        CU_TRY(cudaGetLastError());
-        CU_TRY(cudaMemcpy(logits, g->logits, sizeof(float) * rows * V, cudaMemcpyDeviceToHost));
-    } else {
-        CU_TRY(cudaGetLastError());
-        CU_TRY(cudaDeviceSynchronize());
     }
-    phase(g, -1);
+    CU_TRY(cudaGetLastError());
     return RN_OK;
+}
+
+/* Capture the one-token forward (no probe, logits of the row) as a graph,
+ * once; a failed capture leaves step_state = -1 and the plain path. */
+static void capture_step(rn_cuda_rt *g)
+{
+    rn_error e2;
+    memset(&e2, 0, sizeof e2);
+    cudaGraph_t graph = NULL;
+    g->step_state = -1;
+    if (cudaStreamBeginCapture(g->st, cudaStreamCaptureModeThreadLocal) != cudaSuccess) {
+        cudaGetLastError();
+        return;
+    }
+    int rc = forward_body(g, 1, 0, 0, 1, NULL, &e2);
+    cudaError_t e = cudaStreamEndCapture(g->st, &graph);
+    if (!rc && e == cudaSuccess && cudaGraphInstantiate(&g->step, graph, 0) == cudaSuccess)
+        g->step_state = 1;
+    if (graph) cudaGraphDestroy(graph);
+    cudaGetLastError(); /* a failed capture's error is not the caller's */
+}
+
+extern "C" int rn_cuda_forward(rn_cuda_rt *g, const int *tokens, int n, int64_t pos, float *logits,
+                               int all_rows, const rn_probe *probe, rn_error *err)
+{
+    const int V = g->c.vocab_size;
+    if (n < 1 || n > g->chunk) return rn_seterr(err, RN_EINPUT, "CUDA forward: %d rows (chunk %d)", n, g->chunk);
+    int first = all_rows ? 0 : n - 1, rows = logits ? (all_rows ? n : 1) : 0;
+    BLAS_TRY(rn_cu_gemm_stream(g->st));
+    int rc = RN_OK;
+    cudaError_t e = cudaMemcpyAsync(g->tok, tokens, sizeof(int) * n, cudaMemcpyHostToDevice, g->st);
+    if (e == cudaSuccess) e = cudaMemcpyAsync(g->pos, &pos, sizeof pos, cudaMemcpyHostToDevice, g->st);
+    /* &pos is pageable: the copy is staged before cudaMemcpyAsync returns */
+    const int graphable = n == 1 && !probe && rows == 1 && !g->prof;
+    if (e == cudaSuccess && graphable && g->step_state == 0) capture_step(g);
+    if (e == cudaSuccess) {
+        if (graphable && g->step_state == 1)
+            e = cudaGraphLaunch(g->step, g->st);
+        else
+            rc = forward_body(g, n, pos, first, rows, probe, err);
+    }
+    if (e == cudaSuccess && !rc && rows > 0)
+        e = cudaMemcpyAsync(logits, g->logits, sizeof(float) * rows * V, cudaMemcpyDeviceToHost, g->st);
+    if (e == cudaSuccess && !rc) e = cudaStreamSynchronize(g->st);
+    phase(g, -1);
+    rn_cu_gemm_stream(NULL); /* back to the default stream for other users of the handle */
+    if (!rc && e != cudaSuccess) rc = rn_seterr(err, RN_EINTERNAL, "CUDA forward: %s", cudaGetErrorString(e));
+    return rc;
 }
 
 extern "C" int rn_cuda_decode(const float *a, const float *alpha, const rn_config *c,
@@ -573,6 +748,7 @@ extern "C" int rn_cuda_decode(const float *a, const float *alpha, const rn_confi
     const size_t na = sizeof(float) * n * H * dk, nk = (size_t)n * H * K;
     float *da = NULL, *dal = NULL, *dw = NULL;
     uint32_t *ds = NULL, *dad = NULL;
+    int64_t *dpos = NULL;
     cudaError_t e = cudaMalloc(&da, na);
     if (e == cudaSuccess) e = cudaMalloc(&dad, sizeof(uint32_t) * nk);
     if (e == cudaSuccess) e = cudaMalloc(&dal, sizeof(float) * H);
@@ -580,15 +756,17 @@ extern "C" int rn_cuda_decode(const float *a, const float *alpha, const rn_confi
     if (e == cudaSuccess) e = cudaMalloc(&ds, sizeof(uint32_t) * nk);
     if (e == cudaSuccess) e = cudaMemcpy(da, a, na, cudaMemcpyHostToDevice);
     if (e == cudaSuccess) e = cudaMemcpy(dal, alpha, sizeof(float) * H, cudaMemcpyHostToDevice);
+    if (e == cudaSuccess) e = cudaMalloc(&dpos, sizeof pos0);
+    if (e == cudaSuccess) e = cudaMemcpy(dpos, &pos0, sizeof pos0, cudaMemcpyHostToDevice);
     if (e == cudaSuccess) {
-        k_address<<<blocks((int64_t)n * H, 64), 64>>>(dad, ds, dw, da, dal, n, H, c->order, c->d_p, K,
-                                                     c->tau, cape_mask, pos0, rn_config_slots(c));
+        addr_job j = { dad, ds, dw, da, dal };
+        address_launch(j, j, 1, n, c, cape_mask, dpos, rn_config_slots(c), 0);
         e = cudaGetLastError();
     }
     if (e == cudaSuccess) e = cudaMemcpy(addr, dad, sizeof(uint32_t) * nk, cudaMemcpyDeviceToHost);
     if (e == cudaSuccess) e = cudaMemcpy(slot, ds, sizeof(uint32_t) * nk, cudaMemcpyDeviceToHost);
     if (e == cudaSuccess) e = cudaMemcpy(w, dw, sizeof(float) * nk, cudaMemcpyDeviceToHost);
-    cudaFree(da); cudaFree(dal); cudaFree(dw); cudaFree(ds); cudaFree(dad);
+    cudaFree(da); cudaFree(dal); cudaFree(dw); cudaFree(ds); cudaFree(dad); cudaFree(dpos);
     if (e != cudaSuccess) return rn_seterr(err, RN_EINTERNAL, "CUDA decode: %s", cudaGetErrorString(e));
     return RN_OK;
 }

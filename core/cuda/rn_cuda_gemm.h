@@ -3,7 +3,8 @@
  *
  * All matrices are row-major device arrays, as rn_layers.h lays them out:
  * activations [n, width], weights W[O, I] (out_w rows of in_w).  Every call
- * is asynchronous on the default stream and returns the cuBLAS status as a
+ * is asynchronous (on the default stream unless rn_cu_gemm_stream says
+ * otherwise) and returns the cuBLAS status as a
  * cudaError_t-like int (0 = success); rn_cu_gemm_error() names it.
  *
  * Precision: float32 inputs and outputs.  By default the products use
@@ -22,6 +23,10 @@ extern "C" {
 /* Create the process's cuBLAS handle (idempotent; thread-compatible, not
  * thread-safe: call from the thread that runs the model).  0 on success. */
 int rn_cu_gemm_init(void);
+
+/* Run the products that follow on CUDA stream `stream` (a cudaStream_t;
+ * NULL: the legacy default stream, where the handle starts). */
+int rn_cu_gemm_stream(void *stream);
 
 /* Text of a status returned by the functions below. */
 const char *rn_cu_gemm_error(int status);
