@@ -38,5 +38,5 @@ int rn_device_select(const char *arg, const char *gpu_missing, rn_device *out, r
 
 int rn_device_default_chunk(rn_device d)
 {
-    return d == RN_DEVICE_CUDA ? 2048 : 256;
+    return d == RN_DEVICE_CUDA ? 1024 : 256;
 }

@@ -21,8 +21,8 @@ int rn_device_check(rn_device d, rn_error *err);
 int rn_device_select(const char *arg, const char *gpu_missing, rn_device *out, rn_error *err);
 
 /* Default prefill rows per forward call on device d: 256 on the CPU (the
- * activations stay in cache), 2048 on the GPU (its products need thousands
- * of rows to fill the chip: docs/cuda.md). */
+ * activations stay in cache), 1024 on the GPU (its products need a thousand
+ * rows or more to fill the chip; 2048 measured no faster: docs/cuda.md). */
 int rn_device_default_chunk(rn_device d);
 
 #endif

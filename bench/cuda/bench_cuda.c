@@ -13,7 +13,7 @@
  * calls, not the SQLite writer (bench/bench_trace.c measures that).
  * Prints "skipped: no CUDA device" and exits 0 without a GPU.
  *
- *   bench_cuda [paper|stories15m|all|phases]      (mk/cuda.mk: make bench-cuda)
+ *   bench_cuda [paper|stories15m|all|phases|steps|train]      (mk/cuda.mk: make bench-cuda)
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -139,6 +139,29 @@ static int phases(void)
     return 0;
 }
 
+/* `bench_cuda steps`: a 16-token prefill and 32 steps at the paper's shape
+ * and nothing else, for a kernel profiler (ncu) to time each kernel. */
+static int steps_only(void)
+{
+    rn_config c;
+    rn_model m;
+    rn_error err = { 0 };
+    paper_shape(&c);
+    if (rn_model_create_random(&m, &c, 1, &err)) { fprintf(stderr, "%s\n", err.msg); return 1; }
+    int tok[48];
+    float *logits = malloc(sizeof(float) * c.vocab_size);
+    for (int t = 0; t < 48; t++) tok[t] = (int)((t * 2654435761u) % (unsigned)c.vocab_size);
+    rn_runtime *rt = NULL;
+    int rc = rn_runtime_create_on(&m, 64, RN_DEVICE_CUDA, &rt, &err);
+    if (!rc) rc = rn_prefill(rt, tok, 16, logits, 0, &err);
+    for (int s = 0; s < 32 && !rc; s++) rc = rn_step(rt, tok[16 + s], logits, &err);
+    if (rc) fprintf(stderr, "%s\n", err.msg);
+    rn_runtime_free(rt);
+    free(logits);
+    rn_model_free(&m);
+    return rc != 0;
+}
+
 int main(int argc, char **argv)
 {
     const char *which = argc > 1 ? argv[1] : "all";
@@ -147,6 +170,7 @@ int main(int argc, char **argv)
         return 0;
     }
     if (!strcmp(which, "phases")) return phases();
+    if (!strcmp(which, "steps")) return steps_only();
     int rc = 0;
     rn_config c;
     if (!strcmp(which, "stories15m") || !strcmp(which, "all")) {

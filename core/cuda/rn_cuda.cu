@@ -47,7 +47,6 @@ struct rn_cuda_rt {
     uint32_t *host_acc;        /* pinned host copy of them, for a probe */
     /* slot-parallel scan (chunks of >= RN_CUDA_SEG_MIN rows): H·C·K events */
     uint32_t *sk, *sk2, *sv, *sv2; /* sort keys (slot) and values (event), in and out */
-    int *soff;                     /* H+1 segment offsets for the sort */
     float *sst;                    /* [H·C·K, d_v+1] state after each sorted write */
     void *cub_tmp;
     size_t cub_bytes;
@@ -102,6 +101,9 @@ extern "C" int rn_cuda_supported(const rn_config *c, rn_error *err)
     if (c->top_k > RN_CUDA_MAX_K)
         return rn_seterr(err, RN_EINPUT, "--device cuda: top_k %d exceeds the GPU decoder's limit of %d",
                          c->top_k, RN_CUDA_MAX_K);
+    if ((double)c->n_heads * (double)rn_config_slots(c) > 4294967295.0) /* the scan's 32-bit sort key */
+        return rn_seterr(err, RN_EINPUT, "--device cuda: heads x slots (%d x %lld) exceeds 2^32",
+                         c->n_heads, (long long)rn_config_slots(c));
     return RN_OK;
 }
 
@@ -318,20 +320,23 @@ __global__ void k_reset(float *S, float *z, int64_t nS, int64_t nz, float inv)
 
 /* ---- the slot-parallel PDMA scan (docs/cuda.md; the same algorithm as
  * portable C in rn_cuda_scan.h).  Per layer, for n rows: the n·K writes of
- * each head sorted stably by slot (CUB segmented radix sort, one segment
- * per head), so each slot's writes are a contiguous run in row order; one
+ * each head sorted stably by (head, slot) (one CUB radix sort), so each
+ * slot's writes are a contiguous run in row order; one
  * thread per (run, column) applies them in order, keeping the state after
  * each; reads look that state up; the runs' last states are written back. */
 
-/* Keys (slot) and values (event e = t·K + j) of every head's writes; head
- * h's events at h·nK. */
-__global__ void k_seg_keys(uint32_t *key, uint32_t *val, const uint32_t *wslot, int n, int H, int K)
+/* Keys (h·M + slot: the row of S within the layer) and values (event
+ * e = t·K + j) of every head's writes.  One stable sort of these keys
+ * groups the events by head, then by slot, in row order; head h's events
+ * end up at [h·nK, (h+1)·nK), as each head has nK. */
+__global__ void k_seg_keys(uint32_t *key, uint32_t *val, const uint32_t *wslot, int n, int H, int K,
+                           int64_t M)
 {
     int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x, nK = (int64_t)n * K;
     if (i >= H * nK) return;
     int h = (int)(i / nK);
     int64_t e = i % nK, t = e / K, j = e % K;
-    key[i] = wslot[(t * H + h) * K + j];
+    key[i] = (uint32_t)(h * M + wslot[(t * H + h) * K + j]);
     val[i] = (uint32_t)e;
 }
 
@@ -351,7 +356,7 @@ __global__ void k_seg_walk(float *st, const float *S, const float *z, const uint
     const int64_t end = (int64_t)(h + 1) * nK;
     const uint32_t s = key[p];
     if (p % nK != 0 && key[p - 1] == s) return; /* not the first write of its run */
-    float x = c < dv ? S[((int64_t)h * M + s) * dv + c] : z[(int64_t)h * M + s];
+    float x = c < dv ? S[(int64_t)s * dv + c] : z[s];
     for (int64_t q = p; q < end && key[q] == s; q++) {
         int64_t e = val[q], t = e / K, a = (t * H + h) * K + e % K;
         float w = ww[a], d = decay(w, gamma);
@@ -390,7 +395,7 @@ __global__ void k_seg_read(float *o, const float *S, const float *z, const uint3
     float acc = 0;
     for (int j = 0; j < K; j++) {
         int64_t a = ((int64_t)t * H + h) * K + j;
-        uint32_t s = rslot[a];
+        uint32_t s = (uint32_t)(h * M + rslot[a]);
         int64_t p = seg_upper(kh, vh, K, nK, s, t) - 1;
         float zz, x;
         if (p >= 0 && kh[p] == s) {
@@ -398,8 +403,8 @@ __global__ void k_seg_read(float *o, const float *S, const float *z, const uint3
             zz = row[dv];
             x = row[c];
         } else {
-            zz = z[(int64_t)h * M + s];
-            x = S[((int64_t)h * M + s) * dv + c];
+            zz = z[s];
+            x = S[(int64_t)s * dv + c];
         }
         float k = rw[a] / (zz + eps);
         acc += k * x;
@@ -409,18 +414,17 @@ __global__ void k_seg_read(float *o, const float *S, const float *z, const uint3
 
 /* Write-back of each run's last state: one thread per (event, column). */
 __global__ void k_seg_writeback(float *S, float *z, const uint32_t *key, const float *st, int n,
-                                int H, int K, int dv, int64_t M)
+                                int H, int K, int dv)
 {
     int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x, nK = (int64_t)n * K;
     const int C = dv + 1;
     if (i >= H * nK * C) return;
     int64_t p = i / C;
     int c = (int)(i % C);
-    int h = (int)(p / nK);
     if ((p + 1) % nK != 0 && key[p + 1] == key[p]) return; /* not the run's last write */
     uint32_t s = key[p];
-    if (c < dv) S[((int64_t)h * M + s) * dv + c] = st[p * C + c];
-    else z[(int64_t)h * M + s] = st[p * C + dv];
+    if (c < dv) S[(int64_t)s * dv + c] = st[p * C + c];
+    else z[s] = st[p * C + dv];
 }
 
 /* ---- host side ---- */
@@ -471,7 +475,7 @@ extern "C" int rn_cuda_rt_create(const rn_model *m, int max_chunk, rn_cuda_rt **
         sizeof(float) * C * F, sizeof(float) * C * F, sizeof(float) * C * V,
         sizeof(uint32_t) * 6 * C * H * K, sizeof(int) * C,
         sizeof(uint32_t) * C * H * K, sizeof(uint32_t) * C * H * K, sizeof(uint32_t) * C * H * K,
-        sizeof(uint32_t) * C * H * K, sizeof(int) * (H + 1), sizeof(float) * C * H * K * (c->d_v + 1),
+        sizeof(uint32_t) * C * H * K, sizeof(float) * C * H * K * (c->d_v + 1),
         sizeof(float) * (2 * hdk + hdv), sizeof(float) * 2 * F, sizeof(int64_t),
     };
     size_t total = 0;
@@ -500,7 +504,7 @@ extern "C" int rn_cuda_rt_create(const rn_model *m, int max_chunk, rn_cuda_rt **
     CARVE(k, float); CARVE(v, float); CARVE(o, float); CARVE(g, float); CARVE(u, float);
     CARVE(logits, float); CARVE(acc, uint32_t); CARVE(tok, int);
     CARVE(sk, uint32_t); CARVE(sk2, uint32_t); CARVE(sv, uint32_t); CARVE(sv2, uint32_t);
-    CARVE(soff, int); CARVE(sst, float); CARVE(qkv1, float); CARVE(gu1, float);
+    CARVE(sst, float); CARVE(qkv1, float); CARVE(gu1, float);
     CARVE(pos, int64_t);
 #undef CARVE
     const rn_weights *hw = &m->w;
@@ -520,8 +524,7 @@ extern "C" int rn_cuda_rt_create(const rn_model *m, int max_chunk, rn_cuda_rt **
         b->w_down = dev_of(m, g->params, a->w_down);
     }
     /* the sort's scratch, sized for the largest chunk */
-    e = cub::DeviceSegmentedRadixSort::SortPairs(NULL, g->cub_bytes, g->sk, g->sk2, g->sv, g->sv2,
-                                                 (int)(C * H * K), (int)H, g->soff, g->soff + 1);
+    e = cub::DeviceRadixSort::SortPairs(NULL, g->cub_bytes, g->sk, g->sk2, g->sv, g->sv2, (int)(C * H * K));
     if (e == cudaSuccess) e = cudaMalloc(&g->cub_tmp, g->cub_bytes > 0 ? g->cub_bytes : 1);
     if (e != cudaSuccess) {
         rc = rn_seterr(err, RN_ENOMEM, "CUDA: %s (sort scratch)", cudaGetErrorString(e));
@@ -583,11 +586,6 @@ static void report(const rn_probe *probe, const accesses *a, int l, int n, int H
         }
 }
 
-__global__ void k_seg_offsets(int *off, int H, int nK)
-{
-    int h = blockIdx.x * blockDim.x + threadIdx.x;
-    if (h <= H) off[h] = h * nK;
-}
 
 /* One layer's memory scan of n rows by the slot-parallel scan (state S, z
  * of the layer's heads). */
@@ -596,20 +594,18 @@ static cudaError_t seg_scan(rn_cuda_rt *g, float *S, float *z, const accesses *a
     const rn_config *c = &g->c;
     const int H = c->n_heads, K = c->top_k, dv = c->d_v, C = dv + 1;
     const int64_t nK = (int64_t)n * K, total = H * nK;
-    int end_bit = 1;
-    while (end_bit < 32 && ((int64_t)1 << end_bit) < g->M) end_bit++;
-    k_seg_keys<<<blocks(total, 256), 256, 0, g->st>>>(g->sk, g->sv, a->wslot, n, H, K);
-    k_seg_offsets<<<blocks(H + 1, 64), 64, 0, g->st>>>(g->soff, H, (int)nK);
+    int end_bit = 1; /* bits of the largest key, H·M − 1 */
+    while (end_bit < 32 && ((int64_t)1 << end_bit) < H * g->M) end_bit++;
+    k_seg_keys<<<blocks(total, 256), 256, 0, g->st>>>(g->sk, g->sv, a->wslot, n, H, K, g->M);
     size_t bytes = g->cub_bytes;
-    cudaError_t e = cub::DeviceSegmentedRadixSort::SortPairs(g->cub_tmp, bytes, g->sk, g->sk2, g->sv,
-                                                             g->sv2, (int)total, H, g->soff,
-                                                             g->soff + 1, 0, end_bit, g->st);
+    cudaError_t e = cub::DeviceRadixSort::SortPairs(g->cub_tmp, bytes, g->sk, g->sk2, g->sv, g->sv2,
+                                                    (int)total, 0, end_bit, g->st);
     if (e != cudaSuccess) return e;
     k_seg_walk<<<blocks(total * C, 256), 256, 0, g->st>>>(g->sst, S, z, g->sk2, g->sv2, a->ww, g->v, n, H, K, dv,
                                                g->M, c->gamma);
     k_seg_read<<<blocks((int64_t)n * H * dv, 256), 256, 0, g->st>>>(g->o, S, z, g->sk2, g->sv2, g->sst, a->rslot,
                                                           a->rw, n, H, K, dv, g->M, c->eps);
-    k_seg_writeback<<<blocks(total * C, 256), 256, 0, g->st>>>(S, z, g->sk2, g->sst, n, H, K, dv, g->M);
+    k_seg_writeback<<<blocks(total * C, 256), 256, 0, g->st>>>(S, z, g->sk2, g->sst, n, H, K, dv);
     return cudaGetLastError();
 }
 

@@ -22,7 +22,7 @@ extern "C" int rn_cu_gemm_init(void)
         return (int)s;
     }
     const char *tf32 = getenv("RN_CUDA_TF32");
-    cublasMath_t mode = tf32 && !strcmp(tf32, "1") ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_PEDANTIC_MATH;
+    cublasMath_t mode = tf32 && !strcmp(tf32, "1") ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH;
     return (int)cublasSetMathMode(g_blas, mode);
 }
 

@@ -8,8 +8,9 @@
  * cudaError_t-like int (0 = success); rn_cu_gemm_error() names it.
  *
  * Precision: float32 inputs and outputs.  By default the products use
- * cuBLAS's pedantic FP32 path (no TF32), so results differ from OpenBLAS's
- * sgemm only by the order of the sums; RN_CUDA_TF32=1 in the environment
+ * cuBLAS's default math mode, which for SGEMM computes in FP32 (no TF32),
+ * so results differ from OpenBLAS's sgemm only by the order of the sums;
+ * RN_CUDA_TF32=1 in the environment
  * allows TF32 tensor cores (faster, about 1e-3 relative error: not for the
  * parity tests).
  */
