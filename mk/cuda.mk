@@ -10,7 +10,8 @@
 # CUDA runtime is linked statically (libcudart_static.a), so binaries carry
 # no libcudart dependency (scripts/gpu-bundle); the GPU needs only a driver
 # new enough for this toolkit.  Without CUDA=1 the library holds
-# core/cuda/rn_cuda_stub.c and `--device cuda` is refused.
+# core/cuda/rn_cuda_stub.c and rn_cuda_train_stub.c, and `--device cuda` is
+# refused.
 
 ifeq ($(origin NVCC),undefined)
 NVCC      := $(or $(shell command -v nvcc 2>/dev/null),$(wildcard /usr/local/cuda/bin/nvcc))
@@ -22,7 +23,8 @@ CUDA_STDCXX ?= -lstdc++
 CUDA_LIBS  = -L$(CUDA_HOME)/lib64 -lcudart_static -ldl -lrt $(CUDA_STDCXX)
 CU_SRC    := $(wildcard core/cuda/*.cu)
 CU_OBJ    := $(CU_SRC:core/cuda/%.cu=$(BUILD)/cuda/%.o)
-CU_HDR    := $(wildcard core/cuda/*.h) core/rn_model.h core/rn_config.h core/rn_params.h
+CU_HDR    := $(wildcard core/cuda/*.h) core/rn_model.h core/rn_config.h core/rn_params.h \
+             core/rn_train.h core/rn_adamw.h
 
 ifeq ($(CUDA),1)
 ifeq ($(NVCC),)
@@ -31,7 +33,7 @@ endif
 LIB_OBJ += $(CU_OBJ)
 LDLIBS  += $(CUDA_LIBS)
 else
-LIB_OBJ += $(BUILD)/core/cuda/rn_cuda_stub.o
+LIB_OBJ += $(BUILD)/core/cuda/rn_cuda_stub.o $(BUILD)/core/cuda/rn_cuda_train_stub.o
 endif
 
 $(BUILD)/cuda/%.o: core/cuda/%.cu $(CU_HDR) mk/cuda.mk
