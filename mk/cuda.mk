@@ -42,7 +42,7 @@ $(BUILD)/cuda/%.o: core/cuda/%.cu $(CU_HDR) mk/cuda.mk
 
 # The parity suite: its own CUnit binary, linked with the CUDA objects ahead
 # of the library (whose stub member then stays out of the link).
-CU_TEST_OBJ := $(BUILD)/tests/cuda/test_cuda_parity.o
+CU_TEST_OBJ := $(BUILD)/tests/cuda/test_cuda_parity.o $(BUILD)/tests/cuda/test_cuda_train.o
 $(BUILD)/test_cuda_parity: $(CU_TEST_OBJ) $(CU_OBJ) $(LIB)
 	$(CC) $(LDFLAGS) -o $@ $(CU_TEST_OBJ) $(CU_OBJ) $(LIB) $(LDLIBS) $(if $(filter 1,$(CUDA)),,$(CUDA_LIBS)) -lcunit
 
