@@ -66,3 +66,22 @@ $(BUILD)/bench_cuda: $(CU_BENCH_OBJ) $(CU_OBJ) $(LIB)
 .PHONY: bench-cuda
 bench-cuda: setup $(BUILD)/bench_cuda
 	$(BUILD)/bench_cuda all
+
+# The GPU trainer's kernels compiled for the host (tests/cuda/emu/: a
+# minimal CUDA runtime whose launches run blocks in turn and threads as
+# coroutines), run by `make test` against the CPU trainer with the same
+# tests as the parity suite.  Checks logic and indexing anywhere; the GPU's
+# own rounding and concurrency only test_cuda_parity checks.
+CXX_EMU   ?= g++
+EMU_CXXFLAGS = -std=c++17 -O2 -g -Wall -Wextra -Werror $(SAN) -DRN_CUDA_TRAIN_NT=32 \
+               -Itests/cuda/emu -Icore -Icore/cuda $(PKGCFG)
+$(BUILD)/emu/rn_cuda_train_emu.cpp: core/cuda/rn_cuda_train.cu | setup
+	@mkdir -p $(dir $@)
+	@sed -E 's/([A-Za-z_][A-Za-z_0-9]*)<<<(.*)>>>\(/EMU_LAUNCH(\1, \2)(/' $< > $@.tmp && mv $@.tmp $@
+$(BUILD)/emu/rn_cuda_train_emu.o: $(BUILD)/emu/rn_cuda_train_emu.cpp $(CU_HDR) tests/cuda/emu/cuda_runtime.h
+	@echo "CXX $< (host emulation)"; $(CXX_EMU) $(EMU_CXXFLAGS) -c $< -o $@
+EMU_OBJ := $(BUILD)/emu/rn_cuda_train_emu.o $(BUILD)/tests/cuda/emu/emu_gemm.o \
+           $(BUILD)/tests/cuda/emu/emu_main.o $(BUILD)/tests/cuda/test_cuda_train.o
+$(BUILD)/test_cuda_train_emu: $(EMU_OBJ) $(LIB)
+	$(CXX_EMU) $(LDFLAGS) -o $@ $(EMU_OBJ) $(LIB) $(LDLIBS) -lcunit
+TEST_BINS += $(BUILD)/test_cuda_train_emu

@@ -85,8 +85,13 @@ struct rn_cuda_trainer {
     uint8_t *h_correct;
 };
 
+/* Threads per block of the row and reduction kernels (a power of two);
+ * the host emulation of tests/cuda/emu builds with fewer. */
+#ifndef RN_CUDA_TRAIN_NT
+#define RN_CUDA_TRAIN_NT 256
+#endif
+#define NT RN_CUDA_TRAIN_NT
 #define RED_BLOCKS 256
-#define NT 256
 
 static unsigned blocks(int64_t n, int per) { return (unsigned)((n + per - 1) / per); }
 
@@ -626,9 +631,9 @@ extern "C" int rn_cuda_trainer_create(rn_cuda_trainer **out, const rn_model *m, 
     const int64_t M = rn_config_slots(c);
     if (!kw_max) kw_max = c->top_k;
     if (!kr_max) kr_max = c->top_k;
-    if (kw_max < c->top_k || kr_max < c->top_k || kw_max > M || kr_max > M)
-        return rn_seterr(err, RN_EINPUT, "GPU trainer: top-K room %d/%d must lie in [top_k %d, M = %lld]",
-                         kw_max, kr_max, c->top_k, (long long)M);
+    if (kw_max < c->top_k || kw_max > M || kr_max < 1 || kr_max > M)
+        return rn_seterr(err, RN_EINPUT, "GPU trainer: top-K room %d (writes) / %d (reads) outside [%d, %lld] / [1, %lld]",
+                         kw_max, kr_max, c->top_k, (long long)M, (long long)M);
     if (kw_max > RN_CUDA_MAX_K || kr_max > RN_CUDA_MAX_K)
         return rn_seterr(err, RN_EINPUT, "--device cuda: top-K %d exceeds the GPU decoder's limit of %d",
                          kw_max > kr_max ? kw_max : kr_max, RN_CUDA_MAX_K);
@@ -649,7 +654,7 @@ extern "C" int rn_cuda_trainer_create(rn_cuda_trainer **out, const rn_model *m, 
     tr->max_lab = max_lab < max_rows ? max_lab : max_rows;
     tr->kw_max = kw_max;
     tr->kr_max = kr_max;
-    tr->Kr = c->top_k;
+    tr->Kr = c->top_k < kr_max ? c->top_k : kr_max;
     tr->eps_g = eps_g;
     const size_t per = sizeof(float) * (size_t)M * (c->d_v + 1);
     int64_t n_par = (int64_t)(SCAN_SCRATCH_BYTES / 2 / per);

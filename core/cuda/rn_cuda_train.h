@@ -32,10 +32,11 @@ typedef struct rn_cuda_trainer rn_cuda_trainer;
 
 /* A trainer for model m's config with room for max_rows = B·T rows and
  * max_lab labelled rows, the proxy gradient's eps_g, and room for up to
- * kw_max write and kr_max read addresses per (row, head) (0 = the model's
- * top_k; top-K annealing uses larger ones, rn_cuda_trainer_set_topk).
- * Uploads m's parameters; moments and gradients start at zero.  Both K
- * start at the model's top_k.  One device allocation, nothing per step. */
+ * kw_max write (>= top_k) and kr_max read addresses per (row, head) (0 =
+ * the model's top_k; top-K annealing uses larger ones, a read K below
+ * top_k smaller ones: rn_cuda_trainer_set_topk).  Uploads m's parameters;
+ * moments and gradients start at zero.  The writes' K starts at top_k, the
+ * reads' at min(top_k, kr_max).  One device allocation, nothing per step. */
 int rn_cuda_trainer_create(rn_cuda_trainer **out, const rn_model *m, int max_rows, int max_lab,
                            double eps_g, int kw_max, int kr_max, rn_error *err);
 void rn_cuda_trainer_free(rn_cuda_trainer *tr);

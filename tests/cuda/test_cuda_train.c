@@ -9,7 +9,7 @@
  *   - the mean cross-entropy of one forward: relative difference < 1e-4;
  *   - every parameter gradient after a backward: max|g − c| / max|c| per
  *     tensor < 1e-3 (the worst tensor is printed);
- *   - 20 AdamW steps (two accumulated micro-batches each, clipping on, a
+ *   - 20 AdamW steps (rn_cuda_train_test_steps; two accumulated micro-batches each, clipping on, a
  *     warm-up and cosine schedule) on both: losses within 1e-3 of each
  *     other at every step, and the parameters brought back from the GPU
  *     close to the CPU's.
@@ -38,6 +38,9 @@ static const tshape g_tshapes[] = {
     { 1, 16, 4, 4, 1, 0, 0.5f }, { 4, 4, 16, 16, 1, 1, 2.0f },
 };
 #define N_TSHAPES (int)(sizeof g_tshapes / sizeof g_tshapes[0])
+
+/* AdamW steps of the step test (the host emulation runs fewer). */
+int rn_cuda_train_test_steps = 20;
 
 static long g_tensors;
 static double g_worst_grad, g_worst_loss_rel, g_worst_step_diff, g_worst_param;
@@ -164,7 +167,8 @@ static void test_train_steps_parity(void)
         const tshape *sh = &g_tshapes[si];
         rn_model m;
         CU_ASSERT_EQUAL_FATAL(make_tmodel(&m, sh, 600 + si), RN_OK);
-        const int B = 2, T = 48, n = B * T, V = m.cfg.vocab_size, steps = 20, accum = 2;
+        const int B = 2, T = 48, n = B * T, V = m.cfg.vocab_size, accum = 2;
+        const int steps = rn_cuda_train_test_steps;
         const int64_t nb = m.n_block;
         rn_adamw_opts o;
         rn_adamw_defaults(&o);
@@ -229,14 +233,14 @@ static void test_train_steps_parity(void)
 void rn_cuda_train_tests(CU_pSuite s)
 {
     CU_add_test(s, "GPU trainer: loss and every parameter gradient == CPU's", test_train_grad_parity);
-    CU_add_test(s, "GPU trainer: 20 AdamW steps track the CPU's losses", test_train_steps_parity);
+    CU_add_test(s, "GPU trainer: AdamW steps track the CPU's losses", test_train_steps_parity);
 }
 
 void rn_cuda_train_summary(void)
 {
     printf("cuda train parity: %ld tensors, worst gradient relative error %.3g (%s); "
-           "20-step loss max diff %.3g\n", g_tensors, g_worst_grad, g_worst_name[0] ? g_worst_name : "-",
-           g_worst_step_diff);
-    printf("cuda train parity: worst first-forward loss relative error %.3g; parameters after 20 steps "
-           "max relative difference %.3g\n", g_worst_loss_rel, g_worst_param);
+           "%d-step loss max diff %.3g\n", g_tensors, g_worst_grad, g_worst_name[0] ? g_worst_name : "-",
+           rn_cuda_train_test_steps, g_worst_step_diff);
+    printf("cuda train parity: worst first-forward loss relative error %.3g; parameters after %d steps "
+           "max relative difference %.3g\n", g_worst_loss_rel, rn_cuda_train_test_steps, g_worst_param);
 }
