@@ -12,7 +12,11 @@
  *   - 20 AdamW steps (rn_cuda_train_test_steps; two accumulated micro-batches each, clipping on, a
  *     warm-up and cosine schedule) on both: losses within 1e-3 of each
  *     other at every step, and the parameters brought back from the GPU
- *     close to the CPU's.
+ *     close to the CPU's;
+ *   - the training loop (rn_train_run, MQAR, top-K annealing, evaluation
+ *     and checkpoints) with device = cuda: its step losses track the CPU
+ *     run's, and a checkpoint written on either device resumes on the
+ *     other to the same losses.
  * Summary line: "cuda train parity: N tensors, worst gradient relative
  * error E; 20-step loss max diff D".
  */
@@ -20,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <CUnit/Basic.h>
 
@@ -28,7 +33,9 @@
 #include "rn_model.h"
 #include "rn_params.h"
 #include "rn_rng.h"
+#include "rn_device.h"
 #include "rn_train.h"
+#include "rn_train_loop.h"
 
 typedef struct { int U, dp, K, Kr, cape, tied; float gamma; } tshape;
 
@@ -43,7 +50,7 @@ static const tshape g_tshapes[] = {
 int rn_cuda_train_test_steps = 20;
 
 static long g_tensors;
-static double g_worst_grad, g_worst_loss_rel, g_worst_step_diff, g_worst_param;
+static double g_worst_grad, g_worst_loss_rel, g_worst_step_diff, g_worst_param, g_worst_loop_diff;
 static char g_worst_name[80];
 
 static int make_tmodel(rn_model *m, const tshape *s, uint64_t seed)
@@ -230,10 +237,92 @@ static void test_train_steps_parity(void)
     }
 }
 
+/* The step losses a run reports (STEP events; log_every = 1). */
+typedef struct { double loss[64]; int n; } loss_log;
+
+static void record_loss(void *user, const rn_train_event *ev)
+{
+    loss_log *lg = user;
+    if (ev->kind == RN_TRAIN_EV_STEP && ev->step >= 1 && ev->step <= 64) {
+        lg->loss[ev->step - 1] = ev->loss;
+        if (ev->step > lg->n) lg->n = (int)ev->step;
+    }
+}
+
+/* One run of the loop on `device`; stop_after / resume as the options. */
+static int loop_run(const rn_config *c, const rn_train_opts *base, int device, int64_t stop_after,
+                    const char *resume, const char *out, loss_log *lg)
+{
+    rn_train_opts o = *base;
+    o.device = device;
+    o.stop_after = stop_after;
+    snprintf(o.out, sizeof o.out, "%s", out);
+    snprintf(o.ckpt, sizeof o.ckpt, "%s.ckpt", out);
+    snprintf(o.resume, sizeof o.resume, "%s", resume ? resume : "");
+    rn_error err = { 0 };
+    int rc = rn_train_run(&o, c, record_loss, lg, NULL, &err);
+    if (rc) fprintf(stderr, "train (%s): %s\n", device == RN_DEVICE_CUDA ? "cuda" : "cpu", err.msg);
+    return rc;
+}
+
+static void test_train_loop_devices(void)
+{
+    rn_config c;
+    rn_train_opts o;
+    rn_config_default(&c);
+    rn_train_opts_default(&o, RN_TASK_MQAR);
+    const char *cfg = "vocab_size = 600\ntokenizer = ids\nd_model = 16\nn_layers = 2\nn_heads = 2\n"
+                      "d_p = 4\norder = 2\nd_v = 8\ntop_k = 2\nd_ff = 32\ncape = first:1\n"
+                      "steps = 8\nbatch = 2\nseq_len = 64\nlr = 3e-3\nwarmup = 2\neval_every = 4\n"
+                      "eval_examples = 2\nckpt_every = 4\nlog_every = 1\ngrad_accum = 2\n"
+                      "mqar_train = 32:4,64:8\nmqar_eval = 64:8\ntop_k_start = 8\ntop_k_read_start = 16\n";
+    rn_error err = { 0 };
+    CU_ASSERT_EQUAL_FATAL(rn_config_parse_text(&c, cfg, "loop.cfg", rn_train_opts_set, &o, &err), RN_OK);
+    char cpu[256], gpu[256], g2c[256], c2g[256], ck[300];
+    const int pid = (int)getpid();
+    snprintf(cpu, sizeof cpu, "/tmp/rn_cuda_train_%d_cpu.bin", pid);
+    snprintf(gpu, sizeof gpu, "/tmp/rn_cuda_train_%d_gpu.bin", pid);
+    snprintf(g2c, sizeof g2c, "/tmp/rn_cuda_train_%d_g2c.bin", pid);
+    snprintf(c2g, sizeof c2g, "/tmp/rn_cuda_train_%d_c2g.bin", pid);
+    loss_log lc = { { 0 }, 0 }, lg = { { 0 }, 0 }, lx = { { 0 }, 0 }, ly = { { 0 }, 0 };
+    CU_ASSERT_EQUAL_FATAL(loop_run(&c, &o, RN_DEVICE_CPU, 0, NULL, cpu, &lc), RN_OK);
+    CU_ASSERT_EQUAL_FATAL(loop_run(&c, &o, RN_DEVICE_CUDA, 0, NULL, gpu, &lg), RN_OK);
+    CU_ASSERT_EQUAL(lc.n, 8);
+    CU_ASSERT_EQUAL(lg.n, 8);
+    for (int i = 0; i < lc.n; i++) {
+        g_worst_loop_diff = fmax(g_worst_loop_diff, fabs(lc.loss[i] - lg.loss[i]));
+        CU_ASSERT(fabs(lc.loss[i] - lg.loss[i]) < 1e-3);
+    }
+    /* GPU for 4 steps, then the CPU resumes its checkpoint; and back */
+    CU_ASSERT_EQUAL_FATAL(loop_run(&c, &o, RN_DEVICE_CUDA, 4, NULL, g2c, &lx), RN_OK);
+    snprintf(ck, sizeof ck, "%s.ckpt", g2c);
+    CU_ASSERT_EQUAL_FATAL(loop_run(&c, &o, RN_DEVICE_CPU, 0, ck, g2c, &lx), RN_OK);
+    CU_ASSERT_EQUAL_FATAL(loop_run(&c, &o, RN_DEVICE_CPU, 4, NULL, c2g, &ly), RN_OK);
+    snprintf(ck, sizeof ck, "%s.ckpt", c2g);
+    CU_ASSERT_EQUAL_FATAL(loop_run(&c, &o, RN_DEVICE_CUDA, 0, ck, c2g, &ly), RN_OK);
+    CU_ASSERT_EQUAL(lx.n, 8);
+    CU_ASSERT_EQUAL(ly.n, 8);
+    for (int i = 0; i < 8; i++) {
+        g_worst_loop_diff = fmax(g_worst_loop_diff, fabs(lx.loss[i] - lc.loss[i]));
+        g_worst_loop_diff = fmax(g_worst_loop_diff, fabs(ly.loss[i] - lc.loss[i]));
+        CU_ASSERT(fabs(lx.loss[i] - lc.loss[i]) < 1e-3);
+        CU_ASSERT(fabs(ly.loss[i] - lc.loss[i]) < 1e-3);
+    }
+    const char *outs[] = { cpu, gpu, g2c, c2g };
+    for (int i = 0; i < 4; i++) {
+        char p[300];
+        remove(outs[i]);
+        snprintf(p, sizeof p, "%s.ckpt", outs[i]);
+        remove(p);
+    }
+}
+
 void rn_cuda_train_tests(CU_pSuite s)
 {
     CU_add_test(s, "GPU trainer: loss and every parameter gradient == CPU's", test_train_grad_parity);
     CU_add_test(s, "GPU trainer: AdamW steps track the CPU's losses", test_train_steps_parity);
+    CU_add_test(s, "train loop on cuda: losses track the CPU run's; checkpoints resume across devices",
+                test_train_loop_devices);
 }
 
 void rn_cuda_train_summary(void)
@@ -242,5 +331,6 @@ void rn_cuda_train_summary(void)
            "%d-step loss max diff %.3g\n", g_tensors, g_worst_grad, g_worst_name[0] ? g_worst_name : "-",
            rn_cuda_train_test_steps, g_worst_step_diff);
     printf("cuda train parity: worst first-forward loss relative error %.3g; parameters after %d steps "
-           "max relative difference %.3g\n", g_worst_loss_rel, rn_cuda_train_test_steps, g_worst_param);
+           "max relative difference %.3g; training loop step losses max diff %.3g\n", g_worst_loss_rel,
+           rn_cuda_train_test_steps, g_worst_param, g_worst_loop_diff);
 }
