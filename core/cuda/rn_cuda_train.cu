@@ -12,6 +12,10 @@
  * where the CPU reduces in double (RMSNorm's sum of squares, dα, the
  * gradient norm) the GPU reduces in double in tree order.  All buffers are
  * carved from one cudaMalloc at create; nothing allocates per step.
+ *
+ * make test also compiles this file as host C++ and runs its kernels on
+ * the CPU (tests/cuda/emu/): mk/cuda.mk rewrites each `k<<<g, b>>>(`, so a
+ * launch must keep that much on one line.
  */
 #include <cuda_runtime.h>
 #include <math.h>
