@@ -16,7 +16,7 @@
  *   - the training loop (rn_train_run, MQAR, top-K annealing, evaluation
  *     and checkpoints) with device = cuda: its step losses track the CPU
  *     run's, and a checkpoint written on either device resumes on the
- *     other to the same losses.
+ *     other to the same losses; the text task's losses track the CPU's.
  * Summary line: "cuda train parity: N tensors, worst gradient relative
  * error E; 20-step loss max diff D".
  */
@@ -317,12 +317,60 @@ static void test_train_loop_devices(void)
     }
 }
 
+/* The text task on cuda: a small byte-level model on a generated corpus,
+ * step losses against the CPU run's. */
+static void test_train_loop_text(void)
+{
+    rn_config c;
+    rn_train_opts o;
+    rn_config_default(&c);
+    rn_train_opts_default(&o, RN_TASK_TEXT);
+    const char *cfg = "vocab_size = 257\ntokenizer = bytes\nd_model = 16\nn_layers = 2\nn_heads = 2\n"
+                      "d_p = 4\norder = 2\nd_v = 8\ntop_k = 4\nd_ff = 32\ncape = first:1\ngamma = 0.5\n"
+                      "steps = 6\nbatch = 3\nseq_len = 32\nlr = 3e-3\nwarmup = 2\neval_every = 3\n"
+                      "eval_windows = 4\nckpt_every = 0\nlog_every = 1\nval_frac = 0.1\n";
+    rn_error err = { 0 };
+    CU_ASSERT_EQUAL_FATAL(rn_config_parse_text(&c, cfg, "text.cfg", rn_train_opts_set, &o, &err), RN_OK);
+    char data[256], cpu[256], gpu[256];
+    const int pid = (int)getpid();
+    snprintf(data, sizeof data, "/tmp/rn_cuda_train_%d_corpus.txt", pid);
+    snprintf(cpu, sizeof cpu, "/tmp/rn_cuda_train_%d_tcpu.bin", pid);
+    snprintf(gpu, sizeof gpu, "/tmp/rn_cuda_train_%d_tgpu.bin", pid);
+    FILE *f = fopen(data, "w");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    rn_rng r;
+    rn_rng_seed(&r, 23);
+    for (int i = 0; i < 400; i++)
+        fprintf(f, "verse %d: the %s went %s.\n", i, rn_rng_uniform(&r) < 0.5 ? "scribe" : "reader",
+                rn_rng_uniform(&r) < 0.5 ? "home" : "out");
+    fclose(f);
+    snprintf(o.data, sizeof o.data, "%s", data);
+    loss_log lc = { { 0 }, 0 }, lg = { { 0 }, 0 };
+    CU_ASSERT_EQUAL_FATAL(loop_run(&c, &o, RN_DEVICE_CPU, 0, NULL, cpu, &lc), RN_OK);
+    CU_ASSERT_EQUAL_FATAL(loop_run(&c, &o, RN_DEVICE_CUDA, 0, NULL, gpu, &lg), RN_OK);
+    CU_ASSERT_EQUAL(lc.n, 6);
+    CU_ASSERT_EQUAL(lg.n, 6);
+    for (int i = 0; i < lc.n; i++) {
+        g_worst_loop_diff = fmax(g_worst_loop_diff, fabs(lc.loss[i] - lg.loss[i]));
+        CU_ASSERT(fabs(lc.loss[i] - lg.loss[i]) < 1e-3);
+    }
+    remove(data);
+    remove(cpu);
+    remove(gpu);
+    char p[300];
+    snprintf(p, sizeof p, "%s.ckpt", cpu);
+    remove(p);
+    snprintf(p, sizeof p, "%s.ckpt", gpu);
+    remove(p);
+}
+
 void rn_cuda_train_tests(CU_pSuite s)
 {
     CU_add_test(s, "GPU trainer: loss and every parameter gradient == CPU's", test_train_grad_parity);
     CU_add_test(s, "GPU trainer: AdamW steps track the CPU's losses", test_train_steps_parity);
     CU_add_test(s, "train loop on cuda: losses track the CPU run's; checkpoints resume across devices",
                 test_train_loop_devices);
+    CU_add_test(s, "train loop on cuda, text task: losses track the CPU run's", test_train_loop_text);
 }
 
 void rn_cuda_train_summary(void)
