@@ -25,7 +25,7 @@ static void usage(void)
            "      --ops OPS         r, w or rw (default rw)\n"
            "      --name NAME       run name (default: the input's file name)\n"
            "      --no-index        skip building the run's index at the end\n"
-           "      --chunk N         prefill rows per chunk (default 256; 2048 with --device cuda)\n"
+           "      --chunk N         prefill rows per chunk (default 256; 1024 with --device cuda)\n"
            "  -j, --threads N       threads (default: the free cores, rechecked as it runs)\n"
            "      --device DEV      cpu (default) or cuda (a CUDA build and a GPU)\n"
            "  -h, --help            this text\n");

@@ -33,7 +33,8 @@ static const char usage[] =
     "  --eval-every N, --ckpt-every N, --max-seconds S, --stop-after N\n"
     "                       shortcuts for the keys of the same name\n"
     "  --threads N          OpenMP/BLAS threads (default: the free cores)\n"
-    "  --device DEV         cpu (default); cuda is not implemented for training yet\n"
+    "  --device DEV         cpu (default) or cuda: the training steps on the GPU\n"
+    "                       (a CUDA build; evaluation stays on the CPU)\n"
     "  -h, --help           this text\n"
     "\n"
     "Checkpoints are written atomically every ckpt_every steps and on Ctrl-C;\n"
@@ -157,7 +158,7 @@ int cmd_train(int argc, char **argv)
         }
     }
     if (optind < argc) return cli_usage_error("train", "unexpected argument '%s'", argv[optind]);
-    if (rn_device_select(device_arg, "training", &device, &err)) return cli_fail(&err);
+    if (rn_device_select(device_arg, NULL, &device, &err)) return cli_fail(&err);
     int task;
     if (!strcmp(task_s, "mqar")) task = RN_TASK_MQAR;
     else if (!strcmp(task_s, "text")) task = RN_TASK_TEXT;
@@ -179,6 +180,7 @@ int cmd_train(int argc, char **argv)
     }
     /* as in init: an override that shrinks the shape drops stale CAPE bits */
     if (shape_set && !cape_set) rn_config_clip_masks(&c);
+    o.device = device;
     snprintf(o.out, sizeof o.out, "%s", out);
     if (ckpt) snprintf(o.ckpt, sizeof o.ckpt, "%s", ckpt);
     if (log) snprintf(o.log, sizeof o.log, "%s", log);

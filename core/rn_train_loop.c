@@ -10,7 +10,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "cuda/rn_cuda_train.h"
 #include "rn_checkpoint.h"
+#include "rn_device.h"
 #include "rn_memlimit.h"
 #include "rn_modelfile.h"
 #include "rn_threads.h"
@@ -359,6 +361,9 @@ typedef struct {
     rn_model ma;        /* s.m's weights viewed with the annealing K (owns nothing) */
     rn_trainer *tra;    /* training while annealing (K = ma.cfg.top_k), else NULL */
     int tra_kr;         /* the read K of tra */
+    rn_cuda_trainer *gtr; /* --device cuda: the GPU trainer, which owns the training copy of
+                           * the parameters and moments (m.params and mom are brought up
+                           * to date before each evaluation and checkpoint) */
     int64_t nb;         /* parameters (the length of m.params, grads and each moment) */
     rn_real *mom;       /* m1 then m2 */
     int *tok, *tgt;
@@ -383,6 +388,7 @@ static void run_free(run_state *s)
 {
     rn_trainer_free(s->tr);
     rn_trainer_free(s->tra);
+    rn_cuda_trainer_free(s->gtr);
     rn_model_free(&s->m);
     free(s->mom);
     free(s->tok);
@@ -508,6 +514,13 @@ static int run_setup(run_state *s, rn_error *err)
             return rn_seterr(err, RN_EINPUT, "%s: checkpoint is at step %lld, past steps = %lld", o->resume,
                              (long long)s->start, (long long)o->opt.steps);
     }
+    if (o->device == RN_DEVICE_CUDA) {
+        /* room for the largest K annealing uses (K only shrinks over the run) */
+        int kw = rn_train_top_k_at(o, c->top_k, 0), kr = rn_train_read_k_at(o, c->top_k, 0);
+        int rows = o->batch * o->seq_len;
+        if ((rc = rn_cuda_trainer_create(&s->gtr, &s->m, rows, rows, o->eps_g, kw, kr, err))) return rc;
+        if ((rc = rn_cuda_trainer_set_state(s->gtr, s->m.params, s->mom, s->mom + s->nb, err))) return rc;
+    }
     if (o->log[0] && !(s->log = fopen(o->log, s->start ? "a" : "w")))
         return rn_seterr(err, RN_EINPUT, "%s: cannot open metrics log: %s", o->log, strerror(errno));
     return RN_OK;
@@ -545,12 +558,59 @@ static int step_trainer(run_state *s, int64_t step, rn_trainer **out, int *k, in
     return RN_OK;
 }
 
+/* --device cuda: bring the host model and moments up to date with the
+ * GPU's (before an evaluation, a checkpoint or the final save). */
+static int sync_host(run_state *s, rn_error *err)
+{
+    if (!s->gtr) return RN_OK;
+    return rn_cuda_trainer_get_state(s->gtr, s->m.params, s->mom, s->mom + s->nb, err);
+}
+
+/* train_step on the GPU: the same batches, annealed K, accumulation,
+ * clipping and AdamW, with parameters, gradients and moments on the
+ * device. */
+static int train_step_cuda(run_state *s, int64_t step, step_stats *st, rn_error *err)
+{
+    const rn_train_opts *o = s->o;
+    st->top_k = rn_train_top_k_at(o, s->c->top_k, step);
+    st->read_k = rn_train_read_k_at(o, s->c->top_k, step);
+    int rc = rn_cuda_trainer_set_topk(s->gtr, st->top_k, st->read_k, err);
+    if (!rc) rc = rn_cuda_trainer_zero_grads(s->gtr, err);
+    if (rc) return rc;
+    double loss = 0;
+    for (int mi = 0; mi < o->grad_accum; mi++) {
+        int B, T;
+        double l;
+        make_batch(o, s, s->c->vocab_size, step, mi, &B, &T);
+        if ((rc = rn_cuda_trainer_forward(s->gtr, s->tok, s->tgt, B, T, &l, err))) return rc;
+        if (!isfinite(l))
+            return rn_seterr(err, RN_EINPUT, "loss is not finite at step %lld; stopped (last checkpoint kept: %s)",
+                             (long long)step, s->ckpt);
+        if ((rc = rn_cuda_trainer_backward(s->gtr, 1.0 / o->grad_accum, err))) return rc;
+        loss += l / o->grad_accum;
+        s->tokens += (double)B * T;
+    }
+    double gn;
+    if ((rc = rn_cuda_trainer_grad_norm(s->gtr, &gn, err))) return rc;
+    if (!isfinite(gn))
+        return rn_seterr(err, RN_EINPUT, "gradient is not finite at step %lld; stopped (last checkpoint kept: %s)",
+                         (long long)step, s->ckpt);
+    double lr = rn_lr_at(&o->opt, step);
+    double gscale = (o->opt.clip > 0 && gn > o->opt.clip) ? o->opt.clip / gn : 1.0;
+    if ((rc = rn_cuda_trainer_adamw(s->gtr, &o->opt, step, lr, gscale, err))) return rc;
+    st->loss = loss;
+    st->lr = lr;
+    st->grad_norm = gn;
+    return RN_OK;
+}
+
 /* One optimiser step (0-based `step`): grad_accum micro-batches of forward
  * and backward, the gradient norm, clipping and AdamW.  A non-finite loss
  * or gradient stops the run with RN_EINPUT. */
 static int train_step(run_state *s, int64_t step, step_stats *st, rn_error *err)
 {
     const rn_train_opts *o = s->o;
+    if (s->gtr) return train_step_cuda(s, step, st, err);
     rn_trainer *tr;
     int rc = step_trainer(s, step, &tr, &st->top_k, &st->read_k, err);
     if (rc) return rc;
@@ -602,7 +662,8 @@ static void log_step(run_state *s, int64_t done, const step_stats *st)
 static int evaluate(run_state *s, int64_t step, int final, rn_error *err)
 {
     double metric;
-    int rc = do_eval(s, &metric, err);
+    int rc = sync_host(s, err);
+    if (!rc) rc = do_eval(s, &metric, err);
     if (rc) return rc;
     rn_train_event ev = { .kind = RN_TRAIN_EV_EVAL, .step = step, .steps = s->o->opt.steps,
                           .elapsed_s = now_s() - s->t0, .text = s->summary };
@@ -619,7 +680,9 @@ static int evaluate(run_state *s, int64_t step, int final, rn_error *err)
 /* Write the checkpoint at `step` steps done; `announce` reports it. */
 static int checkpoint(run_state *s, int64_t step, int announce, rn_error *err)
 {
-    int rc = rn_checkpoint_save(s->ckpt, s->c, s->recipe, step, s->o->seed, s->m.params, s->mom,
+    int rc = sync_host(s, err);
+    if (!rc)
+        rc = rn_checkpoint_save(s->ckpt, s->c, s->recipe, step, s->o->seed, s->m.params, s->mom,
                                 s->mom + s->nb, s->nb, err);
     if (rc || !announce) return rc;
     rn_train_event ev = { .kind = RN_TRAIN_EV_CHECKPOINT, .step = step, .steps = s->o->opt.steps,

@@ -44,6 +44,9 @@ typedef struct {
     char ckpt[1024];          /* checkpoint path ("" = out + ".ckpt") */
     char log[1024];           /* metrics log (JSONL; "" = none) */
     char resume[1024];        /* checkpoint to resume from ("" = none) */
+    int device;               /* RN_DEVICE_CPU or RN_DEVICE_CUDA (rn_device.h): where the
+                               * steps run; evaluation always runs on the CPU.  Not part
+                               * of the recipe: a checkpoint resumes on either device. */
 } rn_train_opts;
 
 void rn_train_opts_default(rn_train_opts *o, int task);

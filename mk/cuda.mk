@@ -11,7 +11,8 @@
 # no libcudart dependency (scripts/gpu-bundle); cuBLAS is linked shared
 # (libcublas.so.13, from the toolkit or PyTorch's nvidia-cublas on the GPU
 # machine: scripts/gpu-check finds it).  Without CUDA=1 the library holds
-# core/cuda/rn_cuda_stub.c and `--device cuda` is refused.
+# core/cuda/rn_cuda_stub.c and rn_cuda_train_stub.c, and `--device cuda` is
+# refused.
 
 ifeq ($(origin NVCC),undefined)
 NVCC      := $(or $(shell command -v nvcc 2>/dev/null),$(wildcard /usr/local/cuda/bin/nvcc))
@@ -23,7 +24,8 @@ CUDA_STDCXX ?= -lstdc++
 CUDA_LIBS  = -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublas -lcudart_static -ldl -lrt $(CUDA_STDCXX)
 CU_SRC    := $(wildcard core/cuda/*.cu)
 CU_OBJ    := $(CU_SRC:core/cuda/%.cu=$(BUILD)/cuda/%.o)
-CU_HDR    := $(wildcard core/cuda/*.h) core/rn_model.h core/rn_config.h core/rn_params.h
+CU_HDR    := $(wildcard core/cuda/*.h) core/rn_model.h core/rn_config.h core/rn_params.h \
+             core/rn_train.h core/rn_adamw.h
 
 ifeq ($(CUDA),1)
 ifeq ($(NVCC),)
@@ -32,7 +34,7 @@ endif
 LIB_OBJ += $(CU_OBJ)
 LDLIBS  += $(CUDA_LIBS)
 else
-LIB_OBJ += $(BUILD)/core/cuda/rn_cuda_stub.o
+LIB_OBJ += $(BUILD)/core/cuda/rn_cuda_stub.o $(BUILD)/core/cuda/rn_cuda_train_stub.o
 endif
 
 $(BUILD)/cuda/%.o: core/cuda/%.cu $(CU_HDR) mk/cuda.mk
@@ -41,7 +43,7 @@ $(BUILD)/cuda/%.o: core/cuda/%.cu $(CU_HDR) mk/cuda.mk
 
 # The parity suite: its own CUnit binary, linked with the CUDA objects ahead
 # of the library (whose stub member then stays out of the link).
-CU_TEST_OBJ := $(BUILD)/tests/cuda/test_cuda_parity.o
+CU_TEST_OBJ := $(BUILD)/tests/cuda/test_cuda_parity.o $(BUILD)/tests/cuda/test_cuda_train.o
 $(BUILD)/test_cuda_parity: $(CU_TEST_OBJ) $(CU_OBJ) $(LIB)
 	$(CC) $(LDFLAGS) -o $@ $(CU_TEST_OBJ) $(CU_OBJ) $(LIB) $(LDLIBS) $(if $(filter 1,$(CUDA)),,$(CUDA_LIBS)) -lcunit
 
@@ -58,10 +60,29 @@ test-cuda: setup $(BUILD)/test_cuda_parity
 CU_BENCH_OBJ := $(BUILD)/bench/cuda/bench_cuda.o
 $(BUILD)/bench/cuda/bench_cuda.o: bench/cuda/bench_cuda.c | setup
 	@mkdir -p $(dir $@)
-	@echo "CC $<"; $(CC) $(CFLAGS) -Ibench -MMD -MP -c $< -o $@
+	@echo "CC $<"; $(CC) $(CFLAGS) -Ibench -I$(CUDA_HOME)/include -MMD -MP -c $< -o $@
 $(BUILD)/bench_cuda: $(CU_BENCH_OBJ) $(CU_OBJ) $(LIB)
 	$(CC) $(LDFLAGS) -o $@ $(CU_BENCH_OBJ) $(CU_OBJ) $(LIB) $(LDLIBS) $(if $(filter 1,$(CUDA)),,$(CUDA_LIBS))
 
 .PHONY: bench-cuda
 bench-cuda: setup $(BUILD)/bench_cuda
 	$(BUILD)/bench_cuda all
+
+# The GPU trainer's kernels compiled for the host (tests/cuda/emu/: a
+# minimal CUDA runtime whose launches run blocks in turn and threads as
+# coroutines), run by `make test` against the CPU trainer with the same
+# tests as the parity suite.  Checks logic and indexing anywhere; the GPU's
+# own rounding and concurrency only test_cuda_parity checks.
+CXX_EMU   ?= g++
+EMU_CXXFLAGS = -std=c++17 -O2 -g -Wall -Wextra -Werror $(SAN) -DRN_CUDA_TRAIN_NT=32 \
+               -Itests/cuda/emu -Icore -Icore/cuda $(PKGCFG)
+$(BUILD)/emu/rn_cuda_train_emu.cpp: core/cuda/rn_cuda_train.cu | setup
+	@mkdir -p $(dir $@)
+	@sed -E 's/([A-Za-z_][A-Za-z_0-9]*)<<<(.*)>>>\(/EMU_LAUNCH(\1, \2)(/' $< > $@.tmp && mv $@.tmp $@
+$(BUILD)/emu/rn_cuda_train_emu.o: $(BUILD)/emu/rn_cuda_train_emu.cpp $(CU_HDR) tests/cuda/emu/cuda_runtime.h
+	@echo "CXX $< (host emulation)"; $(CXX_EMU) $(EMU_CXXFLAGS) -c $< -o $@
+EMU_OBJ := $(BUILD)/emu/rn_cuda_train_emu.o $(BUILD)/tests/cuda/emu/emu_gemm.o \
+           $(BUILD)/tests/cuda/emu/emu_main.o $(BUILD)/tests/cuda/test_cuda_train.o
+$(BUILD)/test_cuda_train_emu: $(EMU_OBJ) $(LIB)
+	$(CXX_EMU) $(LDFLAGS) -o $@ $(EMU_OBJ) $(LIB) $(LDLIBS) -lcunit
+TEST_BINS += $(BUILD)/test_cuda_train_emu

@@ -11,6 +11,9 @@
  * Traced prefill on the GPU: the same prefill with a probe that counts
  * events, so it measures the per-layer copy of the accesses and the probe
  * calls, not the SQLite writer (bench/bench_trace.c measures that).
+ * `bench_cuda train`: training tokens/s (forward, backward, AdamW) at both
+ * shapes with the model FLOPs utilisation against this GPU's SGEMM rate
+ * measured in the same run, and the CPU trainer's tokens/s beside it.
  * Prints "skipped: no CUDA device" and exits 0 without a GPU.
  *
  *   bench_cuda [paper|stories15m|all|phases|steps|train]      (mk/cuda.mk: make bench-cuda)
@@ -19,8 +22,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cuda_runtime.h>
+
 #include "bench_util.h"
 #include "cuda/rn_cuda.h"
+#include "cuda/rn_cuda_gemm.h"
+#include "cuda/rn_cuda_train.h"
+#include "rn_adamw.h"
+#include "rn_train.h"
 #include "rn_model.h"
 #include "rn_device.h"
 #include "rn_runtime.h"
@@ -109,6 +118,93 @@ static int run_shape(const char *name, const rn_config *c, int T_gpu, int T_cpu,
     return 0;
 }
 
+/* ---- training: `bench_cuda train` ---- */
+
+/* Measured SGEMM rate of this GPU (FLOP/s): the median of 5 products of
+ * 8192 × 8192 × 8192 through rn_cu_matmul (TF32 when RN_CUDA_TF32=1) —
+ * the peak the training MFU is measured against. */
+static double sgemm_rate(void)
+{
+    const int N = 8192;
+    float *a = NULL, *b = NULL, *c = NULL;
+    if (cudaMalloc((void **)&a, sizeof(float) * N * N) || cudaMalloc((void **)&b, sizeof(float) * N * N) ||
+        cudaMalloc((void **)&c, sizeof(float) * N * N) || rn_cu_gemm_init())
+        return 0;
+    cudaMemset(a, 0, sizeof(float) * N * N);
+    cudaMemset(b, 0, sizeof(float) * N * N);
+    double v[5];
+    rn_cu_matmul(c, a, b, N, N, N, 0); /* warm-up */
+    cudaDeviceSynchronize();
+    for (int r = 0; r < 5; r++) {
+        double t0 = bench_now();
+        rn_cu_matmul(c, a, b, N, N, N, 0);
+        cudaDeviceSynchronize();
+        v[r] = 2.0 * N * N * (double)N / (bench_now() - t0);
+    }
+    cudaFree(a); cudaFree(b); cudaFree(c);
+    return bench_median(v, 5);
+}
+
+/* Median tokens/s of a training step (forward, backward, AdamW) of B
+ * sequences of T on the GPU, and of steps on the CPU (Bc sequences of Tc). */
+static int train_shape(const char *name, const rn_config *c, int B, int T, int Bc, int Tc, double peak)
+{
+    rn_model m;
+    rn_error err = { 0 };
+    if (rn_model_create_random(&m, c, 1, &err)) { fprintf(stderr, "%s: %s\n", name, err.msg); return 1; }
+    const int rows = B * T;
+    int *tok = malloc(sizeof(int) * rows), *tgt = malloc(sizeof(int) * rows);
+    for (int i = 0; i < rows; i++) {
+        tok[i] = (int)((i * 2654435761u) % (unsigned)c->vocab_size);
+        tgt[i] = (int)(((i + 1) * 2654435761u) % (unsigned)c->vocab_size);
+    }
+    rn_adamw_opts o;
+    rn_adamw_defaults(&o);
+    rn_cuda_trainer *g = NULL;
+    if (rn_cuda_trainer_create(&g, &m, rows, rows, 0.0, 0, 0, &err)) {
+        fprintf(stderr, "%s: %s\n", name, err.msg);
+        return 1;
+    }
+    double v[4], loss;
+    for (int r = 0; r < 4; r++) {
+        double t0 = bench_now();
+        if (rn_cuda_trainer_zero_grads(g, &err) || rn_cuda_trainer_forward(g, tok, tgt, B, T, &loss, &err) ||
+            rn_cuda_trainer_backward(g, 1.0, &err) || rn_cuda_trainer_adamw(g, &o, r + 1, o.lr, 1.0, &err) ||
+            rn_cuda_trainer_grad_norm(g, &loss, &err)) { /* the norm's copy waits for the step */
+            fprintf(stderr, "%s: %s\n", name, err.msg);
+            return 1;
+        }
+        v[r] = rows / (bench_now() - t0);
+    }
+    rn_cuda_trainer_free(g);
+    double gpu = bench_median(v + 1, 3); /* the first step warms up */
+    rn_trainer *t = NULL;
+    const int crow = Bc * Tc;
+    double cv[3];
+    if (rn_trainer_create(&t, &m, crow, crow, 0.0, &err)) { fprintf(stderr, "%s: %s\n", name, err.msg); return 1; }
+    for (int r = 0; r < 3; r++) {
+        double t0 = bench_now();
+        if (rn_trainer_forward(t, tok, tgt, Bc, Tc, &loss, &err)) { fprintf(stderr, "%s: %s\n", name, err.msg); return 1; }
+        rn_trainer_backward(t, 1.0);
+        cv[r] = crow / (bench_now() - t0);
+    }
+    rn_trainer_free(t);
+    double cpu = bench_median(cv, 3);
+    /* model FLOPs per token: 6 per parameter that multiplies (every matrix
+     * and the head; the embedding lookup multiplies nothing), as usual */
+    double mp = (double)rn_config_param_count(c) - (double)c->vocab_size * c->d_model +
+                (c->tie_embeddings ? (double)c->vocab_size * c->d_model : 0);
+    double mfu = 6.0 * mp * gpu / peak;
+    printf("%-10s | train gpu %9.0f tok/s (B=%d T=%d) | cpu %7.1f tok/s (B=%d T=%d, no optimizer) | x%6.1f | "
+           "MFU %.1f%% of measured SGEMM %.1f TFLOP/s\n",
+           name, gpu, B, T, cpu, Bc, Tc, gpu / cpu, 100 * mfu, peak / 1e12);
+    fflush(stdout);
+    free(tok);
+    free(tgt);
+    rn_model_free(&m);
+    return 0;
+}
+
 /* `bench_cuda phases`: where the GPU's time goes at the paper's shape —
  * one 8192-token prefill and 64 steps, each in its own runtime with
  * RN_CUDA_PHASES=1, which prints the per-phase times when it is freed. */
@@ -173,6 +269,19 @@ int main(int argc, char **argv)
     if (!strcmp(which, "steps")) return steps_only();
     int rc = 0;
     rn_config c;
+    if (!strcmp(which, "train")) {
+        double peak = sgemm_rate();
+        rn_error err = { 0 };
+        rn_config_default(&c);
+        if (rn_config_load_file(&c, "samples/configs/stories15m.cfg", NULL, NULL, &err)) {
+            fprintf(stderr, "%s\n", err.msg);
+            return 1;
+        }
+        rc |= train_shape("stories15m", &c, 16, 256, 1, 64, peak);
+        paper_shape(&c);
+        rc |= train_shape("paper-340M", &c, 4, 512, 1, 16, peak);
+        return rc;
+    }
     if (!strcmp(which, "stories15m") || !strcmp(which, "all")) {
         rn_error err = { 0 };
         rn_config_default(&c);

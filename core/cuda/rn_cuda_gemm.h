@@ -32,14 +32,14 @@ int rn_cu_gemm_stream(void *stream);
 /* Text of a status returned by the functions below. */
 const char *rn_cu_gemm_error(int status);
 
-/* Forward: out[n,O] = in[n,I] · W[O,I]ᵀ  (+= when acc). */
-int rn_cu_matmul(float *out, const float *in, const float *W, int n, int I, int O, int acc);
+/* Forward: out[n,O] = in[n,I] · W[O,I]ᵀ  (+= when acc), I = in_w, O = out_w. */
+int rn_cu_matmul(float *out, const float *in, const float *W, int n, int in_w, int out_w, int acc);
 
 /* Backward to the input: din[n,I] = dout[n,O] · W[O,I]  (+= when acc). */
-int rn_cu_matmul_din(float *din, const float *dout, const float *W, int n, int I, int O, int acc);
+int rn_cu_matmul_din(float *din, const float *dout, const float *W, int n, int in_w, int out_w, int acc);
 
 /* Backward to the weight: dW[O,I] += dout[n,O]ᵀ · in[n,I]. */
-int rn_cu_matmul_dw(float *dW, const float *dout, const float *in, int n, int I, int O);
+int rn_cu_matmul_dw(float *dW, const float *dout, const float *in, int n, int in_w, int out_w);
 
 #ifdef __cplusplus
 }

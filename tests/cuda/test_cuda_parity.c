@@ -17,7 +17,8 @@
  *   - reset returns the GPU runtime to the fresh state;
  *   - traced events (a probe on both runtimes over prefill and steps) are
  *     identical: same order, layer, head, position, op, slots, addresses,
- *     and weights within 1e-6 relative.
+ *     and weights within 1e-6 relative;
+ *   - the GPU trainer against the CPU trainer (tests/cuda/test_cuda_train.c).
  */
 #include <math.h>
 #include <stdio.h>
@@ -88,6 +89,10 @@ static long rec_compare(const recorder *a, const recorder *b)
     return events;
 }
 static double g_worst;
+
+/* tests/cuda/test_cuda_train.c: the GPU trainer's tests and summary line */
+void rn_cuda_train_tests(CU_pSuite s);
+void rn_cuda_train_summary(void);
 
 static int make_model(rn_model *m, const shape *s, uint64_t seed)
 {
@@ -260,11 +265,13 @@ int main(void)
     CU_add_test(s, "GPU decoder top-K == CPU's (ties within rounding counted)", test_decode_parity);
     CU_add_test(s, "prefill and step logits: relative error < 1e-4; reset", test_prefill_step_parity);
     CU_add_test(s, "traced events of prefill and steps identical to the CPU's", test_trace_parity);
+    rn_cuda_train_tests(s);
     CU_basic_set_mode(CU_BRM_VERBOSE);
     CU_basic_run_tests();
     unsigned fails = CU_get_number_of_failures();
     printf("cuda parity: %ld logit rows, worst relative error %.3g; %ld top-K sets differ at CPU ties; "
            "%ld traced events compared\n", g_rows, g_worst, g_ties, g_events);
+    rn_cuda_train_summary();
     CU_cleanup_registry();
     return fails ? 1 : 0;
 }

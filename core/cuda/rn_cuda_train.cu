@@ -1,0 +1,956 @@
+/* rn_cuda_train.cu — training on the GPU (rn_cuda_train.h): the training
+ * forward with saved activations, the cross-entropy, the backward pass and
+ * AdamW, with parameters, gradients and moments resident on the device.
+ *
+ * It mirrors core/rn_train.c op for op, and each kernel pair mirrors a
+ * layer file: rn_rmsnorm.c, rn_swiglu.c, rn_address.c (the training
+ * decoder with unquantised weights exp(Σ log p) and the α scale), rn_pdma.c
+ * (rn_pdma_train_forward/backward with the proxy gradient ε_g) and
+ * rn_adamw.c.  Every matrix product goes through rn_cuda_gemm.h.  Where the
+ * CPU reduces serially (RMSNorm's gain gradient, the embedding gradient)
+ * the GPU does the same sums in the same order, one thread per column;
+ * where the CPU reduces in double (RMSNorm's sum of squares, dα, the
+ * gradient norm) the GPU reduces in double in tree order.  All buffers are
+ * carved from one cudaMalloc at create; nothing allocates per step.
+ *
+ * make test also compiles this file as host C++ and runs its kernels on
+ * the CPU (tests/cuda/emu/): mk/cuda.mk rewrites each `k<<<g, b>>>(`, so a
+ * launch must keep that much on one line.
+ */
+#include <cuda_runtime.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+extern "C" {
+#include "rn_config.h"
+#include "rn_params.h"
+#include "rn_train.h"
+}
+#include "rn_cuda_gemm.h"
+#include "rn_cuda_topk.h"
+#include "rn_cuda_train.h"
+
+/* Fail the calling function with the CUDA error's text. */
+#define CU_TRY(call) do { \
+        cudaError_t e_ = (call); \
+        if (e_ != cudaSuccess) \
+            return rn_seterr(err, RN_EINTERNAL, "CUDA: %s: %s", #call, cudaGetErrorString(e_)); \
+    } while (0)
+
+/* The same for a product of rn_cuda_gemm.h. */
+#define GEMM_TRY(call) do { \
+        int s_ = (call); \
+        if (s_) return rn_seterr(err, RN_EINTERNAL, "CUDA GEMM: %s: %s", #call, rn_cu_gemm_error(s_)); \
+    } while (0)
+
+/* Saved activations of one layer on the device (rn_train.c's layer_acts);
+ * n = rows, K/Kr the room for writes/reads. */
+typedef struct {
+    float *x;              /* [n,D] layer input */
+    float *h1, *rstd1;     /* [n,D], [n] */
+    float *q, *k;          /* [n,H·dk] raw (before α) */
+    float *v, *o;          /* [n,H·dv] */
+    uint32_t *raddr, *rslot, *waddr, *wslot; /* [n,H,Kr], [n,H,K] */
+    float *rw, *ww;        /* [n,H,Kr], [n,H,K] */
+    float *wsave, *rsave;  /* [B,H,T,K,dv+1], [B,H,T,Kr,dv+1] */
+    float *xm;             /* [n,D] after the attention residual */
+    float *h2, *rstd2;     /* [n,D], [n] */
+    float *g, *u, *a;      /* [n,F] */
+} layer_acts;
+
+struct rn_cuda_trainer {
+    rn_config c;             /* the model's config; c.top_k is the writes' current K */
+    int64_t M, n_block;
+    int max_rows, max_lab;
+    int kw_max, kr_max;      /* room for the writes' and the reads' K */
+    int Kr;                  /* the reads' current K */
+    int n_par;               /* concurrent PDMA scans: dense states in Sz, dSz */
+    double eps_g;
+    int B, T, n_lab;
+    double loss_sum;
+    float *params, *grad, *m1, *m2; /* [n_block] each */
+    rn_weights w, gw;        /* carved over params and grad (device addresses) */
+    layer_acts la[RN_MAX_LAYERS];
+    float *xf, *hf, *rstdf;  /* [n,D], [n,D], [n] */
+    float *hsel, *logits, *lse; /* [max_lab,D], [max_lab,V], [max_lab] */
+    int *lab_rows, *lab_tgt, *tokens;
+    double *nll;             /* [max_lab] −log p(target) */
+    uint8_t *correct;        /* [max_lab] */
+    float *dres, *dh, *dq, *dk, *dv, *dout, *dg, *du, *da, *dww, *drw, *dhsel;
+    float *Sz, *dSz;         /* [n_par, M·(dv+1)]: S then z per scan */
+    double *red;             /* [RED_BLOCKS] partial sums */
+    void *mem;
+    size_t bytes;
+    /* host side */
+    int *h_rows, *h_tgt;
+    double *h_nll;
+    uint8_t *h_correct;
+};
+
+/* Threads per block of the row and reduction kernels (a power of two);
+ * the host emulation of tests/cuda/emu builds with fewer. */
+#ifndef RN_CUDA_TRAIN_NT
+#define RN_CUDA_TRAIN_NT 256
+#endif
+#define NT RN_CUDA_TRAIN_NT
+#define RED_BLOCKS 256
+
+static unsigned blocks(int64_t n, int per) { return (unsigned)((n + per - 1) / per); }
+
+/* ---- small device helpers ---- */
+
+/* d = (1−w)^γ with 0⁰ = 1 (rn_pdma.c's decay). */
+__device__ static inline float t_decay(float w, float gamma)
+{
+    if (gamma == 1) return 1 - w;
+    if (gamma == 0) return 1;
+    return (float)pow((double)(1 - w), (double)gamma);
+}
+
+/* The proxy derivative of the decay (rn_pdma_decay_grad). */
+__device__ static inline float t_decay_grad(float w, float gamma, float eps_g)
+{
+    if (gamma == 0) return 0;
+    double base = (double)eps_g + (1.0 - (double)eps_g) * (1.0 - (double)w);
+    if (gamma == 1) return (float)(-(1.0 - (double)eps_g));
+    return (float)(-(double)gamma * (1.0 - (double)eps_g) * pow(base, (double)gamma - 1.0));
+}
+
+/* Digit u of an address (chunk 0 most significant), as rn_address.c. */
+__device__ static inline int t_digit(uint32_t addr, int u, int U, int dp)
+{
+    for (int i = U - 1; i > u; i--) addr /= (uint32_t)dp;
+    return (int)(addr % (uint32_t)dp);
+}
+
+/* Log-sum-exp of one chunk c[dp] scaled by scale, as rn_chunk_log_softmax:
+ * mx = max scale·c, lse = mx + log Σ exp(scale·c − mx). */
+__device__ static inline double t_chunk_lse(const float *c, int dp, double scale)
+{
+    double mx = -INFINITY;
+    for (int i = 0; i < dp; i++) {
+        double o = scale * (double)c[i];
+        if (o > mx) mx = o;
+    }
+    double s = 0;
+    for (int i = 0; i < dp; i++) s += exp(scale * (double)c[i] - mx);
+    return mx + log(s);
+}
+
+/* Tree sum of part[0..NT) in shared memory; the result in part[0]. */
+template <typename T> __device__ static void block_sum(T *part)
+{
+    __syncthreads();
+    for (int w = NT / 2; w > 0; w /= 2) {
+        if ((int)threadIdx.x < w) part[threadIdx.x] += part[threadIdx.x + w];
+        __syncthreads();
+    }
+}
+
+/* ---- embedding ---- */
+
+/* Forward: x[n,D] = embed[tok[r]].  Backward: gembed[tok[r]] += dres[r], one
+ * thread per column, rows in order (the CPU's serial sum). */
+__global__ void k_embed_forward(float *x, const float *embed, const int *tok, int n, int D)
+{
+    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= (int64_t)n * D) return;
+    x[i] = embed[(int64_t)tok[i / D] * D + i % D];
+}
+
+__global__ void k_embed_backward(float *gembed, const float *dres, const int *tok, int n, int D)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= D) return;
+    for (int r = 0; r < n; r++) gembed[(int64_t)tok[r] * D + i] += dres[(int64_t)r * D + i];
+}
+
+/* ---- RMSNorm ----
+ * forward:  out[n,D] = x[n,D]·rstd[n] ⊙ g[D], rstd = 1/sqrt(mean(x²) + eps)
+ * backward: dx[n,D] += s·g·dy − s³/D·x·Σ(dy·g·x);  dg[D] += Σ_r dy·x·s
+ * One block per row (NT threads) for the row sums, in double; the gain's
+ * gradient one thread per column over the rows in order. */
+__global__ void k_rmsnorm_forward(float *out, float *rstd, const float *x, const float *g, int D, float eps)
+{
+    __shared__ double part[NT];
+    const float *xr = x + (int64_t)blockIdx.x * D;
+    float *o = out + (int64_t)blockIdx.x * D;
+    double s = 0;
+    for (int i = threadIdx.x; i < D; i += NT) s += (double)xr[i] * xr[i];
+    part[threadIdx.x] = s;
+    block_sum(part);
+    float rs = (float)(1.0 / sqrt(part[0] / D + (double)eps));
+    if (threadIdx.x == 0) rstd[blockIdx.x] = rs;
+    for (int i = threadIdx.x; i < D; i += NT) o[i] = xr[i] * rs * g[i];
+}
+
+__global__ void k_rmsnorm_backward_dx(float *dx, const float *dout, const float *x, const float *g,
+                                      const float *rstd, int D)
+{
+    __shared__ double part[NT];
+    const int64_t r0 = (int64_t)blockIdx.x * D;
+    const float *xr = x + r0, *dy = dout + r0;
+    float *dxr = dx + r0;
+    double dot = 0;
+    for (int i = threadIdx.x; i < D; i += NT) dot += (double)dy[i] * g[i] * xr[i];
+    part[threadIdx.x] = dot;
+    block_sum(part);
+    double s = rstd[blockIdx.x], c = s * s * s * part[0] / D;
+    for (int i = threadIdx.x; i < D; i += NT) dxr[i] += (float)(s * g[i] * dy[i] - c * xr[i]);
+}
+
+__global__ void k_rmsnorm_backward_dg(float *dg, const float *dout, const float *x, const float *rstd,
+                                      int n, int D)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= D) return;
+    float acc = dg[i];
+    for (int r = 0; r < n; r++) acc += dout[(int64_t)r * D + i] * x[(int64_t)r * D + i] * rstd[r];
+    dg[i] = acc;
+}
+
+/* ---- SwiGLU ----
+ * forward:  out[n] = silu(g)·u (double exp, as the CPU)
+ * backward: du = dout·silu(g), dg = dout·u·σ(g)·(1 + g·(1 − σ(g))) (float) */
+__global__ void k_swiglu_forward(float *out, const float *g, const float *u, int64_t n)
+{
+    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    float x = g[i];
+    out[i] = x / (1 + (float)exp(-(double)x)) * u[i];
+}
+
+__global__ void k_swiglu_backward(float *dg, float *du, const float *dout, const float *g,
+                                  const float *u, int64_t n)
+{
+    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    float x = g[i], sg = 1 / (1 + expf(-x));
+    du[i] = dout[i] * x * sg;
+    dg[i] = dout[i] * u[i] * sg * (1 + x * (1 - sg));
+}
+
+/* ---- address decoding (training) ----
+ * forward:  a[n,H·dk] → addr, slot, w [n,H,K]: one thread per (row, head);
+ *           the exact top-K of rn_cuda_topk.h, then each weight recomputed
+ *           unquantised as exp(Σ_u log p_u[i_u]) (rn_address_train_forward;
+ *           keys wider than 1024 keep the decoder's weights, as the CPU);
+ *           CAPE at position r mod T.
+ * backward: dw[n,H,K] → da[n,H·dk] (set): one thread per (row, head,
+ *           element), da_u[j] = scale·(Σ_{k: i_u^k = j} G_k − p_u[j]·ΣG),
+ *           G_k = dw_k·w_k; then dα[H] += Σ da·a, one block per head. */
+__global__ void k_address_train_forward(uint32_t *addr_out, uint32_t *slot, float *w, const float *a,
+                                        const float *alpha, int n, int T, int H, int U, int dp, int K,
+                                        float tau, uint64_t cape_mask, int64_t M)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n * H) return;
+    const int r = i / H, h = i % H, dk = U * dp;
+    const double scale = exp((double)alpha[h]) / (double)tau;
+    const float *ah = a + (int64_t)r * H * dk + (int64_t)h * dk;
+    uint32_t addr[RN_CUDA_MAX_K];
+    float *wo = w + (int64_t)i * K;
+    rn_cu_topk(ah, U, dp, K, scale, addr, wo);
+    if (dk <= 1024) { /* RN_ADDR_LP_STACK in rn_address.c */
+        double s[RN_CUDA_MAX_K];
+        for (int j = 0; j < K; j++) s[j] = 0;
+        for (int u = 0; u < U; u++) { /* Σ over chunks in chunk order, as the CPU */
+            const float *cu = ah + (int64_t)u * dp;
+            const double lse = t_chunk_lse(cu, dp, scale);
+            for (int j = 0; j < K; j++) s[j] += scale * (double)cu[t_digit(addr[j], u, U, dp)] - lse;
+        }
+        for (int j = 0; j < K; j++) wo[j] = (float)exp(s[j]);
+    }
+    const int64_t t = r % T;
+    const int cape = (int)((cape_mask >> h) & 1u);
+    for (int j = 0; j < K; j++) {
+        addr_out[(int64_t)i * K + j] = addr[j];
+        slot[(int64_t)i * K + j] = cape ? rn_cu_cape(addr[j], t, M) : addr[j];
+    }
+}
+
+__global__ void k_address_backward(float *da, const float *dw, const float *a, const uint32_t *addr,
+                                   const float *w, const float *alpha, int n, int H, int U, int dp,
+                                   int K, float tau)
+{
+    const int dk = U * dp;
+    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= (int64_t)n * H * dk) return;
+    const int e = (int)(i % dk), h = (int)((i / dk) % H), u = e / dp, j = e % dp;
+    const int64_t rh = i / dk; /* r·H + h */
+    const double scale = exp((double)alpha[h]) / (double)tau;
+    const float *cu = a + rh * dk + (int64_t)u * dp;
+    const float *dwo = dw + rh * K, *wo = w + rh * K;
+    const uint32_t *ad = addr + rh * K;
+    double Gsum = 0;
+    for (int k = 0; k < K; k++) Gsum += (double)dwo[k] * wo[k];
+    double lp = scale * (double)cu[j] - t_chunk_lse(cu, dp, scale);
+    double p = -exp(lp) * Gsum;
+    for (int k = 0; k < K; k++)
+        if (t_digit(ad[k], u, U, dp) == j) p += (double)dwo[k] * wo[k];
+    da[i] = (float)(scale * p);
+}
+
+__global__ void k_alpha_backward(float *dalpha, const float *da, const float *a, int n, int H, int dk)
+{
+    __shared__ double part[NT];
+    const int h = blockIdx.x;
+    double s = 0;
+    for (int64_t q = threadIdx.x; q < (int64_t)n * dk; q += NT) {
+        int64_t r = q / dk, e = q % dk, at = (r * H + h) * dk + e;
+        s += (double)da[at] * a[at];
+    }
+    part[threadIdx.x] = s;
+    block_sum(part);
+    if (threadIdx.x == 0) dalpha[h] += (float)part[0];
+}
+
+/* ---- PDMA (training) ----
+ * One block per (sequence b, head h), bh = b·H + h, strided over gridDim.x
+ * blocks that each own one dense state (S[M,dv] then z[M]) in the scratch;
+ * thread c < dv owns value column c, thread dv owns z; steps in order.
+ * forward:  v[n,H·dv], writes wslot/ww [n,H,Kw], reads rslot/rw [n,H,Kr]
+ *           → o[n,H·dv], wsave [B,H,T,Kw,dv+1] (pre-write row and z of each
+ *           written slot), rsave [B,H,T,Kr,dv+1] (row and z of each read
+ *           slot at read time).  The K slots of one step are distinct (top-K
+ *           addresses are distinct; CAPE is a rotation), so a step's writes
+ *           touch disjoint rows and each thread may apply them in rank order.
+ * backward: dout [n,H·dv] → dv [n,H·dv] (set), dww [n,H,Kw], drw [n,H,Kr]
+ *           (set), through dense gradient accumulators dS, dz (zero on entry,
+ *           zeroed again on return), as rn_pdma_train_backward.
+ * The products and sums of the state recurrences use _rn intrinsics so
+ * nvcc does not contract them into FMAs: the same rounding as the CPU. */
+__global__ void k_pdma_train_forward(float *o, float *wsave, float *rsave, float *Sz, const float *v,
+                                     const uint32_t *wslot, const float *ww, const uint32_t *rslot,
+                                     const float *rw, int B, int T, int H, int Kw, int Kr, int dv,
+                                     int64_t M, float gamma, float eps)
+{
+    const int c = threadIdx.x;
+    const size_t rs = (size_t)dv + 1, vstride = (size_t)H * dv, wstride = (size_t)H * Kw,
+                 rstride = (size_t)H * Kr;
+    float *S = Sz + (size_t)blockIdx.x * (size_t)M * rs, *z = S + (size_t)M * dv;
+    const float z0 = (float)(1.0 / (double)M);
+    for (int bh = blockIdx.x; bh < B * H; bh += gridDim.x) {
+        const int b = bh / H, h = bh % H;
+        const size_t r0 = (size_t)b * T;
+        const float *vb = v + r0 * vstride + (size_t)h * dv;
+        float *ob = o + r0 * vstride + (size_t)h * dv;
+        const uint32_t *wsb = wslot + (r0 * H + h) * Kw, *rsb = rslot + (r0 * H + h) * Kr;
+        const float *wwb = ww + (r0 * H + h) * Kw, *rwb = rw + (r0 * H + h) * Kr;
+        float *wsv = wsave + ((size_t)b * H + h) * T * Kw * rs, *rsv = rsave + ((size_t)b * H + h) * T * Kr * rs;
+        for (int t = 0; t < T; t++) {
+            const uint32_t *ws = wsb + t * wstride, *rsl = rsb + t * rstride;
+            const float *wt = wwb + t * wstride, *rt = rwb + t * rstride, *vt = vb + t * vstride;
+            for (int j = 0; j < Kw; j++) {
+                const uint32_t s = ws[j];
+                const float wj = wt[j], d = t_decay(wj, gamma);
+                float *sv = wsv + ((size_t)t * Kw + j) * rs;
+                if (c < dv) {
+                    float old = S[(size_t)s * dv + c];
+                    sv[c] = old;
+                    S[(size_t)s * dv + c] = __fadd_rn(__fmul_rn(d, old), __fmul_rn(wj, vt[c]));
+                } else {
+                    sv[dv] = z[s];
+                    z[s] = __fadd_rn(__fmul_rn(d, z[s]), wj);
+                }
+            }
+            __syncthreads(); /* z of the written slots, for the read */
+            for (int j = 0; j < Kr; j++) {
+                const uint32_t s = rsl[j];
+                float *sv = rsv + ((size_t)t * Kr + j) * rs;
+                if (c < dv) sv[c] = S[(size_t)s * dv + c];
+                else sv[dv] = z[s];
+            }
+            if (c < dv) {
+                float acc = 0;
+                for (int j = 0; j < Kr; j++) {
+                    const uint32_t s = rsl[j];
+                    float k = __fdiv_rn(rt[j], __fadd_rn(z[s], eps));
+                    acc = __fadd_rn(acc, __fmul_rn(k, S[(size_t)s * dv + c]));
+                }
+                ob[t * vstride + c] = acc;
+            }
+            __syncthreads(); /* the reads of z before the next step's writes */
+        }
+        /* back to the reset state: only the written slots changed */
+        for (int t = 0; t < T; t++)
+            for (int j = 0; j < Kw; j++) {
+                const uint32_t s = wsb[t * wstride + j];
+                if (c < dv) S[(size_t)s * dv + c] = 0;
+                else z[s] = z0;
+            }
+        __syncthreads();
+    }
+}
+
+__global__ void k_pdma_train_backward(float *dv_out, float *dww, float *drw, float *dSz,
+                                      const float *dout, const float *wsave, const float *rsave,
+                                      const float *v, const uint32_t *wslot, const float *ww,
+                                      const uint32_t *rslot, const float *rw, int B, int T, int H,
+                                      int Kw, int Kr, int dv, int64_t M, float gamma, float eps,
+                                      float eps_g)
+{
+    const int c = threadIdx.x;
+    const size_t rs = (size_t)dv + 1, vstride = (size_t)H * dv, wstride = (size_t)H * Kw,
+                 rstride = (size_t)H * Kr;
+    float *dS = dSz + (size_t)blockIdx.x * (size_t)M * rs, *dz = dS + (size_t)M * dv;
+    for (int bh = blockIdx.x; bh < B * H; bh += gridDim.x) {
+        const int b = bh / H, h = bh % H;
+        const size_t r0 = (size_t)b * T, vo = r0 * vstride + (size_t)h * dv;
+        const uint32_t *wsb = wslot + (r0 * H + h) * Kw, *rsb = rslot + (r0 * H + h) * Kr;
+        const float *wwb = ww + (r0 * H + h) * Kw, *rwb = rw + (r0 * H + h) * Kr;
+        float *dwb = dww + (r0 * H + h) * Kw, *drb = drw + (r0 * H + h) * Kr;
+        const float *wsv = wsave + ((size_t)b * H + h) * T * Kw * rs,
+                    *rsv = rsave + ((size_t)b * H + h) * T * Kr * rs;
+        for (int t = T - 1; t >= 0; t--) {
+            const uint32_t *ws = wsb + t * wstride, *rsl = rsb + t * rstride;
+            const float *wt = wwb + t * wstride, *rt = rwb + t * rstride;
+            const float *vt = v + vo + t * vstride, *go = dout + vo + t * vstride;
+            float *dvt = dv_out + vo + t * vstride, *dwt = dwb + t * wstride, *drt = drb + t * rstride;
+            /* the read: o = Σ_j r_j·S[s_j]/(z[s_j] + eps) */
+            for (int j = 0; j < Kr; j++) {
+                const float *sv = rsv + ((size_t)t * Kr + j) * rs;
+                const uint32_t s = rsl[j];
+                const float zz = sv[dv] + eps, k = rt[j] / zz;
+                if (c < dv) {
+                    dS[(size_t)s * dv + c] += k * go[c];
+                } else {
+                    float dot = 0;
+                    for (int i = 0; i < dv; i++) dot += go[i] * sv[i];
+                    drt[j] = dot / zz;
+                    dz[s] -= k * dot / zz;
+                }
+            }
+            __syncthreads(); /* dS of the read slots, for the writes' dots */
+            /* the writes, in reverse rank order: S' = d·S + w·v, z' = d·z + w.
+             * Distinct slots: each rank's dots read rows no other rank of
+             * this step changes, so all dots come before all decays. */
+            if (c < dv) {
+                float acc = 0;
+                for (int j = Kw - 1; j >= 0; j--) acc += wt[j] * dS[(size_t)ws[j] * dv + c];
+                dvt[c] = acc;
+            } else {
+                for (int j = Kw - 1; j >= 0; j--) {
+                    const float *sv = wsv + ((size_t)t * Kw + j) * rs;
+                    const float w = wt[j], d = t_decay(w, gamma), dd = t_decay_grad(w, gamma, eps_g);
+                    const float *g = dS + (size_t)ws[j] * dv;
+                    const float gz = dz[ws[j]];
+                    float dsv = 0, dss = 0;
+                    for (int i = 0; i < dv; i++) {
+                        dsv += g[i] * vt[i];
+                        dss += g[i] * sv[i];
+                    }
+                    dwt[j] = dsv + gz + dd * (dss + gz * sv[dv]);
+                    dz[ws[j]] = d * gz;
+                }
+            }
+            __syncthreads(); /* the dots read dS before the decays change it */
+            if (c < dv)
+                for (int j = Kw - 1; j >= 0; j--) dS[(size_t)ws[j] * dv + c] *= t_decay(wt[j], gamma);
+            __syncthreads();
+        }
+        /* zero the touched accumulators again */
+        for (int t = 0; t < T; t++) {
+            for (int j = 0; j < Kw; j++) {
+                const uint32_t s = wsb[t * wstride + j];
+                if (c < dv) dS[(size_t)s * dv + c] = 0;
+                else dz[s] = 0;
+            }
+            for (int j = 0; j < Kr; j++) {
+                const uint32_t s = rsb[t * rstride + j];
+                if (c < dv) dS[(size_t)s * dv + c] = 0;
+                else dz[s] = 0;
+            }
+        }
+        __syncthreads();
+    }
+}
+
+/* S = 0, z = 1/M (forward states) or 0 (gradient accumulators), for every
+ * one of the n_par scans. */
+__global__ void k_state_reset(float *Sz, int n_par, int64_t M, int dv, float z0)
+{
+    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x, per = M * (dv + 1);
+    if (i >= per * n_par) return;
+    Sz[i] = i % per < M * dv ? 0.f : z0;
+}
+
+/* ---- head and cross-entropy ----
+ * gather:   hsel[nl,D] = hf[rows[i]];  scatter: dh[rows[i]] = dhsel[i]
+ * forward:  logits[nl,V] → lse[nl], nll[nl] = lse − logit[target],
+ *           correct[nl] (argmax, first of equal maxima == target); one block
+ *           per labelled row, Σ exp in float as the CPU (tree order).
+ * backward: logits ← (softmax − onehot)·k in place, k = scale/nl. */
+__global__ void k_gather_rows(float *dst, const float *src, const int *rows, int nl, int D)
+{
+    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= (int64_t)nl * D) return;
+    dst[i] = src[(int64_t)rows[i / D] * D + i % D];
+}
+
+__global__ void k_scatter_rows(float *dst, const float *src, const int *rows, int nl, int D)
+{
+    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= (int64_t)nl * D) return;
+    dst[(int64_t)rows[i / D] * D + i % D] = src[i];
+}
+
+__global__ void k_xent_forward(float *lse, double *nll, uint8_t *correct, const float *logits,
+                               const int *tgt, int V)
+{
+    __shared__ float pm[NT], ps[NT];
+    __shared__ int pi[NT];
+    const float *lg = logits + (int64_t)blockIdx.x * V;
+    float mx = -INFINITY;
+    int best = V;
+    for (int j = threadIdx.x; j < V; j += NT)
+        if (best == V || lg[j] > mx) { mx = lg[j]; best = j; }
+    pm[threadIdx.x] = mx;
+    pi[threadIdx.x] = best;
+    __syncthreads();
+    for (int w = NT / 2; w > 0; w /= 2) {
+        if ((int)threadIdx.x < w) {
+            float om = pm[threadIdx.x + w];
+            int oi = pi[threadIdx.x + w];
+            if (oi < V && (pi[threadIdx.x] == V || om > pm[threadIdx.x] ||
+                           (om == pm[threadIdx.x] && oi < pi[threadIdx.x]))) {
+                pm[threadIdx.x] = om;
+                pi[threadIdx.x] = oi;
+            }
+        }
+        __syncthreads();
+    }
+    const float m = pm[0];
+    float s = 0;
+    for (int j = threadIdx.x; j < V; j += NT) s += expf(lg[j] - m);
+    ps[threadIdx.x] = s;
+    block_sum(ps);
+    if (threadIdx.x == 0) {
+        float l = m + (float)log((double)ps[0]);
+        int t = tgt[blockIdx.x];
+        lse[blockIdx.x] = l;
+        nll[blockIdx.x] = (double)l - (double)lg[t];
+        correct[blockIdx.x] = pi[0] == t;
+    }
+}
+
+__global__ void k_xent_backward(float *logits, const float *lse, const int *tgt, int nl, int V, float k)
+{
+    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= (int64_t)nl * V) return;
+    const int r = (int)(i / V), j = (int)(i % V);
+    float x = expf(logits[i] - lse[r]) * k;
+    if (j == tgt[r]) x -= k;
+    logits[i] = x;
+}
+
+/* ---- optimiser ----
+ * sumsq: partial Σ g² in double per block (RED_BLOCKS blocks, grid-stride).
+ * adamw: one tensor [off, off+n): rn_adamw_update's arithmetic, in double. */
+__global__ void k_sumsq(double *part_out, const float *g, int64_t n)
+{
+    __shared__ double part[NT];
+    double s = 0;
+    for (int64_t i = (int64_t)blockIdx.x * NT + threadIdx.x; i < n; i += (int64_t)gridDim.x * NT)
+        s += (double)g[i] * g[i];
+    part[threadIdx.x] = s;
+    block_sum(part);
+    if (threadIdx.x == 0) part_out[blockIdx.x] = part[0];
+}
+
+__global__ void k_adamw(float *params, const float *grad, float *m1, float *m2, int64_t off, int64_t n,
+                        double beta1, double beta2, double eps, double bc1, double bc2, double lr,
+                        double wd, double gscale)
+{
+    int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (j >= n) return;
+    j += off;
+    double g = (double)grad[j] * gscale;
+    double a = beta1 * m1[j] + (1 - beta1) * g;
+    double b = beta2 * m2[j] + (1 - beta2) * g * g;
+    m1[j] = (float)a;
+    m2[j] = (float)b;
+    double upd = (a / bc1) / (sqrt(b / bc2) + eps);
+    params[j] = (float)((double)params[j] - lr * (upd + wd * (double)params[j]));
+}
+
+/* ---- host side ---- */
+
+/* Carving helper: with base == NULL only counts bytes (256-byte aligned). */
+typedef struct { char *base; size_t off; } carver;
+
+template <typename T> static T *take(carver *cv, size_t count)
+{
+    T *p = cv->base ? (T *)(cv->base + cv->off) : NULL;
+    cv->off += (sizeof(T) * count + 255) & ~(size_t)255;
+    return p;
+}
+
+static void carve_all(rn_cuda_trainer *tr, carver *cv)
+{
+    const rn_config *c = &tr->c;
+    const size_t n = (size_t)tr->max_rows, D = c->d_model, H = c->n_heads, F = c->d_ff;
+    const size_t K = tr->kw_max, Kr = tr->kr_max, dv = c->d_v, hdk = H * rn_config_dk(c), hdv = H * dv;
+    const size_t NL = (size_t)tr->max_lab, V = c->vocab_size, nb = (size_t)tr->n_block;
+    tr->params = take<float>(cv, nb); tr->grad = take<float>(cv, nb);
+    tr->m1 = take<float>(cv, nb); tr->m2 = take<float>(cv, nb);
+    for (int l = 0; l < c->n_layers; l++) {
+        layer_acts *a = &tr->la[l];
+        a->x = take<float>(cv, n * D); a->h1 = take<float>(cv, n * D); a->rstd1 = take<float>(cv, n);
+        a->q = take<float>(cv, n * hdk); a->k = take<float>(cv, n * hdk);
+        a->v = take<float>(cv, n * hdv); a->o = take<float>(cv, n * hdv);
+        a->raddr = take<uint32_t>(cv, n * H * Kr); a->rslot = take<uint32_t>(cv, n * H * Kr);
+        a->waddr = take<uint32_t>(cv, n * H * K); a->wslot = take<uint32_t>(cv, n * H * K);
+        a->rw = take<float>(cv, n * H * Kr); a->ww = take<float>(cv, n * H * K);
+        a->wsave = take<float>(cv, n * H * K * (dv + 1)); a->rsave = take<float>(cv, n * H * Kr * (dv + 1));
+        a->xm = take<float>(cv, n * D); a->h2 = take<float>(cv, n * D); a->rstd2 = take<float>(cv, n);
+        a->g = take<float>(cv, n * F); a->u = take<float>(cv, n * F); a->a = take<float>(cv, n * F);
+    }
+    tr->xf = take<float>(cv, n * D); tr->hf = take<float>(cv, n * D); tr->rstdf = take<float>(cv, n);
+    tr->hsel = take<float>(cv, NL * D); tr->logits = take<float>(cv, NL * V); tr->lse = take<float>(cv, NL);
+    tr->lab_rows = take<int>(cv, NL); tr->lab_tgt = take<int>(cv, NL); tr->tokens = take<int>(cv, n);
+    tr->nll = take<double>(cv, NL); tr->correct = take<uint8_t>(cv, NL);
+    tr->dres = take<float>(cv, n * D); tr->dh = take<float>(cv, n * D);
+    tr->dq = take<float>(cv, n * hdk); tr->dk = take<float>(cv, n * hdk);
+    tr->dv = take<float>(cv, n * hdv); tr->dout = take<float>(cv, n * hdv);
+    tr->dg = take<float>(cv, n * F); tr->du = take<float>(cv, n * F); tr->da = take<float>(cv, n * F);
+    tr->dww = take<float>(cv, n * H * K); tr->drw = take<float>(cv, n * H * Kr);
+    tr->dhsel = take<float>(cv, NL * D);
+    tr->Sz = take<float>(cv, (size_t)tr->n_par * (size_t)tr->M * (dv + 1));
+    tr->dSz = take<float>(cv, (size_t)tr->n_par * (size_t)tr->M * (dv + 1));
+    tr->red = take<double>(cv, RED_BLOCKS);
+}
+
+/* Dense PDMA scratch per concurrent scan is M·(d_v+1) floats, twice
+ * (forward state, backward accumulator); at most this many bytes go to it. */
+#define SCAN_SCRATCH_BYTES ((size_t)256 << 20)
+
+extern "C" int rn_cuda_trainer_create(rn_cuda_trainer **out, const rn_model *m, int max_rows, int max_lab,
+                                      double eps_g, int kw_max, int kr_max, rn_error *err)
+{
+    *out = NULL;
+    const rn_config *c = &m->cfg;
+    const int64_t M = rn_config_slots(c);
+    if (!kw_max) kw_max = c->top_k;
+    if (!kr_max) kr_max = c->top_k;
+    if (kw_max < c->top_k || kw_max > M || kr_max < 1 || kr_max > M)
+        return rn_seterr(err, RN_EINPUT, "GPU trainer: top-K room %d (writes) / %d (reads) outside [%d, %lld] / [1, %lld]",
+                         kw_max, kr_max, c->top_k, (long long)M, (long long)M);
+    if (kw_max > RN_CUDA_MAX_K || kr_max > RN_CUDA_MAX_K)
+        return rn_seterr(err, RN_EINPUT, "--device cuda: top-K %d exceeds the GPU decoder's limit of %d",
+                         kw_max > kr_max ? kw_max : kr_max, RN_CUDA_MAX_K);
+    if (c->d_v + 1 > 1024)
+        return rn_seterr(err, RN_EINPUT, "--device cuda: d_v %d exceeds the GPU trainer's limit of 1023", c->d_v);
+    if (max_rows < 1 || max_lab < 1)
+        return rn_seterr(err, RN_EINPUT, "trainer: batch must have at least one row and one label");
+    if (!(eps_g >= 0 && eps_g < 1))
+        return rn_seterr(err, RN_EINPUT, "eps_g must be in [0, 1) (got %g)", eps_g);
+    int st = rn_cu_gemm_init();
+    if (st) return rn_seterr(err, RN_EINTERNAL, "CUDA GEMM init: %s", rn_cu_gemm_error(st));
+    rn_cuda_trainer *tr = (rn_cuda_trainer *)calloc(1, sizeof *tr);
+    if (!tr) return rn_seterr(err, RN_ENOMEM, "out of memory");
+    tr->c = *c;
+    tr->M = M;
+    tr->n_block = m->n_block;
+    tr->max_rows = max_rows;
+    tr->max_lab = max_lab < max_rows ? max_lab : max_rows;
+    tr->kw_max = kw_max;
+    tr->kr_max = kr_max;
+    tr->Kr = c->top_k < kr_max ? c->top_k : kr_max;
+    tr->eps_g = eps_g;
+    const size_t per = sizeof(float) * (size_t)M * (c->d_v + 1);
+    int64_t n_par = (int64_t)(SCAN_SCRATCH_BYTES / 2 / per);
+    if (n_par < 1) n_par = 1;
+    if (n_par > (int64_t)max_rows * c->n_heads) n_par = (int64_t)max_rows * c->n_heads;
+    if (n_par > 4096) n_par = 4096;
+    tr->n_par = (int)n_par;
+    carver cv = { NULL, 0 };
+    carve_all(tr, &cv);
+    tr->bytes = cv.off;
+    tr->h_rows = (int *)malloc(sizeof(int) * (size_t)tr->max_lab);
+    tr->h_tgt = (int *)malloc(sizeof(int) * (size_t)tr->max_lab);
+    tr->h_nll = (double *)malloc(sizeof(double) * (size_t)tr->max_lab);
+    tr->h_correct = (uint8_t *)malloc((size_t)tr->max_lab);
+    if (!tr->h_rows || !tr->h_tgt || !tr->h_nll || !tr->h_correct) {
+        rn_cuda_trainer_free(tr);
+        return rn_seterr(err, RN_ENOMEM, "out of memory");
+    }
+    cudaError_t e = cudaMalloc(&tr->mem, cv.off);
+    if (e != cudaSuccess) {
+        int rc = rn_seterr(err, RN_ENOMEM, "CUDA: %s allocating %zu bytes of training state on the GPU",
+                           cudaGetErrorString(e), cv.off);
+        tr->mem = NULL;
+        rn_cuda_trainer_free(tr);
+        return rc;
+    }
+    cv.base = (char *)tr->mem;
+    cv.off = 0;
+    carve_all(tr, &cv);
+    rn_weights_carve(&tr->c, tr->params, &tr->w);
+    rn_weights_carve(&tr->c, tr->grad, &tr->gw);
+    const size_t nbb = sizeof(float) * (size_t)tr->n_block;
+    e = cudaMemcpy(tr->params, m->params, nbb, cudaMemcpyHostToDevice);
+    if (e == cudaSuccess) e = cudaMemset(tr->grad, 0, nbb);
+    if (e == cudaSuccess) e = cudaMemset(tr->m1, 0, nbb);
+    if (e == cudaSuccess) e = cudaMemset(tr->m2, 0, nbb);
+    if (e == cudaSuccess) {
+        const int64_t all = (int64_t)tr->n_par * M * (c->d_v + 1);
+        k_state_reset<<<blocks(all, NT), NT>>>(tr->Sz, tr->n_par, M, c->d_v, (float)(1.0 / (double)M));
+        k_state_reset<<<blocks(all, NT), NT>>>(tr->dSz, tr->n_par, M, c->d_v, 0.f);
+        e = cudaGetLastError();
+    }
+    if (e == cudaSuccess) e = cudaDeviceSynchronize();
+    if (e != cudaSuccess) {
+        int rc = rn_seterr(err, RN_EINTERNAL, "CUDA: %s setting up the GPU trainer", cudaGetErrorString(e));
+        rn_cuda_trainer_free(tr);
+        return rc;
+    }
+    *out = tr;
+    return RN_OK;
+}
+
+extern "C" void rn_cuda_trainer_free(rn_cuda_trainer *tr)
+{
+    if (!tr) return;
+    if (tr->mem) cudaFree(tr->mem);
+    free(tr->h_rows);
+    free(tr->h_tgt);
+    free(tr->h_nll);
+    free(tr->h_correct);
+    free(tr);
+}
+
+extern "C" size_t rn_cuda_trainer_bytes(const rn_cuda_trainer *tr) { return tr->bytes; }
+
+extern "C" int rn_cuda_trainer_set_topk(rn_cuda_trainer *tr, int kw, int kr, rn_error *err)
+{
+    if (kw < 1 || kw > tr->kw_max || kr < 1 || kr > tr->kr_max)
+        return rn_seterr(err, RN_EINPUT, "GPU trainer: top-K %d/%d outside its room %d/%d", kw, kr,
+                         tr->kw_max, tr->kr_max);
+    tr->c.top_k = kw;
+    tr->Kr = kr;
+    return RN_OK;
+}
+
+extern "C" int rn_cuda_trainer_n_labelled(const rn_cuda_trainer *tr) { return tr->n_lab; }
+extern "C" double rn_cuda_trainer_loss_sum(const rn_cuda_trainer *tr) { return tr->loss_sum; }
+extern "C" const uint8_t *rn_cuda_trainer_correct(const rn_cuda_trainer *tr) { return tr->h_correct; }
+
+static void rmsnorm_forward(float *out, float *rstd, const float *x, const float *g, int n, int D, float eps)
+{
+    k_rmsnorm_forward<<<n, NT>>>(out, rstd, x, g, D, eps);
+}
+
+static void rmsnorm_backward(float *dx, float *dg, const float *dout, const float *x, const float *g,
+                             const float *rstd, int n, int D)
+{
+    k_rmsnorm_backward_dx<<<n, NT>>>(dx, dout, x, g, rstd, D);
+    k_rmsnorm_backward_dg<<<blocks(D, NT), NT>>>(dg, dout, x, rstd, n, D);
+}
+
+/* Training decoder of n rows (K addresses per head) into addr/slot/w. */
+static void address_forward(const rn_cuda_trainer *tr, uint32_t *addr, uint32_t *slot, float *w,
+                            const float *a, const float *alpha, int K, uint64_t cape_mask, int n)
+{
+    const rn_config *c = &tr->c;
+    k_address_train_forward<<<blocks((int64_t)n * c->n_heads, 64), 64>>>(
+        addr, slot, w, a, alpha, n, tr->T, c->n_heads, c->order, c->d_p, K, c->tau, cape_mask, tr->M);
+}
+
+static void address_backward(const rn_cuda_trainer *tr, float *da, float *dalpha, const float *dw,
+                             const float *a, const uint32_t *addr, const float *w, const float *alpha,
+                             int K, int n)
+{
+    const rn_config *c = &tr->c;
+    const int dk = rn_config_dk(c);
+    k_address_backward<<<blocks((int64_t)n * c->n_heads * dk, NT), NT>>>(
+        da, dw, a, addr, w, alpha, n, c->n_heads, c->order, c->d_p, K, c->tau);
+    k_alpha_backward<<<c->n_heads, NT>>>(dalpha, da, a, n, c->n_heads, dk);
+}
+
+extern "C" int rn_cuda_trainer_forward(rn_cuda_trainer *tr, const int *tokens, const int *targets, int B,
+                                       int T, double *loss, rn_error *err)
+{
+    const rn_config *c = &tr->c;
+    const rn_weights *w = &tr->w;
+    const int D = c->d_model, H = c->n_heads, F = c->d_ff, V = c->vocab_size, dv = c->d_v;
+    const int hdk = H * rn_config_dk(c), hdv = H * dv, K = c->top_k, Kr = tr->Kr;
+    if (B < 1 || T < 1 || (int64_t)B * T > tr->max_rows)
+        return rn_seterr(err, RN_EINPUT, "trainer: batch %d x %d exceeds the room for %d rows", B, T, tr->max_rows);
+    const int n = B * T;
+    int nl = 0;
+    for (int r = 0; r < n; r++) {
+        if (tokens[r] < 0 || tokens[r] >= V)
+            return rn_seterr(err, RN_EINPUT, "token %d at row %d is outside the vocabulary [0, %d)", tokens[r], r, V);
+        if (targets[r] == RN_IGNORE) continue;
+        if (targets[r] < 0 || targets[r] >= V)
+            return rn_seterr(err, RN_EINPUT, "target %d at row %d is outside the vocabulary [0, %d)", targets[r], r, V);
+        if (nl == tr->max_lab)
+            return rn_seterr(err, RN_EINPUT, "trainer: more than %d labelled positions in a batch", tr->max_lab);
+        tr->h_rows[nl] = r;
+        tr->h_tgt[nl] = targets[r];
+        nl++;
+    }
+    tr->B = B; tr->T = T; tr->n_lab = nl;
+    CU_TRY(cudaMemcpy(tr->tokens, tokens, sizeof(int) * n, cudaMemcpyHostToDevice));
+    if (nl) {
+        CU_TRY(cudaMemcpy(tr->lab_rows, tr->h_rows, sizeof(int) * nl, cudaMemcpyHostToDevice));
+        CU_TRY(cudaMemcpy(tr->lab_tgt, tr->h_tgt, sizeof(int) * nl, cudaMemcpyHostToDevice));
+    }
+    k_embed_forward<<<blocks((int64_t)n * D, NT), NT>>>(tr->la[0].x, w->embed, tr->tokens, n, D);
+    const int par = B * H < tr->n_par ? B * H : tr->n_par;
+    for (int l = 0; l < c->n_layers; l++) {
+        layer_acts *a = &tr->la[l];
+        const rn_layer_weights *lw = &w->layer[l];
+        rmsnorm_forward(a->h1, a->rstd1, a->x, lw->attn_norm, n, D, c->norm_eps);
+        GEMM_TRY(rn_cu_matmul(a->q, a->h1, lw->wq, n, D, hdk, 0));
+        GEMM_TRY(rn_cu_matmul(a->k, a->h1, lw->wk, n, D, hdk, 0));
+        GEMM_TRY(rn_cu_matmul(a->v, a->h1, lw->wv, n, D, hdv, 0));
+        address_forward(tr, a->raddr, a->rslot, a->rw, a->q, lw->q_alpha, Kr, c->cape_mask[l], n);
+        address_forward(tr, a->waddr, a->wslot, a->ww, a->k, lw->k_alpha, K, c->cape_mask[l], n);
+        k_pdma_train_forward<<<par, dv + 1>>>(a->o, a->wsave, a->rsave, tr->Sz, a->v, a->wslot, a->ww,
+                                              a->rslot, a->rw, B, T, H, K, Kr, dv, tr->M, c->gamma, c->eps);
+        CU_TRY(cudaMemcpyAsync(a->xm, a->x, sizeof(float) * (size_t)n * D, cudaMemcpyDeviceToDevice));
+        GEMM_TRY(rn_cu_matmul(a->xm, a->o, lw->wo, n, hdv, D, 1));
+        rmsnorm_forward(a->h2, a->rstd2, a->xm, lw->mlp_norm, n, D, c->norm_eps);
+        GEMM_TRY(rn_cu_matmul(a->g, a->h2, lw->w_gate, n, D, F, 0));
+        GEMM_TRY(rn_cu_matmul(a->u, a->h2, lw->w_up, n, D, F, 0));
+        k_swiglu_forward<<<blocks((int64_t)n * F, NT), NT>>>(a->a, a->g, a->u, (int64_t)n * F);
+        float *xn = l + 1 < c->n_layers ? tr->la[l + 1].x : tr->xf;
+        CU_TRY(cudaMemcpyAsync(xn, a->xm, sizeof(float) * (size_t)n * D, cudaMemcpyDeviceToDevice));
+        GEMM_TRY(rn_cu_matmul(xn, a->a, lw->w_down, n, F, D, 1));
+    }
+    rmsnorm_forward(tr->hf, tr->rstdf, tr->xf, w->norm, n, D, c->norm_eps);
+    double total = 0;
+    if (nl > 0) {
+        k_gather_rows<<<blocks((int64_t)nl * D, NT), NT>>>(tr->hsel, tr->hf, tr->lab_rows, nl, D);
+        GEMM_TRY(rn_cu_matmul(tr->logits, tr->hsel, w->lm_head, nl, D, V, 0));
+        k_xent_forward<<<nl, NT>>>(tr->lse, tr->nll, tr->correct, tr->logits, tr->lab_tgt, V);
+        CU_TRY(cudaGetLastError());
+        CU_TRY(cudaMemcpy(tr->h_nll, tr->nll, sizeof(double) * nl, cudaMemcpyDeviceToHost));
+        CU_TRY(cudaMemcpy(tr->h_correct, tr->correct, (size_t)nl, cudaMemcpyDeviceToHost));
+        for (int i = 0; i < nl; i++) total += tr->h_nll[i];
+    } else {
+        CU_TRY(cudaGetLastError());
+        CU_TRY(cudaDeviceSynchronize());
+    }
+    tr->loss_sum = total;
+    *loss = nl ? total / nl : 0;
+    return RN_OK;
+}
+
+extern "C" int rn_cuda_trainer_backward(rn_cuda_trainer *tr, double scale, rn_error *err)
+{
+    const rn_config *c = &tr->c;
+    const rn_weights *w = &tr->w;
+    rn_weights *gw = &tr->gw;
+    const int D = c->d_model, H = c->n_heads, F = c->d_ff, V = c->vocab_size, dv = c->d_v;
+    const int hdk = H * rn_config_dk(c), hdv = H * dv, K = c->top_k, Kr = tr->Kr;
+    const int B = tr->B, T = tr->T, n = B * T, nl = tr->n_lab;
+    CU_TRY(cudaMemsetAsync(tr->dres, 0, sizeof(float) * (size_t)n * D));
+    if (nl > 0) {
+        /* dlogits = (softmax − onehot)·scale/n_lab, in place */
+        k_xent_backward<<<blocks((int64_t)nl * V, NT), NT>>>(tr->logits, tr->lse, tr->lab_tgt, nl, V,
+                                                             (float)(scale / nl));
+        GEMM_TRY(rn_cu_matmul_din(tr->dhsel, tr->logits, w->lm_head, nl, D, V, 0));
+        GEMM_TRY(rn_cu_matmul_dw(gw->lm_head, tr->logits, tr->hsel, nl, D, V));
+        CU_TRY(cudaMemsetAsync(tr->dh, 0, sizeof(float) * (size_t)n * D));
+        k_scatter_rows<<<blocks((int64_t)nl * D, NT), NT>>>(tr->dh, tr->dhsel, tr->lab_rows, nl, D);
+        rmsnorm_backward(tr->dres, gw->norm, tr->dh, tr->xf, w->norm, tr->rstdf, n, D);
+    }
+    const int par = B * H < tr->n_par ? B * H : tr->n_par;
+    for (int l = c->n_layers - 1; l >= 0; l--) {
+        layer_acts *a = &tr->la[l];
+        const rn_layer_weights *lw = &w->layer[l];
+        rn_layer_weights *gl = &gw->layer[l];
+        /* MLP: x_out = xm + a·W_downᵀ */
+        GEMM_TRY(rn_cu_matmul_din(tr->da, tr->dres, lw->w_down, n, F, D, 0));
+        GEMM_TRY(rn_cu_matmul_dw(gl->w_down, tr->dres, a->a, n, F, D));
+        k_swiglu_backward<<<blocks((int64_t)n * F, NT), NT>>>(tr->dg, tr->du, tr->da, a->g, a->u, (int64_t)n * F);
+        GEMM_TRY(rn_cu_matmul_din(tr->dh, tr->dg, lw->w_gate, n, D, F, 0));
+        GEMM_TRY(rn_cu_matmul_dw(gl->w_gate, tr->dg, a->h2, n, D, F));
+        GEMM_TRY(rn_cu_matmul_din(tr->dh, tr->du, lw->w_up, n, D, F, 1));
+        GEMM_TRY(rn_cu_matmul_dw(gl->w_up, tr->du, a->h2, n, D, F));
+        rmsnorm_backward(tr->dres, gl->mlp_norm, tr->dh, a->xm, lw->mlp_norm, a->rstd2, n, D);
+        /* attention: xm = x + o·W_oᵀ */
+        GEMM_TRY(rn_cu_matmul_din(tr->dout, tr->dres, lw->wo, n, hdv, D, 0));
+        GEMM_TRY(rn_cu_matmul_dw(gl->wo, tr->dres, a->o, n, hdv, D));
+        k_pdma_train_backward<<<par, dv + 1>>>(tr->dv, tr->dww, tr->drw, tr->dSz, tr->dout, a->wsave,
+                                               a->rsave, a->v, a->wslot, a->ww, a->rslot, a->rw, B, T, H,
+                                               K, Kr, dv, tr->M, c->gamma, c->eps, (float)tr->eps_g);
+        address_backward(tr, tr->dq, gl->q_alpha, tr->drw, a->q, a->raddr, a->rw, lw->q_alpha, Kr, n);
+        address_backward(tr, tr->dk, gl->k_alpha, tr->dww, a->k, a->waddr, a->ww, lw->k_alpha, K, n);
+        GEMM_TRY(rn_cu_matmul_din(tr->dh, tr->dq, lw->wq, n, D, hdk, 0));
+        GEMM_TRY(rn_cu_matmul_dw(gl->wq, tr->dq, a->h1, n, D, hdk));
+        GEMM_TRY(rn_cu_matmul_din(tr->dh, tr->dk, lw->wk, n, D, hdk, 1));
+        GEMM_TRY(rn_cu_matmul_dw(gl->wk, tr->dk, a->h1, n, D, hdk));
+        GEMM_TRY(rn_cu_matmul_din(tr->dh, tr->dv, lw->wv, n, D, hdv, 1));
+        GEMM_TRY(rn_cu_matmul_dw(gl->wv, tr->dv, a->h1, n, D, hdv));
+        rmsnorm_backward(tr->dres, gl->attn_norm, tr->dh, a->x, lw->attn_norm, a->rstd1, n, D);
+    }
+    k_embed_backward<<<blocks(D, NT), NT>>>(gw->embed, tr->dres, tr->tokens, n, D);
+    CU_TRY(cudaGetLastError());
+    return RN_OK;
+}
+
+extern "C" int rn_cuda_trainer_zero_grads(rn_cuda_trainer *tr, rn_error *err)
+{
+    CU_TRY(cudaMemsetAsync(tr->grad, 0, sizeof(float) * (size_t)tr->n_block));
+    return RN_OK;
+}
+
+extern "C" int rn_cuda_trainer_grads(rn_cuda_trainer *tr, float *out, rn_error *err)
+{
+    CU_TRY(cudaMemcpy(out, tr->grad, sizeof(float) * (size_t)tr->n_block, cudaMemcpyDeviceToHost));
+    return RN_OK;
+}
+
+extern "C" int rn_cuda_trainer_grad_norm(rn_cuda_trainer *tr, double *norm, rn_error *err)
+{
+    double part[RED_BLOCKS];
+    k_sumsq<<<RED_BLOCKS, NT>>>(tr->red, tr->grad, tr->n_block);
+    CU_TRY(cudaGetLastError());
+    CU_TRY(cudaMemcpy(part, tr->red, sizeof part, cudaMemcpyDeviceToHost));
+    double s = 0;
+    for (int i = 0; i < RED_BLOCKS; i++) s += part[i];
+    *norm = sqrt(s);
+    return RN_OK;
+}
+
+extern "C" int rn_cuda_trainer_adamw(rn_cuda_trainer *tr, const rn_adamw_opts *o, int64_t step, double lr,
+                                     double gscale, rn_error *err)
+{
+    const int nt = rn_params_count_tensors(&tr->c);
+    const double bc1 = 1 - pow(o->beta1, (double)(step + 1)), bc2 = 1 - pow(o->beta2, (double)(step + 1));
+    for (int i = 0; i < nt; i++) {
+        rn_tensor_desc t;
+        rn_params_tensor(&tr->c, i, &t);
+        double wd = (t.kind == RN_T_MATRIX || t.kind == RN_T_EMBED) ? o->weight_decay : 0;
+        k_adamw<<<blocks(t.numel, NT), NT>>>(tr->params, tr->grad, tr->m1, tr->m2, t.offset, t.numel,
+                                             o->beta1, o->beta2, o->eps, bc1, bc2, lr, wd, gscale);
+    }
+    CU_TRY(cudaGetLastError());
+    return RN_OK;
+}
+
+extern "C" int rn_cuda_trainer_get_state(rn_cuda_trainer *tr, float *params, float *m1, float *m2,
+                                         rn_error *err)
+{
+    const size_t nb = sizeof(float) * (size_t)tr->n_block;
+    if (params) CU_TRY(cudaMemcpy(params, tr->params, nb, cudaMemcpyDeviceToHost));
+    if (m1) CU_TRY(cudaMemcpy(m1, tr->m1, nb, cudaMemcpyDeviceToHost));
+    if (m2) CU_TRY(cudaMemcpy(m2, tr->m2, nb, cudaMemcpyDeviceToHost));
+    return RN_OK;
+}
+
+extern "C" int rn_cuda_trainer_set_state(rn_cuda_trainer *tr, const float *params, const float *m1,
+                                         const float *m2, rn_error *err)
+{
+    const size_t nb = sizeof(float) * (size_t)tr->n_block;
+    CU_TRY(cudaMemcpy(tr->params, params, nb, cudaMemcpyHostToDevice));
+    CU_TRY(cudaMemcpy(tr->m1, m1, nb, cudaMemcpyHostToDevice));
+    CU_TRY(cudaMemcpy(tr->m2, m2, nb, cudaMemcpyHostToDevice));
+    return RN_OK;
+}

@@ -1,0 +1,26 @@
+/* emu_main.c — the GPU trainer's parity tests (tests/cuda/test_cuda_train.c)
+ * run against its kernels compiled for the host (tests/cuda/emu/
+ * cuda_runtime.h): checks the kernels' logic and indexing on any machine;
+ * the GPU itself is checked by test_cuda_parity. */
+#include <stdio.h>
+
+#include <CUnit/Basic.h>
+
+void rn_cuda_train_tests(CU_pSuite s);
+void rn_cuda_train_summary(void);
+extern int rn_cuda_train_test_steps;
+
+int main(void)
+{
+    rn_cuda_train_test_steps = 3; /* the emulation is slow; a few steps reach clipping and warm-up */
+    if (CU_initialize_registry() != CUE_SUCCESS) return 1;
+    CU_pSuite s = CU_add_suite("cuda_train_emu", NULL, NULL);
+    rn_cuda_train_tests(s);
+    CU_basic_set_mode(CU_BRM_VERBOSE);
+    CU_basic_run_tests();
+    unsigned fails = CU_get_number_of_failures();
+    printf("(host emulation) ");
+    rn_cuda_train_summary();
+    CU_cleanup_registry();
+    return fails ? 1 : 0;
+}

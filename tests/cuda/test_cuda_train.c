@@ -1,0 +1,384 @@
+/* test_cuda_train.c — the GPU trainer (core/cuda/rn_cuda_train.h) against
+ * the CPU trainer (core/rn_train.h) and AdamW (core/rn_adamw.h).  Linked
+ * into the parity binary (mk/cuda.mk), whose main registers these tests
+ * only when a CUDA device is usable (it skips otherwise).
+ *
+ * Over random small models (CAPE on/off, tied/untied head, γ ∈ {0, 0.5, 1,
+ * 2}, U from 1 to 4, d_p 4–16, K 4–16, the reads' K below, equal to and
+ * above the writes'):
+ *   - the mean cross-entropy of one forward: relative difference < 1e-4;
+ *   - every parameter gradient after a backward: max|g − c| / max|c| per
+ *     tensor < 1e-3 (the worst tensor is printed);
+ *   - 20 AdamW steps (rn_cuda_train_test_steps; two accumulated micro-batches each, clipping on, a
+ *     warm-up and cosine schedule) on both: losses within 1e-3 of each
+ *     other at every step, and the parameters brought back from the GPU
+ *     close to the CPU's;
+ *   - the training loop (rn_train_run, MQAR, top-K annealing, evaluation
+ *     and checkpoints) with device = cuda: its step losses track the CPU
+ *     run's, and a checkpoint written on either device resumes on the
+ *     other to the same losses; the text task's losses track the CPU's.
+ * Summary line: "cuda train parity: N tensors, worst gradient relative
+ * error E; 20-step loss max diff D".
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <CUnit/Basic.h>
+
+#include "cuda/rn_cuda_train.h"
+#include "rn_adamw.h"
+#include "rn_model.h"
+#include "rn_params.h"
+#include "rn_rng.h"
+#include "rn_device.h"
+#include "rn_train.h"
+#include "rn_train_loop.h"
+
+typedef struct { int U, dp, K, Kr, cape, tied; float gamma; } tshape;
+
+static const tshape g_tshapes[] = {
+    { 2, 8, 4, 4, 0, 1, 1.0f },  { 2, 8, 4, 2, 1, 1, 0.5f }, /* reads' K below the writes' */
+    { 3, 4, 8, 8, 1, 0, 0.0f },  { 3, 4, 8, 16, 0, 0, 2.0f }, /* reads' K above (annealing) */
+    { 1, 16, 4, 4, 1, 0, 0.5f }, { 4, 4, 16, 16, 1, 1, 2.0f },
+};
+#define N_TSHAPES (int)(sizeof g_tshapes / sizeof g_tshapes[0])
+
+/* AdamW steps of the step test (the host emulation runs fewer). */
+int rn_cuda_train_test_steps = 20;
+
+static long g_tensors;
+static double g_worst_grad, g_worst_loss_rel, g_worst_step_diff, g_worst_param, g_worst_loop_diff;
+static char g_worst_name[80];
+
+static int make_tmodel(rn_model *m, const tshape *s, uint64_t seed)
+{
+    rn_config c;
+    rn_config_default(&c);
+    c.vocab_size = 97;
+    c.tokenizer = RN_TOK_IDS;
+    c.d_model = 64;
+    c.n_layers = 2;
+    c.n_heads = 4;
+    c.order = s->U;
+    c.d_p = s->dp;
+    c.top_k = s->K;
+    c.d_v = 16;
+    c.d_ff = 96;
+    c.gamma = s->gamma;
+    c.tie_embeddings = s->tied;
+    for (int l = 0; l < c.n_layers; l++) c.cape_mask[l] = s->cape ? 0x5u : 0; /* heads 0, 2 */
+    rn_error err = { 0 };
+    if (rn_config_validate(&c, &err)) {
+        fprintf(stderr, "config: %s\n", err.msg);
+        return -1;
+    }
+    return rn_model_create_random(m, &c, seed, &err);
+}
+
+/* B·T random tokens; about half the targets labelled. */
+static void random_batch(rn_rng *r, int V, int n, int *tok, int *tgt)
+{
+    for (int i = 0; i < n; i++) {
+        tok[i] = (int)(rn_rng_u64(r) % (uint64_t)V);
+        tgt[i] = rn_rng_uniform(r) < 0.5 ? RN_IGNORE : (int)(rn_rng_u64(r) % (uint64_t)V);
+    }
+}
+
+/* max |g − c| / max |c| over one tensor (|c| = 0 everywhere: max |g − c|). */
+static double tensor_rel(const float *g, const float *c, int64_t n)
+{
+    double d = 0, m = 0;
+    for (int64_t i = 0; i < n; i++) {
+        d = fmax(d, fabs((double)g[i] - c[i]));
+        m = fmax(m, fabs((double)c[i]));
+    }
+    return m > 0 ? d / m : d;
+}
+
+/* One forward and backward on each trainer: the loss and every gradient. */
+static void test_train_grad_parity(void)
+{
+    rn_rng r;
+    rn_rng_seed(&r, 21);
+    const double eps_g = 0.01;
+    for (int si = 0; si < N_TSHAPES; si++) {
+        const tshape *sh = &g_tshapes[si];
+        rn_model m;
+        CU_ASSERT_EQUAL_FATAL(make_tmodel(&m, sh, 500 + si), RN_OK);
+        const int B = 3, T = 40, n = B * T, V = m.cfg.vocab_size;
+        int tok[120], tgt[120];
+        random_batch(&r, V, n, tok, tgt);
+        rn_error err = { 0 };
+        rn_trainer *ct = NULL;
+        rn_cuda_trainer *gt = NULL;
+        CU_ASSERT_EQUAL_FATAL(rn_trainer_create_kr(&ct, &m, n, n, eps_g, sh->Kr, &err), RN_OK);
+        if (rn_cuda_trainer_create(&gt, &m, n, n, eps_g, sh->K, sh->Kr, &err) ||
+            rn_cuda_trainer_set_topk(gt, sh->K, sh->Kr, &err)) {
+            fprintf(stderr, "cuda trainer: %s\n", err.msg);
+            CU_FAIL_FATAL("rn_cuda_trainer_create");
+        }
+        double lc, lg;
+        CU_ASSERT_EQUAL(rn_trainer_forward(ct, tok, tgt, B, T, &lc, &err), RN_OK);
+        CU_ASSERT_EQUAL(rn_cuda_trainer_forward(gt, tok, tgt, B, T, &lg, &err), RN_OK);
+        double lrel = fabs(lg - lc) / fabs(lc);
+        g_worst_loss_rel = fmax(g_worst_loss_rel, lrel);
+        CU_ASSERT(lrel < 1e-4);
+        CU_ASSERT_EQUAL(rn_cuda_trainer_n_labelled(gt), rn_trainer_n_labelled(ct));
+        /* two backwards accumulate (scale 0.5 each, as grad_accum = 2) */
+        rn_trainer_backward(ct, 0.5);
+        CU_ASSERT_EQUAL(rn_cuda_trainer_backward(gt, 0.5, &err), RN_OK);
+        CU_ASSERT_EQUAL(rn_trainer_forward(ct, tok, tgt, B, T, &lc, &err), RN_OK);
+        CU_ASSERT_EQUAL(rn_cuda_trainer_forward(gt, tok, tgt, B, T, &lg, &err), RN_OK);
+        rn_trainer_backward(ct, 0.5);
+        CU_ASSERT_EQUAL(rn_cuda_trainer_backward(gt, 0.5, &err), RN_OK);
+        float *gg = malloc(sizeof(float) * (size_t)m.n_block);
+        CU_ASSERT_EQUAL_FATAL(rn_cuda_trainer_grads(gt, gg, &err), RN_OK);
+        const float *cg = rn_trainer_grads(ct);
+        const int nt = rn_params_count_tensors(&m.cfg);
+        for (int i = 0; i < nt; i++) {
+            rn_tensor_desc t;
+            rn_params_tensor(&m.cfg, i, &t);
+            double e = tensor_rel(gg + t.offset, cg + t.offset, t.numel);
+            g_tensors++;
+            if (e > g_worst_grad) {
+                g_worst_grad = e;
+                snprintf(g_worst_name, sizeof g_worst_name, "%s (shape %d)", t.name, si);
+            }
+            if (!(e < 1e-3)) fprintf(stderr, "shape %d: %s gradient relative error %.3g\n", si, t.name, e);
+            CU_ASSERT(e < 1e-3);
+        }
+        /* zero_grads really zeroes */
+        CU_ASSERT_EQUAL(rn_cuda_trainer_zero_grads(gt, &err), RN_OK);
+        CU_ASSERT_EQUAL(rn_cuda_trainer_grads(gt, gg, &err), RN_OK);
+        double gn = 0;
+        CU_ASSERT_EQUAL(rn_cuda_trainer_grad_norm(gt, &gn, &err), RN_OK);
+        CU_ASSERT_EQUAL(gn, 0.0);
+        free(gg);
+        rn_trainer_free(ct);
+        rn_cuda_trainer_free(gt);
+        rn_model_free(&m);
+    }
+}
+
+/* 20 optimiser steps of 2 micro-batches on each device, from the same
+ * model, batches and schedule: the losses track each other. */
+static void test_train_steps_parity(void)
+{
+    rn_rng r;
+    rn_rng_seed(&r, 22);
+    const double eps_g = 0.01;
+    for (int si = 0; si < N_TSHAPES; si++) {
+        const tshape *sh = &g_tshapes[si];
+        rn_model m;
+        CU_ASSERT_EQUAL_FATAL(make_tmodel(&m, sh, 600 + si), RN_OK);
+        const int B = 2, T = 48, n = B * T, V = m.cfg.vocab_size, accum = 2;
+        const int steps = rn_cuda_train_test_steps;
+        const int64_t nb = m.n_block;
+        rn_adamw_opts o;
+        rn_adamw_defaults(&o);
+        o.lr = 3e-3;
+        o.min_lr = 3e-4;
+        o.warmup = 4;
+        o.steps = steps;
+        o.clip = 0.5; /* clipping engages in some steps */
+        rn_error err = { 0 };
+        rn_trainer *ct = NULL;
+        rn_cuda_trainer *gt = NULL;
+        CU_ASSERT_EQUAL_FATAL(rn_trainer_create_kr(&ct, &m, n, n, eps_g, sh->Kr, &err), RN_OK);
+        CU_ASSERT_EQUAL_FATAL(rn_cuda_trainer_create(&gt, &m, n, n, eps_g, sh->K, sh->Kr, &err), RN_OK);
+        CU_ASSERT_EQUAL_FATAL(rn_cuda_trainer_set_topk(gt, sh->K, sh->Kr, &err), RN_OK);
+        float *mom = calloc(2 * (size_t)nb, sizeof(float));
+        int tok[96], tgt[96];
+        for (int step = 0; step < steps; step++) {
+            rn_trainer_zero_grads(ct);
+            CU_ASSERT_EQUAL(rn_cuda_trainer_zero_grads(gt, &err), RN_OK);
+            double lc = 0, lg = 0;
+            for (int mi = 0; mi < accum; mi++) {
+                double a, b;
+                random_batch(&r, V, n, tok, tgt);
+                CU_ASSERT_EQUAL(rn_trainer_forward(ct, tok, tgt, B, T, &a, &err), RN_OK);
+                CU_ASSERT_EQUAL(rn_cuda_trainer_forward(gt, tok, tgt, B, T, &b, &err), RN_OK);
+                rn_trainer_backward(ct, 1.0 / accum);
+                CU_ASSERT_EQUAL(rn_cuda_trainer_backward(gt, 1.0 / accum, &err), RN_OK);
+                lc += a / accum;
+                lg += b / accum;
+            }
+            double d = fabs(lc - lg);
+            g_worst_step_diff = fmax(g_worst_step_diff, d);
+            CU_ASSERT(d < 1e-3);
+            double gnc = rn_grad_norm(rn_trainer_grads(ct), nb), gng = 0;
+            CU_ASSERT_EQUAL(rn_cuda_trainer_grad_norm(gt, &gng, &err), RN_OK);
+            CU_ASSERT(fabs(gnc - gng) <= 1e-3 * gnc);
+            double lr = rn_lr_at(&o, step);
+            double sc = (o.clip > 0 && gnc > o.clip) ? o.clip / gnc : 1.0;
+            double sg = (o.clip > 0 && gng > o.clip) ? o.clip / gng : 1.0;
+            rn_adamw_update(&m.cfg, m.params, rn_trainer_grads(ct), mom, mom + nb, &o, step, lr, sc);
+            CU_ASSERT_EQUAL(rn_cuda_trainer_adamw(gt, &o, step, lr, sg, &err), RN_OK);
+        }
+        /* the state comes back in the host layout, near the CPU's */
+        float *gp = malloc(sizeof(float) * 3 * (size_t)nb);
+        CU_ASSERT_EQUAL(rn_cuda_trainer_get_state(gt, gp, gp + nb, gp + 2 * nb, &err), RN_OK);
+        double pe = tensor_rel(gp, m.params, nb);
+        g_worst_param = fmax(g_worst_param, pe);
+        CU_ASSERT(pe < 1e-2);
+        /* and set_state round-trips */
+        CU_ASSERT_EQUAL(rn_cuda_trainer_set_state(gt, m.params, mom, mom + nb, &err), RN_OK);
+        CU_ASSERT_EQUAL(rn_cuda_trainer_get_state(gt, gp, gp + nb, gp + 2 * nb, &err), RN_OK);
+        CU_ASSERT(!memcmp(gp, m.params, sizeof(float) * (size_t)nb));
+        CU_ASSERT(!memcmp(gp + nb, mom, sizeof(float) * 2 * (size_t)nb));
+        free(gp);
+        free(mom);
+        rn_trainer_free(ct);
+        rn_cuda_trainer_free(gt);
+        rn_model_free(&m);
+    }
+}
+
+/* The step losses a run reports (STEP events; log_every = 1). */
+typedef struct { double loss[64]; int n; } loss_log;
+
+static void record_loss(void *user, const rn_train_event *ev)
+{
+    loss_log *lg = user;
+    if (ev->kind == RN_TRAIN_EV_STEP && ev->step >= 1 && ev->step <= 64) {
+        lg->loss[ev->step - 1] = ev->loss;
+        if (ev->step > lg->n) lg->n = (int)ev->step;
+    }
+}
+
+/* One run of the loop on `device`; stop_after / resume as the options. */
+static int loop_run(const rn_config *c, const rn_train_opts *base, int device, int64_t stop_after,
+                    const char *resume, const char *out, loss_log *lg)
+{
+    rn_train_opts o = *base;
+    o.device = device;
+    o.stop_after = stop_after;
+    snprintf(o.out, sizeof o.out, "%s", out);
+    snprintf(o.ckpt, sizeof o.ckpt, "%s.ckpt", out);
+    snprintf(o.resume, sizeof o.resume, "%s", resume ? resume : "");
+    rn_error err = { 0 };
+    int rc = rn_train_run(&o, c, record_loss, lg, NULL, &err);
+    if (rc) fprintf(stderr, "train (%s): %s\n", device == RN_DEVICE_CUDA ? "cuda" : "cpu", err.msg);
+    return rc;
+}
+
+static void test_train_loop_devices(void)
+{
+    rn_config c;
+    rn_train_opts o;
+    rn_config_default(&c);
+    rn_train_opts_default(&o, RN_TASK_MQAR);
+    const char *cfg = "vocab_size = 600\ntokenizer = ids\nd_model = 16\nn_layers = 2\nn_heads = 2\n"
+                      "d_p = 4\norder = 2\nd_v = 8\ntop_k = 2\nd_ff = 32\ncape = first:1\n"
+                      "steps = 8\nbatch = 2\nseq_len = 64\nlr = 3e-3\nwarmup = 2\neval_every = 4\n"
+                      "eval_examples = 2\nckpt_every = 4\nlog_every = 1\ngrad_accum = 2\n"
+                      "mqar_train = 32:4,64:8\nmqar_eval = 64:8\ntop_k_start = 8\ntop_k_read_start = 16\n";
+    rn_error err = { 0 };
+    CU_ASSERT_EQUAL_FATAL(rn_config_parse_text(&c, cfg, "loop.cfg", rn_train_opts_set, &o, &err), RN_OK);
+    char cpu[256], gpu[256], g2c[256], c2g[256], ck[300];
+    const int pid = (int)getpid();
+    snprintf(cpu, sizeof cpu, "/tmp/rn_cuda_train_%d_cpu.bin", pid);
+    snprintf(gpu, sizeof gpu, "/tmp/rn_cuda_train_%d_gpu.bin", pid);
+    snprintf(g2c, sizeof g2c, "/tmp/rn_cuda_train_%d_g2c.bin", pid);
+    snprintf(c2g, sizeof c2g, "/tmp/rn_cuda_train_%d_c2g.bin", pid);
+    loss_log lc = { { 0 }, 0 }, lg = { { 0 }, 0 }, lx = { { 0 }, 0 }, ly = { { 0 }, 0 };
+    CU_ASSERT_EQUAL_FATAL(loop_run(&c, &o, RN_DEVICE_CPU, 0, NULL, cpu, &lc), RN_OK);
+    CU_ASSERT_EQUAL_FATAL(loop_run(&c, &o, RN_DEVICE_CUDA, 0, NULL, gpu, &lg), RN_OK);
+    CU_ASSERT_EQUAL(lc.n, 8);
+    CU_ASSERT_EQUAL(lg.n, 8);
+    for (int i = 0; i < lc.n; i++) {
+        g_worst_loop_diff = fmax(g_worst_loop_diff, fabs(lc.loss[i] - lg.loss[i]));
+        CU_ASSERT(fabs(lc.loss[i] - lg.loss[i]) < 1e-3);
+    }
+    /* GPU for 4 steps, then the CPU resumes its checkpoint; and back */
+    CU_ASSERT_EQUAL_FATAL(loop_run(&c, &o, RN_DEVICE_CUDA, 4, NULL, g2c, &lx), RN_OK);
+    snprintf(ck, sizeof ck, "%s.ckpt", g2c);
+    CU_ASSERT_EQUAL_FATAL(loop_run(&c, &o, RN_DEVICE_CPU, 0, ck, g2c, &lx), RN_OK);
+    CU_ASSERT_EQUAL_FATAL(loop_run(&c, &o, RN_DEVICE_CPU, 4, NULL, c2g, &ly), RN_OK);
+    snprintf(ck, sizeof ck, "%s.ckpt", c2g);
+    CU_ASSERT_EQUAL_FATAL(loop_run(&c, &o, RN_DEVICE_CUDA, 0, ck, c2g, &ly), RN_OK);
+    CU_ASSERT_EQUAL(lx.n, 8);
+    CU_ASSERT_EQUAL(ly.n, 8);
+    for (int i = 0; i < 8; i++) {
+        g_worst_loop_diff = fmax(g_worst_loop_diff, fabs(lx.loss[i] - lc.loss[i]));
+        g_worst_loop_diff = fmax(g_worst_loop_diff, fabs(ly.loss[i] - lc.loss[i]));
+        CU_ASSERT(fabs(lx.loss[i] - lc.loss[i]) < 1e-3);
+        CU_ASSERT(fabs(ly.loss[i] - lc.loss[i]) < 1e-3);
+    }
+    const char *outs[] = { cpu, gpu, g2c, c2g };
+    for (int i = 0; i < 4; i++) {
+        char p[300];
+        remove(outs[i]);
+        snprintf(p, sizeof p, "%s.ckpt", outs[i]);
+        remove(p);
+    }
+}
+
+/* The text task on cuda: a small byte-level model on a generated corpus,
+ * step losses against the CPU run's. */
+static void test_train_loop_text(void)
+{
+    rn_config c;
+    rn_train_opts o;
+    rn_config_default(&c);
+    rn_train_opts_default(&o, RN_TASK_TEXT);
+    const char *cfg = "vocab_size = 257\ntokenizer = bytes\nd_model = 16\nn_layers = 2\nn_heads = 2\n"
+                      "d_p = 4\norder = 2\nd_v = 8\ntop_k = 4\nd_ff = 32\ncape = first:1\ngamma = 0.5\n"
+                      "steps = 6\nbatch = 3\nseq_len = 32\nlr = 3e-3\nwarmup = 2\neval_every = 3\n"
+                      "eval_windows = 4\nckpt_every = 0\nlog_every = 1\nval_frac = 0.1\n";
+    rn_error err = { 0 };
+    CU_ASSERT_EQUAL_FATAL(rn_config_parse_text(&c, cfg, "text.cfg", rn_train_opts_set, &o, &err), RN_OK);
+    char data[256], cpu[256], gpu[256];
+    const int pid = (int)getpid();
+    snprintf(data, sizeof data, "/tmp/rn_cuda_train_%d_corpus.txt", pid);
+    snprintf(cpu, sizeof cpu, "/tmp/rn_cuda_train_%d_tcpu.bin", pid);
+    snprintf(gpu, sizeof gpu, "/tmp/rn_cuda_train_%d_tgpu.bin", pid);
+    FILE *f = fopen(data, "w");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    rn_rng r;
+    rn_rng_seed(&r, 23);
+    for (int i = 0; i < 400; i++)
+        fprintf(f, "verse %d: the %s went %s.\n", i, rn_rng_uniform(&r) < 0.5 ? "scribe" : "reader",
+                rn_rng_uniform(&r) < 0.5 ? "home" : "out");
+    fclose(f);
+    snprintf(o.data, sizeof o.data, "%s", data);
+    loss_log lc = { { 0 }, 0 }, lg = { { 0 }, 0 };
+    CU_ASSERT_EQUAL_FATAL(loop_run(&c, &o, RN_DEVICE_CPU, 0, NULL, cpu, &lc), RN_OK);
+    CU_ASSERT_EQUAL_FATAL(loop_run(&c, &o, RN_DEVICE_CUDA, 0, NULL, gpu, &lg), RN_OK);
+    CU_ASSERT_EQUAL(lc.n, 6);
+    CU_ASSERT_EQUAL(lg.n, 6);
+    for (int i = 0; i < lc.n; i++) {
+        g_worst_loop_diff = fmax(g_worst_loop_diff, fabs(lc.loss[i] - lg.loss[i]));
+        CU_ASSERT(fabs(lc.loss[i] - lg.loss[i]) < 1e-3);
+    }
+    remove(data);
+    remove(cpu);
+    remove(gpu);
+    char p[300];
+    snprintf(p, sizeof p, "%s.ckpt", cpu);
+    remove(p);
+    snprintf(p, sizeof p, "%s.ckpt", gpu);
+    remove(p);
+}
+
+void rn_cuda_train_tests(CU_pSuite s)
+{
+    CU_add_test(s, "GPU trainer: loss and every parameter gradient == CPU's", test_train_grad_parity);
+    CU_add_test(s, "GPU trainer: AdamW steps track the CPU's losses", test_train_steps_parity);
+    CU_add_test(s, "train loop on cuda: losses track the CPU run's; checkpoints resume across devices",
+                test_train_loop_devices);
+    CU_add_test(s, "train loop on cuda, text task: losses track the CPU run's", test_train_loop_text);
+}
+
+void rn_cuda_train_summary(void)
+{
+    printf("cuda train parity: %ld tensors, worst gradient relative error %.3g (%s); "
+           "%d-step loss max diff %.3g\n", g_tensors, g_worst_grad, g_worst_name[0] ? g_worst_name : "-",
+           rn_cuda_train_test_steps, g_worst_step_diff);
+    printf("cuda train parity: worst first-forward loss relative error %.3g; parameters after %d steps "
+           "max relative difference %.3g; training loop step losses max diff %.3g\n", g_worst_loss_rel,
+           rn_cuda_train_test_steps, g_worst_param, g_worst_loop_diff);
+}
