@@ -121,21 +121,27 @@ __global__ void k_embed(float *x, const float *embed, const int *tok, int n, int
     x[i] = embed[(int64_t)tok[r] * D + d];
 }
 
-/* One block per row; the sum of squares in double, as on the CPU. */
+/* One block per row; the sum of squares in double, as on the CPU, reduced
+ * with warp shuffles (then one warp over the warps' sums). */
 __global__ void k_rmsnorm(float *out, const float *x, const float *g, int D, float eps)
 {
-    __shared__ double part[256];
+    __shared__ double part[32];
+    __shared__ float rs_s;
     const float *xr = x + (int64_t)blockIdx.x * D;
     float *o = out + (int64_t)blockIdx.x * D;
+    const int lane = threadIdx.x % 32, wid = threadIdx.x / 32, nw = (blockDim.x + 31) / 32;
     double s = 0;
     for (int i = threadIdx.x; i < D; i += blockDim.x) s += (double)xr[i] * xr[i];
-    part[threadIdx.x] = s;
+    for (int off = 16; off > 0; off /= 2) s += __shfl_down_sync(0xffffffffu, s, off);
+    if (lane == 0) part[wid] = s;
     __syncthreads();
-    for (int w = blockDim.x / 2; w > 0; w /= 2) {
-        if ((int)threadIdx.x < w) part[threadIdx.x] += part[threadIdx.x + w];
-        __syncthreads();
+    if (wid == 0) {
+        s = lane < nw ? part[lane] : 0;
+        for (int off = 16; off > 0; off /= 2) s += __shfl_down_sync(0xffffffffu, s, off);
+        if (lane == 0) rs_s = (float)(1.0 / sqrt(s / D + (double)eps));
     }
-    float rs = (float)(1.0 / sqrt(part[0] / D + (double)eps));
+    __syncthreads();
+    const float rs = rs_s;
     for (int i = threadIdx.x; i < D; i += blockDim.x) o[i] = xr[i] * rs * g[i];
 }
 
@@ -174,49 +180,40 @@ __global__ void k_address(addr_job j0, addr_job j1, int n, int H, int U, int dp,
 }
 
 /* The warp decoder: one warp per (row, head), the same beam search and the
- * same arithmetic as rn_cu_topk (so the same result, bit for bit), with the
- * per-chunk selections done by the 32 lanes at once.  Each lane computes
- * the chunk's log-sum-exp itself in the CPU's serial order (d_p is small),
- * then candidates are ranked by counting: the rank of a candidate is the
- * number of candidates before it in (score desc, address asc), a strict
- * total order because addresses are distinct, and a candidate of rank
- * < keep lands at that index.  Limits: d_p <= AW_MAXD, K·min(K, d_p) <=
- * AW_MAXC (address_launch falls back to k_address beyond them). */
+ * same arithmetic as rn_cu_topk (so the same result, bit for bit), spread
+ * over the 32 lanes.  Every chunk's log-softmax at once: each lane takes
+ * (chunk, digit) pairs, computes its exp(o − max) in parallel, then the
+ * chunk's sum in the CPU's serial order (d_p adds from shared memory) and
+ * its quantised log-prob.  Selections rank by counting: a candidate's rank
+ * is the number of candidates before it in (score desc, address asc), a
+ * strict total order because addresses are distinct, and a candidate of
+ * rank < keep lands at that index.  Limits: U·d_p <= AW_MAXUD, K·min(K, d_p)
+ * <= AW_MAXC (address_launch falls back to k_address beyond them). */
 #define AW_WARPS 4
-#define AW_MAXD 64
+#define AW_MAXUD 128
 #define AW_MAXC 256
 typedef struct {
-    int64_t cs[AW_MAXC]; uint64_t ca[AW_MAXC]; /* candidates (and a chunk's digits) */
-    int64_t bs[AW_MAXC]; uint64_t ba[AW_MAXC]; /* the beam, rank order */
-    int64_t ds[AW_MAXD]; uint64_t da[AW_MAXD]; /* the chunk's best kc digits, rank order */
+    int64_t cs[AW_MAXC]; uint32_t ca[AW_MAXC]; /* candidates */
+    int64_t bs[AW_MAXC]; uint32_t ba[AW_MAXC]; /* the beam, rank order */
+    double o[AW_MAXUD], ex[AW_MAXUD];          /* scale·a and exp(o − chunk max) */
+    int64_t lp[AW_MAXUD];                      /* quantised log-probs */
+    int64_t ds[AW_MAXUD]; uint32_t da[AW_MAXUD]; /* chunk u's best kc digits at u·d_p + rank */
 } aw_smem;
 
-/* The best kc digits of chunk c[d_p] into (ds, da) in rank order. */
-__device__ static void aw_chunk_best(aw_smem *m, const float *c, int dp, double scale, int kc, int lane)
+/* The largest o of chunk `base` (d_p values, serial: as the CPU). */
+__device__ static inline double aw_max(const aw_smem *m, int base, int dp)
 {
     double mx = -INFINITY;
-    for (int i = 0; i < dp; i++) {
-        double o = scale * (double)c[i];
-        if (o > mx) mx = o;
-    }
-    double s = 0;
-    for (int i = 0; i < dp; i++) s += exp(scale * (double)c[i] - mx);
-    double lse = mx + log(s);
-    for (int i = lane; i < dp; i += 32) m->cs[i] = rn_cu_quantize(scale * (double)c[i] - lse);
-    __syncwarp();
-    for (int i = lane; i < dp; i += 32) {
-        int rank = 0;
-        for (int q = 0; q < dp; q++) rank += rn_cu_better(m->cs[q], (uint64_t)q, m->cs[i], (uint64_t)i);
-        if (rank < kc) { m->ds[rank] = m->cs[i]; m->da[rank] = (uint64_t)i; }
-    }
-    __syncwarp();
+    for (int i = 0; i < dp; i++)
+        if (m->o[base + i] > mx) mx = m->o[base + i];
+    return mx;
 }
 
 __global__ void k_address_warp(addr_job j0, addr_job j1, int n, int H, int U, int dp, int K,
                                float tau, uint64_t cape_mask, const int64_t *pos, int64_t M)
 {
-    const int64_t pos0 = *pos;
     __shared__ aw_smem smem[AW_WARPS];
+    const int64_t pos0 = *pos;
     const addr_job jb = blockIdx.y ? j1 : j0;
     const int wid = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int i = blockIdx.x * AW_WARPS + wid;
@@ -225,16 +222,32 @@ __global__ void k_address_warp(addr_job j0, addr_job j1, int n, int H, int U, in
     const int r = i / H, h = i % H, dk = U * dp, kc = K < dp ? K : dp;
     const double scale = exp((double)jb.alpha[h]) / (double)tau;
     const float *key = jb.a + (int64_t)r * H * dk + (int64_t)h * dk;
-    aw_chunk_best(m, key, dp, scale, kc, lane);
+    for (int x = lane; x < dk; x += 32) m->o[x] = scale * (double)key[x];
+    __syncwarp();
+    for (int x = lane; x < dk; x += 32) m->ex[x] = exp(m->o[x] - aw_max(m, x - x % dp, dp));
+    __syncwarp();
+    for (int x = lane; x < dk; x += 32) {
+        const int base = x - x % dp;
+        double s = 0;
+        for (int q = 0; q < dp; q++) s += m->ex[base + q];
+        m->lp[x] = rn_cu_quantize(m->o[x] - (aw_max(m, base, dp) + log(s)));
+    }
+    __syncwarp();
+    for (int x = lane; x < dk; x += 32) { /* each chunk's best kc digits */
+        const int base = x - x % dp, d = x % dp;
+        int rank = 0;
+        for (int q = 0; q < dp; q++) rank += rn_cu_better(m->lp[base + q], (uint64_t)q, m->lp[x], (uint64_t)d);
+        if (rank < kc) { m->ds[base + rank] = m->lp[x]; m->da[base + rank] = (uint32_t)d; }
+    }
+    __syncwarp();
     for (int j = lane; j < kc; j += 32) { m->bs[j] = m->ds[j]; m->ba[j] = m->da[j]; }
     int nb = kc;
     __syncwarp();
     for (int u = 1; u < U; u++) {
-        aw_chunk_best(m, key + (int64_t)u * dp, dp, scale, kc, lane);
-        const int nc = nb * kc, keep = nc < K ? nc : K;
+        const int nc = nb * kc, keep = nc < K ? nc : K, base = u * dp;
         for (int q = lane; q < nc; q += 32) {
-            m->cs[q] = m->bs[q / kc] + m->ds[q % kc];
-            m->ca[q] = m->ba[q / kc] * (uint64_t)dp + m->da[q % kc];
+            m->cs[q] = m->bs[q / kc] + m->ds[base + q % kc];
+            m->ca[q] = m->ba[q / kc] * (uint32_t)dp + m->da[base + q % kc];
         }
         __syncwarp();
         for (int q = lane; q < nc; q += 32) {
@@ -247,7 +260,7 @@ __global__ void k_address_warp(addr_job j0, addr_job j1, int n, int H, int U, in
     }
     const int cape = (int)((cape_mask >> h) & 1u);
     for (int j = lane; j < K; j += 32) {
-        uint32_t a = (uint32_t)m->ba[j];
+        uint32_t a = m->ba[j];
         jb.w[(int64_t)i * K + j] = (float)exp((double)m->bs[j] / 1099511627776.0);
         jb.addr[(int64_t)i * K + j] = a;
         jb.slot[(int64_t)i * K + j] = cape ? rn_cu_cape(a, pos0 + r, M) : a;
@@ -262,7 +275,7 @@ static void address_launch(addr_job j0, addr_job j1, int jobs, int n, const rn_c
                            uint64_t cape_mask, const int64_t *pos, int64_t M, cudaStream_t st)
 {
     const int H = c->n_heads, K = c->top_k, dp = c->d_p, kc = K < dp ? K : dp;
-    if (dp <= AW_MAXD && K * kc <= AW_MAXC) {
+    if (c->order * dp <= AW_MAXUD && K * kc <= AW_MAXC) {
         dim3 grid((unsigned)(((int64_t)n * H + AW_WARPS - 1) / AW_WARPS), (unsigned)jobs);
         k_address_warp<<<grid, 32 * AW_WARPS, 0, st>>>(j0, j1, n, H, c->order, dp, K, c->tau, cape_mask, pos, M);
     } else {
@@ -282,28 +295,58 @@ __device__ static inline float decay(float w, float gamma)
 /* The PDMA scan of one layer: block h is head h; thread c < dv owns value
  * column c of every slot, thread dv owns z.  Rows in order: the K writes,
  * then the K reads (top-K slots of one row are distinct, so the writes of a
- * row touch disjoint rows of S). */
+ * row touch disjoint rows of S).  A row's slots and weights are staged in
+ * shared memory, and the state rows it touches are loaded PS at a time
+ * before any is used, so the loads overlap instead of queueing one behind
+ * the other (this kernel is the step's, where latency is all). */
+#define PS 8
 __global__ void k_pdma_scan(float *o, float *S, float *z, const float *v, const uint32_t *wslot,
                             const float *ww, const uint32_t *rslot, const float *rw, int n, int H,
                             int K, int dv, int64_t M, float gamma, float eps)
 {
+    __shared__ uint32_t s_ws[RN_CUDA_MAX_K], s_rs[RN_CUDA_MAX_K];
+    __shared__ float s_ww[RN_CUDA_MAX_K], s_rw[RN_CUDA_MAX_K];
     const int h = blockIdx.x, c = threadIdx.x;
     float *Sh = S + (int64_t)h * M * dv, *zh = z + (int64_t)h * M;
     for (int t = 0; t < n; t++) {
         int64_t a = ((int64_t)t * H + h) * K, vv = (int64_t)t * H * dv + (int64_t)h * dv;
-        for (int j = 0; j < K; j++) {
-            float wj = ww[a + j], d = decay(wj, gamma);
-            uint32_t s = wslot[a + j];
-            if (c < dv) Sh[(int64_t)s * dv + c] = d * Sh[(int64_t)s * dv + c] + wj * v[vv + c];
-            else zh[s] = d * zh[s] + wj;
+        for (int j = c; j < K; j += blockDim.x) {
+            s_ws[j] = wslot[a + j]; s_ww[j] = ww[a + j];
+            s_rs[j] = rslot[a + j]; s_rw[j] = rw[a + j];
+        }
+        __syncthreads();
+        const float vc = c < dv ? v[vv + c] : 1.0f; /* z's "value" is 1: z ← d·z + w */
+        for (int j0 = 0; j0 < K; j0 += PS) {
+            float x[PS];
+#pragma unroll
+            for (int q = 0; q < PS; q++)
+                if (j0 + q < K) x[q] = c < dv ? Sh[(int64_t)s_ws[j0 + q] * dv + c] : zh[s_ws[j0 + q]];
+#pragma unroll
+            for (int q = 0; q < PS; q++) {
+                if (j0 + q >= K) break;
+                const float wj = s_ww[j0 + q], d = decay(wj, gamma);
+                const uint32_t s = s_ws[j0 + q];
+                if (c < dv) Sh[(int64_t)s * dv + c] = d * x[q] + wj * vc;
+                else zh[s] = d * x[q] + wj;
+            }
         }
         __syncthreads();
         if (c < dv) {
             float acc = 0;
-            for (int j = 0; j < K; j++) {
-                uint32_t s = rslot[a + j];
-                float k = rw[a + j] / (zh[s] + eps);
-                acc += k * Sh[(int64_t)s * dv + c];
+            for (int j0 = 0; j0 < K; j0 += PS) {
+                float zz[PS], xs[PS];
+#pragma unroll
+                for (int q = 0; q < PS; q++)
+                    if (j0 + q < K) {
+                        zz[q] = zh[s_rs[j0 + q]];
+                        xs[q] = Sh[(int64_t)s_rs[j0 + q] * dv + c];
+                    }
+#pragma unroll
+                for (int q = 0; q < PS; q++) {
+                    if (j0 + q >= K) break;
+                    float k = s_rw[j0 + q] / (zz[q] + eps);
+                    acc += k * xs[q];
+                }
             }
             o[vv + c] = acc;
         }
