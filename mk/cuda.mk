@@ -83,6 +83,9 @@ $(BUILD)/emu/rn_cuda_train_emu.o: $(BUILD)/emu/rn_cuda_train_emu.cpp $(CU_HDR) t
 	@echo "CXX $< (host emulation)"; $(CXX_EMU) $(EMU_CXXFLAGS) -c $< -o $@
 EMU_OBJ := $(BUILD)/emu/rn_cuda_train_emu.o $(BUILD)/tests/cuda/emu/emu_gemm.o \
            $(BUILD)/tests/cuda/emu/emu_main.o $(BUILD)/tests/cuda/test_cuda_train.o
+# linked by $(CC) (its OpenMP runtime: libgomp or clang's libomp) with libstdc++
 $(BUILD)/test_cuda_train_emu: $(EMU_OBJ) $(LIB)
-	$(CXX_EMU) $(LDFLAGS) -o $@ $(EMU_OBJ) $(LIB) $(LDLIBS) -lcunit
+	$(CC) $(LDFLAGS) -o $@ $(EMU_OBJ) $(LIB) $(LDLIBS) -lcunit -lstdc++
+ifneq ($(shell command -v $(CXX_EMU) 2>/dev/null),)
 TEST_BINS += $(BUILD)/test_cuda_train_emu
+endif

@@ -127,6 +127,9 @@ static void test_train_grad_parity(void)
         g_worst_loss_rel = fmax(g_worst_loss_rel, lrel);
         CU_ASSERT(lrel < 1e-4);
         CU_ASSERT_EQUAL(rn_cuda_trainer_n_labelled(gt), rn_trainer_n_labelled(ct));
+        CU_ASSERT(fabs(rn_cuda_trainer_loss_sum(gt) - rn_trainer_loss_sum(ct)) <= 1e-4 * rn_trainer_loss_sum(ct));
+        /* the argmax flags (a logit near-tie could flip one; none expected here) */
+        CU_ASSERT(!memcmp(rn_cuda_trainer_correct(gt), rn_trainer_correct(ct), (size_t)rn_trainer_n_labelled(ct)));
         /* two backwards accumulate (scale 0.5 each, as grad_accum = 2) */
         rn_trainer_backward(ct, 0.5);
         CU_ASSERT_EQUAL(rn_cuda_trainer_backward(gt, 0.5, &err), RN_OK);

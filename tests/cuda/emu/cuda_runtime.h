@@ -93,6 +93,26 @@ inline void emu_entry(void)
     emu.done[emu.cur] = 1;
 }
 
+/* A fresh coroutine for thread t, and running it up to its next barrier
+ * or its end.  Kept out of line: getcontext and swapcontext return twice,
+ * and the caller's locals must not live across them. */
+__attribute__((noinline)) inline void emu_init_ctx(int t)
+{
+    getcontext(&emu.ctx[t]);
+    emu.ctx[t].uc_stack.ss_sp = emu.stack[t].data();
+    emu.ctx[t].uc_stack.ss_size = emu.stack[t].size();
+    emu.ctx[t].uc_link = &emu.main;
+    makecontext(&emu.ctx[t], emu_entry, 0);
+    emu.done[t] = 0;
+}
+
+__attribute__((noinline)) inline void emu_resume(int t)
+{
+    emu.cur = t;
+    threadIdx = dim3((unsigned)t);
+    swapcontext(&emu.main, &emu.ctx[t]);
+}
+
 /* Run fn as grid g of blocks of b threads (1-D grids and blocks).  A kernel
  * known to use no barrier runs each thread to completion in turn; any
  * other runs its block's threads as coroutines, phase by phase: each runs
@@ -125,22 +145,13 @@ inline void emu_run(const void *kernel, dim3 g, dim3 b, const std::function<void
     emu.synced = false;
     for (unsigned k = 0; k < g.x; k++) {
         blockIdx = dim3(k);
-        for (int t = 0; t < n; t++) {
-            getcontext(&emu.ctx[t]);
-            emu.ctx[t].uc_stack.ss_sp = emu.stack[t].data();
-            emu.ctx[t].uc_stack.ss_size = emu.stack[t].size();
-            emu.ctx[t].uc_link = &emu.main;
-            makecontext(&emu.ctx[t], emu_entry, 0);
-            emu.done[t] = 0;
-        }
+        for (int t = 0; t < n; t++) emu_init_ctx(t);
         for (int phase = 0, alive = n; alive > 0; phase++) {
             alive = 0;
             for (int i = 0; i < n; i++) {
                 int t = phase % 2 ? n - 1 - i : i;
                 if (emu.done[t]) continue;
-                emu.cur = t;
-                threadIdx = dim3((unsigned)t);
-                swapcontext(&emu.main, &emu.ctx[t]);
+                emu_resume(t);
                 alive += !emu.done[t];
             }
         }
