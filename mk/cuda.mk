@@ -74,7 +74,7 @@ bench-cuda: setup $(BUILD)/bench_cuda
 # tests as the parity suite.  Checks logic and indexing anywhere; the GPU's
 # own rounding and concurrency only test_cuda_parity checks.
 CXX_EMU   ?= g++
-EMU_CXXFLAGS = -std=c++17 -O2 -g -Wall -Wextra -Werror $(SAN) -DRN_CUDA_TRAIN_NT=32 \
+EMU_CXXFLAGS = -std=c++17 -O2 -g -Wall -Wextra -Werror -Wno-unknown-pragmas $(SAN) -DRN_CUDA_TRAIN_NT=32 \
                -Itests/cuda/emu -Icore -Icore/cuda $(PKGCFG)
 $(BUILD)/emu/rn_cuda_train_emu.cpp: core/cuda/rn_cuda_train.cu | setup
 	@mkdir -p $(dir $@)

@@ -16,7 +16,7 @@
  * measured in the same run, and the CPU trainer's tokens/s beside it.
  * Prints "skipped: no CUDA device" and exits 0 without a GPU.
  *
- *   bench_cuda [paper|stories15m|all|phases|steps|train]      (mk/cuda.mk: make bench-cuda)
+ *   bench_cuda [paper|stories15m|all|phases|steps|train|trainstep]      (mk/cuda.mk: make bench-cuda)
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -205,6 +205,44 @@ static int train_shape(const char *name, const rn_config *c, int B, int T, int B
     return 0;
 }
 
+/* `bench_cuda trainstep`: one training step (forward, backward, AdamW) at
+ * stories15M's shape, B = 16, T = 256, and nothing else, for a kernel
+ * profiler. */
+static int train_step_only(void)
+{
+    rn_config c;
+    rn_model m;
+    rn_error err = { 0 };
+    rn_config_default(&c);
+    if (rn_config_load_file(&c, "samples/configs/stories15m.cfg", NULL, NULL, &err) ||
+        rn_model_create_random(&m, &c, 1, &err)) {
+        fprintf(stderr, "%s\n", err.msg);
+        return 1;
+    }
+    const int B = 16, T = 256, rows = B * T;
+    int *tok = malloc(sizeof(int) * rows), *tgt = malloc(sizeof(int) * rows);
+    for (int i = 0; i < rows; i++) {
+        tok[i] = (int)((i * 2654435761u) % (unsigned)c.vocab_size);
+        tgt[i] = (int)(((i + 1) * 2654435761u) % (unsigned)c.vocab_size);
+    }
+    rn_adamw_opts o;
+    rn_adamw_defaults(&o);
+    rn_cuda_trainer *g = NULL;
+    double loss;
+    int rc = rn_cuda_trainer_create(&g, &m, rows, rows, 0.0, 0, 0, &err);
+    if (!rc) rc = rn_cuda_trainer_zero_grads(g, &err);
+    if (!rc) rc = rn_cuda_trainer_forward(g, tok, tgt, B, T, &loss, &err);
+    if (!rc) rc = rn_cuda_trainer_backward(g, 1.0, &err);
+    if (!rc) rc = rn_cuda_trainer_adamw(g, &o, 1, o.lr, 1.0, &err);
+    if (!rc) rc = rn_cuda_trainer_grad_norm(g, &loss, &err);
+    if (rc) fprintf(stderr, "%s\n", err.msg);
+    rn_cuda_trainer_free(g);
+    free(tok);
+    free(tgt);
+    rn_model_free(&m);
+    return rc != 0;
+}
+
 /* `bench_cuda phases`: where the GPU's time goes at the paper's shape —
  * one 8192-token prefill and 64 steps, each in its own runtime with
  * RN_CUDA_PHASES=1, which prints the per-phase times when it is freed. */
@@ -267,6 +305,7 @@ int main(int argc, char **argv)
     }
     if (!strcmp(which, "phases")) return phases();
     if (!strcmp(which, "steps")) return steps_only();
+    if (!strcmp(which, "trainstep")) return train_step_only();
     int rc = 0;
     rn_config c;
     if (!strcmp(which, "train")) {

@@ -171,7 +171,7 @@ __global__ void k_embed_backward(float *gembed, const float *dres, const int *to
  * forward:  out[n,D] = x[n,D]·rstd[n] ⊙ g[D], rstd = 1/sqrt(mean(x²) + eps)
  * backward: dx[n,D] += s·g·dy − s³/D·x·Σ(dy·g·x);  dg[D] += Σ_r dy·x·s
  * One block per row (NT threads) for the row sums, in double; the gain's
- * gradient one thread per column over the rows in order. */
+ * gradient by column groups, rows spread over a block's lanes. */
 __global__ void k_rmsnorm_forward(float *out, float *rstd, const float *x, const float *g, int D, float eps)
 {
     __shared__ double part[NT];
@@ -201,14 +201,29 @@ __global__ void k_rmsnorm_backward_dx(float *dx, const float *dout, const float 
     for (int i = threadIdx.x; i < D; i += NT) dxr[i] += (float)(s * g[i] * dy[i] - c * xr[i]);
 }
 
+/* The gain's gradient: block b owns columns 32b..32b+31; its NT threads are
+ * NT/32 row lanes of 32 columns (lane y sums rows y, y + NT/32, ... in
+ * order, coalesced across the columns), then lane 0 adds the lanes' sums
+ * in lane order: fixed order, so deterministic; spread over the rows so
+ * that D/32 blocks share the work instead of D threads each walking all n
+ * rows. */
+#define DG_COLS 32
 __global__ void k_rmsnorm_backward_dg(float *dg, const float *dout, const float *x, const float *rstd,
                                       int n, int D)
 {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= D) return;
-    float acc = dg[i];
-    for (int r = 0; r < n; r++) acc += dout[(int64_t)r * D + i] * x[(int64_t)r * D + i] * rstd[r];
-    dg[i] = acc;
+    __shared__ float part[NT];
+    const int cx = threadIdx.x % DG_COLS, ry = threadIdx.x / DG_COLS, ny = NT / DG_COLS;
+    const int i = blockIdx.x * DG_COLS + cx;
+    float acc = 0;
+    if (i < D)
+        for (int r = ry; r < n; r += ny) acc += dout[(int64_t)r * D + i] * x[(int64_t)r * D + i] * rstd[r];
+    part[threadIdx.x] = acc;
+    __syncthreads();
+    if (ry == 0 && i < D) {
+        float sum = dg[i];
+        for (int y = 0; y < ny; y++) sum += part[y * DG_COLS + cx];
+        dg[i] = sum;
+    }
 }
 
 /* ---- SwiGLU ----
@@ -322,11 +337,15 @@ __global__ void k_alpha_backward(float *dalpha, const float *da, const float *a,
  *           zeroed again on return), as rn_pdma_train_backward.
  * The products and sums of the state recurrences use _rn intrinsics so
  * nvcc does not contract them into FMAs: the same rounding as the CPU. */
+/* Rows of state loaded together before use (latency hiding) in the scan. */
+#define PS 8
 __global__ void k_pdma_train_forward(float *o, float *wsave, float *rsave, float *Sz, const float *v,
                                      const uint32_t *wslot, const float *ww, const uint32_t *rslot,
                                      const float *rw, int B, int T, int H, int Kw, int Kr, int dv,
                                      int64_t M, float gamma, float eps)
 {
+    __shared__ uint32_t s_ws[RN_CUDA_MAX_K], s_rs[RN_CUDA_MAX_K];
+    __shared__ float s_ww[RN_CUDA_MAX_K], s_rw[RN_CUDA_MAX_K];
     const int c = threadIdx.x;
     const size_t rs = (size_t)dv + 1, vstride = (size_t)H * dv, wstride = (size_t)H * Kw,
                  rstride = (size_t)H * Kr;
@@ -343,36 +362,60 @@ __global__ void k_pdma_train_forward(float *o, float *wsave, float *rsave, float
         for (int t = 0; t < T; t++) {
             const uint32_t *ws = wsb + t * wstride, *rsl = rsb + t * rstride;
             const float *wt = wwb + t * wstride, *rt = rwb + t * rstride, *vt = vb + t * vstride;
-            for (int j = 0; j < Kw; j++) {
-                const uint32_t s = ws[j];
-                const float wj = wt[j], d = t_decay(wj, gamma);
-                float *sv = wsv + ((size_t)t * Kw + j) * rs;
-                if (c < dv) {
-                    float old = S[(size_t)s * dv + c];
-                    sv[c] = old;
-                    S[(size_t)s * dv + c] = __fadd_rn(__fmul_rn(d, old), __fmul_rn(wj, vt[c]));
-                } else {
-                    sv[dv] = z[s];
-                    z[s] = __fadd_rn(__fmul_rn(d, z[s]), wj);
+            /* the step's slots and weights, staged once for every thread */
+            for (int j = c; j < Kw; j += blockDim.x) { s_ws[j] = ws[j]; s_ww[j] = wt[j]; }
+            for (int j = c; j < Kr; j += blockDim.x) { s_rs[j] = rsl[j]; s_rw[j] = rt[j]; }
+            __syncthreads();
+            const float vc = c < dv ? vt[c] : 0.0f;
+            /* writes, PS at a time: their (distinct) rows are loaded before
+             * any is stored, so the loads overlap */
+            for (int j0 = 0; j0 < Kw; j0 += PS) {
+                float old[PS];
+#pragma unroll
+                for (int q = 0; q < PS; q++)
+                    if (j0 + q < Kw) old[q] = c < dv ? S[(size_t)s_ws[j0 + q] * dv + c] : z[s_ws[j0 + q]];
+#pragma unroll
+                for (int q = 0; q < PS; q++) {
+                    if (j0 + q >= Kw) break;
+                    const int j = j0 + q;
+                    const uint32_t s = s_ws[j];
+                    const float wj = s_ww[j], d = t_decay(wj, gamma);
+                    float *sv = wsv + ((size_t)t * Kw + j) * rs;
+                    if (c < dv) {
+                        sv[c] = old[q];
+                        S[(size_t)s * dv + c] = __fadd_rn(__fmul_rn(d, old[q]), __fmul_rn(wj, vc));
+                    } else {
+                        sv[dv] = old[q];
+                        z[s] = __fadd_rn(__fmul_rn(d, old[q]), wj);
+                    }
                 }
             }
             __syncthreads(); /* z of the written slots, for the read */
-            for (int j = 0; j < Kr; j++) {
-                const uint32_t s = rsl[j];
-                float *sv = rsv + ((size_t)t * Kr + j) * rs;
-                if (c < dv) sv[c] = S[(size_t)s * dv + c];
-                else sv[dv] = z[s];
-            }
-            if (c < dv) {
-                float acc = 0;
-                for (int j = 0; j < Kr; j++) {
-                    const uint32_t s = rsl[j];
-                    float k = __fdiv_rn(rt[j], __fadd_rn(z[s], eps));
-                    acc = __fadd_rn(acc, __fmul_rn(k, S[(size_t)s * dv + c]));
+            float acc = 0;
+            for (int j0 = 0; j0 < Kr; j0 += PS) {
+                float zz[PS], xs[PS];
+#pragma unroll
+                for (int q = 0; q < PS; q++)
+                    if (j0 + q < Kr) {
+                        const uint32_t s = s_rs[j0 + q];
+                        zz[q] = z[s];
+                        xs[q] = c < dv ? S[(size_t)s * dv + c] : 0.0f;
+                    }
+#pragma unroll
+                for (int q = 0; q < PS; q++) {
+                    if (j0 + q >= Kr) break;
+                    const int j = j0 + q;
+                    float *sv = rsv + ((size_t)t * Kr + j) * rs;
+                    if (c < dv) {
+                        sv[c] = xs[q];
+                        float k = __fdiv_rn(s_rw[j], __fadd_rn(zz[q], eps));
+                        acc = __fadd_rn(acc, __fmul_rn(k, xs[q]));
+                    } else
+                        sv[dv] = zz[q];
                 }
-                ob[t * vstride + c] = acc;
             }
-            __syncthreads(); /* the reads of z before the next step's writes */
+            if (c < dv) ob[t * vstride + c] = acc;
+            __syncthreads(); /* the reads of z (and the staged slots) before the next step's writes */
         }
         /* back to the reset state: only the written slots changed */
         for (int t = 0; t < T; t++)
@@ -747,7 +790,7 @@ static void rmsnorm_backward(float *dx, float *dg, const float *dout, const floa
                              const float *rstd, int n, int D)
 {
     k_rmsnorm_backward_dx<<<n, NT>>>(dx, dout, x, g, rstd, D);
-    k_rmsnorm_backward_dg<<<blocks(D, NT), NT>>>(dg, dout, x, rstd, n, D);
+    k_rmsnorm_backward_dg<<<blocks(D, DG_COLS), NT>>>(dg, dout, x, rstd, n, D);
 }
 
 /* Training decoder of n rows (K addresses per head) into addr/slot/w. */
