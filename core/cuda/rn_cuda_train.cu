@@ -435,6 +435,7 @@ __global__ void k_pdma_train_backward(float *dv_out, float *dww, float *drw, flo
                                       int Kw, int Kr, int dv, int64_t M, float gamma, float eps,
                                       float eps_g)
 {
+    __shared__ float s_dot[RN_CUDA_MAX_K], s_dz[RN_CUDA_MAX_K];
     const int c = threadIdx.x;
     const size_t rs = (size_t)dv + 1, vstride = (size_t)H * dv, wstride = (size_t)H * Kw,
                  rstride = (size_t)H * Kr;
@@ -452,7 +453,16 @@ __global__ void k_pdma_train_backward(float *dv_out, float *dww, float *drw, flo
             const float *wt = wwb + t * wstride, *rt = rwb + t * rstride;
             const float *vt = v + vo + t * vstride, *go = dout + vo + t * vstride;
             float *dvt = dv_out + vo + t * vstride, *dwt = dwb + t * wstride, *drt = drb + t * rstride;
-            /* the read: o = Σ_j r_j·S[s_j]/(z[s_j] + eps) */
+            /* the read: o = Σ_j r_j·S[s_j]/(z[s_j] + eps).  The Kr dots
+             * ⟨dout, saved row⟩ are spread over the threads (thread j takes
+             * dot j, summed in the CPU's order), not all left to one. */
+            for (int j = c; j < Kr; j += blockDim.x) {
+                const float *sv = rsv + ((size_t)t * Kr + j) * rs;
+                float dot = 0;
+                for (int i = 0; i < dv; i++) dot += go[i] * sv[i];
+                s_dot[j] = dot;
+            }
+            __syncthreads();
             for (int j = 0; j < Kr; j++) {
                 const float *sv = rsv + ((size_t)t * Kr + j) * rs;
                 const uint32_t s = rsl[j];
@@ -460,35 +470,36 @@ __global__ void k_pdma_train_backward(float *dv_out, float *dww, float *drw, flo
                 if (c < dv) {
                     dS[(size_t)s * dv + c] += k * go[c];
                 } else {
-                    float dot = 0;
-                    for (int i = 0; i < dv; i++) dot += go[i] * sv[i];
+                    const float dot = s_dot[j];
                     drt[j] = dot / zz;
                     dz[s] -= k * dot / zz;
                 }
             }
             __syncthreads(); /* dS of the read slots, for the writes' dots */
-            /* the writes, in reverse rank order: S' = d·S + w·v, z' = d·z + w.
-             * Distinct slots: each rank's dots read rows no other rank of
-             * this step changes, so all dots come before all decays. */
+            /* the writes: S' = d·S + w·v, z' = d·z + w.  Distinct slots:
+             * each rank's dots read rows no other rank of this step changes,
+             * so all dots come before all decays, and rank j's (thread j's)
+             * dots and dz update touch only slot s_j. */
             if (c < dv) {
                 float acc = 0;
                 for (int j = Kw - 1; j >= 0; j--) acc += wt[j] * dS[(size_t)ws[j] * dv + c];
                 dvt[c] = acc;
-            } else {
-                for (int j = Kw - 1; j >= 0; j--) {
-                    const float *sv = wsv + ((size_t)t * Kw + j) * rs;
-                    const float w = wt[j], d = t_decay(w, gamma), dd = t_decay_grad(w, gamma, eps_g);
-                    const float *g = dS + (size_t)ws[j] * dv;
-                    const float gz = dz[ws[j]];
-                    float dsv = 0, dss = 0;
-                    for (int i = 0; i < dv; i++) {
-                        dsv += g[i] * vt[i];
-                        dss += g[i] * sv[i];
-                    }
-                    dwt[j] = dsv + gz + dd * (dss + gz * sv[dv]);
-                    dz[ws[j]] = d * gz;
-                }
             }
+            for (int j = c; j < Kw; j += blockDim.x) {
+                const float *sv = wsv + ((size_t)t * Kw + j) * rs;
+                const float w = wt[j], d = t_decay(w, gamma), dd = t_decay_grad(w, gamma, eps_g);
+                const float *g = dS + (size_t)ws[j] * dv;
+                const float gz = dz[ws[j]];
+                float dsv = 0, dss = 0;
+                for (int i = 0; i < dv; i++) {
+                    dsv += g[i] * vt[i];
+                    dss += g[i] * sv[i];
+                }
+                dwt[j] = dsv + gz + dd * (dss + gz * sv[dv]);
+                s_dz[j] = d * gz; /* stored after the barrier: thread dv reads dz above */
+            }
+            __syncthreads();
+            for (int j = c; j < Kw; j += blockDim.x) dz[ws[j]] = s_dz[j];
             __syncthreads(); /* the dots read dS before the decays change it */
             if (c < dv)
                 for (int j = Kw - 1; j >= 0; j--) dS[(size_t)ws[j] * dv + c] *= t_decay(wt[j], gamma);
