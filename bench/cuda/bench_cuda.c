@@ -16,7 +16,7 @@
  * measured in the same run, and the CPU trainer's tokens/s beside it.
  * Prints "skipped: no CUDA device" and exits 0 without a GPU.
  *
- *   bench_cuda [paper|stories15m|all|phases|steps|train|trainstep]      (mk/cuda.mk: make bench-cuda)
+ *   bench_cuda [paper|stories15m|all|phases|steps|train|trainstep|bw]      (mk/cuda.mk: make bench-cuda)
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -243,6 +243,36 @@ static int train_step_only(void)
     return rc != 0;
 }
 
+/* `bench_cuda bw`: the device's memory bandwidth as a device-to-device
+ * copy of 1 GiB moves it (bytes read plus bytes written per second, median
+ * of 5) — the bound a generated token's weight reads run against — and the
+ * paper shape's step bound it implies. */
+static int bandwidth(void)
+{
+    const size_t N = (size_t)1 << 30;
+    void *a = NULL, *b = NULL;
+    if (cudaMalloc(&a, N) || cudaMalloc(&b, N)) { fprintf(stderr, "bw: out of device memory\n"); return 1; }
+    cudaMemset(a, 1, N);
+    cudaMemcpy(b, a, N, cudaMemcpyDeviceToDevice);
+    cudaDeviceSynchronize();
+    double v[5];
+    for (int r = 0; r < 5; r++) {
+        double t0 = bench_now();
+        cudaMemcpy(b, a, N, cudaMemcpyDeviceToDevice);
+        cudaDeviceSynchronize();
+        v[r] = 2.0 * (double)N / (bench_now() - t0);
+    }
+    cudaFree(a);
+    cudaFree(b);
+    rn_config c;
+    paper_shape(&c);
+    double bytes = 4.0 * ((double)rn_config_param_count(&c) - (double)c.vocab_size * c.d_model + c.d_model);
+    double bw = bench_median(v, 5);
+    printf("bandwidth  | device copy %.0f GB/s (read + written) | paper-340M step bound %.0f tok/s (%.1f MB of weights per token)\n",
+           bw / 1e9, bw / bytes, bytes / 1e6);
+    return 0;
+}
+
 /* `bench_cuda phases`: where the GPU's time goes at the paper's shape —
  * one 8192-token prefill and 64 steps, each in its own runtime with
  * RN_CUDA_PHASES=1, which prints the per-phase times when it is freed. */
@@ -305,6 +335,7 @@ int main(int argc, char **argv)
     }
     if (!strcmp(which, "phases")) return phases();
     if (!strcmp(which, "steps")) return steps_only();
+    if (!strcmp(which, "bw")) return bandwidth();
     if (!strcmp(which, "trainstep")) return train_step_only();
     int rc = 0;
     rn_config c;
