@@ -32,7 +32,8 @@ static const char usage[] =
     "  --top-k K          read and write K slots per token instead of the\n"
     "                     model's top_k (1..min(M, 1024)): accuracy against K\n"
     "  --threads N        OpenMP/BLAS threads (default: the free cores)\n"
-    "  --device DEV       cpu (default); cuda is not implemented for evaluation yet\n"
+    "  --device DEV       cpu (default) or cuda (a CUDA build and a GPU): the\n"
+    "                     forward passes on the GPU (docs/cuda.md)\n"
     "  -f, --format F     table (default), csv or json; mqar rows\n"
     "                     segment,L,N,accuracy (and a mean row), text one row\n"
     "                     loss_nats_per_byte,bits_per_byte\n"
@@ -119,7 +120,7 @@ int cmd_eval(int argc, char **argv)
     if (optind >= argc) return cli_usage_error("eval", "no model given");
     if (optind + 1 < argc) return cli_usage_error("eval", "unexpected argument '%s'", argv[optind + 1]);
     if (!task) return cli_usage_error("eval", "no task (--task mqar|text)");
-    if (rn_device_select(device_arg, "evaluation", &device, &err)) return cli_fail(&err);
+    if (rn_device_select(device_arg, NULL, &device, &err)) return cli_fail(&err);
     int is_mqar = !strcmp(task, "mqar");
     if (!is_mqar && strcmp(task, "text")) return cli_usage_error("eval", "unknown task '%s' (expected mqar or text)", task);
     cli_threads(threads);
@@ -144,7 +145,7 @@ int cmd_eval(int argc, char **argv)
             return cli_fail(&err);
         }
         fprintf(stderr, "evaluating %ld examples per segment...\n", examples);
-        rc = rn_eval_mqar(&m, rn_mqar_test_segs, rn_mqar_n_test_segs, (int)examples, seed, 8192,
+        rc = rn_eval_mqar(&m, device, rn_mqar_test_segs, rn_mqar_n_test_segs, (int)examples, seed, 8192,
                           acc, &mean, &cli_stop_flag, &err);
         if (!rc) rc = print_mqar(fmt, acc, mean, &m.cfg, &err);
     } else {
@@ -152,7 +153,7 @@ int cmd_eval(int argc, char **argv)
         rc = rn_text_load(&t, data, vf, (int)seq, &err);
         if (!rc) {
             double loss, bpb;
-            rc = rn_eval_text(&m, &t, (int)seq, (int)windows, 16, &loss, &bpb, &cli_stop_flag, &err);
+            rc = rn_eval_text(&m, device, &t, (int)seq, (int)windows, 16, &loss, &bpb, &cli_stop_flag, &err);
             if (!rc) rc = print_text(fmt, loss, bpb, &err);
             rn_text_free(&t);
         }

@@ -237,8 +237,67 @@ static double now_s(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* Evaluate the ladder with an existing trainer (forward only). */
-static int eval_mqar_with(rn_trainer *tr, int V, const rn_mqar_seg *segs, int n_segs, int examples,
+/* The forward pass an evaluation runs: the CPU trainer's or the GPU
+ * trainer's (eval --device cuda), behind one face.  rows has room for the
+ * labelled rows of a batch (the GPU trainer reports flags, not rows: the
+ * rows are the targets' labelled positions in order, as on the CPU). */
+typedef struct {
+    rn_trainer *cpu;
+    rn_cuda_trainer *gpu;
+    int *rows;
+    int n_lab;
+} evaluator;
+
+static int ev_forward(evaluator *e, const int *tok, const int *tgt, int B, int T, double *loss,
+                      rn_error *err)
+{
+    if (e->cpu) return rn_trainer_forward(e->cpu, tok, tgt, B, T, loss, err);
+    int rc = rn_cuda_trainer_forward(e->gpu, tok, tgt, B, T, loss, err);
+    if (rc) return rc;
+    e->n_lab = 0;
+    for (int i = 0; i < B * T; i++)
+        if (tgt[i] != RN_IGNORE) e->rows[e->n_lab++] = i;
+    return RN_OK;
+}
+
+static int ev_n_labelled(const evaluator *e)
+{
+    return e->cpu ? rn_trainer_n_labelled(e->cpu) : rn_cuda_trainer_n_labelled(e->gpu);
+}
+
+static const int *ev_label_rows(const evaluator *e)
+{
+    return e->cpu ? rn_trainer_label_rows(e->cpu) : e->rows;
+}
+
+static const uint8_t *ev_correct(const evaluator *e)
+{
+    return e->cpu ? rn_trainer_correct(e->cpu) : rn_cuda_trainer_correct(e->gpu);
+}
+
+static double ev_loss_sum(const evaluator *e)
+{
+    return e->cpu ? rn_trainer_loss_sum(e->cpu) : rn_cuda_trainer_loss_sum(e->gpu);
+}
+
+/* An evaluator for model m on device dev with room for max_rows rows. */
+static int ev_create(evaluator *e, const rn_model *m, int dev, int max_rows, rn_error *err)
+{
+    memset(e, 0, sizeof *e);
+    if (dev != RN_DEVICE_CUDA) return rn_trainer_create(&e->cpu, m, max_rows, max_rows, 0.0, err);
+    if (!(e->rows = malloc(sizeof(int) * (size_t)max_rows))) return rn_seterr(err, RN_ENOMEM, "out of memory");
+    return rn_cuda_trainer_create(&e->gpu, m, max_rows, max_rows, 0.0, 0, 0, err);
+}
+
+static void ev_free(evaluator *e)
+{
+    rn_trainer_free(e->cpu);
+    rn_cuda_trainer_free(e->gpu);
+    free(e->rows);
+}
+
+/* Evaluate the ladder with an existing evaluator (forward only). */
+static int eval_mqar_with(evaluator *tr, int V, const rn_mqar_seg *segs, int n_segs, int examples,
                           uint64_t seed, int max_rows, int *tok, int *tgt, double *pbuf,
                           double *acc, double *mean, volatile int *stop, rn_error *err)
 {
@@ -259,12 +318,12 @@ static int eval_mqar_with(rn_trainer *tr, int V, const rn_mqar_seg *segs, int n_
             for (int b = 0; b < B; b++)
                 rn_mqar_example(&rng, V, L, N, RN_MQAR_POWER_A, tok + (size_t)b * L, tgt + (size_t)b * L, pbuf);
             double loss;
-            rc = rn_trainer_forward(tr, tok, tgt, B, L, &loss, err);
+            rc = ev_forward(tr, tok, tgt, B, L, &loss, err);
             if (rc) return rc;
             /* labelled rows are in row order: N per example */
-            const uint8_t *ok = rn_trainer_correct(tr);
-            const int *rows = rn_trainer_label_rows(tr);
-            int nl = rn_trainer_n_labelled(tr), i = 0;
+            const uint8_t *ok = ev_correct(tr);
+            const int *rows = ev_label_rows(tr);
+            int nl = ev_n_labelled(tr), i = 0;
             for (int b = 0; b < B; b++) {
                 int c = 0, n = 0;
                 for (; i < nl && rows[i] / L == b; i++) { c += ok[i]; n++; }
@@ -290,15 +349,18 @@ static int max_space(const rn_mqar_seg *segs, int n)
     return m + 1024;
 }
 
-int rn_eval_mqar(const rn_model *m, const rn_mqar_seg *segs, int n_segs, int examples,
+int rn_eval_mqar(const rn_model *m, int device, const rn_mqar_seg *segs, int n_segs, int examples,
                  uint64_t seed, int max_rows, double *acc, double *mean, volatile int *stop,
                  rn_error *err)
 {
     for (int s = 0; s < n_segs; s++)
         if (segs[s].L > max_rows) max_rows = segs[s].L;
-    rn_trainer *tr;
-    int rc = rn_trainer_create(&tr, m, max_rows, max_rows, 0.0, err);
-    if (rc) return rc;
+    evaluator ev, *tr = &ev;
+    int rc = ev_create(&ev, m, device, max_rows, err);
+    if (rc) {
+        ev_free(&ev);
+        return rc;
+    }
     int *tok = malloc(sizeof(int) * 2 * (size_t)max_rows);
     double *pbuf = malloc(sizeof(double) * (size_t)(max_rows + max_space(segs, n_segs)));
     if (!tok || !pbuf) rc = rn_seterr(err, RN_ENOMEM, "out of memory");
@@ -306,11 +368,11 @@ int rn_eval_mqar(const rn_model *m, const rn_mqar_seg *segs, int n_segs, int exa
                              tok + max_rows, pbuf, acc, mean, stop, err);
     free(tok);
     free(pbuf);
-    rn_trainer_free(tr);
+    ev_free(tr);
     return rc;
 }
 
-static int eval_text_with(rn_trainer *tr, const rn_text *t, int T, int windows, int batch,
+static int eval_text_with(evaluator *tr, const rn_text *t, int T, int windows, int batch,
                           int *tok, int *tgt, double *loss, double *bpb, volatile int *stop,
                           rn_error *err)
 {
@@ -324,9 +386,9 @@ static int eval_text_with(rn_trainer *tr, const rn_text *t, int T, int windows, 
         int B = nw - w < batch ? (int)(nw - w) : batch;
         for (int b = 0; b < B; b++) rn_text_val_window(t, w + b, T, tok + (size_t)b * T, tgt + (size_t)b * T);
         double l;
-        int rc = rn_trainer_forward(tr, tok, tgt, B, T, &l, err);
+        int rc = ev_forward(tr, tok, tgt, B, T, &l, err);
         if (rc) return rc;
-        sum += rn_trainer_loss_sum(tr);
+        sum += ev_loss_sum(tr);
         count += (int64_t)B * T;
     }
     *loss = count ? sum / (double)count : 0;
@@ -334,18 +396,21 @@ static int eval_text_with(rn_trainer *tr, const rn_text *t, int T, int windows, 
     return RN_OK;
 }
 
-int rn_eval_text(const rn_model *m, const rn_text *t, int T, int windows, int batch,
+int rn_eval_text(const rn_model *m, int device, const rn_text *t, int T, int windows, int batch,
                  double *loss, double *bpb, volatile int *stop, rn_error *err)
 {
     if (rn_text_n_val(t, T) < 1) return rn_seterr(err, RN_EINPUT, "text eval: held-out split is shorter than one window of %d bytes", T);
-    rn_trainer *tr;
-    int rc = rn_trainer_create(&tr, m, batch * T, batch * T, 0.0, err);
-    if (rc) return rc;
+    evaluator ev, *tr = &ev;
+    int rc = ev_create(&ev, m, device, batch * T, err);
+    if (rc) {
+        ev_free(&ev);
+        return rc;
+    }
     int *tok = malloc(sizeof(int) * 2 * (size_t)batch * T);
     if (!tok) rc = rn_seterr(err, RN_ENOMEM, "out of memory");
     else rc = eval_text_with(tr, t, T, windows, batch, tok, tok + (size_t)batch * T, loss, bpb, stop, err);
     free(tok);
-    rn_trainer_free(tr);
+    ev_free(tr);
     return rc;
 }
 
@@ -438,7 +503,8 @@ static int do_eval(run_state *s, double *metric, rn_error *err)
     if (o->task == RN_TASK_MQAR) {
         double acc[16], mean;
         assert(o->n_eval_segs >= 1 && o->n_eval_segs <= 16); /* parse_segs keeps 1..16 */
-        int rc = eval_mqar_with(s->tr, s->m.cfg.vocab_size, o->eval_segs, o->n_eval_segs,
+        evaluator ev = { s->tr, NULL, NULL, 0 };
+        int rc = eval_mqar_with(&ev, s->m.cfg.vocab_size, o->eval_segs, o->n_eval_segs,
                                 o->eval_examples, 4242, s->max_rows, s->tok, s->tgt, s->pbuf, acc,
                                 &mean, s->stop, err);
         if (rc) return rc;
@@ -451,7 +517,8 @@ static int do_eval(run_state *s, double *metric, rn_error *err)
         return RN_OK;
     }
     double loss, bpb;
-    int rc = eval_text_with(s->tr, &s->text, o->seq_len, o->eval_windows, o->batch, s->tok, s->tgt,
+    evaluator ev = { s->tr, NULL, NULL, 0 };
+    int rc = eval_text_with(&ev, &s->text, o->seq_len, o->eval_windows, o->batch, s->tok, s->tgt,
                             &loss, &bpb, s->stop, err);
     if (rc) return rc;
     snprintf(buf, cap, "{\"task\":\"text\",\"val_loss\":%.5f,\"val_bpb\":%.5f}", loss, bpb);

@@ -50,7 +50,8 @@ static const tshape g_tshapes[] = {
 int rn_cuda_train_test_steps = 20;
 
 static long g_tensors;
-static double g_worst_grad, g_worst_loss_rel, g_worst_step_diff, g_worst_param, g_worst_loop_diff;
+static double g_worst_grad, g_worst_loss_rel, g_worst_step_diff, g_worst_param, g_worst_loop_diff,
+    g_worst_eval_diff;
 static char g_worst_name[80];
 
 static int make_tmodel(rn_model *m, const tshape *s, uint64_t seed)
@@ -367,6 +368,54 @@ static void test_train_loop_text(void)
     remove(p);
 }
 
+/* eval --device cuda: the GPU trainer's forward behind rn_eval_mqar and
+ * rn_eval_text, against the CPU's on the same random models.  MQAR
+ * accuracies come from argmax flags, so they agree exactly unless a
+ * logit's argmax is a near-tie (at most one flip allowed: 1/64 here). */
+static void test_eval_devices(void)
+{
+    rn_config c;
+    rn_model m;
+    rn_error err = { 0 };
+    rn_config_default(&c);
+    CU_ASSERT_EQUAL_FATAL(rn_config_parse_text(&c, "vocab_size = 600\ntokenizer = ids\nd_model = 16\n"
+                                               "n_layers = 2\nn_heads = 2\nd_p = 4\norder = 2\nd_v = 8\n"
+                                               "top_k = 2\nd_ff = 32\ncape = first:1\n",
+                                               "eval.cfg", NULL, NULL, &err), RN_OK);
+    CU_ASSERT_EQUAL_FATAL(rn_model_create_random(&m, &c, 31, &err), RN_OK);
+    const rn_mqar_seg segs[] = { { 64, 8 }, { 32, 4 } };
+    double ac[2], ag[2], mc, mg;
+    CU_ASSERT_EQUAL_FATAL(rn_eval_mqar(&m, RN_DEVICE_CPU, segs, 2, 8, 5, 256, ac, &mc, NULL, &err), RN_OK);
+    int rc = rn_eval_mqar(&m, RN_DEVICE_CUDA, segs, 2, 8, 5, 256, ag, &mg, NULL, &err);
+    if (rc) fprintf(stderr, "eval mqar (cuda): %s\n", err.msg);
+    CU_ASSERT_EQUAL_FATAL(rc, RN_OK);
+    for (int i = 0; i < 2; i++) CU_ASSERT(fabs(ac[i] - ag[i]) <= 1.0 / 64 + 1e-12);
+    rn_model_free(&m);
+
+    CU_ASSERT_EQUAL_FATAL(rn_config_parse_text(&c, "vocab_size = 257\ntokenizer = bytes\ntop_k = 4\n"
+                                               "gamma = 0.5\n", "eval.cfg", NULL, NULL, &err), RN_OK);
+    CU_ASSERT_EQUAL_FATAL(rn_model_create_random(&m, &c, 32, &err), RN_OK);
+    char data[256];
+    snprintf(data, sizeof data, "/tmp/rn_cuda_eval_%d_corpus.txt", (int)getpid());
+    FILE *f = fopen(data, "w");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    for (int i = 0; i < 300; i++) fprintf(f, "line %d of the held-out test corpus.\n", i);
+    fclose(f);
+    rn_text t;
+    CU_ASSERT_EQUAL_FATAL(rn_text_load(&t, data, 0.2, 32, &err), RN_OK);
+    double lc, bc, lg, bg;
+    CU_ASSERT_EQUAL(rn_eval_text(&m, RN_DEVICE_CPU, &t, 32, 6, 3, &lc, &bc, NULL, &err), RN_OK);
+    rc = rn_eval_text(&m, RN_DEVICE_CUDA, &t, 32, 6, 3, &lg, &bg, NULL, &err);
+    if (rc) fprintf(stderr, "eval text (cuda): %s\n", err.msg);
+    CU_ASSERT_EQUAL(rc, RN_OK);
+    CU_ASSERT(fabs(lg - lc) <= 1e-4 * fabs(lc));
+    CU_ASSERT(fabs(bg - bc) <= 1e-4 * fabs(bc));
+    g_worst_eval_diff = fmax(fabs(lg - lc) / fabs(lc), fmax(fabs(ag[0] - ac[0]), fabs(ag[1] - ac[1])));
+    rn_text_free(&t);
+    remove(data);
+    rn_model_free(&m);
+}
+
 void rn_cuda_train_tests(CU_pSuite s)
 {
     CU_add_test(s, "GPU trainer: loss and every parameter gradient == CPU's", test_train_grad_parity);
@@ -374,6 +423,7 @@ void rn_cuda_train_tests(CU_pSuite s)
     CU_add_test(s, "train loop on cuda: losses track the CPU run's; checkpoints resume across devices",
                 test_train_loop_devices);
     CU_add_test(s, "train loop on cuda, text task: losses track the CPU run's", test_train_loop_text);
+    CU_add_test(s, "eval on cuda: MQAR accuracy and text loss == the CPU's", test_eval_devices);
 }
 
 void rn_cuda_train_summary(void)
@@ -382,6 +432,6 @@ void rn_cuda_train_summary(void)
            "%d-step loss max diff %.3g\n", g_tensors, g_worst_grad, g_worst_name[0] ? g_worst_name : "-",
            rn_cuda_train_test_steps, g_worst_step_diff);
     printf("cuda train parity: worst first-forward loss relative error %.3g; parameters after %d steps "
-           "max relative difference %.3g; training loop step losses max diff %.3g\n", g_worst_loss_rel,
-           rn_cuda_train_test_steps, g_worst_param, g_worst_loop_diff);
+           "max relative difference %.3g; training loop step losses max diff %.3g; eval max diff %.3g\n",
+           g_worst_loss_rel, rn_cuda_train_test_steps, g_worst_param, g_worst_loop_diff, g_worst_eval_diff);
 }
