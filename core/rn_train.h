@@ -43,6 +43,14 @@ void rn_trainer_free(rn_trainer *tr);
  * per-thread state, gradients), checked against rn_memlimit.h at create. */
 size_t rn_trainer_bytes(const rn_trainer *tr);
 
+/* Check a batch of n rows and list its labelled rows: every token and
+ * every target other than RN_IGNORE must lie in [0, V); at most max_lab
+ * rows may be labelled.  rows[i], tgt[i] receive the i-th labelled row and
+ * its target, in row order; *n_lab their count.  RN_EINPUT naming the row
+ * otherwise.  Shared by the CPU and the GPU trainer. */
+int rn_train_label_rows(const int *tokens, const int *targets, int n, int V, int max_lab,
+                        int *rows, int *tgt, int *n_lab, rn_error *err);
+
 /* Forward B sequences of length T (tokens[B·T], targets[B·T], RN_IGNORE
  * for unlabelled positions).  *loss receives the mean cross-entropy over
  * labelled positions (0 when there are none).  Returns RN_OK, or RN_EINPUT

@@ -238,26 +238,17 @@ static double now_s(void)
 }
 
 /* The forward pass an evaluation runs: the CPU trainer's or the GPU
- * trainer's (eval --device cuda), behind one face.  rows has room for the
- * labelled rows of a batch (the GPU trainer reports flags, not rows: the
- * rows are the targets' labelled positions in order, as on the CPU). */
+ * trainer's (eval --device cuda), behind one face. */
 typedef struct {
     rn_trainer *cpu;
     rn_cuda_trainer *gpu;
-    int *rows;
-    int n_lab;
 } evaluator;
 
 static int ev_forward(evaluator *e, const int *tok, const int *tgt, int B, int T, double *loss,
                       rn_error *err)
 {
-    if (e->cpu) return rn_trainer_forward(e->cpu, tok, tgt, B, T, loss, err);
-    int rc = rn_cuda_trainer_forward(e->gpu, tok, tgt, B, T, loss, err);
-    if (rc) return rc;
-    e->n_lab = 0;
-    for (int i = 0; i < B * T; i++)
-        if (tgt[i] != RN_IGNORE) e->rows[e->n_lab++] = i;
-    return RN_OK;
+    return e->cpu ? rn_trainer_forward(e->cpu, tok, tgt, B, T, loss, err)
+                  : rn_cuda_trainer_forward(e->gpu, tok, tgt, B, T, loss, err);
 }
 
 static int ev_n_labelled(const evaluator *e)
@@ -267,7 +258,7 @@ static int ev_n_labelled(const evaluator *e)
 
 static const int *ev_label_rows(const evaluator *e)
 {
-    return e->cpu ? rn_trainer_label_rows(e->cpu) : e->rows;
+    return e->cpu ? rn_trainer_label_rows(e->cpu) : rn_cuda_trainer_label_rows(e->gpu);
 }
 
 static const uint8_t *ev_correct(const evaluator *e)
@@ -285,7 +276,6 @@ static int ev_create(evaluator *e, const rn_model *m, int dev, int max_rows, rn_
 {
     memset(e, 0, sizeof *e);
     if (dev != RN_DEVICE_CUDA) return rn_trainer_create(&e->cpu, m, max_rows, max_rows, 0.0, err);
-    if (!(e->rows = malloc(sizeof(int) * (size_t)max_rows))) return rn_seterr(err, RN_ENOMEM, "out of memory");
     return rn_cuda_trainer_create(&e->gpu, m, max_rows, max_rows, 0.0, 0, 0, err);
 }
 
@@ -293,7 +283,6 @@ static void ev_free(evaluator *e)
 {
     rn_trainer_free(e->cpu);
     rn_cuda_trainer_free(e->gpu);
-    free(e->rows);
 }
 
 /* Evaluate the ladder with an existing evaluator (forward only). */
@@ -503,7 +492,7 @@ static int do_eval(run_state *s, double *metric, rn_error *err)
     if (o->task == RN_TASK_MQAR) {
         double acc[16], mean;
         assert(o->n_eval_segs >= 1 && o->n_eval_segs <= 16); /* parse_segs keeps 1..16 */
-        evaluator ev = { s->tr, NULL, NULL, 0 };
+        evaluator ev = { s->tr, NULL };
         int rc = eval_mqar_with(&ev, s->m.cfg.vocab_size, o->eval_segs, o->n_eval_segs,
                                 o->eval_examples, 4242, s->max_rows, s->tok, s->tgt, s->pbuf, acc,
                                 &mean, s->stop, err);
@@ -517,7 +506,7 @@ static int do_eval(run_state *s, double *metric, rn_error *err)
         return RN_OK;
     }
     double loss, bpb;
-    evaluator ev = { s->tr, NULL, NULL, 0 };
+    evaluator ev = { s->tr, NULL };
     int rc = eval_text_with(&ev, &s->text, o->seq_len, o->eval_windows, o->batch, s->tok, s->tgt,
                             &loss, &bpb, s->stop, err);
     if (rc) return rc;

@@ -791,6 +791,7 @@ extern "C" int rn_cuda_trainer_set_topk(rn_cuda_trainer *tr, int kw, int kr, rn_
 extern "C" int rn_cuda_trainer_n_labelled(const rn_cuda_trainer *tr) { return tr->n_lab; }
 extern "C" double rn_cuda_trainer_loss_sum(const rn_cuda_trainer *tr) { return tr->loss_sum; }
 extern "C" const uint8_t *rn_cuda_trainer_correct(const rn_cuda_trainer *tr) { return tr->h_correct; }
+extern "C" const int *rn_cuda_trainer_label_rows(const rn_cuda_trainer *tr) { return tr->h_rows; }
 
 static void rmsnorm_forward(float *out, float *rstd, const float *x, const float *g, int n, int D, float eps)
 {
@@ -835,18 +836,8 @@ extern "C" int rn_cuda_trainer_forward(rn_cuda_trainer *tr, const int *tokens, c
         return rn_seterr(err, RN_EINPUT, "trainer: batch %d x %d exceeds the room for %d rows", B, T, tr->max_rows);
     const int n = B * T;
     int nl = 0;
-    for (int r = 0; r < n; r++) {
-        if (tokens[r] < 0 || tokens[r] >= V)
-            return rn_seterr(err, RN_EINPUT, "token %d at row %d is outside the vocabulary [0, %d)", tokens[r], r, V);
-        if (targets[r] == RN_IGNORE) continue;
-        if (targets[r] < 0 || targets[r] >= V)
-            return rn_seterr(err, RN_EINPUT, "target %d at row %d is outside the vocabulary [0, %d)", targets[r], r, V);
-        if (nl == tr->max_lab)
-            return rn_seterr(err, RN_EINPUT, "trainer: more than %d labelled positions in a batch", tr->max_lab);
-        tr->h_rows[nl] = r;
-        tr->h_tgt[nl] = targets[r];
-        nl++;
-    }
+    int lrc = rn_train_label_rows(tokens, targets, n, V, tr->max_lab, tr->h_rows, tr->h_tgt, &nl, err);
+    if (lrc) return lrc;
     tr->B = B; tr->T = T; tr->n_lab = nl;
     CU_TRY(cudaMemcpy(tr->tokens, tokens, sizeof(int) * n, cudaMemcpyHostToDevice));
     if (nl) {

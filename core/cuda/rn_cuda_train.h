@@ -59,6 +59,7 @@ int rn_cuda_trainer_forward(rn_cuda_trainer *tr, const int *tokens, const int *t
 int rn_cuda_trainer_n_labelled(const rn_cuda_trainer *tr);
 double rn_cuda_trainer_loss_sum(const rn_cuda_trainer *tr);
 const uint8_t *rn_cuda_trainer_correct(const rn_cuda_trainer *tr);
+const int *rn_cuda_trainer_label_rows(const rn_cuda_trainer *tr); /* row indices, row order */
 
 /* As rn_trainer_backward: gradients of the last forward's loss times scale
  * are added into the device gradient block. */

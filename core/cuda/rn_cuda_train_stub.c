@@ -58,6 +58,12 @@ const uint8_t *rn_cuda_trainer_correct(const rn_cuda_trainer *tr)
     return NULL;
 }
 
+const int *rn_cuda_trainer_label_rows(const rn_cuda_trainer *tr)
+{
+    (void)tr;
+    return NULL;
+}
+
 int rn_cuda_trainer_backward(rn_cuda_trainer *tr, double scale, rn_error *err)
 {
     (void)tr; (void)scale;

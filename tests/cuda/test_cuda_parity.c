@@ -27,6 +27,8 @@
 
 #include <CUnit/Basic.h>
 
+#include "cuda_tests.h"
+
 #include "cuda/rn_cuda.h"
 #include "rn_decoder.h"
 #include "rn_layers.h"
@@ -91,32 +93,9 @@ static long rec_compare(const recorder *a, const recorder *b)
 static double g_worst;
 
 /* tests/cuda/test_cuda_train.c: the GPU trainer's tests and summary line */
-void rn_cuda_train_tests(CU_pSuite s);
-void rn_cuda_train_summary(void);
-
 static int make_model(rn_model *m, const shape *s, uint64_t seed)
 {
-    rn_config c;
-    rn_config_default(&c);
-    c.vocab_size = 97;
-    c.tokenizer = RN_TOK_IDS;
-    c.d_model = 64;
-    c.n_layers = 2;
-    c.n_heads = 4;
-    c.order = s->U;
-    c.d_p = s->dp;
-    c.top_k = s->K;
-    c.d_v = 16;
-    c.d_ff = 96;
-    c.gamma = s->gamma;
-    c.tie_embeddings = s->tied;
-    for (int l = 0; l < c.n_layers; l++) c.cape_mask[l] = s->cape ? 0x5u : 0; /* heads 0, 2 */
-    rn_error err = { 0 };
-    if (rn_config_validate(&c, &err)) {
-        fprintf(stderr, "config: %s\n", err.msg);
-        return -1;
-    }
-    return rn_model_create_random(m, &c, seed, &err);
+    return cuda_test_model(m, s->U, s->dp, s->K, s->cape, s->tied, s->gamma, seed);
 }
 
 /* max |g − c| / max |c| over one row of V logits. */

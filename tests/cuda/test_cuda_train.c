@@ -28,6 +28,8 @@
 
 #include <CUnit/Basic.h>
 
+#include "cuda_tests.h"
+
 #include "cuda/rn_cuda_train.h"
 #include "rn_adamw.h"
 #include "rn_model.h"
@@ -54,7 +56,7 @@ static double g_worst_grad, g_worst_loss_rel, g_worst_step_diff, g_worst_param, 
     g_worst_eval_diff;
 static char g_worst_name[80];
 
-static int make_tmodel(rn_model *m, const tshape *s, uint64_t seed)
+int cuda_test_model(rn_model *m, int U, int dp, int K, int cape, int tied, float gamma, uint64_t seed)
 {
     rn_config c;
     rn_config_default(&c);
@@ -63,20 +65,25 @@ static int make_tmodel(rn_model *m, const tshape *s, uint64_t seed)
     c.d_model = 64;
     c.n_layers = 2;
     c.n_heads = 4;
-    c.order = s->U;
-    c.d_p = s->dp;
-    c.top_k = s->K;
+    c.order = U;
+    c.d_p = dp;
+    c.top_k = K;
     c.d_v = 16;
     c.d_ff = 96;
-    c.gamma = s->gamma;
-    c.tie_embeddings = s->tied;
-    for (int l = 0; l < c.n_layers; l++) c.cape_mask[l] = s->cape ? 0x5u : 0; /* heads 0, 2 */
+    c.gamma = gamma;
+    c.tie_embeddings = tied;
+    for (int l = 0; l < c.n_layers; l++) c.cape_mask[l] = cape ? 0x5u : 0; /* heads 0, 2 */
     rn_error err = { 0 };
     if (rn_config_validate(&c, &err)) {
         fprintf(stderr, "config: %s\n", err.msg);
         return -1;
     }
     return rn_model_create_random(m, &c, seed, &err);
+}
+
+static int make_tmodel(rn_model *m, const tshape *s, uint64_t seed)
+{
+    return cuda_test_model(m, s->U, s->dp, s->K, s->cape, s->tied, s->gamma, seed);
 }
 
 /* B·T random tokens; about half the targets labelled. */

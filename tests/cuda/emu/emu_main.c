@@ -6,9 +6,7 @@
 
 #include <CUnit/Basic.h>
 
-void rn_cuda_train_tests(CU_pSuite s);
-void rn_cuda_train_summary(void);
-extern int rn_cuda_train_test_steps;
+#include "../cuda_tests.h"
 
 int main(void)
 {
