@@ -21,8 +21,12 @@
  *     `SELECT layer, head, count(*) FROM events GROUP BY 1, 2` through the
  *     virtual table.
  *
- * Usage: build/bench/bench_trace [TOKENS_PER_SYNTHETIC_RUN [sink|paper|read]]
- * (`sink` stops after part 2; `paper` and `read` run only that part).
+ *  6. (`blocks`) the synthetic KJV stream written with blocks of 1, 4, 16,
+ *     64, 256 and 1024 positions: ingest rate, bytes/event, and the time to
+ *     read one head back with the C reader (the choice of 256).
+ *
+ * Usage: build/bench/bench_trace [TOKENS_PER_SYNTHETIC_RUN [sink|paper|read|blocks]]
+ * (`sink` stops after part 2; `paper`, `read` and `blocks` run only that part).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -137,8 +141,9 @@ static double disk_write(const char *path, int64_t bytes)
     return t;
 }
 
-/* Write one run of T tokens of the synthetic stream of c into db with the
- * given options; the writer's statistics in *st, wall seconds returned. */
+/* Write one run of T tokens of the synthetic stream of c (and its tokens
+ * rows) into db with the given options; the writer's statistics in *st,
+ * wall seconds returned. */
 static double write_run(const char *db, const rn_config *c, const synth_tab *tab, int T, const tr_writer_opts *o,
                         tr_writer_stats *st)
 {
@@ -150,6 +155,7 @@ static double write_run(const char *db, const rn_config *c, const synth_tab *tab
     double t0 = bench_now();
     if (tr_writer_open(db, &meta, &sel, o, &w, &err)) { fprintf(stderr, "%s\n", err.msg); exit(1); }
     feed(tr_writer_probe(w), c, tab, T);
+    for (int t = 0; t < T; t++) tr_writer_add_token(w, t, t % 256, NULL, 0);
     if (tr_writer_finish(w, TR_STATUS_COMPLETE, st, &err)) { fprintf(stderr, "%s\n", err.msg); exit(1); }
     return bench_now() - t0;
 }
@@ -312,6 +318,42 @@ int main(int argc, char **argv)
     }
     synth_tab tab;
     if (synth_make(&tab, &c)) { fprintf(stderr, "bench_trace: out of memory\n"); return 1; }
+    if (!strcmp(mode, "blocks")) {
+        static const int bps[] = { 1, 4, 16, 64, 256, 1024 };
+        int64_t evs = (int64_t)T * c.n_layers * c.n_heads * 2 * c.top_k;
+        printf("bench_trace blocks: %d tokens = %lld events (KJV shape), median of %d\n", T, (long long)evs, REPS);
+        for (int b = 0; b < 6; b++) {
+            double tw[REPS], trd[REPS];
+            int64_t sz = 0;
+            for (int r = 0; r < REPS; r++) {
+                unlink(db);
+                tr_writer_opts o = { .block_positions = bps[b] };
+                tr_writer_stats st;
+                tw[r] = write_run(db, &c, &tab, T, &o, &st);
+                sz = file_size(db);
+                tr_db *d;
+                tr_filter f = tr_filter_all();
+                f.layer = 2;
+                f.head = 1;
+                tr_event *ev;
+                size_t n;
+                double t0 = bench_now();
+                if (tr_open_read(db, &d, &err) || tr_load_events(d, 1, &f, &ev, &n, &err)) {
+                    fprintf(stderr, "%s\n", err.msg);
+                    return 1;
+                }
+                trd[r] = bench_now() - t0;
+                free(ev);
+                tr_close(d);
+            }
+            printf("  %4d positions/block: %7.2f M events/s, %.2f bytes/event, one head read in %.3f s\n", bps[b],
+                   evs / bench_median(tw, REPS) / 1e6, (double)sz / evs, bench_median(trd, REPS));
+            fflush(stdout);
+        }
+        unlink(db);
+        rmdir(dir);
+        return 0;
+    }
     int64_t events = (int64_t)T * c.n_layers * c.n_heads * 2 * c.top_k;
     printf("bench_trace: synthetic stream of %d tokens = %lld events (L=%d H=%d K=%d M=%lld), median of %d\n",
            T, (long long)events, c.n_layers, c.n_heads, c.top_k, (long long)rn_config_slots(&c), REPS);
