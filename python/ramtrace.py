@@ -57,8 +57,23 @@ def _connect(path):
     return con
 
 
-def _slot_dtype(m):
-    return np.dtype("<u1") if m <= 256 else np.dtype("<u2") if m <= 65536 else np.dtype("<u4")
+def _slot_bits(m):
+    """Bits per packed slot for M slots (tr_block.h: the fewest that hold M - 1)."""
+    return min(32, max(1, (m - 1).bit_length()))
+
+
+def _unpack_slots(buf, n, bits):
+    """n slots packed in `bits` bits each, little-endian bit order."""
+    if bits in (8, 16, 32):
+        return np.frombuffer(buf, dtype={8: "<u1", 16: "<u2", 32: "<u4"}[bits], count=n).astype(np.uint32)
+    b = np.frombuffer(buf + bytes(8), dtype=np.uint8)
+    o = np.arange(n, dtype=np.int64) * bits
+    first = o >> 3
+    v = np.zeros(n, dtype=np.uint64)
+    for k in range((bits + 7 + 7) // 8):   # the bytes an entry can span
+        v |= b[first + k].astype(np.uint64) << np.uint64(8 * k)
+    v >>= (o & 7).astype(np.uint64)
+    return (v & np.uint64((1 << bits) - 1)).astype(np.uint32)
 
 
 def load_events(path, run=None, layer=None, head=None, pos=None, ops="rw", frame=False):
@@ -85,7 +100,7 @@ def _load(con, path, run, layer, head, pos, ops, frame):
     run_id, L, H, M, K, wfmt = row
     if wfmt not in ("f32", "f16") or not (1 <= K <= M):
         raise TraceError(f"{path}: corrupt trace: run {run_id} has an invalid header")
-    sdt = _slot_dtype(M)
+    sbits = _slot_bits(M)
     wdt = np.dtype("<f4") if wfmt == "f32" else np.dtype("<f2")
     lo = 0 if pos is None or pos[0] is None else int(pos[0])
     hi = None if pos is None or pos[1] is None else int(pos[1])
@@ -113,7 +128,7 @@ def _load(con, path, run, layer, head, pos, ops, frame):
         nops = (bops & 1) + ((bops >> 1) & 1)
         bad = (not (0 <= bl < L) or not (0 <= bh < H) or not (1 <= bops <= 3) or not (1 <= np_ <= 1 << 24)
                or p0 < 0 or cm not in (0, M) or n != np_ * nops * K
-               or len(sb) != n * sdt.itemsize or len(wb) != n * wdt.itemsize
+               or len(sb) != (n * sbits + 7) // 8 or len(wb) != n * wdt.itemsize
                or (prev is not None and prev[:2] == (bl, bh) and p0 < prev[2]))
         if bad:
             raise TraceError(f"{path}: corrupt trace: run {run_id} has an event block (layer {bl}, head {bh}, "
@@ -123,7 +138,9 @@ def _load(con, path, run, layer, head, pos, ops, frame):
         sblobs.append(sb)
         wblobs.append(wb)
     counts = meta[:, 6]
-    slot = np.frombuffer(b"".join(sblobs), dtype=sdt).astype(np.uint32)
+    # blocks are decoded one by one: a block's packed slots end on a byte
+    slot = (np.concatenate([_unpack_slots(sb, int(n), sbits) for sb, n in zip(sblobs, counts.tolist())])
+            if sblobs else np.zeros(0, np.uint32))
     weight = np.frombuffer(b"".join(wblobs), dtype=wdt).astype(np.float32)
     if (slot >= M).any():
         raise TraceError(f"{path}: corrupt trace: run {run_id} has a slot outside [0, {M - 1}]")

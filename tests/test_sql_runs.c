@@ -393,10 +393,10 @@ TH_TEST(test_sigkill_next_to_finished_run, "SIGKILL: integrity_check ok, committ
     CU_ASSERT(groups >= committed);
     CU_ASSERT(committed > 0);
     /* Each stored block is complete (whole positions: 2 ops x K = 8 entries
-     * each, BLOBs of 2-byte slots (M = 512) and 4-byte weights), none
+     * each, BLOBs of 9-bit packed slots (M = 512) and 4-byte weights), none
      * covers a position twice, and the run is `running` until repaired. */
     CU_ASSERT_EQUAL(q1(db, "SELECT count(*) FROM event_blocks WHERE run_id = 2 AND (npos < 1 OR ops != 3"
-                           " OR n != npos * 16 OR length(slots) != n * 2 OR length(weights) != n * 4)"), 0);
+                           " OR n != npos * 16 OR length(slots) != (n * 9 + 7) / 8 OR length(weights) != n * 4)"), 0);
     CU_ASSERT_EQUAL(q1(db, "SELECT count(*) FROM event_blocks a JOIN event_blocks b ON a.run_id = b.run_id"
                            " AND a.layer = b.layer AND a.head = b.head AND a.rowid != b.rowid"
                            " AND a.pos0 < b.pos0 + b.npos AND b.pos0 < a.pos0 + a.npos WHERE a.run_id = 2"), 0);

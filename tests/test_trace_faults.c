@@ -321,16 +321,16 @@ TH_TEST(test_repair_rules, "repair keeps exactly the complete prefix and recount
     /* run 1: the block of (layer 1, head 2), positions 0..40, is split
      * into 0..29 and 31..40 (position 30 of that head is lost: a gap), pos
      * 35 loses its token row, positions 38.. lose their token rows; counts
-     * left stale.  16 entries of 2-byte slots (M = 512) and 4-byte weights
-     * per position. */
+     * left stale.  16 entries of 9-bit packed slots (M = 512: 18 bytes)
+     * and 4-byte weights per position. */
     CU_ASSERT_EQUAL(th_sql_int(db, "SELECT count(*) FROM event_blocks WHERE run_id = 1 AND npos = 41"
-                                   " AND length(slots) = 41 * 32 AND length(weights) = 41 * 64"), 8);
+                                   " AND length(slots) = 41 * 18 AND length(weights) = 41 * 64"), 8);
     CU_ASSERT_EQUAL(sqlite3_exec(h,
         "UPDATE runs SET status = 'running' WHERE run_id = 1;"
         "INSERT INTO event_blocks SELECT run_id, layer, head, 31, 10, ops, cape_m, 160,"
-        "  substr(slots, 31 * 32 + 1, 320), substr(weights, 31 * 64 + 1, 640) FROM event_blocks"
+        "  substr(slots, 31 * 18 + 1, 180), substr(weights, 31 * 64 + 1, 640) FROM event_blocks"
         "  WHERE run_id = 1 AND layer = 1 AND head = 2;"
-        "UPDATE event_blocks SET npos = 30, n = 480, slots = substr(slots, 1, 960),"
+        "UPDATE event_blocks SET npos = 30, n = 480, slots = substr(slots, 1, 540),"
         "  weights = substr(weights, 1, 1920) WHERE run_id = 1 AND layer = 1 AND head = 2 AND pos0 = 0;"
         "DELETE FROM tokens WHERE run_id = 1 AND (pos = 35 OR pos >= 38);", NULL, NULL, NULL), SQLITE_OK);
     sqlite3_close(h);

@@ -56,17 +56,29 @@ float tr_f16_to_f32(uint16_t h)
     return f;
 }
 
-void tr_block_put_slots(uint8_t *dst, const uint32_t *slot, int n, int slot_bytes)
+void tr_block_put_slots(uint8_t *dst, size_t e, const uint32_t *slot, int n, int bits)
 {
-    if (slot_bytes == 4) { memcpy(dst, slot, 4 * (size_t)n); return; }
-    if (slot_bytes == 2) {
+    if (bits == 32) { memcpy(dst + 4 * e, slot, 4 * (size_t)n); return; }
+    if (bits == 16) {
         for (int i = 0; i < n; i++) {
             uint16_t v = (uint16_t)slot[i];
-            memcpy(dst + 2 * i, &v, 2);
+            memcpy(dst + 2 * (e + (size_t)i), &v, 2);
         }
         return;
     }
-    for (int i = 0; i < n; i++) dst[i] = (uint8_t)slot[i];
+    if (bits == 8) {
+        for (int i = 0; i < n; i++) dst[e + (size_t)i] = (uint8_t)slot[i];
+        return;
+    }
+    /* Read-modify-write of the (at most 5) bytes each entry spans. */
+    uint64_t mask = (UINT64_C(1) << bits) - 1;
+    for (int i = 0; i < n; i++) {
+        size_t o = (e + (size_t)i) * (size_t)bits, first = o >> 3, len = ((o + (size_t)bits - 1) >> 3) - first + 1;
+        uint64_t v = 0;
+        memcpy(&v, dst + first, len);
+        v = (v & ~(mask << (o & 7))) | (((uint64_t)slot[i] & mask) << (o & 7));
+        memcpy(dst + first, &v, len);
+    }
 }
 
 void tr_block_put_weights(uint8_t *dst, const float *w, int n, int fmt)
@@ -98,9 +110,9 @@ const char *tr_block_check(const tr_block_hdr *b, int64_t layer, int64_t head, c
         int64_t n = b->npos * tr_block_nops(b->ops) * r->K;
         if (b->n != n)
             snprintf(buf, cap, "event count %lld, not npos x ops x K = %lld", (long long)b->n, (long long)n);
-        else if (b->slots_len != n * r->slot_bytes)
+        else if (b->slots_len != tr_slot_blob_len(n, r->slot_bits))
             snprintf(buf, cap, "slots BLOB of %lld bytes, not %lld", (long long)b->slots_len,
-                     (long long)(n * r->slot_bytes));
+                     (long long)tr_slot_blob_len(n, r->slot_bits));
         else if (b->weights_len != n * tr_weight_bytes(r->weight_fmt))
             snprintf(buf, cap, "weights BLOB of %lld bytes, not %lld", (long long)b->weights_len,
                      (long long)(n * tr_weight_bytes(r->weight_fmt)));

@@ -5,11 +5,13 @@
  *
  * Entry e of a block (0 <= e < npos * nops * K) is, in canonical order,
  * position pos0 + e / (nops * K), then op (writes before reads, only the
- * ops of the block's mask), then rank e % K.  `slots` holds entry e's slot
- * as a little-endian unsigned integer of tr_slot_bytes(M) bytes (1 for
- * M <= 256, 2 for M <= 65536, else 4); `weights` its weight as a
- * little-endian IEEE float32 (bit-exact) or, for a run recorded with
- * `--weights f16`, IEEE float16 rounded to nearest even.
+ * ops of the block's mask), then rank e % K.  `slots` packs the slots in
+ * b = tr_slot_bits(M) bits each (the fewest that hold M - 1: 8 for M = 256,
+ * 10 for M = 1024), entry e at bits e*b .. e*b + b - 1 counted from the
+ * least significant bit of byte 0 (little-endian bit order), in
+ * ceil(n*b / 8) bytes; `weights` holds each weight as a little-endian IEEE
+ * float32 (bit-exact) or, for a run recorded with `--weights f16`, IEEE
+ * float16 rounded to nearest even.
  *
  * Pure C with no SQLite calls: the C reader, `repair`, the writer and the
  * SQL virtual table (also built into the loadable extension) share it. */
@@ -32,8 +34,14 @@ int tr_weights_parse(const char *s);
 const char *tr_weights_name(int fmt);
 static inline int tr_weight_bytes(int fmt) { return fmt == TR_WEIGHTS_F16 ? 2 : 4; }
 
-/* Bytes per stored slot for M slots. */
-static inline int tr_slot_bytes(int64_t M) { return M <= 256 ? 1 : M <= 65536 ? 2 : 4; }
+/* Bits per stored slot for M slots (1..32), and the bytes of n slots. */
+static inline int tr_slot_bits(int64_t M)
+{
+    int b = 1;
+    while (b < 32 && ((int64_t)1 << b) < M) b++;
+    return b;
+}
+static inline int64_t tr_slot_blob_len(int64_t n, int bits) { return (n * bits + 7) / 8; }
 
 /* Ops in a block's mask (RN_OPS_* bits). */
 static inline int tr_block_nops(int64_t ops) { return (int)(ops & 1) + (int)((ops >> 1) & 1); }
@@ -42,19 +50,26 @@ static inline int tr_block_nops(int64_t ops) { return (int)(ops & 1) + (int)((op
 uint16_t tr_f32_to_f16(float f);
 float tr_f16_to_f32(uint16_t h);
 
-/* Store n slots / weights at dst in the block encoding. */
-void tr_block_put_slots(uint8_t *dst, const uint32_t *slot, int n, int slot_bytes);
+/* Store n slots as entries e..e+n-1 of the packed slots at dst (bits
+ * outside those entries are kept; each slot must be < 2^bits), and n
+ * weights at dst (entry 0) in the weight encoding. */
+void tr_block_put_slots(uint8_t *dst, size_t e, const uint32_t *slot, int n, int bits);
 void tr_block_put_weights(uint8_t *dst, const float *w, int n, int fmt);
 
-/* Entry i of a slots / weights BLOB. */
-static inline uint32_t tr_block_slot(const uint8_t *p, size_t i, int slot_bytes)
+/* Entry i of a packed slots BLOB (reads only the bytes that entry spans,
+ * so never past ceil(n*bits/8) for i < n). */
+static inline uint32_t tr_block_slot(const uint8_t *p, size_t i, int bits)
 {
-    if (slot_bytes == 1) return p[i];
-    if (slot_bytes == 2) { uint16_t v; memcpy(&v, p + 2 * i, 2); return v; }
-    uint32_t v;
-    memcpy(&v, p + 4 * i, 4);
-    return v;
+    if (bits == 8) return p[i];
+    if (bits == 16) { uint16_t v; memcpy(&v, p + 2 * i, 2); return v; }
+    if (bits == 32) { uint32_t v; memcpy(&v, p + 4 * i, 4); return v; }
+    size_t o = i * (size_t)bits, first = o >> 3, last = (o + (size_t)bits - 1) >> 3;
+    uint64_t v = 0;
+    memcpy(&v, p + first, last - first + 1);
+    return (uint32_t)((v >> (o & 7)) & ((UINT64_C(1) << bits) - 1));
 }
+
+/* Entry i of a weights BLOB. */
 
 static inline float tr_block_weight(const uint8_t *p, size_t i, int fmt)
 {
@@ -72,7 +87,7 @@ typedef struct {
 
 typedef struct {
     int64_t L, H, M, K, n_tokens;        /* n_tokens < 0: positions unbounded */
-    int slot_bytes, weight_fmt;
+    int slot_bits, weight_fmt;
 } tr_block_run;
 
 /* NULL when hdr is consistent with its run (given layer and head); else a

@@ -338,7 +338,7 @@ int tr_iter_open(tr_db *d, int64_t run_id, const tr_filter *f, tr_iter **out, rn
     it->run.M = rn_config_slots(&run.cfg);
     it->run.K = run.cfg.top_k;
     it->run.n_tokens = run.n_tokens;
-    it->run.slot_bytes = tr_slot_bytes(it->run.M);
+    it->run.slot_bits = tr_slot_bits(it->run.M);
     it->run.weight_fmt = run.weight_format;
     it->lo = f->pos_lo > 0 ? f->pos_lo : 0;
     it->hi = f->pos_hi >= 0 ? f->pos_hi : INT64_MAX;
@@ -424,7 +424,7 @@ int tr_iter_next(tr_iter *it, tr_event *ev, rn_error *err)
         int op = it->nops == 2 ? (int)(i % per / K) : (it->ops & 1 ? RN_OP_WRITE : RN_OP_READ);
         if (it->op_only >= 0 && op != it->op_only) { it->e += K; continue; } /* the whole group */
         it->e++;
-        uint32_t slot = tr_block_slot(it->slots, (size_t)i, it->run.slot_bytes);
+        uint32_t slot = tr_block_slot(it->slots, (size_t)i, it->run.slot_bits);
         float w = tr_block_weight(it->weights, (size_t)i, it->run.weight_fmt);
         char why[96];
         if ((int64_t)slot >= it->run.M) {

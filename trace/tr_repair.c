@@ -124,7 +124,7 @@ int tr_repair_db(sqlite3 *db, const char *path, int64_t run_id, tr_repair_result
     int64_t K = sqlite3_column_int64(st, 1);
     int ops = selection_ops((const char *)sqlite3_column_text(st, 2));
     int64_t old_tokens = sqlite3_column_int64(st, 3), old_events = sqlite3_column_int64(st, 4);
-    int64_t sw = tr_slot_bytes(sqlite3_column_int64(st, 5));
+    int64_t sbits = tr_slot_bits(sqlite3_column_int64(st, 5));
     int wfmt = tr_weights_parse((const char *)sqlite3_column_text(st, 6));
     sqlite3_finalize(st);
     if (!strcmp(r->status, "complete")) {
@@ -140,12 +140,13 @@ int tr_repair_db(sqlite3 *db, const char *path, int64_t run_id, tr_repair_result
     if (!rc) rc = exec_run(db, path, "DELETE FROM event_blocks WHERE run_id = ?1 AND pos0 >= ?2", run_id, &P, 1,
                            &dropped, err);
     /* A block across P keeps its positions before P: a prefix of both BLOBs
-     * (entries are position-major). */
-    int64_t a[4] = { P, K, sw, tr_weight_bytes(wfmt) };
+     * (entries are position-major; the slots' last byte may keep bits of
+     * the next position, which no reader looks at). */
+    int64_t a[4] = { P, K, sbits, tr_weight_bytes(wfmt) };
     if (!rc) rc = exec_run(db, path,
         "UPDATE event_blocks SET npos = ?2 - pos0,"
         " n = (?2 - pos0) * ((ops & 1) + ((ops >> 1) & 1)) * ?3,"
-        " slots = substr(slots, 1, (?2 - pos0) * ((ops & 1) + ((ops >> 1) & 1)) * ?3 * ?4),"
+        " slots = substr(slots, 1, ((?2 - pos0) * ((ops & 1) + ((ops >> 1) & 1)) * ?3 * ?4 + 7) / 8),"
         " weights = substr(weights, 1, (?2 - pos0) * ((ops & 1) + ((ops >> 1) & 1)) * ?3 * ?5)"
         " WHERE run_id = ?1 AND pos0 < ?2 AND pos0 + npos > ?2", run_id, a, 4, &cut, err);
     r->dropped_blocks = dropped + cut;

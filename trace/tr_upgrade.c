@@ -31,7 +31,7 @@ typedef struct {
     const char *path;
     sqlite3_stmt *ins;
     int64_t run_id, M, K, L, H;
-    int ops, nops, sw;
+    int ops, nops, sbits;
     int64_t layer, head, pos0, cape_m;
     int npos;
     int64_t cur_pos;      /* position being filled, -1 none */
@@ -56,7 +56,7 @@ static int flush(conv *c, rn_error *err)
     sqlite3_bind_int64(st, 6, c->ops);
     sqlite3_bind_int64(st, 7, c->cape_m);
     sqlite3_bind_int64(st, 8, n);
-    sqlite3_bind_blob64(st, 9, c->slots, (sqlite3_uint64)(n * c->sw), SQLITE_STATIC);
+    sqlite3_bind_blob64(st, 9, c->slots, (sqlite3_uint64)tr_slot_blob_len(n, c->sbits), SQLITE_STATIC);
     sqlite3_bind_blob64(st, 10, c->weights, (sqlite3_uint64)(n * 4), SQLITE_STATIC);
     int rc = sqlite3_step(st);
     sqlite3_reset(st);
@@ -142,7 +142,7 @@ static int feed(conv *c, sqlite3_stmt *st, rn_error *err)
         if (!(w >= 0 && w <= 1)) return corrupt(c, "a weight outside [0, 1]", err);
         uint32_t s32 = (uint32_t)s;
         float f = (float)w;
-        tr_block_put_slots(c->slots + (e + i) * c->sw, &s32, 1, c->sw);
+        tr_block_put_slots(c->slots, e + (size_t)i, &s32, 1, c->sbits);
         tr_block_put_weights(c->weights + (e + i) * 4, &f, 1, TR_WEIGHTS_F32);
     }
     c->next_rank = r0 + n;
@@ -190,7 +190,7 @@ static int convert_events(sqlite3 *db, const char *path, tr_upgrade_result *res,
         c.K = sqlite3_column_int64(runs, 4);
         c.ops = selection_ops((const char *)sqlite3_column_text(runs, 5));
         c.nops = tr_block_nops(c.ops);
-        c.sw = tr_slot_bytes(c.M);
+        c.sbits = tr_slot_bits(c.M);
         if (c.L < 1 || c.L > 4096 || c.H < 1 || c.H > 64 || c.M < 1 || c.M > ((int64_t)1 << 32) || c.K < 1 ||
             c.K > c.M || c.K > 65536) {
             rc = rn_seterr(err, RN_EINPUT, "%s: corrupt trace (version 1): run %lld has an invalid header", path,
@@ -198,7 +198,7 @@ static int convert_events(sqlite3 *db, const char *path, tr_upgrade_result *res,
             break;
         }
         size_t ents = (size_t)TR_BLOCK_POSITIONS * c.nops * c.K;
-        c.slots = malloc(ents * c.sw);
+        c.slots = malloc((size_t)tr_slot_blob_len((int64_t)ents, c.sbits));
         c.weights = malloc(ents * 4);
         char sql[512];
         /* the literal run id lets SQLite use the v1 run's partial index */

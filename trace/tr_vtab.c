@@ -209,7 +209,7 @@ static int load_run(ev_cursor *c)
     sqlite3_reset(c->run_st);
     if (r->M < 1 || r->M > ((int64_t)1 << 32) || r->K < 1 || r->K > r->M || r->weight_fmt < 0)
         return corrupt(c, "its run has an invalid n_slots, top_k or weight_format");
-    r->slot_bytes = tr_slot_bytes(r->M);
+    r->slot_bits = tr_slot_bits(r->M);
     c->run_cached = c->run_id;
     return SQLITE_OK;
 }
@@ -276,7 +276,7 @@ static int advance(ev_cursor *c)
         int op = c->nops == 2 ? oi : (c->ops & 1 ? 0 : 1);
         if (c->op_only >= 0 && op != c->op_only) { c->e += K; continue; } /* skip the whole group */
         c->e++;
-        uint32_t s = tr_block_slot(c->slots, (size_t)i, c->run.slot_bytes);
+        uint32_t s = tr_block_slot(c->slots, (size_t)i, c->run.slot_bits);
         float w = tr_block_weight(c->weights, (size_t)i, c->run.weight_fmt);
         if ((int64_t)s >= c->run.M) return corrupt(c, "a slot is outside [0, M)");
         if (!(w >= 0 && w <= 1)) return corrupt(c, "a weight is not in [0, 1]");

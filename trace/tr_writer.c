@@ -75,7 +75,7 @@ struct tr_writer {
     int64_t *cape_m;   /* [L*H]: M for CAPE heads, 0 otherwise */
     tr_select sel;
     rn_probe probe;
-    int sw, wfmt, wb;  /* slot bytes, weight format, weight bytes */
+    int sbits, wfmt, wb; /* slot bits, weight format, weight bytes */
     int nops, bpos;    /* ops per position, positions per block */
     open_block *open;  /* [L*H] (buffers only for traced heads) */
     int bcap, tcap;    /* blocks / tokens per batch */
@@ -222,7 +222,7 @@ static void seal(tr_writer *w, open_block *ob, int layer, int head)
 {
     if (!ob->npos) return;
     size_t ents = (size_t)ob->npos * w->nops * w->K;
-    size_t sl = ents * w->sw, wl = ents * w->wb;
+    size_t sl = (size_t)tr_slot_blob_len((int64_t)ents, w->sbits), wl = ents * w->wb;
     batch *b = w->cur;
     if (b->n_blocks == w->bcap || b->used + sl + wl > w->acap) { submit(w); b = w->cur; }
     assert(b->n_blocks < w->bcap && b->used + sl + wl <= w->acap); /* acap holds the largest block */
@@ -265,7 +265,7 @@ static void probe_access(void *user, int layer, int head, int pos, int op, int k
     }
     int oi = w->nops == 2 ? op : 0;
     size_t e = ((size_t)ob->npos * w->nops + oi) * w->K;
-    tr_block_put_slots(ob->slots + e * w->sw, slot, k, w->sw);
+    tr_block_put_slots(ob->slots, e, slot, k, w->sbits);
     tr_block_put_weights(ob->weights + e * w->wb, weight, k, w->wfmt);
     ob->cur_ops |= 1 << op;
     w->events += k;
@@ -456,7 +456,7 @@ int tr_writer_open(const char *path, const tr_run_meta *meta, const tr_select *s
         return rn_seterr(err, RN_EINTERNAL, "%s: unknown weight format %d", path, opts->weights);
     }
     int64_t M = rn_config_slots(&w->cfg);
-    w->sw = tr_slot_bytes(M);
+    w->sbits = tr_slot_bits(M);
     w->wb = tr_weight_bytes(w->wfmt);
     w->nops = tr_block_nops(w->sel.ops & RN_OPS_BOTH);
     w->bpos = opts && opts->block_positions > 0 ? opts->block_positions : TR_BLOCK_POSITIONS;
@@ -464,7 +464,7 @@ int tr_writer_open(const char *path, const tr_run_meta *meta, const tr_select *s
     w->nb = opts && opts->queue_batches >= 2 ? opts->queue_batches : 4;
     /* A batch: about 4 MiB of encoded events (batch_groups groups of K, if
      * given), and at least one largest block. */
-    size_t per_group = (size_t)w->K * (w->sw + w->wb);
+    size_t per_group = (size_t)tr_slot_blob_len(w->K, w->sbits) + 1 + (size_t)w->K * w->wb;
     size_t max_block = (size_t)w->bpos * (w->nops ? w->nops : 1) * per_group;
     w->acap = opts && opts->batch_groups > 0 ? (size_t)opts->batch_groups * per_group : (size_t)4 << 20;
     if (w->acap < max_block) w->acap = max_block;
@@ -491,7 +491,7 @@ int tr_writer_open(const char *path, const tr_run_meta *meta, const tr_select *s
             open_block *ob = &w->open[l * w->H + h];
             if (!w->nops || !tr_select_has_head(&w->sel, l, h)) continue;
             size_t ents = (size_t)w->bpos * w->nops * w->K;
-            ob->slots = malloc(ents * w->sw);
+            ob->slots = calloc((size_t)tr_slot_blob_len((int64_t)ents, w->sbits), 1);
             ob->weights = malloc(ents * w->wb);
             if (!ob->slots || !ob->weights) goto oom;
         }
