@@ -62,17 +62,22 @@ def _slot_bits(m):
     return min(32, max(1, (m - 1).bit_length()))
 
 
-def _unpack_slots(buf, n, bits):
-    """n slots packed in `bits` bits each, little-endian bit order."""
+def _unpack_slots(blobs, counts, bits):
+    """The slots of every block: blob i packs counts[i] slots in `bits` bits
+    each, little-endian bit order, from its own first byte."""
+    buf = b"".join(blobs)
     if bits in (8, 16, 32):
-        return np.frombuffer(buf, dtype={8: "<u1", 16: "<u2", 32: "<u4"}[bits], count=n).astype(np.uint32)
-    b = np.frombuffer(buf + bytes(8), dtype=np.uint8)
-    o = np.arange(n, dtype=np.int64) * bits
-    first = o >> 3
-    v = np.zeros(n, dtype=np.uint64)
-    for k in range((bits + 7 + 7) // 8):   # the bytes an entry can span
-        v |= b[first + k].astype(np.uint64) << np.uint64(8 * k)
-    v >>= (o & 7).astype(np.uint64)
+        return np.frombuffer(buf, dtype={8: "<u1", 16: "<u2", 32: "<u4"}[bits]).astype(np.uint32)
+    total = int(counts.sum())
+    padded = buf + bytes(8)
+    # every byte offset seen as the start of a little-endian 64-bit word
+    # (an unaligned, overlapping view: one gather per entry)
+    win = np.ndarray(shape=(len(buf) + 1,), dtype="<u8", buffer=padded, offset=0, strides=(1,))
+    lens = np.array([len(x) for x in blobs], dtype=np.int64)
+    base = np.repeat((np.cumsum(lens) - lens) * 8, counts)          # each block's first bit
+    local = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(counts) - counts, counts)
+    o = base + local * bits
+    v = win[o >> 3] >> (o & 7).astype(np.uint64)
     return (v & np.uint64((1 << bits) - 1)).astype(np.uint32)
 
 
@@ -138,9 +143,7 @@ def _load(con, path, run, layer, head, pos, ops, frame):
         sblobs.append(sb)
         wblobs.append(wb)
     counts = meta[:, 6]
-    # blocks are decoded one by one: a block's packed slots end on a byte
-    slot = (np.concatenate([_unpack_slots(sb, int(n), sbits) for sb, n in zip(sblobs, counts.tolist())])
-            if sblobs else np.zeros(0, np.uint32))
+    slot = _unpack_slots(sblobs, counts, sbits) if sblobs else np.zeros(0, np.uint32)
     weight = np.frombuffer(b"".join(wblobs), dtype=wdt).astype(np.float32)
     if (slot >= M).any():
         raise TraceError(f"{path}: corrupt trace: run {run_id} has a slot outside [0, {M - 1}]")
