@@ -1,4 +1,5 @@
 /* tr_block.c — encoding and checking packed event blocks (tr_block.h). */
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -101,7 +102,7 @@ const char *tr_block_check(const tr_block_hdr *b, int64_t layer, int64_t head, c
         snprintf(buf, cap, "op mask %lld outside [1, 3]", (long long)b->ops);
     else if (b->npos < 1 || b->npos > (1 << 24))
         snprintf(buf, cap, "position count %lld outside [1, 2^24]", (long long)b->npos);
-    else if (b->pos0 < 0 || (r->n_tokens >= 0 && b->pos0 + b->npos > r->n_tokens))
+    else if (b->pos0 < 0 || b->pos0 > INT32_MAX || (r->n_tokens >= 0 && b->pos0 + b->npos > r->n_tokens))
         snprintf(buf, cap, "positions [%lld, %lld) outside the run's %lld tokens", (long long)b->pos0,
                  (long long)(b->pos0 + b->npos), (long long)r->n_tokens);
     else if (b->cape_m != 0 && b->cape_m != r->M)

@@ -90,7 +90,7 @@ static int complete_prefix(sqlite3 *db, const char *path, int64_t run_id, int op
             if (bl > l || (bl == l && bh > h)) break;
             if (bl < l || bh < h) continue;   /* a head not in `heads` */
             int64_t p0 = sqlite3_column_int64(blk, 2), np = sqlite3_column_int64(blk, 3);
-            if (p0 == end && np > 0 && sqlite3_column_int64(blk, 4) == ops) end += np;
+            if (p0 == end && np > 0 && np <= (1 << 24) && sqlite3_column_int64(blk, 4) == ops) end += np;
         }
         if (end < p) p = end;
         if (rb != SQLITE_ROW && rb != SQLITE_DONE) { rt = rb; break; }
