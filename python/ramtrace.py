@@ -132,7 +132,7 @@ def _load(con, path, run, layer, head, pos, ops, frame):
             raise TraceError(f"{path}: corrupt trace: run {run_id} has an event block with a mistyped column")
         nops = (bops & 1) + ((bops >> 1) & 1)
         bad = (not (0 <= bl < L) or not (0 <= bh < H) or not (1 <= bops <= 3) or not (1 <= np_ <= 1 << 24)
-               or p0 < 0 or cm not in (0, M) or n != np_ * nops * K
+               or not (0 <= p0 <= 2**31 - 1) or cm not in (0, M) or n != np_ * nops * K
                or len(sb) != (n * sbits + 7) // 8 or len(wb) != n * wdt.itemsize
                or (prev is not None and prev[:2] == (bl, bh) and p0 < prev[2]))
         if bad:
