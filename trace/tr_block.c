@@ -103,8 +103,8 @@ const char *tr_block_check(const tr_block_hdr *b, int64_t layer, int64_t head, c
     else if (b->npos < 1 || b->npos > (1 << 24))
         snprintf(buf, cap, "position count %lld outside [1, 2^24]", (long long)b->npos);
     else if (b->pos0 < 0 || b->pos0 > INT32_MAX || (r->n_tokens >= 0 && b->pos0 + b->npos > r->n_tokens))
-        snprintf(buf, cap, "positions [%lld, %lld) outside the run's %lld tokens", (long long)b->pos0,
-                 (long long)(b->pos0 + b->npos), (long long)r->n_tokens);
+        snprintf(buf, cap, "%lld positions from %lld, outside the run's %lld tokens", (long long)b->npos,
+                 (long long)b->pos0, (long long)r->n_tokens);
     else if (b->cape_m != 0 && b->cape_m != r->M)
         snprintf(buf, cap, "CAPE modulus %lld (not 0 or M = %lld)", (long long)b->cape_m, (long long)r->M);
     else {

@@ -265,7 +265,7 @@ static void sql_edit(sqlite3 *db, uint8_t op, fuzz_in *in, int *dups)
     }
     case 5: { /* schema-level edits */
         static const char *const edits[] = {
-            "UPDATE event_blocks SET slots = substr(slots, 1, ?1)", "UPDATE event_blocks SET weights = zeroblob(?1)",
+            "UPDATE event_blocks SET slots = substr(slots, 1, ?1)", "UPDATE event_blocks SET weights = zeroblob(abs(?1 % 4096))",
             "UPDATE event_blocks SET slots = substr(slots, 2) || substr(slots, 1, 1)",
             "DROP INDEX IF EXISTS event_blocks_key", "UPDATE runs SET status = ?1",
             "PRAGMA user_version = 1", "DROP VIEW reads", "CREATE TABLE extra(a, b)",
