@@ -87,14 +87,15 @@ typedef struct {
     int64_t committed_tokens; /* than produced when the writer failed) */
     double producer_wait_s;  /* time the model waited for a free batch */
     double insert_s;         /* writer thread time inside SQLite */
-    double index_s;          /* time to build indexes in finish */
+    double index_s;          /* time finish spent making sure the block index
+                                exists (about 0 since schema v2) */
 } tr_writer_stats;
 
 void tr_writer_get_stats(const tr_writer *w, tr_writer_stats *st);
 
-/* Flush every queued event, stop the thread, set status (TR_STATUS_COMPLETE
- * or TR_STATUS_INTERRUPTED), end time and counts, build indexes unless
- * disabled, and close.  Frees w in every case (st, if non-NULL, receives the
+/* Seal every open block, flush every queued event, stop the thread, set
+ * status (TR_STATUS_COMPLETE or TR_STATUS_INTERRUPTED), end time and
+ * counts, and close.  Frees w in every case (st, if non-NULL, receives the
  * final statistics).  Returns the first error of the whole run. */
 int tr_writer_finish(tr_writer *w, int status, tr_writer_stats *st, rn_error *err);
 
