@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "th.h"
+#include "tr_block.h"
 #include "tr_reader.h"
 
 static char g_model[512], g_db[512], g_ext[512];
@@ -205,4 +206,24 @@ TH_TEST(test_python_reader, "python/ramtrace.py: the same events as the C reader
     CU_ASSERT_EQUAL(th_run("%s python/ramtrace.py %s --run 1", py, bad), 2);
     CU_ASSERT_EQUAL(th_count_lines(th_err()), 1);
     CU_ASSERT_PTR_NOT_NULL(strstr(th_err(), "corrupt trace"));
+}
+
+TH_TEST(test_f16_run, "--weights f16: the same slots as the exact run, weights rounded to float16")
+{
+    tr_filter f = { 1, -1, RN_OPS_READ, 0, -1 };
+    size_t n1, n2;
+    tr_event *a = c_events(1, &f, &n1), *b = c_events(2, &f, &n2);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(a);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(b);
+    CU_ASSERT_EQUAL(n1, 601 * 32);
+    CU_ASSERT_EQUAL(n1, n2);
+    size_t bad = 0;
+    for (size_t i = 0; i < n1 && i < n2; i++)
+        bad += a[i].pos != b[i].pos || a[i].head != b[i].head || a[i].rank != b[i].rank || a[i].slot != b[i].slot ||
+               b[i].weight != tr_f16_to_f32(tr_f32_to_f16(a[i].weight));
+    CU_ASSERT_EQUAL(bad, 0);
+    CU_ASSERT_EQUAL(th_sql_int(g_db, "SELECT count(*) FROM runs WHERE run_id = 2 AND weight_format = 'f16'"), 1);
+    CU_ASSERT_EQUAL(th_sql_int(g_db, "SELECT count(*) FROM runs WHERE run_id = 1 AND weight_format = 'f32'"), 1);
+    free(a);
+    free(b);
 }
