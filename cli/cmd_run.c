@@ -31,7 +31,8 @@ static void usage(void)
            "      --heads LIST      traced heads (default all)\n"
            "      --ops OPS         traced accesses: r, w or rw (default rw)\n"
            "      --name NAME       run name in the trace\n"
-           "      --no-index        skip building the run's trace index\n"
+           "      --weights FMT     trace weights: f32 exact (default) or f16 (rounded)\n"
+           "      --no-index        accepted; has no effect since trace schema v2\n"
            "      --device DEV      cpu (default) or cuda (a CUDA build and a GPU)\n"
            "  -h, --help            this text\n");
 }
@@ -45,7 +46,8 @@ int cmd_run(int argc, char **argv)
         { "threads", required_argument, 0, 'j' }, { "trace", required_argument, 0, 1000 },
         { "layers", required_argument, 0, 1001 }, { "heads", required_argument, 0, 1002 },
         { "ops", required_argument, 0, 1003 }, { "name", required_argument, 0, 1004 },
-        { "no-index", no_argument, 0, 1005 }, { "device", required_argument, 0, 1006 }, { 0, 0, 0, 0 }
+        { "no-index", no_argument, 0, 1005 }, { "device", required_argument, 0, 1006 },
+        { "weights", required_argument, 0, 1007 }, { 0, 0, 0, 0 }
     };
     long n_gen = 64, threads = 0;
     double temperature = 0.8, top_p = 0.9;
@@ -74,6 +76,7 @@ int cmd_run(int argc, char **argv)
         case 1004: topt.name = optarg; break;
         case 1005: topt.build_index = 0; break;
         case 1006: device_arg = optarg; break;
+        case 1007: topt.weights = optarg; break;
         case ':': return cli_usage_error("run", "option %s needs a value", argv[optind - 1]);
         default: return cli_usage_error("run", "unknown option %s", argv[optind - 1]);
         }

@@ -24,7 +24,9 @@ static void usage(void)
            "      --heads LIST      heads to trace (default all)\n"
            "      --ops OPS         r, w or rw (default rw)\n"
            "      --name NAME       run name (default: the input's file name)\n"
-           "      --no-index        skip building the run's index at the end\n"
+           "      --weights FMT     f32: exact float32 weights (default); f16: rounded to\n"
+           "                        float16, 2 bytes less per event (recorded in runs)\n"
+           "      --no-index        accepted; has no effect since trace schema v2\n"
            "      --chunk N         prefill rows per chunk (default 256; 1024 with --device cuda)\n"
            "  -j, --threads N       threads (default: the free cores, rechecked as it runs)\n"
            "      --device DEV      cpu (default) or cuda (a CUDA build and a GPU)\n"
@@ -48,13 +50,13 @@ static void progress(void *user, int64_t done, int64_t total)
 int cmd_trace(int argc, char **argv)
 {
     if (cli_wants_help(argc, argv)) { usage(); return 0; }
-    enum { O_LAYERS = 1000, O_HEADS, O_OPS, O_NAME, O_NOINDEX, O_CHUNK, O_DEVICE };
+    enum { O_LAYERS = 1000, O_HEADS, O_OPS, O_NAME, O_NOINDEX, O_CHUNK, O_DEVICE, O_WEIGHTS };
     static const struct option opts[] = {
         { "output", required_argument, 0, 'o' }, { "layers", required_argument, 0, O_LAYERS },
         { "heads", required_argument, 0, O_HEADS }, { "ops", required_argument, 0, O_OPS },
         { "name", required_argument, 0, O_NAME }, { "no-index", no_argument, 0, O_NOINDEX },
         { "chunk", required_argument, 0, O_CHUNK }, { "threads", required_argument, 0, 'j' },
-        { "device", required_argument, 0, O_DEVICE },
+        { "device", required_argument, 0, O_DEVICE }, { "weights", required_argument, 0, O_WEIGHTS },
         { 0, 0, 0, 0 }
     };
     tr_trace_job job = { .build_index = 1, .chunk = 256, .stop = &cli_stop_flag };
@@ -74,6 +76,7 @@ int cmd_trace(int argc, char **argv)
         case O_OPS: job.ops = optarg; break;
         case O_NAME: job.name = optarg; break;
         case O_NOINDEX: job.build_index = 0; break;
+        case O_WEIGHTS: job.weights = optarg; break;
         case O_CHUNK: rc = cli_parse_long("--chunk", optarg, 1, 1 << 16, &chunk, &err); break;
         case O_DEVICE: device_arg = optarg; break;
         case 'j': rc = cli_parse_long("--threads", optarg, 1, 1024, &threads, &err); break;

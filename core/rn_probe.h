@@ -11,7 +11,8 @@
  * weight.  pos is the 0-based position in the sequence (the CAPE shift t).
  *
  * Calls are serial (never concurrent) and, within one (layer, head), in
- * increasing position.  Prefill reports a whole layer after its memory scan
+ * consecutive increasing positions, each with both ops (the trace writer
+ * stores whole positions; a position missing an op is not stored).  Prefill reports a whole layer after its memory scan
  * (head-major), the one-token step reports as it goes.  With no probe
  * attached the hot path pays one predictable branch per layer.
  */

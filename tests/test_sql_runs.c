@@ -86,16 +86,18 @@ TH_TEST(test_scoped_counts, "sql: latest run by default, --run N, --all-runs")
     CU_ASSERT_EQUAL(sql1(g_db, "SELECT count(*) AS n FROM events", "--run 2"), ev2);
     CU_ASSERT_EQUAL(sql1(g_db, "SELECT count(*) AS n FROM events", "--all-runs"), ev1 + ev2);
     /* Every per-run name is scoped, not only events. */
-    static const char *names[] = { "reads", "writes", "tokens", "heads", "event_groups" };
+    static const char *names[] = { "reads", "writes", "tokens", "heads", "event_blocks" };
     for (int i = 0; i < 5; i++) {
         char sql[256];
         int64_t want[2];
+        /* event_blocks: its events (both runs may have one block per head) */
+        const char *what = i == 4 ? "sum(n)" : "count(*)";
         for (int r = 0; r < 2; r++) {
-            snprintf(sql, sizeof sql, "SELECT count(*) FROM %s WHERE run_id = %d", names[i], r + 1);
+            snprintf(sql, sizeof sql, "SELECT %s FROM %s WHERE run_id = %d", what, names[i], r + 1);
             want[r] = q1(g_db, sql);
         }
         CU_ASSERT(want[0] > want[1] || !strcmp(names[i], "heads"));
-        snprintf(sql, sizeof sql, "SELECT count(*) AS n FROM %s", names[i]);
+        snprintf(sql, sizeof sql, "SELECT %s AS n FROM %s", what, names[i]);
         CU_ASSERT_EQUAL(sql1(g_db, sql, ""), want[1]);
         CU_ASSERT_EQUAL(sql1(g_db, sql, "--run 1"), want[0]);
         CU_ASSERT_EQUAL(sql1(g_db, sql, "--all-runs"), want[0] + want[1]);
@@ -139,9 +141,9 @@ TH_TEST(test_bad_run_option, "sql: bad --run (0, missing, non-numeric, absent ru
 
 TH_TEST(test_scoped_read_only, "sql --run: still read-only, the file unchanged")
 {
-    int64_t before = q1(g_db, "SELECT count(*) FROM main.event_groups");
+    int64_t before = q1(g_db, "SELECT count(*) FROM main.event_blocks");
     static const char *writes[] = {
-        "DELETE FROM runs", "DELETE FROM events", "DELETE FROM main.event_groups",
+        "DELETE FROM runs", "DELETE FROM events", "DELETE FROM main.event_blocks",
         "DROP VIEW temp.events", "CREATE TEMP TABLE x(a)",
         "UPDATE runs SET name = 'x' WHERE run_id = 1",
     };
@@ -151,7 +153,7 @@ TH_TEST(test_scoped_read_only, "sql --run: still read-only, the file unchanged")
         CU_ASSERT_EQUAL(th_run("%s sql %s \"%s\" --run 1", th_bin(), g_db, writes[i]), 2);
         CU_ASSERT_EQUAL(th_run("%s sql %s \"%s\" --all-runs", th_bin(), g_db, writes[i]), 2);
     }
-    CU_ASSERT_EQUAL(q1(g_db, "SELECT count(*) FROM main.event_groups"), before);
+    CU_ASSERT_EQUAL(q1(g_db, "SELECT count(*) FROM main.event_blocks"), before);
     CU_ASSERT_EQUAL(q1(g_db, "SELECT count(*) FROM runs WHERE name = 'x'"), 0);
     CU_ASSERT_EQUAL(q1(g_db, "SELECT count(*) FROM sqlite_master WHERE name = 'runs_this'"), 0);
     CU_ASSERT_EQUAL(q1(g_db, "SELECT count(*) FROM runs"), 2);
@@ -213,7 +215,7 @@ TH_TEST(test_scope_edges, "sql: no runs gives empty scoped names; the latest is 
     char empty[512];
     snprintf(empty, sizeof empty, "%s", th_path("empty.db"));
     CU_ASSERT_EQUAL_FATAL(th_run("cp %s %s", g_db, empty), 0);
-    CU_ASSERT_EQUAL_FATAL(exec_rw(empty, "DELETE FROM event_groups; DELETE FROM tokens;"
+    CU_ASSERT_EQUAL_FATAL(exec_rw(empty, "DELETE FROM event_blocks; DELETE FROM tokens;"
                                          " DELETE FROM heads; DELETE FROM runs"), SQLITE_OK);
     CU_ASSERT_EQUAL(sql1(empty, "SELECT count(*) AS n FROM events", ""), 0);
     CU_ASSERT_EQUAL(sql1(empty, "SELECT count(*) AS n FROM runs_this", ""), 0);
@@ -226,7 +228,7 @@ TH_TEST(test_scope_edges, "sql: no runs gives empty scoped names; the latest is 
     CU_ASSERT_EQUAL_FATAL(exec_rw(gap, "UPDATE runs SET run_id = 3 WHERE run_id = 2;"
                                        " UPDATE tokens SET run_id = 3 WHERE run_id = 2;"
                                        " UPDATE heads SET run_id = 3 WHERE run_id = 2;"
-                                       " UPDATE event_groups SET run_id = 3 WHERE run_id = 2"), SQLITE_OK);
+                                       " UPDATE event_blocks SET run_id = 3 WHERE run_id = 2"), SQLITE_OK);
     CU_ASSERT_EQUAL(sql1(gap, "SELECT run_id FROM runs_this", ""), 3);
     CU_ASSERT_EQUAL(sql1(gap, "SELECT count(*) AS n FROM events", ""), RUN2_TOKENS * EV_PER_TOKEN);
     CU_ASSERT_EQUAL(th_run("%s sql %s 'SELECT 1' --run 2", th_bin(), gap), 2);
@@ -257,12 +259,12 @@ static pid_t start_writer(const char *db)
     _exit(98);
 }
 
-/* Wait until run `run` of db holds at least one committed group (at most
- * limit seconds).  Returns its committed group count, or -1. */
+/* Wait until run `run` of db holds at least one committed event block (at
+ * most limit seconds).  Returns its committed block count, or -1. */
 static int64_t wait_for_groups(const char *db, int run, double limit)
 {
     char sql[128];
-    snprintf(sql, sizeof sql, "SELECT count(*) FROM event_groups WHERE run_id = %d", run);
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM event_blocks WHERE run_id = %d", run);
     for (double t0 = now_s(); now_s() - t0 < limit; sleep_s(0.02)) {
         if (!th_file_exists(db)) continue;
         int64_t n = q1(db, sql);
@@ -336,7 +338,7 @@ TH_TEST(test_analyse_during_live_write, "stats, simulate, plot heatmap, export o
     CU_ASSERT_EQUAL(th_run("%s stats %s", th_bin(), db), 2);
     CU_ASSERT_PTR_NOT_NULL(strstr(th_err(), "run 2 is still running"));
     /* sql sees the running run's committed batches. */
-    CU_ASSERT(sql1(db, "SELECT count(*) AS n FROM event_groups", "") >= seen);
+    CU_ASSERT(sql1(db, "SELECT count(*) AS n FROM event_blocks", "") >= seen);
 
     int rc = stop_bounded(pid, SIGINT, 20);
     CU_ASSERT(rc == 130 || rc == 0);
@@ -364,14 +366,14 @@ TH_TEST(test_sigkill_next_to_finished_run, "SIGKILL: integrity_check ok, committ
     snprintf(db, sizeof db, "%s", th_path("killed.db"));
     CU_ASSERT_EQUAL_FATAL(th_run("%s trace %s %s -o %s --name first", th_bin(), g_model,
                                  th_path("in1.txt"), db), 0);
-    int64_t run1 = q1(db, "SELECT count(*) FROM event_groups WHERE run_id = 1");
+    int64_t run1 = q1(db, "SELECT count(*) FROM event_blocks WHERE run_id = 1");
     pid_t pid = start_writer(db);
     CU_ASSERT_FATAL(pid > 0);
     CU_ASSERT(wait_for_groups(db, 2, 30) > 0);
     /* Let it commit a few more batches, and note what a reader saw committed
      * last before the kill. */
     sleep_s(0.3);
-    int64_t committed = q1(db, "SELECT count(*) FROM event_groups WHERE run_id = 2");
+    int64_t committed = q1(db, "SELECT count(*) FROM event_blocks WHERE run_id = 2");
     CU_ASSERT_EQUAL(stop_bounded(pid, SIGKILL, 20), 128 + SIGKILL);
 
     /* integrity_check through the C API (read-write: the next connection
@@ -387,19 +389,22 @@ TH_TEST(test_sigkill_next_to_finished_run, "SIGKILL: integrity_check ok, committ
     sqlite3_close(h);
 
     /* Every batch a reader saw committed is still there. */
-    int64_t groups = q1(db, "SELECT count(*) FROM event_groups WHERE run_id = 2");
+    int64_t groups = q1(db, "SELECT count(*) FROM event_blocks WHERE run_id = 2");
     CU_ASSERT(groups >= committed);
     CU_ASSERT(committed > 0);
-    /* Each stored group is complete (all K = 8 ranks, lanes filled), none
-     * is stored twice, and the run is `running` until repaired. */
-    CU_ASSERT_EQUAL(q1(db, "SELECT count(*) FROM event_groups WHERE run_id = 2 AND (n != 8 OR r0 != 0"
-                           " OR s7 IS NULL OR w7 IS NULL)"), 0);
-    CU_ASSERT_EQUAL(q1(db, "SELECT count(*) FROM (SELECT DISTINCT layer, head, pos, op FROM event_groups"
-                           " WHERE run_id = 2)"), groups);
-    CU_ASSERT_EQUAL(q1(db, "SELECT count(*) FROM events WHERE run_id = 2"), groups * 8);
+    /* Each stored block is complete (whole positions: 2 ops x K = 8 entries
+     * each, BLOBs of 9-bit packed slots (M = 512) and 4-byte weights), none
+     * covers a position twice, and the run is `running` until repaired. */
+    CU_ASSERT_EQUAL(q1(db, "SELECT count(*) FROM event_blocks WHERE run_id = 2 AND (npos < 1 OR ops != 3"
+                           " OR n != npos * 16 OR length(slots) != (n * 9 + 7) / 8 OR length(weights) != n * 4)"), 0);
+    CU_ASSERT_EQUAL(q1(db, "SELECT count(*) FROM event_blocks a JOIN event_blocks b ON a.run_id = b.run_id"
+                           " AND a.layer = b.layer AND a.head = b.head AND a.rowid != b.rowid"
+                           " AND a.pos0 < b.pos0 + b.npos AND b.pos0 < a.pos0 + a.npos WHERE a.run_id = 2"), 0);
+    CU_ASSERT_EQUAL(q1(db, "SELECT count(*) FROM events WHERE run_id = 2"),
+                    q1(db, "SELECT sum(n) FROM event_blocks WHERE run_id = 2"));
     CU_ASSERT_EQUAL(q1(db, "SELECT count(*) FROM runs WHERE run_id = 2 AND status = 'running'"), 1);
     /* The finished run is untouched and still analysable. */
-    CU_ASSERT_EQUAL(q1(db, "SELECT count(*) FROM event_groups WHERE run_id = 1"), run1);
+    CU_ASSERT_EQUAL(q1(db, "SELECT count(*) FROM event_blocks WHERE run_id = 1"), run1);
     CU_ASSERT_EQUAL(q1(db, "SELECT count(*) FROM runs WHERE run_id = 1 AND status = 'complete'"), 1);
     CU_ASSERT_EQUAL(th_run("%s stats %s --run 1 -f csv", th_bin(), db), 0);
     CU_ASSERT_EQUAL(sql1(db, "SELECT count(*) AS n FROM events", "--run 1"), RUN1_TOKENS * EV_PER_TOKEN);

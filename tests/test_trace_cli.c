@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "th.h"
+#include "tr_reader.h"
 
 static char g_model[512], g_input[512];
 
@@ -40,9 +41,11 @@ TH_TEST(test_trace_and_sql, "trace, runs and sql commands")
     CU_ASSERT_EQUAL(th_sql_int(db, "SELECT count(*) FROM events WHERE run_id = 2 AND (layer != 1 OR op != 0 OR head NOT IN (0, 3))"), 0);
     CU_ASSERT_EQUAL(th_sql_int(db, "SELECT count(*) FROM events WHERE run_id = 1"), 56 * 128);
 
-    /* Run 1 got its partial index, run 2 (--no-index) none. */
-    CU_ASSERT_EQUAL(th_sql_int(db, "SELECT count(*) FROM sqlite_master WHERE name = 'event_groups_run1'"), 1);
-    CU_ASSERT_EQUAL(th_sql_int(db, "SELECT count(*) FROM sqlite_master WHERE name = 'event_groups_run2'"), 0);
+    /* The block index exists (schema v2 keeps one index for every run,
+     * maintained while loading; --no-index is accepted and changes nothing). */
+    CU_ASSERT_EQUAL(th_sql_int(db, "SELECT count(*) FROM sqlite_master WHERE name = 'event_blocks_key'"), 1);
+    CU_ASSERT_EQUAL(th_sql_int(db, "SELECT count(*) FROM sqlite_master WHERE type = 'index'"
+                                   " AND name LIKE 'event_%'"), 1);
     CU_ASSERT_EQUAL(th_run("%s trace %s %s -o /nonexistent-dir/x.db", th_bin(), g_model, small), 2);
     CU_ASSERT_PTR_NOT_NULL(strstr(th_err(), "/nonexistent-dir/x.db: cannot open"));
     CU_ASSERT_EQUAL(th_run("%s runs %s", th_bin(), db), 0);
@@ -60,15 +63,24 @@ TH_TEST(test_trace_and_sql, "trace, runs and sql commands")
     CU_ASSERT_EQUAL(th_run("%s sql %s 'SELECT count(*) AS reads FROM reads WHERE run_id = 1' --all-runs", th_bin(), db), 0);
     CU_ASSERT_STRING_EQUAL(th_out(), "reads\n-----\n 3584\n");
 
-    /* Slot utilisation agrees with a direct count on the stored rows (the
-     * latest run traces writes of layer 1, heads 0 and 3; no CAPE there). */
-    char sql[2048], want[64];
-    size_t n = (size_t)snprintf(sql, sizeof sql, "SELECT count(DISTINCT s) FROM (");
-    for (int i = 0; i < 8; i++)
-        n += snprintf(sql + n, sizeof sql - n, "%sSELECT s%d AS s FROM event_groups WHERE run_id = 2"
-                      " AND layer = 1 AND head = 0 AND n > %d", i ? " UNION ALL " : "", i, i);
-    snprintf(sql + n, sizeof sql - n, ")");
-    int64_t used = th_sql_int(db, sql);
+    /* Slot utilisation agrees with a direct count on the stored blocks,
+     * decoded by the C reader (the latest run traces writes of layer 1,
+     * heads 0 and 3; no CAPE there). */
+    char want[64];
+    tr_db *tdb;
+    rn_error err = { 0 };
+    CU_ASSERT_EQUAL_FATAL(tr_open_read(db, &tdb, &err), RN_OK);
+    tr_filter f = { 1, 0, RN_OPS_WRITE, 0, -1 };
+    tr_event *ev;
+    size_t nev;
+    CU_ASSERT_EQUAL_FATAL(tr_load_events(tdb, 2, &f, &ev, &nev, &err), RN_OK);
+    tr_close(tdb);
+    CU_ASSERT_EQUAL(nev, 56 * 8);
+    char seen[512] = { 0 };
+    int64_t used = 0;
+    for (size_t i = 0; i < nev; i++)
+        if (ev[i].slot < sizeof seen && !seen[ev[i].slot]++) used++;
+    free(ev);
     CU_ASSERT(used > 8);
     snprintf(want, sizeof want, "\n1,0,0,%lld,512,", (long long)used);
     CU_ASSERT_EQUAL(th_run("%s sql %s -f samples/queries/slot_utilisation.sql -F csv", th_bin(), db), 0);
@@ -198,8 +210,8 @@ TH_TEST(test_sigkill, "SIGKILL: intact, a prefix of committed batches")
     CU_ASSERT_EQUAL(rc, 0);
     CU_ASSERT_EQUAL(th_sql_int(db, "PRAGMA integrity_check"), 1);
     CU_ASSERT_EQUAL(th_sql_int(db, "SELECT count(*) FROM runs WHERE status = 'running'"), 1);
-    int64_t groups = th_sql_int(db, "SELECT count(*) FROM event_groups");
-    int64_t maxpos = th_sql_int(db, "SELECT coalesce(max(pos), 0) FROM event_groups");
+    int64_t groups = th_sql_int(db, "SELECT count(*) FROM event_blocks");
+    int64_t maxpos = th_sql_int(db, "SELECT coalesce(max(pos0 + npos - 1), 0) FROM event_blocks");
     CU_ASSERT(groups > 0);
     /* Trace a prefix of the input long enough to cover every chunk the
      * killed run reached; its rows in insertion order must start with
@@ -212,9 +224,9 @@ TH_TEST(test_sigkill, "SIGKILL: intact, a prefix of committed batches")
     CU_ASSERT_EQUAL_FATAL(th_run("%s trace %s %s -o %s -j 1 --no-index", th_bin(), g_model, cut, ref), 0);
     char sql[1024];
     snprintf(sql, sizeof sql,
-             "ATTACH '%s' AS k; SELECT count(*) FROM (SELECT * FROM (SELECT layer, head, pos, op,"
-             " r0, n, s0, w0, s3, w3, s7, w7 FROM main.event_groups ORDER BY rowid LIMIT %lld)"
-             " EXCEPT SELECT layer, head, pos, op, r0, n, s0, w0, s3, w3, s7, w7 FROM k.event_groups)",
+             "ATTACH '%s' AS k; SELECT count(*) FROM (SELECT * FROM (SELECT layer, head, pos0, npos,"
+             " ops, cape_m, n, slots, weights FROM main.event_blocks ORDER BY rowid LIMIT %lld)"
+             " EXCEPT SELECT layer, head, pos0, npos, ops, cape_m, n, slots, weights FROM k.event_blocks)",
              db, (long long)groups);
     /* q1 runs one statement: attach separately. */
     sqlite3 *h;
@@ -230,8 +242,8 @@ TH_TEST(test_sigkill, "SIGKILL: intact, a prefix of committed batches")
     sqlite3_finalize(st);
     /* ... and the killed run only rows of the prefix: the same set. */
     snprintf(sql, sizeof sql,
-             "SELECT count(*) FROM (SELECT layer, head, pos, op, r0 FROM k.event_groups"
-             " EXCEPT SELECT layer, head, pos, op, r0 FROM (SELECT * FROM main.event_groups"
+             "SELECT count(*) FROM (SELECT layer, head, pos0 FROM k.event_blocks"
+             " EXCEPT SELECT layer, head, pos0 FROM (SELECT * FROM main.event_blocks"
              " ORDER BY rowid LIMIT %lld))", (long long)groups);
     CU_ASSERT_EQUAL_FATAL(sqlite3_prepare_v2(h, sql, -1, &st, NULL), SQLITE_OK);
     CU_ASSERT_EQUAL(sqlite3_step(st), SQLITE_ROW);

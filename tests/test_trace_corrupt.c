@@ -1,6 +1,7 @@
 /* test_trace_corrupt.c — a trace file is untrusted input.  A small real
  * trace is edited one way at a time (values out of the run's range, wrong
- * types, a lying token count) and every reading command must answer with one
+ * types, lying block headers, truncated or bad BLOBs, a lying token count)
+ * and every reading command must answer with one
  * line naming a corrupt trace and exit 2: no crash, no truncated value
  * accepted, no allocation sized by a claimed position. */
 #include <sqlite3.h>
@@ -20,7 +21,8 @@ static char g_db[512];
 static void config(rn_config *c)
 {
     rn_config_default(c);
-    c->n_layers = 2; c->n_heads = 2; c->d_p = 4; c->order = 2; c->top_k = 2; c->d_v = 8;
+    /* M = 9: not a power of two, so a 4-bit packed slot can be >= M */
+    c->n_layers = 2; c->n_heads = 2; c->d_p = 3; c->order = 2; c->top_k = 2; c->d_v = 8;
     memset(c->cape_mask, 0, sizeof c->cape_mask);
     c->cape_mask[0] = 1; /* layer 0 head 0: CAPE, so cape_m = M there */
 }
@@ -42,8 +44,8 @@ static int make_db(void)
         for (int l = 0; l < 2; l++)
             for (int h = 0; h < 2; h++)
                 for (int op = 0; op < 2; op++) {
-                    uint32_t s[2] = { (uint32_t)(p + l + h + op) % 16, (uint32_t)(p * 3 + 1) % 16 };
-                    if (s[1] == s[0]) s[1] = (s[0] + 1) % 16;
+                    uint32_t s[2] = { (uint32_t)(p + l + h + op) % 9, (uint32_t)(p * 3 + 1) % 9 };
+                    if (s[1] == s[0]) s[1] = (s[0] + 1) % 9;
                     float wt[2] = { 0.7f, 0.2f };
                     pr->access(pr->user, l, h, p, op, 2, s, s, wt);
                 }
@@ -102,26 +104,35 @@ TH_TEST(test_good_trace_reads, "the unedited trace reads")
 
 TH_TEST(test_out_of_range_values, "every out-of-range value is a one-line corrupt-trace error")
 {
-#define ROW " WHERE layer = 0 AND head = 0 AND pos = 5 AND op = 0"
+    /* One block per head: positions 0..23, 2 ops x K = 2 entries each, so
+     * n = 96, 4-bit packed slots (M = 9: 48 bytes, entry 0 in the low half
+     * of byte 0) and 4-byte float weights. */
+#define ROW " WHERE layer = 0 AND head = 0"
     static const struct { const char *name, *sql; int filtered; } edits[] = {
-        { "negative head", "UPDATE event_groups SET head = -50" ROW, 0 },
-        { "layer 65536", "UPDATE event_groups SET layer = 65536" ROW, 0 },
-        { "head past H", "UPDATE event_groups SET head = 2" ROW, 0 },
-        { "text layer", "UPDATE event_groups SET layer = 'one'" ROW, 0 },
-        { "position 2^31-1", "UPDATE event_groups SET pos = 2147483647" ROW, 0 },
-        { "position past the tokens", "UPDATE event_groups SET pos = 24" ROW, 0 },
+        { "negative head", "UPDATE event_blocks SET head = -50" ROW, 0 },
+        { "layer 65536", "UPDATE event_blocks SET layer = 65536" ROW, 0 },
+        { "head past H", "UPDATE event_blocks SET head = 2" ROW, 0 },
+        { "text layer", "UPDATE event_blocks SET layer = 'one'" ROW, 0 },
+        { "position 2^31-1", "UPDATE event_blocks SET pos0 = 2147483647" ROW, 0 },
+        { "position past the tokens", "UPDATE event_blocks SET pos0 = 1" ROW, 0 },
         { "fewer tokens claimed", "UPDATE runs SET n_tokens = 3", 0 },
-        { "slot 2^32+3", "UPDATE event_groups SET s0 = 4294967299" ROW, 1 },
-        { "slot M", "UPDATE event_groups SET s1 = 16" ROW, 1 },
-        { "negative slot", "UPDATE event_groups SET s0 = -1" ROW, 1 },
-        { "op 7", "UPDATE event_groups SET op = 7" ROW, 1 },
-        { "rank past K", "UPDATE event_groups SET r0 = 300" ROW, 1 },
-        { "no lanes", "UPDATE event_groups SET n = 0" ROW, 1 },
-        { "nine lanes", "UPDATE event_groups SET n = 9" ROW, 1 },
-        { "CAPE modulus", "UPDATE event_groups SET cape_m = 5" ROW, 1 },
-        { "weight 2.5", "UPDATE event_groups SET w0 = 2.5" ROW, 1 },
-        { "NaN weight", "UPDATE event_groups SET w1 = 'nan'" ROW, 1 },
-        { "missing slot", "UPDATE event_groups SET s1 = NULL" ROW, 1 },
+        { "unknown weight format", "UPDATE runs SET weight_format = 'f8'", 0 },
+        { "slot M", "UPDATE event_blocks SET slots = x'09' || substr(slots, 2)" ROW, 1 },
+        { "slot 15", "UPDATE event_blocks SET slots = substr(slots, 1, 5) || x'ff' || substr(slots, 7)" ROW, 1 },
+        { "op mask 7", "UPDATE event_blocks SET ops = 7" ROW, 1 },
+        { "op mask 0", "UPDATE event_blocks SET ops = 0" ROW, 1 },
+        { "no positions", "UPDATE event_blocks SET npos = 0" ROW, 1 },
+        { "position count lies", "UPDATE event_blocks SET npos = 23" ROW, 1 },
+        { "event count lies", "UPDATE event_blocks SET n = 95" ROW, 1 },
+        { "CAPE modulus", "UPDATE event_blocks SET cape_m = 5" ROW, 1 },
+        { "weight 2.5", "UPDATE event_blocks SET weights = x'00002040' || substr(weights, 5)" ROW, 1 },
+        { "NaN weight", "UPDATE event_blocks SET weights = substr(weights, 1, 4) || x'0000c07f' || substr(weights, 9)" ROW, 1 },
+        { "truncated slots", "UPDATE event_blocks SET slots = substr(slots, 1, 47)" ROW, 1 },
+        { "truncated weights", "UPDATE event_blocks SET weights = substr(weights, 1, 383)" ROW, 1 },
+        { "slots as text", "UPDATE event_blocks SET slots = 'abc'" ROW, 1 },
+        { "empty weights", "UPDATE event_blocks SET weights = x''" ROW, 1 },
+        { "real header", "UPDATE event_blocks SET npos = 24.5" ROW, 1 },
+        { "duplicated block", "INSERT INTO event_blocks SELECT * FROM event_blocks" ROW, 1 },
     };
 #undef ROW
     for (size_t i = 0; i < sizeof edits / sizeof *edits; i++) {
@@ -144,7 +155,7 @@ TH_TEST(test_streams_memory_bounded, "stream memory follows events, not position
     for (int i = 0; i < 6; i++) {
         ev[i].layer = (uint16_t)(i % 2);
         ev[i].pos = i < 3 ? i : INT32_MAX - 6 + i;
-        ev[i].slot = (uint32_t)(i * 5 % 16);
+        ev[i].slot = (uint32_t)(i * 5 % 9);
         ev[i].op = (uint8_t)(i % 2);
         ev[i].weight = 0.5f;
     }
@@ -172,7 +183,7 @@ TH_TEST(test_streams_memory_bounded, "stream memory follows events, not position
  * exit 1, "no such table"). */
 TH_TEST(test_foreign_schema, "a foreign schema is bad input")
 {
-    static const char *const edits[] = { "DROP TABLE runs", "DROP TABLE event_groups",
+    static const char *const edits[] = { "DROP TABLE runs", "DROP TABLE event_blocks",
                                          "DROP TABLE heads; CREATE TABLE heads(x)" };
     for (int i = 0; i < 3; i++) {
         char name[32];

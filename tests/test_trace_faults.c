@@ -85,7 +85,7 @@ static char *bg_err(const char *tag)
 static int wait_first_batch(const char *db)
 {
     for (int i = 0; i < 3000; i++) {
-        if (th_sql_int(db, "SELECT count(*) FROM event_groups") > 0) return 1;
+        if (th_sql_int(db, "SELECT count(*) FROM event_blocks") > 0) return 1;
         sleep_ms(10);
     }
     return 0;
@@ -108,18 +108,20 @@ static void check_whole_run(const char *db, int64_t run)
     CU_ASSERT_EQUAL(events, tokens * 128);
     snprintf(sql, sizeof sql, "SELECT coalesce(max(pos) + 1, 0) FROM tokens WHERE run_id = %lld", (long long)run);
     CU_ASSERT_EQUAL(th_sql_int(db, sql), tokens);
-    snprintf(sql, sizeof sql, "SELECT count(*) FROM event_groups g WHERE run_id = %lld AND NOT EXISTS"
-             " (SELECT 1 FROM tokens t WHERE t.run_id = g.run_id AND t.pos = g.pos)", (long long)run);
+    /* tokens are 0..n-1: a block whose last position has a token row has
+     * token rows for all its positions */
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM event_blocks g WHERE run_id = %lld AND NOT EXISTS"
+             " (SELECT 1 FROM tokens t WHERE t.run_id = g.run_id AND t.pos = g.pos0 + g.npos - 1)", (long long)run);
     CU_ASSERT_EQUAL(th_sql_int(db, sql), 0);
 }
 
-/* Copy every schema object and the lanes rows of trace ref into the open
- * (empty) connection db, inside its transaction. */
+/* Copy every schema object of trace ref into the open (empty) connection
+ * db, inside its transaction. */
 static int copy_schema(sqlite3 *db)
 {
     sqlite3_stmt *st;
-    int rc = sqlite3_prepare_v2(db, "SELECT sql FROM r.sqlite_master WHERE sql NOT NULL AND name NOT LIKE"
-                                " 'event_groups_run%' ORDER BY rowid", -1, &st, NULL);
+    int rc = sqlite3_prepare_v2(db, "SELECT sql FROM r.sqlite_master WHERE sql NOT NULL ORDER BY rowid", -1,
+                                &st, NULL);
     if (rc != SQLITE_OK) return rc;
     char *sqls[32];
     int n = 0;
@@ -130,7 +132,7 @@ static int copy_schema(sqlite3 *db)
         free(sqls[i]);
     }
     char hdr[256];
-    snprintf(hdr, sizeof hdr, "INSERT INTO main.lanes SELECT * FROM r.lanes; PRAGMA main.application_id = %d;"
+    snprintf(hdr, sizeof hdr, "PRAGMA main.application_id = %d;"
              " PRAGMA main.user_version = %d;", TR_APPLICATION_ID, TR_SCHEMA_VERSION);
     if (!rc) rc = sqlite3_exec(db, hdr, NULL, NULL, NULL);
     return rc;
@@ -209,7 +211,7 @@ TH_TEST(test_reader_holds_file, "a reader holding the file for 6 s: the run goes
     sqlite3 *h;
     CU_ASSERT_EQUAL_FATAL(sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
     sqlite3_busy_timeout(h, 5000);
-    CU_ASSERT_EQUAL(sqlite3_exec(h, "BEGIN; SELECT count(*) FROM event_groups;", NULL, NULL, NULL), SQLITE_OK);
+    CU_ASSERT_EQUAL(sqlite3_exec(h, "BEGIN; SELECT count(*) FROM event_blocks;", NULL, NULL, NULL), SQLITE_OK);
     int reads_failed = 0;
     int64_t seen = 0;
     for (int i = 0; i < 30; i++) {
@@ -252,8 +254,8 @@ TH_TEST(test_sigkill_repair, "SIGKILL after the first batch, then repair: stats 
     CU_ASSERT_EQUAL(th_run("%s stats %s", th_bin(), db), 2);
     CU_ASSERT_PTR_NOT_NULL(strstr(th_err(), "ramtrace repair"));
     CU_ASSERT_EQUAL(th_count_lines(th_err()), 1);
-    int64_t groups = th_sql_int(db, "SELECT count(*) FROM event_groups");
-    CU_ASSERT(groups > 0);
+    int64_t events = th_sql_int(db, "SELECT sum(n) FROM event_blocks");
+    CU_ASSERT(events > 0);
 
     CU_ASSERT_EQUAL(th_run("%s repair %s", th_bin(), db), 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(th_out(), "run 1 was running"));
@@ -263,9 +265,10 @@ TH_TEST(test_sigkill_repair, "SIGKILL after the first batch, then repair: stats 
     int64_t tokens = th_sql_int(db, "SELECT n_tokens FROM runs");
     CU_ASSERT(tokens > 0);
     /* Every complete position was kept: at most the chunk in flight (256
-     * positions) plus the positions of one partial batch were dropped. */
-    CU_ASSERT(th_sql_int(db, "SELECT count(*) FROM event_groups") <= groups);
-    CU_ASSERT(th_sql_int(db, "SELECT count(*) FROM event_groups") * 16 >= groups * 15 - 16 * 256);
+     * positions of 128 events) plus the positions of one partial batch were
+     * dropped. */
+    CU_ASSERT(th_sql_int(db, "SELECT sum(n) FROM event_blocks") <= events);
+    CU_ASSERT(th_sql_int(db, "SELECT sum(n) FROM event_blocks") * 16 >= events * 15 - 16 * 256 * 128);
     CU_ASSERT_EQUAL(th_run("%s stats %s", th_bin(), db), 0);
     CU_ASSERT_EQUAL(th_run("%s simulate %s -c 64", th_bin(), db), 0);
     CU_ASSERT_EQUAL(th_run("%s export %s -o %s.csv -f csv", th_bin(), db, db), 0);
@@ -304,7 +307,7 @@ TH_TEST(test_repair_cli, "repair: a complete run is left alone; missing runs and
 
 /* Break a complete run by hand and check repair's cut against the rule
  * computed here: keep the longest prefix of positions that have a tokens
- * row and all 16 groups of 8 ranks. */
+ * row and, for all 8 heads, blocks covering them without a gap. */
 TH_TEST(test_repair_rules, "repair keeps exactly the complete prefix and recounts it")
 {
     char db[512];
@@ -315,11 +318,20 @@ TH_TEST(test_repair_rules, "repair keeps exactly the complete prefix and recount
     CU_ASSERT_EQUAL_FATAL(n, 41);
     sqlite3 *h;
     CU_ASSERT_EQUAL_FATAL(sqlite3_open(db, &h), SQLITE_OK);
-    /* run 1: pos 30 loses one rank of one group (n 8 -> 7), pos 35 loses its
-     * token row, positions 38.. lose their token rows; counts left stale. */
+    /* run 1: the block of (layer 1, head 2), positions 0..40, is split
+     * into 0..29 and 31..40 (position 30 of that head is lost: a gap), pos
+     * 35 loses its token row, positions 38.. lose their token rows; counts
+     * left stale.  16 entries of 9-bit packed slots (M = 512: 18 bytes)
+     * and 4-byte weights per position. */
+    CU_ASSERT_EQUAL(th_sql_int(db, "SELECT count(*) FROM event_blocks WHERE run_id = 1 AND npos = 41"
+                                   " AND length(slots) = 41 * 18 AND length(weights) = 41 * 64"), 8);
     CU_ASSERT_EQUAL(sqlite3_exec(h,
         "UPDATE runs SET status = 'running' WHERE run_id = 1;"
-        "UPDATE event_groups SET n = 7 WHERE run_id = 1 AND pos = 30 AND layer = 1 AND head = 2 AND op = 1;"
+        "INSERT INTO event_blocks SELECT run_id, layer, head, 31, 10, ops, cape_m, 160,"
+        "  substr(slots, 31 * 18 + 1, 180), substr(weights, 31 * 64 + 1, 640) FROM event_blocks"
+        "  WHERE run_id = 1 AND layer = 1 AND head = 2;"
+        "UPDATE event_blocks SET npos = 30, n = 480, slots = substr(slots, 1, 540),"
+        "  weights = substr(weights, 1, 1920) WHERE run_id = 1 AND layer = 1 AND head = 2 AND pos0 = 0;"
         "DELETE FROM tokens WHERE run_id = 1 AND (pos = 35 OR pos >= 38);", NULL, NULL, NULL), SQLITE_OK);
     sqlite3_close(h);
     tr_repair_result *res;
@@ -333,8 +345,8 @@ TH_TEST(test_repair_rules, "repair keeps exactly the complete prefix and recount
     CU_ASSERT_EQUAL(res[0].tokens, 30);
     CU_ASSERT_EQUAL(res[0].events, 30 * 128);
     CU_ASSERT_EQUAL(res[0].dropped_tokens, 41 - 30 - 1 - 3);   /* 30..37 but 35 */
-    CU_ASSERT_EQUAL(res[0].dropped_groups, 11 * 16);
-    CU_ASSERT_EQUAL(res[0].dropped_events, 11 * 128 - 1);
+    CU_ASSERT_EQUAL(res[0].dropped_blocks, 8);                  /* 7 cut, 1 deleted */
+    CU_ASSERT_EQUAL(res[0].dropped_events, 11 * 128 - 16);
     free(res);
     check_whole_run(db, 1);
     CU_ASSERT_EQUAL(th_sql_int(db, "SELECT status = 'interrupted' FROM runs WHERE run_id = 1"), 1);

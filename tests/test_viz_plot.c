@@ -19,9 +19,15 @@ static char g_db[512];
 
 /* 2 layers x 2 heads, M = 16 slots, K = 2.  Head (l, h) writes slot
  * (pos + 3l + h) % 16 at rank 0 and (pos + 8) % 16 at rank 1, and reads slot
- * (5 + h) % 16 and 11 at every even position. */
+ * (5 + h) % 16 and 11 at every even position, (pos + 12 + h) % 16 and
+ * (pos + 14) % 16 at every odd one, never a slot layer 1 head 0 writes there
+ * (every position writes and reads, as the model does: rn_probe.h). */
 static uint32_t w_slot(int l, int h, int p, int r) { return r == 0 ? (uint32_t)(p + 3 * l + h) % 16 : (uint32_t)(p + 8) % 16; }
-static uint32_t r_slot(int h, int r) { return r == 0 ? (uint32_t)(5 + h) % 16 : 11; }
+static uint32_t r_slot(int h, int p, int r)
+{
+    if (p % 2) return r == 0 ? (uint32_t)(p + 12 + h) % 16 : (uint32_t)(p + 14) % 16;
+    return r == 0 ? (uint32_t)(5 + h) % 16 : 11;
+}
 
 static int make_db(void)
 {
@@ -55,10 +61,8 @@ static int make_db(void)
                 float wt[K] = { 0.9f, 0.3f };
                 for (int r = 0; r < K; r++) s[r] = a[r] = w_slot(l, h, p, r);
                 pr->access(pr->user, l, h, p, 0, K, s, a, wt);
-                if (p % 2 == 0) {
-                    for (int r = 0; r < K; r++) s[r] = a[r] = r_slot(h, r);
-                    pr->access(pr->user, l, h, p, 1, K, s, a, wt);
-                }
+                for (int r = 0; r < K; r++) s[r] = a[r] = r_slot(h, p, r);
+                pr->access(pr->user, l, h, p, 1, K, s, a, wt);
             }
     if (tr_writer_finish(w, TR_STATUS_COMPLETE, NULL, &err)) { fprintf(stderr, "%s\n", err.msg); return -1; }
     return 0;
@@ -98,7 +102,7 @@ static void check_trace_pixels(const char *ops)
             viz_rect c = viz_trace_cell(a, &d, p, s);
             const unsigned char *px = vp_at(&im, c.x + c.w / 2, c.y + c.h / 2);
             int w = want_w && ((uint32_t)s == w_slot(1, 0, p, 0) || (uint32_t)s == w_slot(1, 0, p, 1));
-            int r = want_r && p % 2 == 0 && ((uint32_t)s == r_slot(0, 0) || (uint32_t)s == r_slot(0, 1));
+            int r = want_r && ((uint32_t)s == r_slot(0, p, 0) || (uint32_t)s == r_slot(0, p, 1));
             if (w && !vp_red(px)) bad++;
             if (r && !w && !vp_green(px)) bad++;
             if (!w && !r && !vp_white(px)) bad++;

@@ -1,17 +1,32 @@
 /* th_main.c — the CUnit runner: registers every suite and test (the table
  * is generated from tests/test_*.c by scripts/gen-suites) and runs them in
  * basic mode.  `build/test_runner SUITE`
- * runs only the suites whose name contains SUITE. */
+ * runs only the suites whose name contains SUITE.  Every SQLite connection
+ * the tests open themselves gets the `events` module, as one that loaded
+ * build/libramtrace_sql.so would (tests/test_sqlext.c checks the extension
+ * itself). */
 #include <stdio.h>
 #include <string.h>
 
 #include <CUnit/Basic.h>
+#include <sqlite3.h>
+
+#include "tr_vtab.h"
 
 #include "th.h"
 #include "suites.h" /* generated */
 
+/* sqlite3_auto_extension entry: register the events module. */
+static int auto_vtab(sqlite3 *db, const char **errmsg, const void *api)
+{
+    (void)errmsg;
+    (void)api;
+    return tr_vtab_register(db);
+}
+
 int main(int argc, char **argv)
 {
+    sqlite3_auto_extension((void (*)(void))auto_vtab);
     if (CU_initialize_registry() != CUE_SUCCESS) return 1;
     for (size_t i = 0; i < sizeof th_suites / sizeof th_suites[0]; i++) {
         const th_suite_def *d = &th_suites[i];

@@ -9,10 +9,10 @@
  *
  * `ramtrace sql --run N` scopes the SQL to one run with TEMP views named
  * like the main tables and views (events, reads, writes, tokens, heads,
- * event_groups) plus runs_this, each `SELECT * FROM main.X WHERE run_id = N`.
+ * event_blocks) plus runs_this, each `SELECT * FROM main.X WHERE run_id = N`.
  * An unqualified name in a statement resolves to the temp schema first, so
  * user SQL sees the scoped view; the main schema's own views (reads, writes
- * over events over event_groups) resolve their names inside main, so they
+ * over the events virtual table) resolve their names inside main, so they
  * are untouched by the shadows and each temp view is filtered on its own.
  * The temp schema lives in memory: the file is still opened read-only and
  * never written.
@@ -166,7 +166,7 @@ static int resolve_run(sqlite3 *db, const char *path, int64_t run, int64_t *id, 
 static int scope_to_run(sqlite3 *db, const char *path, int64_t id, int found, rn_error *err)
 {
     static const char *const names[] = { "events", "reads", "writes", "tokens", "heads",
-                                         "event_groups" };
+                                         "event_blocks" };
     char sql[1024], cond[64];
     if (found) snprintf(cond, sizeof cond, "run_id = %lld", (long long)id);
     else snprintf(cond, sizeof cond, "0");
@@ -211,7 +211,7 @@ int tr_runs_print(const char *path, int format, FILE *out, rn_error *err)
         "SELECT run_id AS id, name, status, command,"
         " CASE WHEN status = 'running' THEN (SELECT count(*) FROM tokens t"
         "   WHERE t.run_id = r.run_id) ELSE n_tokens END AS tokens,"
-        " CASE WHEN status = 'running' THEN (SELECT coalesce(sum(n), 0) FROM event_groups g"
+        " CASE WHEN status = 'running' THEN (SELECT coalesce(sum(n), 0) FROM event_blocks g"
         "   WHERE g.run_id = r.run_id) ELSE n_events END AS events,"
         " model_hash AS model, datetime(start_time, 'unixepoch') AS started_utc,"
         " round(coalesce(end_time, start_time) - start_time, 2) AS seconds,"

@@ -22,7 +22,7 @@ int tr_query_print(const char *path, const char *sql, int format, FILE *out, rn_
 #define TR_RUN_ALL (-1)   /* no scoping: every run, as tr_query_print */
 
 /* As tr_query_print, but every unqualified name a run's rows live in
- * (events, reads, writes, tokens, heads, event_groups) sees only run `run`,
+ * (events, reads, writes, tokens, heads, event_blocks) sees only run `run`,
  * and `runs_this` is that run's row of `runs` (`runs` itself still lists
  * every run).  Done with TEMP views on the read-only connection, which
  * shadow the main names (docs/trace-schema.md, "Scoping SQL to one run").

@@ -1,19 +1,22 @@
 /* tr_reader.c — reading trace databases back (tr_reader.h).
  *
- * Events are read from the event_groups table directly (not through the
- * `events` view) and expanded into ranks here, in canonical order
- * (layer, head, pos, op, rank).  Queries put the run id in the SQL text as a
- * literal so SQLite can use the run's partial index.
+ * Events are decoded from the event_blocks rows directly (not through the
+ * `events` virtual table), in canonical order (layer, head, pos, op, rank):
+ * the blocks of a run are read in the order of the block index (layer,
+ * head, pos0) and each block's entries are already in (pos, op, rank)
+ * order (tr_block.h).  Queries put the run id in the SQL text as a literal.
  *
- * A trace file is input like any other: every value of an event row is
- * checked against its run's header (layers, heads, M, K, tokens) before it
- * is narrowed into a tr_event, and a violation is a one-line "corrupt trace"
- * error (RN_EINPUT), never a truncated value or an overflow.
+ * A trace file is input like any other: every block header is checked
+ * against its run's header (layers, heads, M, K, tokens, BLOB sizes), every
+ * slot against M and every weight against [0, 1] before it is narrowed
+ * into a tr_event, and a violation is a one-line "corrupt trace" error
+ * (RN_EINPUT), never a truncated value or an overflow.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "tr_block.h"
 #include "tr_reader.h"
 #include "tr_schema.h"
 
@@ -25,17 +28,20 @@ struct tr_db {
 struct tr_iter {
     tr_db *db;
     sqlite3_stmt *st;
-    int have_row;      /* st holds a row whose lanes are being handed out */
-    int lane, n;
-    tr_event base;     /* layer, head, pos, op of the current row */
-    int r0;
-    int64_t cape_m;
-    /* the previous row's (layer, head, pos, op) and end rank r0 + n: rows
-     * come sorted, so one that repeats ranks of it is a duplicated event */
+    int have_row;      /* st holds a block whose entries are being handed out */
+    int op_only;       /* -1: both ops, else the one op the filter keeps */
+    int64_t lo, hi;    /* positions [lo, hi) of the filter */
+    /* the current block */
+    int64_t layer, head, pos0, npos, ops, cape_m;
+    int nops;
+    const uint8_t *slots, *weights;
+    int64_t e, n_ent;  /* next entry, entries */
+    /* the previous block's (layer, head) and end position: blocks come
+     * sorted, so one that starts before that end repeats positions */
     int have_prev;
-    int64_t prev[4], prev_end;
-    /* the run's header, for checking every row */
-    int64_t run_id, L, H, M, K, n_tokens;
+    int64_t prev_layer, prev_head, prev_end;
+    int64_t run_id;
+    tr_block_run run;  /* the run's header, for checking every block */
 };
 
 int tr_open_read(const char *path, tr_db **out, rn_error *err)
@@ -81,7 +87,7 @@ static int count_run(tr_db *d, int64_t run_id, int64_t *tokens, int64_t *events,
     sqlite3_stmt *st;
     snprintf(sql, sizeof sql,
              "SELECT (SELECT count(*) FROM tokens WHERE run_id = %lld),"
-             " (SELECT coalesce(sum(n), 0) FROM event_groups WHERE run_id = %lld)",
+             " (SELECT coalesce(sum(n), 0) FROM event_blocks WHERE run_id = %lld)",
              (long long)run_id, (long long)run_id);
     int rc = prep(d, sql, &st, err);
     if (rc) return rc;
@@ -96,7 +102,7 @@ static int count_run(tr_db *d, int64_t run_id, int64_t *tokens, int64_t *events,
 }
 
 #define RUN_COLS "run_id, name, status, model_path, model_hash, config, n_tokens, n_events," \
-                 " start_time, coalesce(end_time, 0)"
+                 " start_time, coalesce(end_time, 0), weight_format"
 
 /* Fill *r from a row of RUN_COLS. */
 static int read_run(tr_db *d, sqlite3_stmt *st, tr_run_info *r, rn_error *err)
@@ -112,6 +118,11 @@ static int read_run(tr_db *d, sqlite3_stmt *st, tr_run_info *r, rn_error *err)
     r->n_events = sqlite3_column_int64(st, 7);
     r->start_time = sqlite3_column_double(st, 8);
     r->end_time = sqlite3_column_double(st, 9);
+    const char *wf = (const char *)sqlite3_column_text(st, 10);
+    r->weight_format = tr_weights_parse(wf);
+    if (r->weight_format < 0)
+        return rn_seterr(err, RN_EINPUT, "%s: corrupt trace: run %lld has weight_format '%s' (not f32 or f16)",
+                         d->path, (long long)r->run_id, wf ? wf : "NULL");
     rn_config_default(&r->cfg);
     char origin[1200];
     snprintf(origin, sizeof origin, "%s: run %lld config", d->path, (long long)r->run_id);
@@ -265,8 +276,8 @@ int tr_load_tokens(tr_db *d, int64_t run_id, tr_token **toks, int64_t *n, rn_err
     return RN_OK;
 }
 
-/* The WHERE clause for a run and filter (integers only, so literals are
- * safe). */
+/* The WHERE clause over event_blocks for a run and filter (integers only,
+ * so literals are safe). */
 static void where_clause(int64_t run_id, const tr_filter *f, char *buf, size_t cap)
 {
     tr_filter all = tr_filter_all();
@@ -276,25 +287,37 @@ static void where_clause(int64_t run_id, const tr_filter *f, char *buf, size_t c
     if (f->head >= 0) n += snprintf(buf + n, cap - n, " AND head = %d", f->head);
     if ((f->ops & RN_OPS_BOTH) == 0) n += snprintf(buf + n, cap - n, " AND 0");
     else if ((f->ops & RN_OPS_BOTH) != RN_OPS_BOTH)
-        n += snprintf(buf + n, cap - n, " AND op = %d", rn_ops_has(f->ops, RN_OP_READ) ? RN_OP_READ : RN_OP_WRITE);
-    if (f->pos_lo > 0) n += snprintf(buf + n, cap - n, " AND pos >= %lld", (long long)f->pos_lo);
-    if (f->pos_hi >= 0) snprintf(buf + n, cap - n, " AND pos < %lld", (long long)f->pos_hi);
+        n += snprintf(buf + n, cap - n, " AND (ops & %d) != 0", f->ops & RN_OPS_BOTH);
+    if (f->pos_hi >= 0) n += snprintf(buf + n, cap - n, " AND pos0 < %lld", (long long)f->pos_hi);
+    if (f->pos_lo > 0) snprintf(buf + n, cap - n, " AND pos0 + npos > %lld", (long long)f->pos_lo);
 }
 
 int tr_count_events(tr_db *d, int64_t run_id, const tr_filter *f, int64_t *n, rn_error *err)
 {
     *n = 0;
-    int rc = resolve_run(d, &run_id, err);
+    tr_run_info run;
+    int rc = tr_run_get(d, run_id, &run, err);
     if (rc) return rc;
+    tr_filter all = tr_filter_all();
+    if (!f) f = &all;
     char where[512], sql[700];
-    where_clause(run_id, f, where, sizeof where);
-    snprintf(sql, sizeof sql, "SELECT coalesce(sum(n), 0) FROM event_groups%s", where);
+    where_clause(run.run_id, f, where, sizeof where);
+    /* headers only (the BLOBs are not read): clip each block to the range */
+    snprintf(sql, sizeof sql, "SELECT pos0, npos, ops FROM event_blocks%s", where);
     sqlite3_stmt *st;
     if ((rc = prep(d, sql, &st, err))) return rc;
-    int src = sqlite3_step(st);
-    if (src == SQLITE_ROW) *n = sqlite3_column_int64(st, 0);
-    else rc = tr_sqlerr(d->db, src, d->path, "counting events", err);
+    int64_t lo = f->pos_lo > 0 ? f->pos_lo : 0, hi = f->pos_hi >= 0 ? f->pos_hi : INT64_MAX, total = 0;
+    int src;
+    while ((src = sqlite3_step(st)) == SQLITE_ROW) {
+        int64_t p0 = sqlite3_column_int64(st, 0), np = sqlite3_column_int64(st, 1);
+        int ops = (int)(sqlite3_column_int64(st, 2) & f->ops & RN_OPS_BOTH);
+        if (np < 0 || np > (1 << 24)) continue;  /* a corrupt row: the iterator reports it */
+        int64_t a = p0 > lo ? p0 : lo, b = p0 + np < hi ? p0 + np : hi;
+        if (b > a) total += (b - a) * tr_block_nops(ops) * run.cfg.top_k;
+    }
+    if (src != SQLITE_DONE) rc = tr_sqlerr(d->db, src, d->path, "counting events", err);
     sqlite3_finalize(st);
+    if (!rc) *n = total;
     return rc;
 }
 
@@ -305,105 +328,124 @@ int tr_iter_open(tr_db *d, int64_t run_id, const tr_filter *f, tr_iter **out, rn
     int rc = tr_run_get(d, run_id, &run, err);
     if (rc) return rc;
     run_id = run.run_id;
+    tr_filter all = tr_filter_all();
+    if (!f) f = &all;
     tr_iter *it = calloc(1, sizeof *it);
     if (!it) return rn_seterr(err, RN_ENOMEM, "out of memory");
     it->run_id = run_id;
-    it->L = run.cfg.n_layers;
-    it->H = run.cfg.n_heads;
-    it->M = rn_config_slots(&run.cfg);
-    it->K = run.cfg.top_k;
-    it->n_tokens = run.n_tokens;
+    it->run.L = run.cfg.n_layers;
+    it->run.H = run.cfg.n_heads;
+    it->run.M = rn_config_slots(&run.cfg);
+    it->run.K = run.cfg.top_k;
+    it->run.n_tokens = run.n_tokens;
+    it->run.slot_bits = tr_slot_bits(it->run.M);
+    it->run.weight_fmt = run.weight_format;
+    it->lo = f->pos_lo > 0 ? f->pos_lo : 0;
+    it->hi = f->pos_hi >= 0 ? f->pos_hi : INT64_MAX;
+    it->op_only = (f->ops & RN_OPS_BOTH) == RN_OPS_BOTH ? -1
+                : rn_ops_has(f->ops, RN_OP_READ) ? RN_OP_READ : RN_OP_WRITE;
     char where[512], sql[1200];
-    size_t n = (size_t)snprintf(sql, sizeof sql, "SELECT layer, head, pos, op, r0, n, cape_m");
-    for (int i = 0; i < TR_LANES; i++) n += snprintf(sql + n, sizeof sql - n, ", s%d, w%d", i, i);
     where_clause(run_id, f, where, sizeof where);
-    snprintf(sql + n, sizeof sql - n, " FROM event_groups%s ORDER BY layer, head, pos, op, r0", where);
+    snprintf(sql, sizeof sql, "SELECT layer, head, pos0, npos, ops, cape_m, n, slots, weights"
+             " FROM event_blocks%s ORDER BY layer, head, pos0", where);
     it->db = d;
     if ((rc = prep(d, sql, &it->st, err))) { free(it); return rc; }
     *out = it;
     return RN_OK;
 }
 
-/* One-line error for a row value outside the run's header. */
-static int corrupt(const tr_iter *it, const char *what, int64_t v, int64_t lo, int64_t hi, rn_error *err)
+/* One-line error for the current block. */
+static int corrupt(const tr_iter *it, const char *why, rn_error *err)
 {
-    return rn_seterr(err, RN_EINPUT,
-                     "%s: corrupt trace: run %lld has an event row (layer %d, head %d, pos %d) with %s %lld "
-                     "outside [%lld, %lld]", it->db->path, (long long)it->run_id, it->base.layer, it->base.head,
-                     it->base.pos, what, (long long)v, (long long)lo, (long long)hi);
+    return rn_seterr(err, RN_EINPUT, "%s: corrupt trace: run %lld has an event block (layer %lld, head %lld, "
+                     "pos %lld) with %s", it->db->path, (long long)it->run_id, (long long)it->layer,
+                     (long long)it->head, (long long)it->pos0, why);
 }
 
-/* Read the group columns of the current row into it->base, r0, n, cape_m,
- * checking each against the run's header. */
-static int read_group(tr_iter *it, rn_error *err)
+/* Read the current row's block header, checking it against the run's
+ * header and the previous block. */
+static int read_block(tr_iter *it, rn_error *err)
 {
     sqlite3_stmt *st = it->st;
-    int64_t layer = sqlite3_column_int64(st, 0), head = sqlite3_column_int64(st, 1);
-    int64_t pos = sqlite3_column_int64(st, 2), op = sqlite3_column_int64(st, 3);
-    int64_t r0 = sqlite3_column_int64(st, 4), n = sqlite3_column_int64(st, 5);
-    int64_t cape_m = sqlite3_column_int64(st, 6);
-    static const char *const names[] = { "layer", "head", "pos", "op", "r0", "n", "cape_m" };
+    static const char *const names[] = { "layer", "head", "pos0", "npos", "ops", "cape_m", "n" };
+    it->layer = it->head = it->pos0 = 0;
     for (int c = 0; c < 7; c++)
         if (sqlite3_column_type(st, c) != SQLITE_INTEGER)
-            return rn_seterr(err, RN_EINPUT, "%s: corrupt trace: run %lld has an event row whose %s is not an integer",
+            return rn_seterr(err, RN_EINPUT, "%s: corrupt trace: run %lld has an event block whose %s is not an integer",
                              it->db->path, (long long)it->run_id, names[c]);
-    it->base.layer = (uint16_t)(layer >= 0 && layer < it->L ? layer : 0);
-    it->base.head = (uint16_t)(head >= 0 && head < it->H ? head : 0);
-    it->base.pos = (int32_t)(pos >= 0 && pos < it->n_tokens ? pos : -1);
-    if (layer < 0 || layer >= it->L) return corrupt(it, "layer", layer, 0, it->L - 1, err);
-    if (head < 0 || head >= it->H) return corrupt(it, "head", head, 0, it->H - 1, err);
-    if (pos < 0 || pos >= it->n_tokens) return corrupt(it, "position", pos, 0, it->n_tokens - 1, err);
-    if (op != RN_OP_WRITE && op != RN_OP_READ) return corrupt(it, "op", op, RN_OP_WRITE, RN_OP_READ, err);
-    if (n < 1 || n > TR_LANES) return corrupt(it, "lane count", n, 1, TR_LANES, err);
-    if (r0 < 0 || r0 + n > it->K) return corrupt(it, "first rank", r0, 0, it->K - n, err);
-    if (cape_m != 0 && cape_m != it->M) return corrupt(it, "CAPE modulus", cape_m, 0, it->M, err);
-    int64_t key[4] = { layer, head, pos, op };
-    if (it->have_prev && !memcmp(key, it->prev, sizeof key) && r0 < it->prev_end)
-        return rn_seterr(err, RN_EINPUT, "%s: corrupt trace: run %lld has rank %lld of (layer %d, head %d, pos %d, "
-                         "op %d) twice (a duplicated event row)", it->db->path, (long long)it->run_id,
-                         (long long)r0, it->base.layer, it->base.head, it->base.pos, (int)op);
-    memcpy(it->prev, key, sizeof key);
-    it->prev_end = r0 + n;
+    it->layer = sqlite3_column_int64(st, 0);
+    it->head = sqlite3_column_int64(st, 1);
+    tr_block_hdr h;
+    it->pos0 = h.pos0 = sqlite3_column_int64(st, 2);
+    h.npos = sqlite3_column_int64(st, 3);
+    h.ops = sqlite3_column_int64(st, 4);
+    h.cape_m = sqlite3_column_int64(st, 5);
+    h.n = sqlite3_column_int64(st, 6);
+    it->slots = sqlite3_column_blob(st, 7);
+    h.slots_len = sqlite3_column_type(st, 7) == SQLITE_BLOB ? sqlite3_column_bytes(st, 7) : -1;
+    it->weights = sqlite3_column_blob(st, 8);
+    h.weights_len = sqlite3_column_type(st, 8) == SQLITE_BLOB ? sqlite3_column_bytes(st, 8) : -1;
+    char why[160];
+    if (tr_block_check(&h, it->layer, it->head, &it->run, why, sizeof why)) return corrupt(it, why, err);
+    if (it->have_prev && it->layer == it->prev_layer && it->head == it->prev_head && h.pos0 < it->prev_end)
+        return rn_seterr(err, RN_EINPUT, "%s: corrupt trace: run %lld has position %lld of (layer %lld, head %lld) "
+                         "twice (a duplicated event block)", it->db->path, (long long)it->run_id,
+                         (long long)h.pos0, (long long)it->layer, (long long)it->head);
     it->have_prev = 1;
-    it->base.op = (uint8_t)op;
-    it->r0 = (int)r0;
-    it->n = (int)n;
-    it->cape_m = cape_m;
+    it->prev_layer = it->layer;
+    it->prev_head = it->head;
+    it->prev_end = h.pos0 + h.npos;
+    it->npos = h.npos;
+    it->ops = h.ops;
+    it->cape_m = h.cape_m;
+    it->nops = tr_block_nops(h.ops);
+    it->n_ent = h.n;
+    int64_t first = it->lo > h.pos0 ? it->lo - h.pos0 : 0;
+    it->e = first * it->nops * it->run.K;
     return RN_OK;
 }
 
 int tr_iter_next(tr_iter *it, tr_event *ev, rn_error *err)
 {
-    while (!it->have_row || it->lane >= it->n) {
-        int src = sqlite3_step(it->st);
-        if (src == SQLITE_DONE) return 0;
-        if (src != SQLITE_ROW) return tr_sqlerr(it->db->db, src, it->db->path, "reading events", err);
-        it->have_row = 0;
-        int rc = read_group(it, err);
-        if (rc) return rc;
-        it->lane = 0;
-        it->have_row = 1;
+    for (;;) {
+        if (!it->have_row || it->e >= it->n_ent) {
+            int src = sqlite3_step(it->st);
+            if (src == SQLITE_DONE) return 0;
+            if (src != SQLITE_ROW) return tr_sqlerr(it->db->db, src, it->db->path, "reading events", err);
+            it->have_row = 0;
+            int rc = read_block(it, err);
+            if (rc) return rc;
+            it->have_row = 1;
+            continue;
+        }
+        int64_t K = it->run.K, per = it->nops * K, i = it->e;
+        int64_t pos = it->pos0 + i / per;
+        if (pos >= it->hi) { it->e = it->n_ent; continue; }
+        int op = it->nops == 2 ? (int)(i % per / K) : (it->ops & 1 ? RN_OP_WRITE : RN_OP_READ);
+        if (it->op_only >= 0 && op != it->op_only) { it->e += K; continue; } /* the whole group */
+        it->e++;
+        uint32_t slot = tr_block_slot(it->slots, (size_t)i, it->run.slot_bits);
+        float w = tr_block_weight(it->weights, (size_t)i, it->run.weight_fmt);
+        char why[96];
+        if ((int64_t)slot >= it->run.M) {
+            snprintf(why, sizeof why, "slot %u outside [0, %lld]", slot, (long long)it->run.M - 1);
+            return corrupt(it, why, err);
+        }
+        if (!(w >= 0 && w <= 1)) {   /* also NaN */
+            snprintf(why, sizeof why, "weight %g not in [0, 1]", w);
+            return corrupt(it, why, err);
+        }
+        ev->layer = (uint16_t)it->layer;
+        ev->head = (uint16_t)it->head;
+        ev->pos = (int32_t)pos;
+        ev->op = (uint8_t)op;
+        ev->rank = (uint16_t)(i % K);
+        ev->slot = slot;
+        /* slot < M <= 2^32 and pos < 2^31: the sum fits in int64 */
+        ev->addr = it->cape_m > 0 ? (uint32_t)(((int64_t)slot + pos) % it->cape_m) : slot;
+        ev->weight = w;
+        return 1;
     }
-    int i = it->lane++;
-    *ev = it->base;
-    int wt = sqlite3_column_type(it->st, 8 + 2 * i);
-    if (sqlite3_column_type(it->st, 7 + 2 * i) != SQLITE_INTEGER || (wt != SQLITE_FLOAT && wt != SQLITE_INTEGER))
-        return rn_seterr(err, RN_EINPUT, "%s: corrupt trace: run %lld has an event (layer %d, head %d, pos %d) "
-                         "whose slot or weight of rank %d is missing or not a number", it->db->path,
-                         (long long)it->run_id, ev->layer, ev->head, ev->pos, it->r0 + i);
-    int64_t slot = sqlite3_column_int64(it->st, 7 + 2 * i);
-    double w = sqlite3_column_double(it->st, 8 + 2 * i);
-    if (slot < 0 || slot >= it->M) return corrupt(it, "slot", slot, 0, it->M - 1, err);
-    if (!(w >= 0 && w <= 1))   /* also NaN */
-        return rn_seterr(err, RN_EINPUT, "%s: corrupt trace: run %lld has an event (layer %d, head %d, pos %d) "
-                         "whose weight %g is not in [0, 1]", it->db->path, (long long)it->run_id, ev->layer,
-                         ev->head, ev->pos, w);
-    ev->slot = (uint32_t)slot;
-    /* slot < M <= 2^32 and pos < 2^31: the sum fits in int64 */
-    ev->addr = it->cape_m > 0 ? (uint32_t)((slot + ev->pos) % it->cape_m) : (uint32_t)slot;
-    ev->weight = (float)w;
-    ev->rank = (uint16_t)(it->r0 + i);
-    return 1;
 }
 
 void tr_iter_close(tr_iter *it)

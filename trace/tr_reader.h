@@ -40,6 +40,7 @@ typedef struct {
     int64_t n_tokens;      /* traced positions */
     int64_t n_events;
     double start_time, end_time; /* unix seconds; end 0 while running */
+    int weight_format;     /* TR_WEIGHTS_* (tr_block.h): f32 exact, or f16 */
 } tr_run_info;
 
 typedef struct {

@@ -6,6 +6,7 @@
 
 #include "rn_modelfile.h"
 #include "rn_tokenizer.h"
+#include "tr_block.h"
 #include "tr_record.h"
 
 int tr_record_prefill(rn_runtime *rt, tr_writer *w, const rn_config *cfg, const int *toks,
@@ -41,7 +42,8 @@ int tr_record_begin(const tr_trace_opts *o, const char *command, const char *mod
     tr_run_meta meta = { .name = o->name, .command = command, .model_path = model_path,
                          .model_hash = rn_model_checksum(m), .cfg = &m->cfg, .prompt = prompt,
                          .sampling = sampling };
-    tr_writer_opts wo = { .build_index = o->build_index };
+    tr_writer_opts wo = { .build_index = o->build_index, .weights = tr_weights_parse(o->weights ? o->weights : "f32") };
+    if (wo.weights < 0) return rn_seterr(err, RN_EINPUT, "--weights %s: expected f32 or f16", o->weights);
     return tr_writer_open(o->db_path, &meta, &sel, &wo, w, err);
 }
 
@@ -70,7 +72,9 @@ int tr_trace_run(const tr_trace_job *job, tr_trace_result *res, rn_error *err)
     tr_writer *w = NULL;
     tr_select sel;
     int chunk = job->chunk > 0 ? job->chunk : 256;
-    rc = tr_select_parse(&sel, job->layers, job->heads, job->ops, &m.cfg, err);
+    int wfmt = tr_weights_parse(job->weights ? job->weights : "f32");
+    rc = wfmt < 0 ? rn_seterr(err, RN_EINPUT, "--weights %s: expected f32 or f16", job->weights)
+                  : tr_select_parse(&sel, job->layers, job->heads, job->ops, &m.cfg, err);
     if (!rc) rc = rn_tokenize_file(&m.cfg, job->input_path, &toks, &n, err);
     if (!rc) rc = rn_runtime_create_on(&m, chunk, job->device, &rt, err);
     if (rc) goto done;
@@ -80,7 +84,7 @@ int tr_trace_run(const tr_trace_job *job, tr_trace_result *res, rn_error *err)
                          .model_path = job->model_path, .model_hash = rn_model_checksum(&m),
                          .cfg = &m.cfg, .input_path = job->input_path,
                          .sampling = "none (prefill only)" };
-    tr_writer_opts wo = { .build_index = job->build_index };
+    tr_writer_opts wo = { .build_index = job->build_index, .weights = wfmt };
     if ((rc = tr_writer_open(job->db_path, &meta, &sel, &wo, &w, err))) goto done;
     res->run_id = tr_writer_run_id(w);
     rn_runtime_set_probe(rt, tr_writer_probe(w));

@@ -25,6 +25,7 @@ typedef struct {
     const char *layers, *heads, *ops; /* selection (NULL: all) */
     const char *name;
     int build_index;
+    const char *weights;              /* "f32" (NULL: exact) or "f16" */
 } tr_trace_opts;
 
 /* Start a traced run of model m for a command: parse the selection against
@@ -45,6 +46,7 @@ typedef struct {
     int chunk;                 /* prefill rows per chunk (default 256) */
     rn_device device;          /* where the model runs (default cpu) */
     int build_index;
+    const char *weights;       /* "f32" (NULL: exact) or "f16" */
     volatile int *stop;        /* polled between chunks (Ctrl-C) */
     tr_progress_fn progress;
     void *user;

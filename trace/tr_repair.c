@@ -9,6 +9,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "rn_probe.h"
+#include "tr_block.h"
 #include "tr_repair.h"
 #include "tr_schema.h"
 
@@ -27,15 +29,16 @@ static int query_i64(sqlite3 *db, const char *path, const char *sql, int64_t run
     return RN_OK;
 }
 
-/* Run sql with ?1 = run_id, ?2 = a; *changes gets the rows it changed. */
-static int exec_run(sqlite3 *db, const char *path, const char *sql, int64_t run_id, int64_t a,
-                    int64_t *changes, rn_error *err)
+/* Run sql with ?1 = run_id and ?2.. = the n values of a; *changes gets the
+ * rows it changed. */
+static int exec_run(sqlite3 *db, const char *path, const char *sql, int64_t run_id, const int64_t *a,
+                    int n, int64_t *changes, rn_error *err)
 {
     sqlite3_stmt *st;
     int rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
     if (rc != SQLITE_OK) return tr_sqlerr(db, rc, path, "repair", err);
     sqlite3_bind_int64(st, 1, run_id);
-    if (sqlite3_bind_parameter_count(st) >= 2) sqlite3_bind_int64(st, 2, a);
+    for (int i = 0; i < n; i++) sqlite3_bind_int64(st, 2 + i, a[i]);
     rc = sqlite3_step(st);
     sqlite3_finalize(st);
     if (rc != SQLITE_DONE) return tr_sqlerr(db, rc, path, "repair", err);
@@ -43,52 +46,60 @@ static int exec_run(sqlite3 *db, const char *path, const char *sql, int64_t run_
     return RN_OK;
 }
 
-/* Number of traced ops in a run's selection text ("... ops=rw"). */
+/* The RN_OPS_* set of a run's selection text ("... ops=rw"). */
 static int selection_ops(const char *sel)
 {
     const char *o = sel ? strstr(sel, "ops=") : NULL;
-    if (!o) return 2;
+    if (!o) return RN_OPS_BOTH;
     o += 4;
-    return (!strncmp(o, "rw", 2) || !strncmp(o, "wr", 2)) ? 2 : 1;
+    if (!strncmp(o, "rw", 2) || !strncmp(o, "wr", 2)) return RN_OPS_BOTH;
+    return *o == 'r' ? RN_OPS_READ : RN_OPS_WRITE;
 }
 
 /* P: the number of leading complete positions 0..P-1 of the run (see
- * tr_repair.h).  Two ordered streams are merged: the run's token
- * positions and its positions whose groups are complete. */
-static int complete_prefix(sqlite3 *db, const char *path, int64_t run_id, int64_t groups_per_pos,
-                           int64_t K, int64_t *P, rn_error *err)
+ * tr_repair.h): the run's contiguous token positions from 0, cut to the
+ * end of every traced head's gap-free run of blocks from position 0. */
+static int complete_prefix(sqlite3 *db, const char *path, int64_t run_id, int ops, int64_t *P, rn_error *err)
 {
-    sqlite3_stmt *tok = NULL, *cmp = NULL;
+    sqlite3_stmt *tok = NULL, *hd = NULL, *blk = NULL;
     int rc = sqlite3_prepare_v2(db, "SELECT pos FROM tokens WHERE run_id = ?1 ORDER BY pos", -1, &tok, NULL);
     if (rc == SQLITE_OK)
-        rc = sqlite3_prepare_v2(db,
-            "SELECT pos FROM (SELECT pos, sum(n) AS s FROM event_groups WHERE run_id = ?1"
-            " GROUP BY pos, layer, head, op) GROUP BY pos"
-            " HAVING count(*) = ?2 AND min(s) = ?3 AND max(s) = ?3 ORDER BY pos", -1, &cmp, NULL);
+        rc = sqlite3_prepare_v2(db, "SELECT layer, head FROM heads WHERE run_id = ?1 ORDER BY layer, head", -1,
+                                &hd, NULL);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_prepare_v2(db, "SELECT layer, head, pos0, npos, ops FROM event_blocks WHERE run_id = ?1"
+                                " ORDER BY layer, head, pos0", -1, &blk, NULL);
     if (rc != SQLITE_OK) {
         sqlite3_finalize(tok);
+        sqlite3_finalize(hd);
         return tr_sqlerr(db, rc, path, "repair", err);
     }
     sqlite3_bind_int64(tok, 1, run_id);
-    sqlite3_bind_int64(cmp, 1, run_id);
-    sqlite3_bind_int64(cmp, 2, groups_per_pos);
-    sqlite3_bind_int64(cmp, 3, K);
+    sqlite3_bind_int64(hd, 1, run_id);
+    sqlite3_bind_int64(blk, 1, run_id);
     int64_t p = 0;
-    int rt = SQLITE_ROW, rg = SQLITE_ROW;
-    for (;;) {
-        rt = sqlite3_step(tok);
-        if (rt != SQLITE_ROW || sqlite3_column_int64(tok, 0) != p) break;
-        if (groups_per_pos > 0) {
-            /* no groups are expected when the selection traced nothing */
-            rg = sqlite3_step(cmp);
-            if (rg != SQLITE_ROW || sqlite3_column_int64(cmp, 0) != p) break;
+    int rt;
+    while ((rt = sqlite3_step(tok)) == SQLITE_ROW && sqlite3_column_int64(tok, 0) == p) p++;
+    if (rt == SQLITE_ROW) rt = SQLITE_DONE;
+    /* Merge the heads (sorted) with the blocks (sorted the same way). */
+    int rh, rb = sqlite3_step(blk);
+    while (rt == SQLITE_DONE && (rh = sqlite3_step(hd)) == SQLITE_ROW) {
+        int64_t l = sqlite3_column_int64(hd, 0), h = sqlite3_column_int64(hd, 1), end = 0;
+        for (; rb == SQLITE_ROW; rb = sqlite3_step(blk)) {
+            int64_t bl = sqlite3_column_int64(blk, 0), bh = sqlite3_column_int64(blk, 1);
+            if (bl > l || (bl == l && bh > h)) break;
+            if (bl < l || bh < h) continue;   /* a head not in `heads` */
+            int64_t p0 = sqlite3_column_int64(blk, 2), np = sqlite3_column_int64(blk, 3);
+            if (p0 == end && np > 0 && np <= (1 << 24) && sqlite3_column_int64(blk, 4) == ops) end += np;
         }
-        p++;
+        if (end < p) p = end;
+        if (rb != SQLITE_ROW && rb != SQLITE_DONE) { rt = rb; break; }
     }
+    if (rt == SQLITE_DONE && rh != SQLITE_DONE) rt = rh;
     sqlite3_finalize(tok);
-    sqlite3_finalize(cmp);
-    if ((rt != SQLITE_ROW && rt != SQLITE_DONE) || (rg != SQLITE_ROW && rg != SQLITE_DONE))
-        return tr_sqlerr(db, rt != SQLITE_ROW && rt != SQLITE_DONE ? rt : rg, path, "repair", err);
+    sqlite3_finalize(hd);
+    sqlite3_finalize(blk);
+    if (rt != SQLITE_DONE) return tr_sqlerr(db, rt, path, "repair", err);
     *P = p;
     return RN_OK;
 }
@@ -96,7 +107,8 @@ static int complete_prefix(sqlite3 *db, const char *path, int64_t run_id, int64_
 int tr_repair_db(sqlite3 *db, const char *path, int64_t run_id, tr_repair_result *r, rn_error *err)
 {
     sqlite3_stmt *st;
-    int rc = sqlite3_prepare_v2(db, "SELECT status, top_k, selection, n_tokens, n_events FROM runs"
+    int rc = sqlite3_prepare_v2(db, "SELECT status, top_k, selection, n_tokens, n_events, n_slots,"
+                                " weight_format FROM runs"
                                 " WHERE run_id = ?1", -1, &st, NULL);
     if (rc != SQLITE_OK) return tr_sqlerr(db, rc, path, "repair", err);
     sqlite3_bind_int64(st, 1, run_id);
@@ -110,30 +122,42 @@ int tr_repair_db(sqlite3 *db, const char *path, int64_t run_id, tr_repair_result
     r->run_id = run_id;
     snprintf(r->status, sizeof r->status, "%s", (const char *)sqlite3_column_text(st, 0));
     int64_t K = sqlite3_column_int64(st, 1);
-    int nops = selection_ops((const char *)sqlite3_column_text(st, 2));
+    int ops = selection_ops((const char *)sqlite3_column_text(st, 2));
     int64_t old_tokens = sqlite3_column_int64(st, 3), old_events = sqlite3_column_int64(st, 4);
+    int64_t sbits = tr_slot_bits(sqlite3_column_int64(st, 5));
+    int wfmt = tr_weights_parse((const char *)sqlite3_column_text(st, 6));
     sqlite3_finalize(st);
     if (!strcmp(r->status, "complete")) {
         r->tokens = old_tokens;
         r->events = old_events;
         return RN_OK;
     }
-    int64_t heads = 0, P = 0;
-    rc = query_i64(db, path, "SELECT count(*) FROM heads WHERE run_id = ?1", run_id, &heads, err);
-    if (!rc) rc = complete_prefix(db, path, run_id, heads * nops, K, &P, err);
-    int64_t ev_before = 0;
-    if (!rc) rc = query_i64(db, path, "SELECT coalesce(sum(n), 0) FROM event_groups WHERE run_id = ?1",
+    if (wfmt < 0) return rn_seterr(err, RN_EINPUT, "%s: run %lld has an unknown weight_format", path, (long long)run_id);
+    int64_t P = 0, ev_before = 0, cut = 0, dropped = 0;
+    rc = complete_prefix(db, path, run_id, ops, &P, err);
+    if (!rc) rc = query_i64(db, path, "SELECT coalesce(sum(n), 0) FROM event_blocks WHERE run_id = ?1",
                             run_id, &ev_before, err);
-    if (!rc) rc = exec_run(db, path, "DELETE FROM event_groups WHERE run_id = ?1 AND pos >= ?2", run_id, P,
-                           &r->dropped_groups, err);
-    if (!rc) rc = exec_run(db, path, "DELETE FROM tokens WHERE run_id = ?1 AND pos >= ?2", run_id, P,
+    if (!rc) rc = exec_run(db, path, "DELETE FROM event_blocks WHERE run_id = ?1 AND pos0 >= ?2", run_id, &P, 1,
+                           &dropped, err);
+    /* A block across P keeps its positions before P: a prefix of both BLOBs
+     * (entries are position-major; the slots' last byte may keep bits of
+     * the next position, which no reader looks at). */
+    int64_t a[4] = { P, K, sbits, tr_weight_bytes(wfmt) };
+    if (!rc) rc = exec_run(db, path,
+        "UPDATE event_blocks SET npos = ?2 - pos0,"
+        " n = (?2 - pos0) * ((ops & 1) + ((ops >> 1) & 1)) * ?3,"
+        " slots = substr(slots, 1, ((?2 - pos0) * ((ops & 1) + ((ops >> 1) & 1)) * ?3 * ?4 + 7) / 8),"
+        " weights = substr(weights, 1, (?2 - pos0) * ((ops & 1) + ((ops >> 1) & 1)) * ?3 * ?5)"
+        " WHERE run_id = ?1 AND pos0 < ?2 AND pos0 + npos > ?2", run_id, a, 4, &cut, err);
+    r->dropped_blocks = dropped + cut;
+    if (!rc) rc = exec_run(db, path, "DELETE FROM tokens WHERE run_id = ?1 AND pos >= ?2", run_id, &P, 1,
                            &r->dropped_tokens, err);
     if (!rc) rc = query_i64(db, path, "SELECT count(*) FROM tokens WHERE run_id = ?1", run_id, &r->tokens, err);
-    if (!rc) rc = query_i64(db, path, "SELECT coalesce(sum(n), 0) FROM event_groups WHERE run_id = ?1",
+    if (!rc) rc = query_i64(db, path, "SELECT coalesce(sum(n), 0) FROM event_blocks WHERE run_id = ?1",
                             run_id, &r->events, err);
     if (rc) return rc;
     r->dropped_events = ev_before - r->events;
-    r->changed = r->dropped_groups || r->dropped_tokens || strcmp(r->status, "interrupted") ||
+    r->changed = r->dropped_blocks || r->dropped_tokens || strcmp(r->status, "interrupted") ||
                  old_tokens != r->tokens || old_events != r->events;
     if (r->changed) {
         sqlite3_stmt *up;
@@ -147,12 +171,7 @@ int tr_repair_db(sqlite3 *db, const char *path, int64_t run_id, tr_repair_result
         sqlite3_finalize(up);
         if (rc != SQLITE_DONE) return tr_sqlerr(db, rc, path, "repair", err);
     }
-    /* The index a killed run never got (idempotent). */
-    char name[64], sql[512];
-    tr_index_name(run_id, name, sizeof name);
-    snprintf(sql, sizeof sql, "CREATE INDEX IF NOT EXISTS %s ON event_groups(layer, head, pos, op, r0)"
-             " WHERE run_id = %lld", name, (long long)run_id);
-    return tr_exec(db, path, sql, err);
+    return RN_OK;
 }
 
 /* The ids of the runs to repair: run_id itself, or every running run. */

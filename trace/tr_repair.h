@@ -4,10 +4,13 @@
  * `running`; one whose writer failed (disk full) may hold events of
  * positions whose token row never made it.  Repair keeps the longest prefix
  * of complete positions 0..P-1 and drops everything after it, recounts the
- * run's tokens and events, marks it `interrupted` and builds its index, all
- * in one transaction.  A position p is complete when it has its `tokens` row
- * and, for every traced (layer, head) of the run's `heads` rows and every
- * traced op of its selection, event groups holding exactly top_k ranks.
+ * run's tokens and events and marks it `interrupted`, all in one
+ * transaction.  A position p is complete when it has its `tokens` row and,
+ * for every traced (layer, head) of the run's `heads` rows, the event
+ * blocks of that head cover positions 0..p without a gap, each holding
+ * every traced op of the run's selection (a block always holds whole
+ * positions: top_k ranks of each op).  Blocks past P are deleted and a
+ * block across P is cut to its positions before P.
  * Repair is idempotent: a second repair changes nothing.  docs/tracing.md
  * ("Repairing a run") has the rules and guarantees.
  */
@@ -26,8 +29,8 @@ typedef struct {
     int changed;              /* 0: the run was already consistent */
     int64_t tokens, events;   /* counts after repair */
     int64_t dropped_tokens;   /* tokens rows removed */
-    int64_t dropped_groups;   /* event_groups rows removed */
-    int64_t dropped_events;   /* events (ranks) in those rows */
+    int64_t dropped_blocks;   /* event_blocks rows removed or cut */
+    int64_t dropped_events;   /* events (ranks) removed */
 } tr_repair_result;
 
 /* Repair run run_id of the trace at path, or (run_id 0) every run whose

@@ -1,12 +1,13 @@
 /* tr_schema.c — creating and recognising trace databases.
  *
- * Storage layout (docs/trace-schema.md explains the choice): events are kept
- * in `event_groups`, one row per (run, layer, head, pos, op, block of up to
- * TR_LANES ranks) with the slots as small integers and the weights as exact
- * REALs in columns s0,w0 .. s7,w7.  The `events` view expands each row into
- * its ranks by joining the eight-row `lanes` table; `addr` is derived
- * (cape_m = M for a CAPE head: addr = (slot + pos) mod M; else addr = slot).
- * Plain SQLite, no extension: the sqlite3 shell reads the same file.
+ * Storage layout (schema v2; docs/trace-schema.md explains the choice with
+ * its measurements): events are kept in `event_blocks`, one row per (run,
+ * layer, head) and block of up to TR_BLOCK_POSITIONS consecutive positions,
+ * the slots and weights packed into two BLOBs (tr_block.h).  `events` is a
+ * virtual table (module ramtrace_events, tr_vtab.c) that expands the blocks
+ * into the same columns as schema v1's view; `reads` and `writes` are views
+ * over it.  Every connection ramtrace opens registers the module; the
+ * sqlite3 shell and Python load it from build/libramtrace_sql.so.
  */
 #include <stdio.h>
 #include <string.h>
@@ -14,6 +15,7 @@
 #include <unistd.h>
 
 #include "tr_schema.h"
+#include "tr_vtab.h"
 
 int tr_sqlerr(sqlite3 *db, int rc, const char *path, const char *what, rn_error *err)
 {
@@ -47,26 +49,17 @@ int tr_exec_what(sqlite3 *db, const char *path, const char *sql, const char *wha
     return RN_OK;
 }
 
-void tr_index_name(int64_t run_id, char *buf, size_t cap)
+/* Make the `events` virtual table's module known to db. */
+static int register_vtab(sqlite3 *db, const char *path, rn_error *err)
 {
-    snprintf(buf, cap, "event_groups_run%lld", (long long)run_id);
-}
-
-/* Append the CASE expression selecting lane column `col`N by l.i. */
-static size_t lane_case(char *buf, size_t cap, size_t len, const char *col)
-{
-    len += snprintf(buf + len, cap - len, "CASE l.i");
-    for (int i = 0; i < TR_LANES; i++)
-        len += snprintf(buf + len, cap - len, " WHEN %d THEN g.%s%d", i, col, i);
-    len += snprintf(buf + len, cap - len, " END");
-    return len;
+    int rc = tr_vtab_register(db);
+    return rc == SQLITE_OK ? RN_OK : tr_sqlerr(db, rc, path, "registering the events table", err);
 }
 
 /* The full schema as one SQL script. */
 static void schema_sql(char *buf, size_t cap)
 {
-    size_t n = 0;
-    n += snprintf(buf + n, cap - n,
+    snprintf(buf, cap,
         "PRAGMA application_id = %d;\n"
         "PRAGMA user_version = %d;\n"
         "CREATE TABLE runs(\n"
@@ -74,37 +67,23 @@ static void schema_sql(char *buf, size_t cap)
         "  model_path TEXT, model_hash TEXT, config TEXT NOT NULL, prompt TEXT,\n"
         "  input_path TEXT, sampling TEXT, selection TEXT, start_time REAL, end_time REAL,\n"
         "  tool_version TEXT, n_layers INTEGER, n_heads INTEGER, n_slots INTEGER,\n"
-        "  top_k INTEGER, n_tokens INTEGER, n_events INTEGER);\n"
+        "  top_k INTEGER, n_tokens INTEGER, n_events INTEGER,\n"
+        "  weight_format TEXT NOT NULL DEFAULT 'f32');\n"
         "CREATE TABLE tokens(run_id INTEGER NOT NULL, pos INTEGER NOT NULL,\n"
         "  token_id INTEGER NOT NULL, piece TEXT, phase TEXT NOT NULL,\n"
         "  PRIMARY KEY(run_id, pos));\n"
         "CREATE TABLE heads(run_id INTEGER NOT NULL, layer INTEGER NOT NULL,\n"
         "  head INTEGER NOT NULL, cape INTEGER NOT NULL, n_slots INTEGER NOT NULL,\n"
         "  PRIMARY KEY(run_id, layer, head));\n"
-        "CREATE TABLE lanes(i INTEGER PRIMARY KEY);\n",
-        TR_APPLICATION_ID, TR_SCHEMA_VERSION);
-    for (int i = 0; i < TR_LANES; i++)
-        n += snprintf(buf + n, cap - n, "INSERT INTO lanes VALUES(%d);\n", i);
-    n += snprintf(buf + n, cap - n,
-        "CREATE TABLE event_groups(run_id INTEGER NOT NULL, layer INTEGER NOT NULL,\n"
-        "  head INTEGER NOT NULL, pos INTEGER NOT NULL, op INTEGER NOT NULL,\n"
-        "  r0 INTEGER NOT NULL, n INTEGER NOT NULL, cape_m INTEGER NOT NULL");
-    for (int i = 0; i < TR_LANES; i++)
-        n += snprintf(buf + n, cap - n, ", s%d INTEGER, w%d REAL", i, i);
-    n += snprintf(buf + n, cap - n, ");\n"
-        "CREATE VIEW events AS SELECT g.run_id AS run_id, g.layer AS layer,\n"
-        "  g.head AS head, g.pos AS pos, g.op AS op, g.r0 + l.i AS rank,\n  ");
-    n = lane_case(buf, cap, n, "s");
-    n += snprintf(buf + n, cap - n, " AS slot,\n  CASE WHEN g.cape_m > 0 THEN (");
-    n = lane_case(buf, cap, n, "s");
-    n += snprintf(buf + n, cap - n, " + g.pos) %% g.cape_m ELSE ");
-    n = lane_case(buf, cap, n, "s");
-    n += snprintf(buf + n, cap - n, " END AS addr,\n  ");
-    n = lane_case(buf, cap, n, "w");
-    n += snprintf(buf + n, cap - n, " AS weight\n"
-        "FROM event_groups AS g CROSS JOIN lanes AS l ON l.i < g.n;\n"
+        "CREATE TABLE event_blocks(run_id INTEGER NOT NULL, layer INTEGER NOT NULL,\n"
+        "  head INTEGER NOT NULL, pos0 INTEGER NOT NULL, npos INTEGER NOT NULL,\n"
+        "  ops INTEGER NOT NULL, cape_m INTEGER NOT NULL, n INTEGER NOT NULL,\n"
+        "  slots BLOB NOT NULL, weights BLOB NOT NULL);\n"
+        "CREATE INDEX " TR_BLOCK_INDEX " ON event_blocks(run_id, layer, head, pos0);\n"
+        "CREATE VIRTUAL TABLE events USING " TR_VTAB_MODULE ";\n"
         "CREATE VIEW writes AS SELECT * FROM events WHERE op = 0;\n"
-        "CREATE VIEW reads AS SELECT * FROM events WHERE op = 1;\n");
+        "CREATE VIEW reads AS SELECT * FROM events WHERE op = 1;\n",
+        TR_APPLICATION_ID, TR_SCHEMA_VERSION);
 }
 
 int tr_schema_check(sqlite3 *db, const char *path, rn_error *err)
@@ -124,6 +103,10 @@ int tr_schema_check(sqlite3 *db, const char *path, rn_error *err)
     rc = sqlite3_step(st);
     int64_t ver = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : -1;
     sqlite3_finalize(st);
+    if (ver == 1)
+        return rn_seterr(err, RN_EINPUT,
+                         "%s: trace schema version 1 (one row per 8 ranks), this ramtrace reads version %d; "
+                         "convert it with `ramtrace upgrade %s`", path, TR_SCHEMA_VERSION, path);
     if (ver != TR_SCHEMA_VERSION)
         return rn_seterr(err, RN_EINPUT,
                          "%s: trace schema version %lld, this ramtrace reads version %d",
@@ -217,7 +200,8 @@ int tr_schema_open_write_mode(const char *path, int mode, sqlite3 **out, rn_erro
     /* A writer waits up to TR_WRITER_BUSY_MS for another writer's
      * transaction (readers never block it under WAL; docs/tracing.md). */
     sqlite3_busy_timeout(db, TR_WRITER_BUSY_MS);
-    rc = tr_exec(db, path, "PRAGMA cache_size=-32768; PRAGMA temp_store=FILE;", err);
+    rc = register_vtab(db, path, err);
+    if (!rc) rc = tr_exec(db, path, "PRAGMA cache_size=-32768; PRAGMA temp_store=FILE;", err);
     /* The schema is created in rollback mode (a fresh file's first
      * transaction), then the file is switched to WAL: the switch needs the
      * file to exist, and a concurrent creator waits on BEGIN IMMEDIATE. */
@@ -273,7 +257,8 @@ int tr_schema_open_read(const char *path, sqlite3 **out, rn_error *err)
     }
     sqlite3_busy_timeout(db, TR_READER_BUSY_MS);
     tr_watch_stop(db);
-    rc = tr_schema_check(db, path, err);
+    rc = register_vtab(db, path, err);
+    if (!rc) rc = tr_schema_check(db, path, err);
     if (rc) { sqlite3_close(db); return rc; }
     *out = db;
     return RN_OK;

@@ -13,10 +13,12 @@
 
 /* Schema version stored in PRAGMA user_version; files are recognised by
  * PRAGMA application_id = TR_APPLICATION_ID ("RNTR"). */
-#define TR_SCHEMA_VERSION 1
+#define TR_SCHEMA_VERSION 2
 #define TR_APPLICATION_ID 0x524E5452
-/* Ranks stored per event_groups row (a group of K > 8 takes ceil(K/8) rows). */
-#define TR_LANES 8
+/* Positions per event_blocks row (the writer's default; a reader accepts
+ * any count up to 2^24) and the index over the rows. */
+#define TR_BLOCK_POSITIONS 256
+#define TR_BLOCK_INDEX "event_blocks_key"
 
 /* How a writer connection journals and syncs (docs/tracing.md, "What
  * survives what"):
@@ -67,8 +69,5 @@ int tr_exec_what(sqlite3 *db, const char *path, const char *sql, const char *wha
  * I/O errors, RN_EINPUT for not-a-database, RN_EINTR for an interrupted
  * statement, RN_EINTERNAL otherwise). */
 int tr_sqlerr(sqlite3 *db, int rc, const char *path, const char *what, rn_error *err);
-
-/* Name of the partial index holding one run's events. */
-void tr_index_name(int64_t run_id, char *buf, size_t cap);
 
 #endif

@@ -1,13 +1,16 @@
-/* tr_writer.c — the tracing probe: a bounded queue of event batches between
- * the model (producer, via rn_probe callbacks) and one writer thread that
- * inserts each full batch into SQLite in a single transaction with prepared
- * multi-row INSERTs.
+/* tr_writer.c — the tracing probe: per-head event blocks filled by the model
+ * (producer, via rn_probe callbacks), a bounded queue of batches of sealed
+ * blocks, and one writer thread that inserts each batch into SQLite in a
+ * single transaction, one event_blocks row per block (tr_block.h).
  *
- * Batches are allocated once at open; the probe only copies the K slots and
- * weights of a selected group into the current batch and, when it is full,
- * hands it to the thread and takes a free one (waiting only if all are in
- * flight, which bounds memory).  A failure in the thread (disk full, ...)
- * is remembered; later batches are dropped and finish reports it.
+ * Every traced (layer, head) has an open block: the probe encodes each
+ * group of K accesses straight into it (slots narrowed to the run's slot
+ * width, weights copied or rounded to float16), and once the block holds
+ * block_positions whole positions it is sealed: copied into the current
+ * batch's arena.  A full batch goes to the thread and the producer takes a
+ * free one, waiting only if all are in flight, which bounds memory.
+ * tr_writer_finish seals the partial blocks.  A failure in the thread (disk
+ * full, ...) is remembered; later batches are dropped and finish reports it.
  */
 #include <assert.h>
 #include <fcntl.h>
@@ -20,20 +23,20 @@
 #include <unistd.h>
 
 #include "rn_version.h"
+#include "tr_block.h"
 #include "tr_repair.h"
 #include "tr_schema.h"
 #include "tr_writer.h"
 
-#define ROWS_PER_STMT 100            /* rows of one multi-row INSERT */
-#define COLS (8 + 2 * TR_LANES)      /* columns of event_groups */
 #define PIECE_LEN 32
 
+/* A sealed block in a batch: its slots at arena + off, its weights right
+ * after them. */
 typedef struct {
-    int32_t pos;
+    int32_t pos0, npos;
     uint16_t layer, head;
-    uint16_t k;
-    uint8_t op;
-} grp_meta;
+    size_t off, slots_len, weights_len;
+} blk_rec;
 
 typedef struct {
     int64_t pos;
@@ -43,28 +46,40 @@ typedef struct {
 } tok_rec;
 
 typedef struct {
-    int n_groups, n_tokens;
+    int n_blocks, n_tokens;
     int64_t n_events;
-    grp_meta *meta;    /* [cap] */
-    uint32_t *slot;    /* [cap * K] */
-    float *w;          /* [cap * K] */
+    size_t used;       /* arena bytes in use */
+    blk_rec *blocks;   /* [bcap] */
+    uint8_t *arena;    /* [acap] */
     tok_rec *toks;     /* [tcap] */
 } batch;
+
+/* One traced head's block being filled: npos whole positions from pos0,
+ * then possibly the ops seen so far (cur_ops) of position pos0 + npos. */
+typedef struct {
+    int64_t pos0;
+    int npos;
+    int cur_ops;
+    uint8_t *slots, *weights;  /* encoded, [bpos * nops * K] entries */
+} open_block;
 
 struct tr_writer {
     char *path;
     sqlite3 *db;
     int live_fd;       /* holds flock(LOCK_SH) on the file while the run lives */
     int durability;    /* TR_DURABILITY_* */
-    sqlite3_stmt *ins_multi, *ins_one, *ins_tok;
+    sqlite3_stmt *ins_blk, *ins_tok;
     int64_t run_id;
     rn_config cfg;
     int K, L, H;
     int64_t *cape_m;   /* [L*H]: M for CAPE heads, 0 otherwise */
     tr_select sel;
     rn_probe probe;
-    int build_index;
-    int cap, tcap;     /* groups / tokens per batch */
+    int sbits, wfmt, wb; /* slot bits, weight format, weight bytes */
+    int nops, bpos;    /* ops per position, positions per block */
+    open_block *open;  /* [L*H] (buffers only for traced heads) */
+    int bcap, tcap;    /* blocks / tokens per batch */
+    size_t acap;       /* arena bytes per batch */
 
     /* queue (guarded by mu) */
     pthread_mutex_t mu;
@@ -99,30 +114,6 @@ static double now_wall(void)
     return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-/* Bind one event_groups row (lanes r0..r0+n-1 of group g) at parameter
- * offset base. */
-static void bind_row(sqlite3_stmt *st, int base, const tr_writer *w, const grp_meta *g, int r0,
-                     int n, const uint32_t *slot, const float *wt)
-{
-    sqlite3_bind_int64(st, base + 1, w->run_id);
-    sqlite3_bind_int(st, base + 2, g->layer);
-    sqlite3_bind_int(st, base + 3, g->head);
-    sqlite3_bind_int(st, base + 4, g->pos);
-    sqlite3_bind_int(st, base + 5, g->op);
-    sqlite3_bind_int(st, base + 6, r0);
-    sqlite3_bind_int(st, base + 7, n);
-    sqlite3_bind_int64(st, base + 8, w->cape_m[g->layer * w->H + g->head]);
-    for (int i = 0; i < TR_LANES; i++) {
-        if (i < n) {
-            sqlite3_bind_int64(st, base + 9 + 2 * i, slot[i]);
-            sqlite3_bind_double(st, base + 10 + 2 * i, (double)wt[i]);
-        } else {
-            sqlite3_bind_null(st, base + 9 + 2 * i);
-            sqlite3_bind_null(st, base + 10 + 2 * i);
-        }
-    }
-}
-
 static int step_reset(tr_writer *w, sqlite3_stmt *st, rn_error *err)
 {
     int rc = sqlite3_step(st);
@@ -131,7 +122,7 @@ static int step_reset(tr_writer *w, sqlite3_stmt *st, rn_error *err)
     return RN_OK;
 }
 
-/* Insert one batch (tokens and event rows) in a single transaction. */
+/* Insert one batch (tokens and block rows) in a single transaction. */
 static int insert_batch(tr_writer *w, batch *b, rn_error *err)
 {
     /* IMMEDIATE: the write lock is taken (waiting on another writer) before
@@ -147,37 +138,20 @@ static int insert_batch(tr_writer *w, batch *b, rn_error *err)
         sqlite3_bind_text(w->ins_tok, 5, t->generated ? "generated" : "prompt", -1, SQLITE_STATIC);
         rc = step_reset(w, w->ins_tok, err);
     }
-    int rows = 0;
-    for (int gi = 0; gi < b->n_groups && !rc; gi++) {
-        const grp_meta *g = &b->meta[gi];
-        const uint32_t *slot = b->slot + (size_t)gi * w->K;
-        const float *wt = b->w + (size_t)gi * w->K;
-        for (int r0 = 0; r0 < g->k && !rc; r0 += TR_LANES) {
-            int n = g->k - r0 < TR_LANES ? g->k - r0 : TR_LANES;
-            /* Rows go into the multi-row statement; the tail of the batch
-             * (fewer than ROWS_PER_STMT rows left) uses the one-row one. */
-            bind_row(w->ins_multi, rows * COLS, w, g, r0, n, slot + r0, wt + r0);
-            if (++rows == ROWS_PER_STMT) {
-                rc = step_reset(w, w->ins_multi, err);
-                rows = 0;
-            }
-        }
-    }
-    if (!rc && rows) {
-        /* Re-bind the pending rows one at a time. */
-        int pending = rows, seen = 0, total = 0;
-        for (int gi = 0; gi < b->n_groups; gi++) total += (b->meta[gi].k + TR_LANES - 1) / TR_LANES;
-        int skip = total - pending;
-        for (int gi = 0; gi < b->n_groups && !rc; gi++) {
-            const grp_meta *g = &b->meta[gi];
-            for (int r0 = 0; r0 < g->k && !rc; r0 += TR_LANES, seen++) {
-                if (seen < skip) continue;
-                int n = g->k - r0 < TR_LANES ? g->k - r0 : TR_LANES;
-                bind_row(w->ins_one, 0, w, g, r0, n, b->slot + (size_t)gi * w->K + r0,
-                         b->w + (size_t)gi * w->K + r0);
-                rc = step_reset(w, w->ins_one, err);
-            }
-        }
+    sqlite3_stmt *st = w->ins_blk;
+    for (int i = 0; i < b->n_blocks && !rc; i++) {
+        const blk_rec *k = &b->blocks[i];
+        sqlite3_bind_int64(st, 1, w->run_id);
+        sqlite3_bind_int(st, 2, k->layer);
+        sqlite3_bind_int(st, 3, k->head);
+        sqlite3_bind_int(st, 4, k->pos0);
+        sqlite3_bind_int(st, 5, k->npos);
+        sqlite3_bind_int(st, 6, w->sel.ops & RN_OPS_BOTH);
+        sqlite3_bind_int64(st, 7, w->cape_m[k->layer * w->H + k->head]);
+        sqlite3_bind_int64(st, 8, (int64_t)k->npos * w->nops * w->K);
+        sqlite3_bind_blob64(st, 9, b->arena + k->off, k->slots_len, SQLITE_STATIC);
+        sqlite3_bind_blob64(st, 10, b->arena + k->off + k->slots_len, k->weights_len, SQLITE_STATIC);
+        rc = step_reset(w, st, err);
     }
     if (!rc) rc = tr_exec_what(w->db, w->path, "COMMIT", "inserting events", err);
     if (rc) sqlite3_exec(w->db, "ROLLBACK", NULL, NULL, NULL);
@@ -212,8 +186,9 @@ static void *writer_main(void *arg)
             w->committed_events += b->n_events;
             w->committed_tokens += b->n_tokens;
         }
-        b->n_groups = b->n_tokens = 0;
+        b->n_blocks = b->n_tokens = 0;
         b->n_events = 0;
+        b->used = 0;
         w->freeq[w->free_len++] = idx;
         pthread_cond_signal(&w->cv_free);
         pthread_mutex_unlock(&w->mu);
@@ -225,7 +200,7 @@ static void *writer_main(void *arg)
  * waiting while all are in flight. */
 static void submit(tr_writer *w)
 {
-    if (!w->cur->n_groups && !w->cur->n_tokens) return;
+    if (!w->cur->n_blocks && !w->cur->n_tokens) return;
     pthread_mutex_lock(&w->mu);
     int idx = (int)(w->cur - w->batches);
     assert(w->fq_len < w->nb); /* the current batch is not queued: the ring has room */
@@ -241,7 +216,33 @@ static void submit(tr_writer *w)
     pthread_mutex_unlock(&w->mu);
 }
 
-/* rn_probe callback: copy one selected group into the current batch. */
+/* Move the whole positions of open block ob (of layer, head) into the
+ * current batch, submitting it first when the block does not fit. */
+static void seal(tr_writer *w, open_block *ob, int layer, int head)
+{
+    if (!ob->npos) return;
+    size_t ents = (size_t)ob->npos * w->nops * w->K;
+    size_t sl = (size_t)tr_slot_blob_len((int64_t)ents, w->sbits), wl = ents * w->wb;
+    batch *b = w->cur;
+    if (b->n_blocks == w->bcap || b->used + sl + wl > w->acap) { submit(w); b = w->cur; }
+    assert(b->n_blocks < w->bcap && b->used + sl + wl <= w->acap); /* acap holds the largest block */
+    blk_rec *k = &b->blocks[b->n_blocks++];
+    k->layer = (uint16_t)layer;
+    k->head = (uint16_t)head;
+    k->pos0 = (int32_t)ob->pos0;
+    k->npos = ob->npos;
+    k->off = b->used;
+    k->slots_len = sl;
+    k->weights_len = wl;
+    memcpy(b->arena + b->used, ob->slots, sl);
+    memcpy(b->arena + b->used + sl, ob->weights, wl);
+    b->used += sl + wl;
+    b->n_events += (int64_t)ents;
+    ob->pos0 += ob->npos;
+    ob->npos = 0;
+}
+
+/* rn_probe callback: encode one selected group into its head's open block. */
 static void probe_access(void *user, int layer, int head, int pos, int op, int k,
                          const uint32_t *slot, const uint32_t *addr, const float *weight)
 {
@@ -250,23 +251,29 @@ static void probe_access(void *user, int layer, int head, int pos, int op, int k
     /* the model reports its own layers, heads and top-K: those of the
      * config the writer was opened with */
     assert(layer >= 0 && layer < w->L && head >= 0 && head < w->H);
-    assert((op == RN_OP_WRITE || op == RN_OP_READ) && k >= 0 && k <= w->K);
-    if (!tr_select_has(&w->sel, layer, head, op)) return;
-    batch *b = w->cur;
-    if (b->n_groups == w->cap) { submit(w); b = w->cur; }
-    assert(b->n_groups < w->cap); /* submit hands back an empty batch */
-    int i = b->n_groups++;
-    grp_meta *g = &b->meta[i];
-    g->pos = pos;
-    g->layer = (uint16_t)layer;
-    g->head = (uint16_t)head;
-    g->op = (uint8_t)op;
-    g->k = (uint16_t)k;
-    memcpy(b->slot + (size_t)i * w->K, slot, sizeof(uint32_t) * k);
-    memcpy(b->w + (size_t)i * w->K, weight, sizeof(float) * k);
-    b->n_events += k;
+    assert((op == RN_OP_WRITE || op == RN_OP_READ) && k == w->K);
+    if (!tr_select_has(&w->sel, layer, head, op) || k != w->K) return;
+    open_block *ob = &w->open[layer * w->H + head];
+    int64_t next = ob->pos0 + ob->npos;   /* the position being filled */
+    if (pos != next || (ob->cur_ops >> op) & 1) {
+        /* Not the next position (or the op again): the partial position is
+         * dropped and a new block starts at pos.  The model never does this
+         * (positions of a head come in order, writes then reads). */
+        seal(w, ob, layer, head);
+        ob->pos0 = pos;
+        ob->cur_ops = 0;
+    }
+    int oi = w->nops == 2 ? op : 0;
+    size_t e = ((size_t)ob->npos * w->nops + oi) * w->K;
+    tr_block_put_slots(ob->slots, e, slot, k, w->sbits);
+    tr_block_put_weights(ob->weights + e * w->wb, weight, k, w->wfmt);
+    ob->cur_ops |= 1 << op;
     w->events += k;
     w->groups++;
+    if (ob->cur_ops == (w->sel.ops & RN_OPS_BOTH)) {
+        ob->cur_ops = 0;
+        if (++ob->npos == w->bpos) seal(w, ob, layer, head);
+    }
 }
 
 void tr_writer_add_token(tr_writer *w, int64_t pos, int token_id, const char *piece, int generated)
@@ -309,8 +316,7 @@ void tr_writer_get_stats(const tr_writer *w, tr_writer_stats *st)
 static void free_writer(tr_writer *w)
 {
     if (!w) return;
-    sqlite3_finalize(w->ins_multi);
-    sqlite3_finalize(w->ins_one);
+    sqlite3_finalize(w->ins_blk);
     sqlite3_finalize(w->ins_tok);
     sqlite3_close(w->db);
     /* Closed after the connection: closing any descriptor of the file drops
@@ -318,11 +324,16 @@ static void free_writer(tr_writer *w)
     if (w->live_fd >= 0) close(w->live_fd);
     if (w->batches)
         for (int i = 0; i < w->nb; i++) {
-            free(w->batches[i].meta);
-            free(w->batches[i].slot);
-            free(w->batches[i].w);
+            free(w->batches[i].blocks);
+            free(w->batches[i].arena);
             free(w->batches[i].toks);
         }
+    if (w->open)
+        for (int i = 0; i < w->L * w->H; i++) {
+            free(w->open[i].slots);
+            free(w->open[i].weights);
+        }
+    free(w->open);
     free(w->batches);
     free(w->fullq);
     free(w->freeq);
@@ -349,8 +360,8 @@ static int insert_run(tr_writer *w, const tr_run_meta *meta, rn_error *err)
     int src = sqlite3_prepare_v2(w->db,
         "INSERT INTO runs(name, command, status, model_path, model_hash, config, prompt,"
         " input_path, sampling, selection, start_time, tool_version, n_layers, n_heads,"
-        " n_slots, top_k, n_tokens, n_events)"
-        " VALUES(?,?,'running',?,?,?,?,?,?,?,?,?,?,?,?,?,0,0)", -1, &st, NULL);
+        " n_slots, top_k, n_tokens, n_events, weight_format)"
+        " VALUES(?,?,'running',?,?,?,?,?,?,?,?,?,?,?,?,?,0,0,?)", -1, &st, NULL);
     if (src == SQLITE_OK) {
         sqlite3_bind_text(st, 1, meta->name ? meta->name : "", -1, SQLITE_STATIC);
         sqlite3_bind_text(st, 2, meta->command ? meta->command : "", -1, SQLITE_STATIC);
@@ -367,6 +378,7 @@ static int insert_run(tr_writer *w, const tr_run_meta *meta, rn_error *err)
         sqlite3_bind_int(st, 13, w->H);
         sqlite3_bind_int64(st, 14, rn_config_slots(&w->cfg));
         sqlite3_bind_int(st, 15, w->K);
+        sqlite3_bind_text(st, 16, tr_weights_name(w->wfmt), -1, SQLITE_STATIC);
         src = sqlite3_step(st);
         src = src == SQLITE_DONE ? SQLITE_OK : src;
     }
@@ -409,28 +421,10 @@ static int take_live_lock(tr_writer *w, rn_error *err)
 
 static int prepare_inserts(tr_writer *w, rn_error *err)
 {
-    size_t cap = (size_t)ROWS_PER_STMT * (COLS * 2 + 4) + 64;
-    char *sql = malloc(cap);
-    if (!sql) return rn_seterr(err, RN_ENOMEM, "out of memory");
-    for (int pass = 0; pass < 2; pass++) {
-        int rows = pass ? 1 : ROWS_PER_STMT;
-        size_t n = (size_t)snprintf(sql, cap, "INSERT INTO event_groups VALUES");
-        for (int r = 0; r < rows; r++) {
-            sql[n++] = r ? ',' : ' ';
-            sql[n++] = '(';
-            for (int c = 0; c < COLS; c++) {
-                if (c) sql[n++] = ',';
-                sql[n++] = '?';
-            }
-            sql[n++] = ')';
-        }
-        sql[n] = 0;
-        int rc = sqlite3_prepare_v3(w->db, sql, -1, SQLITE_PREPARE_PERSISTENT,
-                                    pass ? &w->ins_one : &w->ins_multi, NULL);
-        if (rc != SQLITE_OK) { free(sql); return tr_sqlerr(w->db, rc, w->path, "preparing inserts", err); }
-    }
-    free(sql);
-    int rc = sqlite3_prepare_v3(w->db, "INSERT INTO tokens VALUES(?,?,?,?,?)", -1,
+    int rc = sqlite3_prepare_v3(w->db, "INSERT INTO event_blocks VALUES(?,?,?,?,?,?,?,?,?,?)", -1,
+                                SQLITE_PREPARE_PERSISTENT, &w->ins_blk, NULL);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_prepare_v3(w->db, "INSERT INTO tokens VALUES(?,?,?,?,?)", -1,
                                 SQLITE_PREPARE_PERSISTENT, &w->ins_tok, NULL);
     if (rc != SQLITE_OK) return tr_sqlerr(w->db, rc, w->path, "preparing inserts", err);
     return RN_OK;
@@ -456,29 +450,52 @@ int tr_writer_open(const char *path, const tr_run_meta *meta, const tr_select *s
     w->H = w->cfg.n_heads;
     if (sel) w->sel = *sel;
     else tr_select_all(&w->sel);
-    w->build_index = opts ? opts->build_index : 1;
+    w->wfmt = opts ? opts->weights : TR_WEIGHTS_F32;
+    if (w->wfmt != TR_WEIGHTS_F32 && w->wfmt != TR_WEIGHTS_F16) {
+        free_writer(w);
+        return rn_seterr(err, RN_EINTERNAL, "%s: unknown weight format %d", path, opts->weights);
+    }
+    int64_t M = rn_config_slots(&w->cfg);
+    w->sbits = tr_slot_bits(M);
+    w->wb = tr_weight_bytes(w->wfmt);
+    w->nops = tr_block_nops(w->sel.ops & RN_OPS_BOTH);
+    w->bpos = opts && opts->block_positions > 0 ? opts->block_positions : TR_BLOCK_POSITIONS;
+    if (w->bpos > (1 << 20)) w->bpos = 1 << 20;
     w->nb = opts && opts->queue_batches >= 2 ? opts->queue_batches : 4;
-    size_t per_group = sizeof(grp_meta) + (size_t)w->K * (sizeof(uint32_t) + sizeof(float));
-    w->cap = opts && opts->batch_groups > 0 ? opts->batch_groups : (int)((4u << 20) / per_group);
-    if (w->cap < 16) w->cap = 16;
+    /* A batch: about 4 MiB of encoded events (batch_groups groups of K, if
+     * given), and at least one largest block. */
+    size_t per_group = (size_t)tr_slot_blob_len(w->K, w->sbits) + 1 + (size_t)w->K * w->wb;
+    size_t max_block = (size_t)w->bpos * (w->nops ? w->nops : 1) * per_group;
+    w->acap = opts && opts->batch_groups > 0 ? (size_t)opts->batch_groups * per_group : (size_t)4 << 20;
+    if (w->acap < max_block) w->acap = max_block;
+    size_t min_block = (w->nops ? w->nops : 1) * per_group;
+    w->bcap = (int)(w->acap / min_block + 1);
     w->tcap = 8192;
     w->path = strdup(path);
     w->cape_m = calloc((size_t)w->L * w->H, sizeof(int64_t));
+    w->open = calloc((size_t)w->L * w->H, sizeof(open_block));
     w->batches = calloc(w->nb, sizeof(batch));
     w->fullq = calloc(w->nb, sizeof(int));
     w->freeq = calloc(w->nb, sizeof(int));
-    if (!w->path || !w->cape_m || !w->batches || !w->fullq || !w->freeq) goto oom;
+    if (!w->path || !w->cape_m || !w->open || !w->batches || !w->fullq || !w->freeq) goto oom;
     for (int i = 0; i < w->nb; i++) {
         batch *b = &w->batches[i];
-        b->meta = malloc(sizeof(grp_meta) * w->cap);
-        b->slot = malloc(sizeof(uint32_t) * (size_t)w->cap * w->K);
-        b->w = malloc(sizeof(float) * (size_t)w->cap * w->K);
+        b->blocks = malloc(sizeof(blk_rec) * w->bcap);
+        b->arena = malloc(w->acap);
         b->toks = malloc(sizeof(tok_rec) * w->tcap);
-        if (!b->meta || !b->slot || !b->w || !b->toks) goto oom;
+        if (!b->blocks || !b->arena || !b->toks) goto oom;
         if (i) w->freeq[w->free_len++] = i;
     }
+    for (int l = 0; l < w->L; l++)
+        for (int h = 0; h < w->H; h++) {
+            open_block *ob = &w->open[l * w->H + h];
+            if (!w->nops || !tr_select_has_head(&w->sel, l, h)) continue;
+            size_t ents = (size_t)w->bpos * w->nops * w->K;
+            ob->slots = calloc((size_t)tr_slot_blob_len((int64_t)ents, w->sbits), 1);
+            ob->weights = malloc(ents * w->wb);
+            if (!ob->slots || !ob->weights) goto oom;
+        }
     w->cur = &w->batches[0];
-    int64_t M = rn_config_slots(&w->cfg);
     for (int l = 0; l < w->L; l++)
         for (int h = 0; h < w->H; h++)
             w->cape_m[l * w->H + h] = rn_config_cape(&w->cfg, l, h) ? M : 0;
@@ -500,15 +517,12 @@ oom:
     return rn_seterr(err, RN_ENOMEM, "%s: out of memory for the trace queue", path);
 }
 
-/* Build the partial index of one run on an open connection. */
-static int build_index(sqlite3 *db, const char *path, int64_t run_id, rn_error *err)
+/* Make sure the block index exists (every v2 file is created with it;
+ * idempotent). */
+static int build_index(sqlite3 *db, const char *path, rn_error *err)
 {
-    char name[64], sql[512];
-    tr_index_name(run_id, name, sizeof name);
-    snprintf(sql, sizeof sql,
-             "CREATE INDEX IF NOT EXISTS %s ON event_groups(layer, head, pos, op, r0)"
-             " WHERE run_id = %lld", name, (long long)run_id);
-    return tr_exec(db, path, sql, err);
+    return tr_exec(db, path, "CREATE INDEX IF NOT EXISTS " TR_BLOCK_INDEX
+                             " ON event_blocks(run_id, layer, head, pos0)", err);
 }
 
 /* After a writer failure the committed batches may end inside a chunk:
@@ -531,6 +545,9 @@ static void repair_failed_run(tr_writer *w)
 
 int tr_writer_finish(tr_writer *w, int status, tr_writer_stats *st, rn_error *err)
 {
+    for (int l = 0; l < w->L; l++)
+        for (int h = 0; h < w->H; h++)
+            if (w->open[l * w->H + h].slots) seal(w, &w->open[l * w->H + h], l, h);
     submit(w);
     pthread_mutex_lock(&w->mu);
     w->stop = 1;
@@ -561,9 +578,9 @@ int tr_writer_finish(tr_writer *w, int status, tr_writer_stats *st, rn_error *er
     rn_error e2 = { 0 };
     if (src != SQLITE_OK && !rc) rc = tr_sqlerr(w->db, src, w->path, "finishing the run", err);
     if (w->failed) repair_failed_run(w);
-    if (!rc && w->build_index) {
+    if (!rc) {
         double t0 = now_mono();
-        rc = build_index(w->db, w->path, w->run_id, &e2);
+        rc = build_index(w->db, w->path, &e2);
         if (rc && err) *err = e2;
         w->index_s = now_mono() - t0;
     }
@@ -577,7 +594,8 @@ int tr_build_indexes(const char *path, int64_t run_id, rn_error *err)
     sqlite3 *db;
     int rc = tr_schema_open_write(path, &db, err);
     if (rc) return rc;
-    rc = build_index(db, path, run_id, err);
+    (void)run_id;
+    rc = build_index(db, path, err);
     sqlite3_close(db);
     return rc;
 }

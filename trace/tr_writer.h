@@ -2,12 +2,12 @@
  * (DESIGN.md §3, docs/trace-schema.md).
  *
  * A writer creates (or appends to) a trace database, starts one run with its
- * metadata, and hands out an rn_probe.  The probe copies each selected
- * (layer, head, pos, op) group of K accesses into a bounded queue of batches;
- * a writer thread inserts full batches in one transaction each, so the model
- * does not wait on SQLite unless the queue is full (memory stays bounded).
- * tr_writer_finish flushes everything, records the status and builds the
- * run's indexes.
+ * metadata, and hands out an rn_probe.  The probe encodes each selected
+ * (layer, head, pos, op) group of K accesses into its head's open block of
+ * positions (tr_block.h); full blocks go into a bounded queue of batches,
+ * and a writer thread inserts full batches in one transaction each, so the
+ * model does not wait on SQLite unless the queue is full (memory stays
+ * bounded).  tr_writer_finish flushes everything and records the status.
  *
  * Typical use:
  *
@@ -46,9 +46,13 @@ typedef struct {
 /* Tuning knobs; NULL means defaults. */
 typedef struct {
     int queue_batches;       /* batches in the bounded queue (default 4) */
-    int batch_groups;        /* (layer, head, pos, op) groups per batch (default:
-                                about 4 MiB of events) */
-    int build_index;         /* build the run's indexes in finish (default 1) */
+    int batch_groups;        /* groups of K events per batch (default: about
+                                4 MiB of encoded events) */
+    int build_index;         /* ignored since schema v2: the block index is
+                                kept while loading */
+    int weights;             /* TR_WEIGHTS_* of tr_block.h (default f32, exact) */
+    int block_positions;     /* positions per stored block (default
+                                TR_BLOCK_POSITIONS) */
     int durability;          /* TR_DURABILITY_* of tr_schema.h (default 0:
                                 WAL, synchronous=NORMAL) */
 } tr_writer_opts;
@@ -83,19 +87,21 @@ typedef struct {
     int64_t committed_tokens; /* than produced when the writer failed) */
     double producer_wait_s;  /* time the model waited for a free batch */
     double insert_s;         /* writer thread time inside SQLite */
-    double index_s;          /* time to build indexes in finish */
+    double index_s;          /* time finish spent making sure the block index
+                                exists (about 0 since schema v2) */
 } tr_writer_stats;
 
 void tr_writer_get_stats(const tr_writer *w, tr_writer_stats *st);
 
-/* Flush every queued event, stop the thread, set status (TR_STATUS_COMPLETE
- * or TR_STATUS_INTERRUPTED), end time and counts, build indexes unless
- * disabled, and close.  Frees w in every case (st, if non-NULL, receives the
+/* Seal every open block, flush every queued event, stop the thread, set
+ * status (TR_STATUS_COMPLETE or TR_STATUS_INTERRUPTED), end time and
+ * counts, and close.  Frees w in every case (st, if non-NULL, receives the
  * final statistics).  Returns the first error of the whole run. */
 int tr_writer_finish(tr_writer *w, int status, tr_writer_stats *st, rn_error *err);
 
-/* Build the indexes of one run of an existing database (for runs written
- * with build_index = 0).  Idempotent. */
+/* Make sure the block index of an existing database exists (every v2
+ * file has it from creation; kept for callers of schema v1's per-run
+ * index).  Idempotent. */
 int tr_build_indexes(const char *path, int64_t run_id, rn_error *err);
 
 #endif

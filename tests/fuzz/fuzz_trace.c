@@ -5,7 +5,8 @@
  * Each input is a script of structured edits applied to a fresh copy:
  * SQL-level (a value set to an out-of-range or mistyped value, rows
  * deleted or duplicated, columns swapped, the run's config text spliced,
- * the lanes table or schema changed, the run copied as a second run) and
+ * a block's BLOBs cut or zeroed, the schema changed, the run copied as a
+ * second run) and
  * then byte-level (the file truncated, bytes overwritten).  The readers
  * and the library behind `stats`, `simulate`, `export` and `attribute`
  * then run on it, as those commands call them.
@@ -44,21 +45,18 @@ static uint8_t *g_base;     /* the pristine trace file */
 static size_t g_base_len;
 static FILE *g_null;
 
-enum { T_RUNS, T_TOKENS, T_HEADS, T_GROUPS, T_LANES, N_TABLES };
-static const char *const table_name[N_TABLES] = { "runs", "tokens", "heads", "event_groups", "lanes" };
+enum { T_RUNS, T_TOKENS, T_HEADS, T_BLOCKS, N_TABLES };
+static const char *const table_name[N_TABLES] = { "runs", "tokens", "heads", "event_blocks" };
 static const char *const runs_cols[] = {
     "run_id", "name", "command", "status", "model_path", "model_hash", "config", "prompt", "input_path",
     "sampling", "selection", "start_time", "end_time", "tool_version", "n_layers", "n_heads", "n_slots",
-    "top_k", "n_tokens", "n_events" };
+    "top_k", "n_tokens", "n_events", "weight_format" };
 static const char *const tokens_cols[] = { "run_id", "pos", "token_id", "piece", "phase" };
 static const char *const heads_cols[] = { "run_id", "layer", "head", "cape", "n_slots" };
-static const char *const groups_cols[] = {
-    "run_id", "layer", "head", "pos", "op", "r0", "n", "cape_m", "s0", "w0", "s1", "w1", "s2", "w2",
-    "s3", "w3", "s4", "w4", "s5", "w5", "s6", "w6", "s7", "w7" };
-static const char *const lanes_cols[] = { "i" };
-static const char *const *const table_cols[N_TABLES] = { runs_cols, tokens_cols, heads_cols, groups_cols,
-                                                         lanes_cols };
-static const int table_ncols[N_TABLES] = { 20, 5, 5, 24, 1 };
+static const char *const blocks_cols[] = {
+    "run_id", "layer", "head", "pos0", "npos", "ops", "cape_m", "n", "slots", "weights" };
+static const char *const *const table_cols[N_TABLES] = { runs_cols, tokens_cols, heads_cols, blocks_cols };
+static const int table_ncols[N_TABLES] = { 21, 5, 5, 10 };
 static int64_t table_rows[N_TABLES]; /* rows of each table in the pristine trace */
 
 /* Write the pristine trace with the trace writer and keep its bytes. */
@@ -195,7 +193,7 @@ static const char *rows(uint8_t sel, int table, int64_t *rowid)
 static void copy_run(sqlite3 *db, fuzz_in *in)
 {
     char sql[2048];
-    static const int tabs[4] = { T_RUNS, T_TOKENS, T_HEADS, T_GROUPS };
+    static const int tabs[4] = { T_RUNS, T_TOKENS, T_HEADS, T_BLOCKS };
     int shift_col = fuzz_u8(in);
     for (int t = 0; t < 4; t++) {
         int tab = tabs[t];
@@ -267,10 +265,11 @@ static void sql_edit(sqlite3 *db, uint8_t op, fuzz_in *in, int *dups)
     }
     case 5: { /* schema-level edits */
         static const char *const edits[] = {
-            "DELETE FROM lanes WHERE i = ?1", "INSERT INTO lanes VALUES(?1)", "UPDATE lanes SET i = ?1 WHERE i = 0",
-            "DROP INDEX IF EXISTS event_groups_run1", "UPDATE runs SET status = ?1",
-            "PRAGMA user_version = 2", "DROP VIEW events", "CREATE TABLE extra(a, b)",
-            "UPDATE runs SET status = 'interrupted'", "ALTER TABLE event_groups RENAME COLUMN w3 TO w9",
+            "UPDATE event_blocks SET slots = substr(slots, 1, ?1)", "UPDATE event_blocks SET weights = zeroblob(abs(?1 % 4096))",
+            "UPDATE event_blocks SET slots = substr(slots, 2) || substr(slots, 1, 1)",
+            "DROP INDEX IF EXISTS event_blocks_key", "UPDATE runs SET status = ?1",
+            "PRAGMA user_version = 1", "DROP VIEW reads", "CREATE TABLE extra(a, b)",
+            "UPDATE runs SET status = 'interrupted'", "ALTER TABLE event_blocks RENAME COLUMN weights TO w9",
             "DROP TABLE tokens", "UPDATE runs SET n_tokens = n_tokens + ?1" };
         run_sql(db, edits[fuzz_u8(in) % (sizeof edits / sizeof *edits)], in, 0);
         break;

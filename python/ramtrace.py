@@ -1,0 +1,231 @@
+"""ramtrace.py — read ramtrace trace files (schema v2) from Python.
+
+Loads one run's events as numpy arrays, straight from the packed
+`event_blocks` rows (docs/trace-schema.md), without the SQLite extension:
+
+    import ramtrace
+    ev = ramtrace.load_events("trace.db", run=None, layer=1, head=2, pos=(0, 1000))
+    ev["slot"], ev["weight"], ...          # numpy arrays, canonical order
+    df = ramtrace.load_events("trace.db", frame=True)   # a pandas DataFrame, if pandas is there
+
+Arrays: layer, head (uint16), pos (int32), op (uint8: 0 write, 1 read),
+rank (uint16), slot, addr (uint32), weight (float32, exactly the model's
+value; float16 widened for a run recorded with --weights f16), in the
+order (layer, head, pos, op, rank).  Needs only the standard library's
+sqlite3 and numpy (Debian: python3-numpy).
+
+A corrupt file (a block whose header disagrees with its run, a short BLOB,
+a slot >= M, a weight outside [0, 1]) raises TraceError naming the file.
+
+As a command: python3 python/ramtrace.py TRACE.db [--run N] [--layer L]
+[--head H] [--pos LO:HI] [--ops r|w|rw] [--dump DIR] prints the event count
+and the load rate; --dump writes each array as raw little-endian DIR/NAME.bin.
+"""
+import os
+import sqlite3
+import sys
+import time
+
+import numpy as np
+
+APPLICATION_ID = 0x524E5452
+SCHEMA_VERSION = 2
+COLUMNS = ("layer", "head", "pos", "op", "rank", "slot", "addr", "weight")
+
+
+class TraceError(Exception):
+    """A file that is not a readable trace of this schema."""
+
+
+def _connect(path):
+    if not os.path.isfile(path):
+        raise TraceError(f"{path}: no such file")
+    con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        app = con.execute("PRAGMA application_id").fetchone()[0]
+        ver = con.execute("PRAGMA user_version").fetchone()[0]
+    except sqlite3.DatabaseError as e:
+        con.close()
+        raise TraceError(f"{path}: not an SQLite database ({e})") from None
+    if app != APPLICATION_ID:
+        con.close()
+        raise TraceError(f"{path}: not a ramtrace trace database (application_id {app})")
+    if ver != SCHEMA_VERSION:
+        con.close()
+        hint = f"; convert it with `ramtrace upgrade {path}`" if ver == 1 else ""
+        raise TraceError(f"{path}: trace schema version {ver}, this module reads version {SCHEMA_VERSION}{hint}")
+    return con
+
+
+def _slot_bits(m):
+    """Bits per packed slot for M slots (tr_block.h: the fewest that hold M - 1)."""
+    return min(32, max(1, (m - 1).bit_length()))
+
+
+def _unpack_slots(blobs, counts, bits):
+    """The slots of every block: blob i packs counts[i] slots in `bits` bits
+    each, little-endian bit order, from its own first byte."""
+    buf = b"".join(blobs)
+    if bits in (8, 16, 32):
+        return np.frombuffer(buf, dtype={8: "<u1", 16: "<u2", 32: "<u4"}[bits]).astype(np.uint32)
+    total = int(counts.sum())
+    padded = buf + bytes(8)
+    # every byte offset seen as the start of a little-endian 64-bit word
+    # (an unaligned, overlapping view: one gather per entry)
+    win = np.ndarray(shape=(len(buf) + 1,), dtype="<u8", buffer=padded, offset=0, strides=(1,))
+    lens = np.array([len(x) for x in blobs], dtype=np.int64)
+    base = np.repeat((np.cumsum(lens) - lens) * 8, counts)          # each block's first bit
+    local = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(counts) - counts, counts)
+    o = base + local * bits
+    v = win[o >> 3] >> (o & 7).astype(np.uint64)
+    return (v & np.uint64((1 << bits) - 1)).astype(np.uint32)
+
+
+def load_events(path, run=None, layer=None, head=None, pos=None, ops="rw", frame=False):
+    """Events of run `run` (None: the latest) of the trace at `path`.
+
+    layer, head: one of each (None: all); pos: (lo, hi) positions lo <= pos < hi
+    (either may be None); ops: "rw", "r" or "w".  Returns a dict of numpy
+    arrays (COLUMNS), or a pandas DataFrame with frame=True."""
+    con = _connect(path)
+    try:
+        return _load(con, path, run, layer, head, pos, ops, frame)
+    except sqlite3.DatabaseError as e:
+        raise TraceError(f"{path}: {e}") from None
+    finally:
+        con.close()
+
+
+def _load(con, path, run, layer, head, pos, ops, frame):
+    q = "SELECT run_id, n_layers, n_heads, n_slots, top_k, weight_format FROM runs"
+    row = (con.execute(q + " ORDER BY run_id DESC LIMIT 1").fetchone() if run is None
+           else con.execute(q + " WHERE run_id = ?", (int(run),)).fetchone())
+    if row is None:
+        raise TraceError(f"{path}: " + ("the trace holds no runs" if run is None else f"no run {run}"))
+    run_id, L, H, M, K, wfmt = row
+    if wfmt not in ("f32", "f16") or not (1 <= K <= M):
+        raise TraceError(f"{path}: corrupt trace: run {run_id} has an invalid header")
+    sbits = _slot_bits(M)
+    wdt = np.dtype("<f4") if wfmt == "f32" else np.dtype("<f2")
+    lo = 0 if pos is None or pos[0] is None else int(pos[0])
+    hi = None if pos is None or pos[1] is None else int(pos[1])
+    opmask = {"rw": 3, "wr": 3, "w": 1, "r": 2}[ops]
+    where, args = ["run_id = ?"], [run_id]
+    if layer is not None:
+        where.append("layer = ?"); args.append(int(layer))
+    if head is not None:
+        where.append("head = ?"); args.append(int(head))
+    if opmask != 3:
+        where.append("(ops & ?) != 0"); args.append(opmask)
+    if hi is not None:
+        where.append("pos0 < ?"); args.append(hi)
+    if lo > 0:
+        where.append("pos0 + npos > ?"); args.append(lo)
+    rows = con.execute("SELECT layer, head, pos0, npos, ops, cape_m, n, slots, weights FROM event_blocks WHERE "
+                       + " AND ".join(where) + " ORDER BY layer, head, pos0", args).fetchall()
+    meta = np.zeros((len(rows), 7), dtype=np.int64)
+    sblobs, wblobs = [], []
+    prev = None
+    for i, (bl, bh, p0, np_, bops, cm, n, sb, wb) in enumerate(rows):
+        hdr = (bl, bh, p0, np_, bops, cm, n)
+        if not all(type(v) is int for v in hdr) or type(sb) is not bytes or type(wb) is not bytes:
+            raise TraceError(f"{path}: corrupt trace: run {run_id} has an event block with a mistyped column")
+        nops = (bops & 1) + ((bops >> 1) & 1)
+        bad = (not (0 <= bl < L) or not (0 <= bh < H) or not (1 <= bops <= 3) or not (1 <= np_ <= 1 << 24)
+               or not (0 <= p0 <= 2**31 - 1) or cm not in (0, M) or n != np_ * nops * K
+               or len(sb) != (n * sbits + 7) // 8 or len(wb) != n * wdt.itemsize
+               or (prev is not None and prev[:2] == (bl, bh) and p0 < prev[2]))
+        if bad:
+            raise TraceError(f"{path}: corrupt trace: run {run_id} has an event block (layer {bl}, head {bh}, "
+                             f"pos {p0}) that disagrees with its run")
+        prev = (bl, bh, p0 + np_)
+        meta[i] = hdr
+        sblobs.append(sb)
+        wblobs.append(wb)
+    counts = meta[:, 6]
+    slot = _unpack_slots(sblobs, counts, sbits) if sblobs else np.zeros(0, np.uint32)
+    weight = np.frombuffer(b"".join(wblobs), dtype=wdt).astype(np.float32)
+    if (slot >= M).any():
+        raise TraceError(f"{path}: corrupt trace: run {run_id} has a slot outside [0, {M - 1}]")
+    if not ((weight >= 0) & (weight <= 1)).all():
+        raise TraceError(f"{path}: corrupt trace: run {run_id} has a weight not in [0, 1]")
+    # Per block shape (npos, ops), the entries' position offset, op and rank
+    # (entries are position-major, then op, then rank: tr_block.h).
+    tpl, pos_parts, op_parts, rank_parts = {}, [], [], []
+    for bl, bh, p0, np_, bops, cm, n in meta.tolist():
+        t = tpl.get((np_, bops))
+        if t is None:
+            ops_list = [o for o in (0, 1) if (bops >> o) & 1]
+            per = len(ops_list) * K
+            t = (np.repeat(np.arange(np_, dtype=np.int32), per),
+                 np.tile(np.repeat(np.array(ops_list, dtype=np.uint8), K), np_),
+                 np.tile(np.arange(K, dtype=np.uint16), np_ * len(ops_list)))
+            tpl[(np_, bops)] = t
+        pos_parts.append(t[0] + np.int32(p0))
+        op_parts.append(t[1])
+        rank_parts.append(t[2])
+    cat = (lambda parts, dt: np.concatenate(parts) if parts else np.zeros(0, dt))
+    p = cat(pos_parts, np.int32)
+    op = cat(op_parts, np.uint8)
+    rank = cat(rank_parts, np.uint16)
+    addr = slot
+    if (meta[:, 5] > 0).any():
+        cape = np.repeat(meta[:, 5], counts)
+        addr = np.where(cape > 0, (slot.astype(np.int64) + p) % np.maximum(cape, 1), slot).astype(np.uint32)
+    out = {
+        "layer": np.repeat(meta[:, 0].astype(np.uint16), counts),
+        "head": np.repeat(meta[:, 1].astype(np.uint16), counts),
+        "pos": p,
+        "op": op,
+        "rank": rank,
+        "slot": slot,
+        "addr": addr,
+        "weight": weight,
+    }
+    keep = None
+    if lo > 0 or hi is not None or opmask != 3:
+        keep = (p >= lo) & (((opmask >> op) & 1) == 1)
+        if hi is not None:
+            keep &= p < hi
+    if keep is not None and not keep.all():
+        out = {k: v[keep] for k, v in out.items()}
+    if frame:
+        import pandas as pd  # optional
+        return pd.DataFrame(out)
+    return out
+
+
+def _main(argv):
+    import argparse
+    ap = argparse.ArgumentParser(prog="ramtrace.py", description="load one run's events of a ramtrace trace")
+    ap.add_argument("trace")
+    ap.add_argument("--run", type=int)
+    ap.add_argument("--layer", type=int)
+    ap.add_argument("--head", type=int)
+    ap.add_argument("--pos", help="LO:HI (either may be empty)")
+    ap.add_argument("--ops", default="rw", choices=["rw", "r", "w"])
+    ap.add_argument("--dump", help="write each array as raw DIR/NAME.bin")
+    a = ap.parse_args(argv)
+    pos = None
+    if a.pos:
+        lo, _, hi = a.pos.partition(":")
+        pos = (int(lo) if lo else None, int(hi) if hi else None)
+    t0 = time.perf_counter()
+    try:
+        ev = load_events(a.trace, a.run, a.layer, a.head, pos, a.ops)
+    except (TraceError, ValueError) as e:
+        print(f"ramtrace.py: {e}", file=sys.stderr)
+        return 2
+    dt = time.perf_counter() - t0
+    n = len(ev["slot"])
+    print(f"{n} events in {dt:.3f} s ({n / dt / 1e6 if dt > 0 else 0:.1f}M events/s)")
+    if a.dump:
+        for k in COLUMNS:
+            tmp = os.path.join(a.dump, k + ".bin.tmp")
+            ev[k].tofile(tmp)
+            os.replace(tmp, os.path.join(a.dump, k + ".bin"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(_main(sys.argv[1:]))
