@@ -3,14 +3,17 @@
  * Same math and conventions as the CPU path (core/rn_runtime.c and the
  * layers it calls); docs/cuda.md gives the design and the precision notes.
  *
- * Per layer, for n rows: RMSNorm, the q/k/v products, address decoding (one
- * thread per (row, head), exact beam top-K from rn_cuda_topk.h, CAPE), the
- * PDMA scan (chunks of >= RN_CUDA_SEG_MIN rows: the slot-parallel scan of
- * rn_cuda_scan.h; shorter ones: one block per head, one thread per value
- * column plus one for z, sequential over rows), the output product added to the residual,
+ * Per layer, for n rows: RMSNorm, the q/k/v products, address decoding of
+ * reads and writes in one launch (a warp per (row, head): the exact beam
+ * top-K of rn_cuda_topk.h's arithmetic, CAPE), the PDMA scan (chunks of >=
+ * RN_CUDA_SEG_MIN rows: the slot-parallel scan of rn_cuda_scan.h; shorter
+ * ones: one block per head, one thread per value column plus one for z,
+ * sequential over rows), the output product added to the residual,
  * RMSNorm, SwiGLU MLP.  With a probe attached, each layer's accesses come
- * back in one copy and are reported as the CPU reports them.  Matrix products
- * are cuBLAS SGEMMs (rn_cuda_gemm.h): FP32, no TF32 unless asked for.
+ * back in one copy and are reported as the CPU reports them.  Products are
+ * cuBLAS's (rn_cuda_gemm.h): FP32, TF32 only when asked for.  Everything
+ * runs on the runtime's own stream; the one-token step is captured once as
+ * a CUDA graph and replayed.
  */
 #include <cub/cub.cuh>
 #include <cuda_runtime.h>
