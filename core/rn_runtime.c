@@ -162,6 +162,19 @@ void rn_runtime_set_stop_flag(rn_runtime *rt, volatile int *stop) { rt->stop = s
 
 int64_t rn_runtime_pos(const rn_runtime *rt) { return rt->pos; }
 
+int rn_runtime_head_state(const rn_runtime *rt, int layer, int head, const rn_real **S,
+                          const rn_real **z, rn_error *err)
+{
+    if (rt->gpu) return rn_seterr(err, RN_EINPUT, "the memory state is read on the CPU runtime only");
+    if (layer < 0 || layer >= rt->c.n_layers || head < 0 || head >= rt->c.n_heads)
+        return rn_seterr(err, RN_EINPUT, "head %d.%d: the model has %d layers of %d heads", layer,
+                         head, rt->c.n_layers, rt->c.n_heads);
+    size_t i = (size_t)layer * rt->c.n_heads + head;
+    *S = rt->S + i * rt->M * rt->c.d_v;
+    *z = rt->z + i * rt->M;
+    return RN_OK;
+}
+
 /* Report one layer's accesses for n rows to the probe: head-major, and for
  * each position the K writes then the K reads. */
 static void report(const rn_runtime *rt, int l, int n)

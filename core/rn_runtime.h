@@ -47,6 +47,12 @@ int rn_prefill(rn_runtime *rt, const int *tokens, int T, float *logits, int all_
 /* Feed one token; logits[V] out (may be NULL).  Token must be in [0, V). */
 int rn_step(rn_runtime *rt, int token, float *logits, rn_error *err);
 
+/* The memory state of head (layer, head) after the tokens consumed so far:
+ * *S [M, d_v] and *z [M], valid until the next prefill, step or reset.
+ * CPU runtimes only (RN_EINPUT on a GPU runtime or an unknown head). */
+int rn_runtime_head_state(const rn_runtime *rt, int layer, int head, const rn_real **S,
+                          const rn_real **z, rn_error *err);
+
 /* Optional flag polled between chunks/layers: when *stop becomes non-zero a
  * prefill returns RN_EINTR at the next chunk boundary. */
 void rn_runtime_set_stop_flag(rn_runtime *rt, volatile int *stop);
