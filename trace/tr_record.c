@@ -40,7 +40,8 @@ int tr_record_begin(const tr_trace_opts *o, const char *command, const char *mod
     if (rc) return rc;
     tr_run_meta meta = { .name = o->name, .command = command, .model_path = model_path,
                          .model_hash = rn_model_checksum(m), .cfg = &m->cfg, .prompt = prompt,
-                         .sampling = sampling };
+                         .sampling = sampling, .interventions = o->interventions,
+                         .n_interventions = o->n_interventions };
     tr_writer_opts wo = { .build_index = o->build_index };
     return tr_writer_open(o->db_path, &meta, &sel, &wo, w, err);
 }
@@ -69,17 +70,26 @@ int tr_trace_run(const tr_trace_job *job, tr_trace_result *res, rn_error *err)
     rn_runtime *rt = NULL;
     tr_writer *w = NULL;
     tr_select sel;
+    rn_iv_set iv;
+    const char **specs = NULL;
+    rn_iv_init(&iv, &m.cfg);
     int chunk = job->chunk > 0 ? job->chunk : 256;
     rc = tr_select_parse(&sel, job->layers, job->heads, job->ops, &m.cfg, err);
+    for (int i = 0; i < job->n_intervene && !rc; i++) rc = rn_iv_add_arg(&iv, job->intervene[i], err);
+    if (!rc && iv.n && !(specs = malloc(sizeof *specs * iv.n))) rc = rn_seterr(err, RN_ENOMEM, "out of memory");
+    for (int i = 0; i < iv.n && !rc; i++) specs[i] = iv.iv[i].spec;
     if (!rc) rc = rn_tokenize_file(&m.cfg, job->input_path, &toks, &n, err);
     if (!rc) rc = rn_runtime_create_on(&m, chunk, job->device, &rt, err);
+    if (!rc) rc = rn_iv_prepare(&iv, &m, err);
+    if (!rc) rc = rn_runtime_set_interventions(rt, &iv, err);
     if (rc) goto done;
     const char *base = strrchr(job->input_path, '/');
     base = base ? base + 1 : job->input_path;
     tr_run_meta meta = { .name = job->name ? job->name : base, .command = "trace",
                          .model_path = job->model_path, .model_hash = rn_model_checksum(&m),
                          .cfg = &m.cfg, .input_path = job->input_path,
-                         .sampling = "none (prefill only)" };
+                         .sampling = "none (prefill only)", .interventions = specs,
+                         .n_interventions = iv.n };
     tr_writer_opts wo = { .build_index = job->build_index };
     if ((rc = tr_writer_open(job->db_path, &meta, &sel, &wo, &w, err))) goto done;
     res->run_id = tr_writer_run_id(w);
@@ -99,6 +109,8 @@ int tr_trace_run(const tr_trace_job *job, tr_trace_result *res, rn_error *err)
 done:
     if (w) tr_writer_finish(w, TR_STATUS_INTERRUPTED, NULL, NULL);
     rn_runtime_free(rt);
+    rn_iv_free(&iv);
+    free(specs);
     free(toks);
     rn_model_free(&m);
     return rc;

@@ -25,6 +25,8 @@ typedef struct {
     const char *layers, *heads, *ops; /* selection (NULL: all) */
     const char *name;
     int build_index;
+    const char *const *interventions; /* specs to record (tr_run_meta) */
+    int n_interventions;
 } tr_trace_opts;
 
 /* Start a traced run of model m for a command: parse the selection against
@@ -45,6 +47,8 @@ typedef struct {
     int chunk;                 /* prefill rows per chunk (default 256) */
     rn_device device;          /* where the model runs (default cpu) */
     int build_index;
+    const char *const *intervene; /* --intervene arguments (rn_iv_add_arg; CPU only) */
+    int n_intervene;
     volatile int *stop;        /* polled between chunks (Ctrl-C) */
     tr_progress_fn progress;
     void *user;
