@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "rn_intervene.h"
+#include "rn_probe.h"
 #include "rn_rows.h"
 #include "rn_runtime.h"
 #include "rn_tokenizer.h"
@@ -66,9 +67,120 @@ static double mono(void)
     return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+/* Probe: the reads of the chosen heads at one position. */
+typedef struct {
+    int pos, n_heads;
+    const int *layer, *head;
+    uint32_t *slot;            /* [n_heads·K] */
+    float *w;
+} read_grab;
+
+static void grab_reads(void *user, int layer, int head, int pos, int op, int k, const uint32_t *slot,
+                       const uint32_t *addr, const float *weight)
+{
+    (void)addr;
+    read_grab *g = user;
+    if (op != RN_OP_READ || pos != g->pos) return;
+    for (int i = 0; i < g->n_heads; i++)
+        if (g->layer[i] == layer && g->head[i] == head) {
+            memcpy(g->slot + (size_t)i * k, slot, sizeof *slot * k);
+            memcpy(g->w + (size_t)i * k, weight, sizeof *weight * k);
+        }
+}
+
+static int cmp_recovered_desc(const void *a, const void *b)
+{
+    double x = ((const an_patch_row *)a)->recovered, y = ((const an_patch_row *)b)->recovered;
+    if (isnan(x)) x = -INFINITY;
+    if (isnan(y)) y = -INFINITY;
+    return (x < y) - (x > y);
+}
+
+/* The per-slot part of the sweep (see an_patch.h) for the nh heads that
+ * recover most; rows are appended to out (room for nh·K more). */
+static int patch_slots(const rn_model *m, rn_runtime *rt, const int *clean, const int *corrupt, int n,
+                       int nh, float *lg, an_patch_result *out, rn_error *err)
+{
+    const rn_config *c = &m->cfg;
+    const int K = c->top_k, dv = c->d_v, V = c->vocab_size;
+    const int64_t M = rn_config_slots(c);
+    an_patch_row *best = malloc(sizeof *best * out->n_rows);
+    int *hl = malloc(sizeof(int) * nh * 2), *hh = hl ? hl + nh : NULL;
+    uint32_t *slot = malloc(sizeof *slot * nh * K);
+    float *rw = malloc(sizeof(float) * nh * K);
+    /* per chosen head: the clean and corrupted states and the corrupted o */
+    rn_real *Sc = malloc(sizeof(rn_real) * nh * M * (dv + 1)), *Sx = malloc(sizeof(rn_real) * nh * M * (dv + 1));
+    rn_real *ox = malloc(sizeof(rn_real) * nh * (size_t)n * dv), *buf = malloc(sizeof(rn_real) * (size_t)n * dv);
+    rn_iv_set iv;
+    rn_iv_init(&iv, c);
+    int rc = RN_OK;
+    if (!best || !hl || !slot || !rw || !Sc || !Sx || !ox || !buf) { rc = rn_seterr(err, RN_ENOMEM, "out of memory"); goto done; }
+    memcpy(best, out->rows, sizeof *best * out->n_rows);
+    qsort(best, out->n_rows, sizeof *best, cmp_recovered_desc);
+    for (int i = 0; i < nh; i++) hl[i] = best[i].layer, hh[i] = best[i].head;
+    /* clean: the chosen heads' states after the last position */
+    rn_runtime_reset(rt);
+    rn_runtime_set_interventions(rt, NULL, NULL);
+    if ((rc = rn_prefill(rt, clean, n, NULL, 0, err))) goto done;
+    for (int i = 0; i < nh; i++) {
+        const rn_real *S, *z;
+        if ((rc = rn_runtime_head_state(rt, hl[i], hh[i], &S, &z, err))) goto done;
+        memcpy(Sc + (size_t)i * M * (dv + 1), S, sizeof(rn_real) * M * dv);
+        memcpy(Sc + (size_t)i * M * (dv + 1) + M * dv, z, sizeof(rn_real) * M);
+    }
+    /* corrupted: states, reads at the last position and each head's o */
+    rn_runtime_reset(rt);
+    for (int i = 0; i < nh && !rc; i++) rc = rn_iv_add_buffer(&iv, 0, hl[i], hh[i], ox + (size_t)i * n * dv, n, err);
+    read_grab g = { .pos = n - 1, .n_heads = nh, .layer = hl, .head = hh, .slot = slot, .w = rw };
+    rn_probe probe = { .user = &g, .access = grab_reads };
+    rn_runtime_set_probe(rt, &probe);
+    if (!rc) rc = rn_runtime_set_interventions(rt, &iv, err);
+    if (!rc) rc = rn_prefill(rt, corrupt, n, NULL, 0, err);
+    rn_runtime_set_probe(rt, NULL);
+    if (rc) goto done;
+    out->forward_passes += 2;
+    for (int i = 0; i < nh; i++) {
+        const rn_real *S, *z;
+        if ((rc = rn_runtime_head_state(rt, hl[i], hh[i], &S, &z, err))) goto done;
+        memcpy(Sx + (size_t)i * M * (dv + 1), S, sizeof(rn_real) * M * dv);
+        memcpy(Sx + (size_t)i * M * (dv + 1) + M * dv, z, sizeof(rn_real) * M);
+    }
+    double span = out->clean - out->corrupt;
+    for (int i = 0; i < nh && !rc; i++) {
+        const rn_real *sc = Sc + (size_t)i * M * (dv + 1), *zc = sc + M * dv;
+        const rn_real *sx = Sx + (size_t)i * M * (dv + 1), *zx = sx + M * dv;
+        for (int j = 0; j < K && !rc; j++) {
+            uint32_t s = slot[(size_t)i * K + j];
+            double r = rw[(size_t)i * K + j];
+            memcpy(buf, ox + (size_t)i * n * dv, sizeof(rn_real) * (size_t)n * dv);
+            rn_real *last = buf + (size_t)(n - 1) * dv;
+            for (int d = 0; d < dv; d++)
+                last[d] = (rn_real)(last[d] + r * ((double)sc[(size_t)s * dv + d] / ((double)zc[s] + c->eps) -
+                                                   (double)sx[(size_t)s * dv + d] / ((double)zx[s] + c->eps)));
+            rn_iv_free(&iv);
+            rn_iv_init(&iv, c);
+            rn_runtime_reset(rt);
+            if ((rc = rn_iv_add_buffer(&iv, 1, hl[i], hh[i], buf, n, err)) ||
+                (rc = rn_runtime_set_interventions(rt, &iv, err)) ||
+                (rc = rn_prefill(rt, corrupt, n, lg, 0, err)))
+                break;
+            an_patch_row *row = &out->rows[out->n_rows++];
+            row->layer = hl[i], row->head = hh[i], row->slot = (int)s, row->rank = j, row->r = r;
+            row->metric = metric_of(lg, V, out->metric, out->answer, out->wrong);
+            row->recovered = span != 0 ? (row->metric - out->corrupt) / span : NAN;
+            out->forward_passes++;
+        }
+    }
+done:
+    rn_runtime_set_interventions(rt, NULL, NULL);
+    rn_iv_free(&iv);
+    free(best); free(hl); free(slot); free(rw); free(Sc); free(Sx); free(ox); free(buf);
+    return rc;
+}
+
 int an_patch_heads(const rn_model *m, const int *clean, int n_clean, const int *corrupt,
-                   int n_corrupt, int answer, int wrong, int metric, an_patch_result *out,
-                   rn_error *err)
+                   int n_corrupt, int answer, int wrong, int metric, int slot_heads,
+                   an_patch_result *out, rn_error *err)
 {
     memset(out, 0, sizeof *out);
     const rn_config *c = &m->cfg;
@@ -79,7 +191,9 @@ int an_patch_heads(const rn_model *m, const int *clean, int n_clean, const int *
     double t0 = mono();
     rn_real *rec = malloc(sizeof(rn_real) * (size_t)n * L * H * dv);
     float *lg = malloc(sizeof(float) * V);
-    out->rows = malloc(sizeof *out->rows * L * H);
+    if (slot_heads < 0) slot_heads = 0;
+    if (slot_heads > L * H) slot_heads = L * H;
+    out->rows = malloc(sizeof *out->rows * (L * H + (size_t)slot_heads * c->top_k));
     rn_runtime *rt = NULL;
     rn_iv_set iv;
     rn_iv_init(&iv, c);
@@ -122,11 +236,12 @@ int an_patch_heads(const rn_model *m, const int *clean, int n_clean, const int *
                 (rc = rn_prefill(rt, corrupt, n, lg, 0, err)))
                 break;
             an_patch_row *r = &out->rows[out->n_rows++];
-            r->layer = l, r->head = h;
+            r->layer = l, r->head = h, r->slot = -1, r->rank = -1, r->r = NAN;
             r->metric = metric_of(lg, V, metric, answer, wrong);
             r->recovered = span != 0 ? (r->metric - out->corrupt) / span : NAN;
             out->forward_passes++;
         }
+    if (!rc && slot_heads) rc = patch_slots(m, rt, clean, corrupt, n, slot_heads, lg, out, err);
     out->seconds = mono() - t0;
 done:
     rn_runtime_free(rt);
@@ -164,24 +279,30 @@ int an_patch_print(FILE *f, int fmt, const an_patch_result *r, const rn_config *
         json_num(f, r->clean);
         fputs(", \"corrupt\": ", f);
         json_num(f, r->corrupt);
-        fprintf(f, ", \"forward_passes\": %d, \"heads\": ", r->forward_passes);
+        fprintf(f, ", \"forward_passes\": %d, \"rows\": ", r->forward_passes);
     } else if (fmt == RN_FMT_TABLE) {
         fprintf(f, "%s of '%s'", an_metric_name(r->metric), pa);
         if (r->metric == AN_METRIC_LOGIT_DIFF) fprintf(f, " vs '%s'", pw);
         fprintf(f, " at the last of %d positions: clean %.4g, corrupted %.4g; %d forward passes in %.3f s\n",
                 r->n_tokens, r->clean, r->corrupt, r->forward_passes, r->seconds);
     }
-    static const char *const cols[4] = { "layer", "head", "metric", "recovered" };
+    static const char *const cols[7] = { "layer", "head", "slot", "rank", "r", "metric", "recovered" };
     rn_rows w;
-    int rc = rn_rows_begin(&w, f, fmt, 4, cols, fmt == RN_FMT_JSON ? &embed : NULL, err);
+    int rc = rn_rows_begin(&w, f, fmt, 7, cols, fmt == RN_FMT_JSON ? &embed : NULL, err);
     if (rc) return rc;
     for (int i = 0; i < r->n_rows; i++) {
         const an_patch_row *p = &r->rows[i];
-        rn_cell cl[4] = { rn_cell_int(p->layer), rn_cell_int(p->head), rn_cell_real(p->metric, "%.6g"),
+        int whole = p->slot < 0;
+        rn_cell cl[7] = { rn_cell_int(p->layer), rn_cell_int(p->head),
+                          whole ? rn_cell_null("") : rn_cell_int(p->slot),
+                          whole ? rn_cell_null("") : rn_cell_int(p->rank),
+                          whole ? rn_cell_null("") : rn_cell_real(p->r, "%.4g"),
+                          rn_cell_real(p->metric, "%.6g"),
                           isfinite(p->recovered) ? rn_cell_real(p->recovered, "%.6g") : rn_cell_null("") };
         if (fmt == RN_FMT_TABLE) {
-            cl[2] = rn_cell_real(p->metric, "%.4f");
-            if (isfinite(p->recovered)) cl[3] = rn_cell_real(100 * p->recovered, "%.1f%%");
+            if (whole) cl[2] = rn_cell_null("all"), cl[3] = rn_cell_null("-"), cl[4] = rn_cell_null("-");
+            cl[5] = rn_cell_real(p->metric, "%.4f");
+            if (isfinite(p->recovered)) cl[6] = rn_cell_real(100 * p->recovered, "%.1f%%");
         }
         if (rn_rows_add(&w, cl)) break;
     }

@@ -13,6 +13,15 @@
  * The head recovers (m_patched − m_corrupt) / (m_clean − m_corrupt) of the
  * effect (1: the head alone carries it; NaN when clean and corrupt agree).
  * L·H + 2 forward passes over the input.
+ *
+ * Then, per slot: in the slot_heads heads that recover most, every slot
+ * the corrupted run reads at the last position is restored on its own —
+ * its state (S[s], z[s]) at that read set to the clean run's, read with
+ * the corrupted query's weight r:
+ *   o' = o_corrupt + r·(S_clean[s]/(z_clean[s] + ε) − S_corrupt[s]/(z_corrupt[s] + ε))
+ * at the last position only (patch-head with a buffer that is the
+ * corrupted o elsewhere), and the same metric taken.  2 + slot_heads·K
+ * more forward passes.
  */
 #ifndef AN_PATCH_H
 #define AN_PATCH_H
@@ -35,27 +44,31 @@ int an_token_parse(const rn_config *c, const char *opt, const char *s, int *id, 
 
 typedef struct {
     int layer, head;
+    int slot, rank;            /* -1: the whole head; else the read slot and its rank */
+    double r;                  /* the corrupted read's weight of the slot */
     double metric, recovered;
 } an_patch_row;
 
 typedef struct {
     int metric, answer, wrong, n_tokens;
     double clean, corrupt;     /* the metric on each input */
-    an_patch_row *rows;        /* L·H, layer-major */
+    an_patch_row *rows;        /* L·H heads (layer-major), then the slots */
     int n_rows;
     int forward_passes;
     double seconds;
 } an_patch_result;
 
-/* The sweep over every head of m.  wrong < 0: the corrupted run's most
+/* The sweep over every head of m, then the read slots of the slot_heads
+ * (0: none) heads that recover most.  wrong < 0: the corrupted run's most
  * likely token other than answer (used by logit-diff only). */
 int an_patch_heads(const rn_model *m, const int *clean, int n_clean, const int *corrupt,
-                   int n_corrupt, int answer, int wrong, int metric, an_patch_result *out,
-                   rn_error *err);
+                   int n_corrupt, int answer, int wrong, int metric, int slot_heads,
+                   an_patch_result *out, rn_error *err);
 void an_patch_free(an_patch_result *r);
 
-/* Table (a summary line, then layer, head, metric, recovered %), CSV or
- * JSON (the summary as fields, the rows as "heads"). */
+/* Table (a summary line, then layer, head, slot, rank, r, metric,
+ * recovered %; slot, rank and r empty for whole heads), CSV or JSON (the
+ * summary as fields, the rows as "rows"). */
 int an_patch_print(FILE *f, int fmt, const an_patch_result *r, const rn_config *c, rn_error *err);
 
 #endif

@@ -21,6 +21,8 @@ static const char usage[] =
     "every position by its value on CLEAN (patch-head), and report how much of\n"
     "the clean-vs-corrupted metric at the last position each head recovers:\n"
     "(patched - corrupted) / (clean - corrupted).  L*H + 2 forward passes.\n"
+    "Rows with a slot restore only that slot's state (S, z) from the clean run\n"
+    "at the last position's read (the corrupted query's read weight r).\n"
     "\n"
     "options:\n"
     "      --answer TOKEN    the clean input's answer (bytes: one byte, \\n, \\t,\n"
@@ -28,6 +30,9 @@ static const char usage[] =
     "      --wrong TOKEN     the other side of logit-diff (default: the corrupted\n"
     "                        run's most likely token other than the answer)\n"
     "      --metric M        logit-diff (default), prob or loss\n"
+    "      --slot-heads N    then restore, one at a time, each slot read at the last\n"
+    "                        position in the N heads that recover most (default 3;\n"
+    "                        0 = heads only): 2 + N*K more forward passes\n"
     "  -f, --format F        table (default), csv or json\n"
     "  -o, --output FILE     write to FILE instead of stdout (atomically; - is stdout)\n"
     "  -j, --threads N       threads (default: the free cores)\n"
@@ -38,15 +43,16 @@ static const char usage[] =
 int cmd_patch(int argc, char **argv)
 {
     if (cli_wants_help(argc, argv)) { fputs(usage, stdout); return 0; }
-    enum { O_ANSWER = 256, O_WRONG, O_METRIC };
+    enum { O_ANSWER = 256, O_WRONG, O_METRIC, O_SLOTHEADS };
     static const struct option opts[] = {
         { "answer", required_argument, 0, O_ANSWER }, { "wrong", required_argument, 0, O_WRONG },
         { "metric", required_argument, 0, O_METRIC }, { "format", required_argument, 0, 'f' },
+        { "slot-heads", required_argument, 0, O_SLOTHEADS },
         { "output", required_argument, 0, 'o' }, { "threads", required_argument, 0, 'j' },
         { 0, 0, 0, 0 } };
     const char *answer_s = NULL, *wrong_s = NULL, *outp = NULL;
     int fmt = RN_FMT_TABLE, metric = AN_METRIC_LOGIT_DIFF, c;
-    long threads = 0;
+    long threads = 0, slot_heads = 3;
     rn_error err = { 0 };
     optind = 1;
     opterr = 0;
@@ -56,6 +62,7 @@ int cmd_patch(int argc, char **argv)
         case O_ANSWER: answer_s = optarg; break;
         case O_WRONG: wrong_s = optarg; break;
         case O_METRIC: rc = an_metric_parse(optarg, &metric, &err); break;
+        case O_SLOTHEADS: rc = cli_parse_long("--slot-heads", optarg, 0, 1 << 20, &slot_heads, &err); break;
         case 'f': rc = rn_format_parse(optarg, &fmt, &err); break;
         case 'o': outp = optarg; break;
         case 'j': rc = cli_parse_long("--threads", optarg, 1, 1024, &threads, &err); break;
@@ -81,7 +88,7 @@ int cmd_patch(int argc, char **argv)
     if ((rc = rn_tokenize_file(&model.cfg, argv[optind + 1], &clean, &nc, &err)) ||
         (rc = rn_tokenize_file(&model.cfg, argv[optind + 2], &corrupt, &nx, &err)))
         goto out;
-    if ((rc = an_patch_heads(&model, clean, nc, corrupt, nx, answer, wrong, metric, &r, &err))) goto out;
+    if ((rc = an_patch_heads(&model, clean, nc, corrupt, nx, answer, wrong, metric, (int)slot_heads, &r, &err))) goto out;
     if (outp) {
         if ((rc = rn_atomic_open_text(&af, outp, &err))) goto out;
         have_af = 1;

@@ -63,7 +63,7 @@ TH_TEST(test_patch_rows, "patch sweep: each row equals a hand-patched run; metri
     for (int metric = 0; metric < 3; metric++) {
         an_patch_result r;
         rn_error err;
-        CU_ASSERT_EQUAL_FATAL(an_patch_heads(&m, clean, N, corrupt, N, 5, metric ? 7 : -1, metric, &r, &err), RN_OK);
+        CU_ASSERT_EQUAL_FATAL(an_patch_heads(&m, clean, N, corrupt, N, 5, metric ? 7 : -1, metric, 0, &r, &err), RN_OK);
         CU_ASSERT_EQUAL(r.n_rows, 6);
         CU_ASSERT_EQUAL(r.forward_passes, 8);
         if (metric == AN_METRIC_LOGIT_DIFF) {
@@ -98,12 +98,94 @@ TH_TEST(test_patch_rows, "patch sweep: each row equals a hand-patched run; metri
     }
     an_patch_result r;
     rn_error err;
-    CU_ASSERT_EQUAL_FATAL(an_patch_heads(&m, clean, N, clean, N, 5, -1, 0, &r, &err), RN_OK);
+    CU_ASSERT_EQUAL_FATAL(an_patch_heads(&m, clean, N, clean, N, 5, -1, 0, 2, &r, &err), RN_OK);
     CU_ASSERT(r.clean == r.corrupt);
-    for (int i = 0; i < r.n_rows; i++) CU_ASSERT(isnan(r.rows[i].recovered) && r.rows[i].metric == r.clean);
+    CU_ASSERT_EQUAL(r.n_rows, 6 + 2 * 3);
+    for (int i = 0; i < r.n_rows; i++) CU_ASSERT(isnan(r.rows[i].recovered) && fabs(r.rows[i].metric - r.clean) < 1e-5);
     an_patch_free(&r);
-    CU_ASSERT_EQUAL(an_patch_heads(&m, clean, N, corrupt, N - 1, 5, -1, 0, &r, &err), RN_EINPUT);
+    CU_ASSERT_EQUAL(an_patch_heads(&m, clean, N, corrupt, N - 1, 5, -1, 0, 0, &r, &err), RN_EINPUT);
     CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "same length"));
+    rn_model_free(&m);
+}
+
+/* Probe: the writes and reads of every head at one position. */
+typedef struct { int pos; uint32_t w[2][3][3], r[2][3][3]; float rw[2][3][3]; } last_access;
+
+static void grab(void *user, int layer, int head, int pos, int op, int k, const uint32_t *slot,
+                 const uint32_t *addr, const float *weight)
+{
+    (void)addr;
+    last_access *a = user;
+    if (pos != a->pos) return;
+    for (int j = 0; j < k; j++) {
+        if (op == 0) a->w[layer][head][j] = slot[j];
+        else a->r[layer][head][j] = slot[j], a->rw[layer][head][j] = weight[j];
+    }
+}
+
+TH_TEST(test_patch_slots, "patch sweep per slot: the read slots of the best heads; state surgery agrees")
+{
+    rn_model m;
+    make(&m);
+    int clean[N], corrupt[N];
+    for (int t = 0; t < N; t++) {
+        clean[t] = (t * 11 + 2) % 40;
+        corrupt[t] = t >= 8 && t < 16 ? (clean[t] + 13) % 40 : clean[t];
+    }
+    an_patch_result r;
+    rn_error err;
+    CU_ASSERT_EQUAL_FATAL(an_patch_heads(&m, clean, N, corrupt, N, 5, -1, AN_METRIC_LOGIT_DIFF, 2, &r, &err), RN_OK);
+    CU_ASSERT_EQUAL_FATAL(r.n_rows, 6 + 2 * 3);
+    CU_ASSERT_EQUAL(r.forward_passes, 8 + 2 + 6);
+    /* the two best heads, by recovered */
+    double lo = INFINITY;
+    for (int k = 0; k < 6; k++)
+        if ((r.rows[k].layer == r.rows[6].layer && r.rows[k].head == r.rows[6].head) ||
+            (r.rows[k].layer == r.rows[9].layer && r.rows[k].head == r.rows[9].head))
+            lo = fmin(lo, r.rows[k].recovered);
+    for (int k = 0; k < 6; k++)
+        if (!((r.rows[k].layer == r.rows[6].layer && r.rows[k].head == r.rows[6].head) ||
+              (r.rows[k].layer == r.rows[9].layer && r.rows[k].head == r.rows[9].head)))
+            CU_ASSERT(r.rows[k].recovered <= lo);
+    /* the corrupted run's accesses at the last position, and the clean state */
+    last_access acc = { .pos = N - 1 };
+    rn_probe probe = { .user = &acc, .access = grab };
+    rn_runtime *rc_, *rx;
+    CU_ASSERT_EQUAL_FATAL(rn_runtime_create(&m, 64, &rc_, &err), RN_OK);
+    CU_ASSERT_EQUAL_FATAL(rn_runtime_create(&m, 64, &rx, &err), RN_OK);
+    rn_runtime_set_probe(rx, &probe);
+    CU_ASSERT_EQUAL_FATAL(rn_prefill(rx, corrupt, N, NULL, 0, &err), RN_OK);
+    CU_ASSERT_EQUAL_FATAL(rn_prefill(rc_, clean, N, NULL, 0, &err), RN_OK);
+    int surgeries = 0;
+    for (int i = 6; i < r.n_rows; i++) {
+        const an_patch_row *p = &r.rows[i];
+        CU_ASSERT_EQUAL(p->slot, (int)acc.r[p->layer][p->head][p->rank]);
+        CU_ASSERT_DOUBLE_EQUAL(p->r, acc.rw[p->layer][p->head][p->rank], 1e-7);
+        /* a slot the corrupted token does not write at the last position:
+         * its state at the read is the state before that step, so setting
+         * it to the clean state there and stepping gives the row's run */
+        int written = 0;
+        for (int j = 0; j < 3; j++) written |= acc.w[p->layer][p->head][j] == (uint32_t)p->slot;
+        if (written) continue;
+        rn_runtime *ry;
+        CU_ASSERT_EQUAL_FATAL(rn_runtime_create(&m, 64, &ry, &err), RN_OK);
+        CU_ASSERT_EQUAL_FATAL(rn_prefill(ry, corrupt, N - 1, NULL, 0, &err), RN_OK);
+        const float *Sc, *zc, *Sy, *zy;
+        rn_runtime_head_state(rc_, p->layer, p->head, &Sc, &zc, &err);
+        rn_runtime_head_state(ry, p->layer, p->head, &Sy, &zy, &err);
+        memcpy((float *)Sy + p->slot * m.cfg.d_v, Sc + p->slot * m.cfg.d_v, sizeof(float) * m.cfg.d_v);
+        ((float *)zy)[p->slot] = zc[p->slot];
+        float lg[40];
+        CU_ASSERT_EQUAL_FATAL(rn_step(ry, corrupt[N - 1], lg, &err), RN_OK);
+        double want = (double)lg[5] - lg[r.wrong];
+        CU_ASSERT(fabs(p->metric - want) < 1e-3 * (1 + fabs(want)));
+        surgeries++;
+        rn_runtime_free(ry);
+    }
+    CU_ASSERT(surgeries >= 2);
+    rn_runtime_free(rc_);
+    rn_runtime_free(rx);
+    an_patch_free(&r);
     rn_model_free(&m);
 }
 
@@ -141,10 +223,13 @@ TH_TEST(test_patch_cli, "patch command: table, CSV, JSON; errors exit 2")
     CU_ASSERT_EQUAL_FATAL(th_write_file(d, "And Lot", 7), 0);
     CU_ASSERT_EQUAL(th_run("%s patch --help", th_bin()), 0);
     CU_ASSERT_EQUAL(th_run("%s patch samples/kjv.bin %s %s --answer o", th_bin(), a, b), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(th_out(), "44 forward passes"));
+    CU_ASSERT_EQUAL(th_count_lines(th_out()), 3 + 16 + 3 * 8);
+    CU_ASSERT_EQUAL(th_run("%s patch samples/kjv.bin %s %s --answer o --slot-heads 0", th_bin(), a, b), 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(th_out(), "18 forward passes"));
     CU_ASSERT_EQUAL(th_count_lines(th_out()), 3 + 16);
     CU_ASSERT_EQUAL(th_run("%s patch samples/kjv.bin %s %s --answer o --metric prob -f csv", th_bin(), a, b), 0);
-    CU_ASSERT(!strncmp(th_out(), "layer,head,metric,recovered\n0,0,", 32));
+    CU_ASSERT(!strncmp(th_out(), "layer,head,slot,rank,r,metric,recovered\n0,0,,,,", 47));
     CU_ASSERT_EQUAL(th_run("%s patch samples/kjv.bin %s %s --answer o --wrong ' ' -f json", th_bin(), a, b), 0);
     CU_ASSERT(!strncmp(th_out(), "{\"metric\": \"logit-diff\", \"answer\": 111, \"answer_piece\": \"o\", \"wrong\": 32,", 72));
     CU_ASSERT_EQUAL(th_run("%s patch samples/kjv.bin %s %s --answer o", th_bin(), a, d), 2);
