@@ -37,7 +37,8 @@ static void usage(void)
            "                        model runs (repeatable; @FILE: one spec a line; CPU only):\n"
            "                          ablate-slots L.H:S1,S2,...[@T0-T1]  ablate-head L.H[@T0-T1]\n"
            "                          ablate-layer L[@T0-T1]  scale-slots L.H:S1,...=F[@T0-T1]\n"
-           "                          patch-head L.H from FILE[@T0-T1]   (docs/interventions.md)\n"
+           "                          patch-head L.H from FILE|TRACE.db[#RUN][@T0-T1]\n"
+           "                        (docs/interventions.md)\n"
            "  -h, --help            this text\n");
 }
 
@@ -107,6 +108,7 @@ int cmd_run(int argc, char **argv)
     rn_iv_set iv;
     const char **iv_specs = NULL;
     rn_iv_init(&iv, &model.cfg);
+    iv.source_fn = tr_iv_source; /* patch-head from a traced run */
     int *prompt = NULL, n_prompt = 0;
     rn_runtime *rt = NULL;
     rn_sampler sampler = { 0 };

@@ -314,7 +314,10 @@ int rn_iv_prepare(rn_iv_set *s, const rn_model *m, rn_error *err)
         rn_runtime *rt = NULL;
         rn_iv_set rec;
         rn_iv_init(&rec, &m->cfg);
-        if ((rc = rn_tokenize_file(&m->cfg, v->source, &toks, &n, err))) {
+        int handled = 0;
+        if (s->source_fn) rc = s->source_fn(s->source_user, v->source, m, &toks, &n, &handled, err);
+        if (!rc && !handled) rc = rn_tokenize_file(&m->cfg, v->source, &toks, &n, err);
+        if (rc) {
             rn_preferr(err, "--intervene '%s'", v->spec);
             break;
         }

@@ -14,11 +14,12 @@
  *   scale-slots L.H:S1,...=F[@T0-T1]  those slots' contributions
  *        r·S[s]/(z[s] + ε) to the head's reads are multiplied by F (the
  *        state itself is untouched).
- *   patch-head L.H from FILE[@T0-T1]  the head's read output o at those
+ *   patch-head L.H from SOURCE[@T0-T1]  the head's read output o at those
  *        positions is replaced by its value in a clean run of the same
- *        model on the input FILE (tokenized like a prompt).  Without a
- *        range, the positions FILE has are patched; with one, every
- *        position of the range must exist in FILE.
+ *        model on SOURCE: an input file (tokenized like a prompt) or, with
+ *        a source resolver (rn_iv_set.source_fn), the tokens of a traced
+ *        run.  Without a range, the positions the source has are patched;
+ *        with one, every position of the range must exist in it.
  *
  * Positions are 0-based and inclusive; "@T" is the single position T and
  * "@T0-" is T0 to the end.  Two specs conflict (RN_EINPUT) when they act
@@ -61,9 +62,18 @@ typedef struct {
     char *spec;                /* the spec as given (one line) */
 } rn_iv;
 
+/* Resolves a patch source that is not an input file (a run in a trace
+ * database: trace/tr_record.h): sets *handled and, when it handles the
+ * source, the run's tokens (malloc'd) — RN_EINPUT when the run was made by
+ * another model than m. */
+typedef int (*rn_iv_source_fn)(void *user, const char *source, const rn_model *m, int **toks,
+                               int *n, int *handled, rn_error *err);
+
 typedef struct {
     rn_iv *iv;
     int n, cap;
+    rn_iv_source_fn source_fn; /* NULL: sources are input files */
+    void *source_user;
     int L, H, d_v;
     int64_t M;
     int prepared;              /* every patch has its buffer */

@@ -360,6 +360,22 @@ TH_TEST(test_iv_cli, "run and trace --intervene: effect, @FILE, recorded specs, 
     CU_ASSERT_STRING_NOT_EQUAL(th_out(), plain);
     CU_ASSERT_EQUAL(th_run("%s run samples/kjv.bin %s -n 30 -t 0 --intervene 'patch-head 2.2 from %s'", th_bin(), p, p), 0);
     CU_ASSERT_STRING_EQUAL(th_out(), plain);
+    /* a patch source that is a traced run: the same input is the identity;
+     * a run of another model is refused */
+    char src_db[512], other[512];
+    snprintf(src_db, sizeof src_db, "%s", th_path("iv-src.db"));
+    snprintf(other, sizeof other, "%s", th_path("iv-other.bin"));
+    CU_ASSERT_EQUAL_FATAL(th_run("%s trace samples/kjv.bin %s -o %s", th_bin(), p, src_db), 0);
+    CU_ASSERT_EQUAL(th_run("%s run samples/kjv.bin %s -n 30 -t 0 --intervene 'patch-head 1.3 from %s' --intervene 'patch-head 3.0 from %s#1'",
+                           th_bin(), p, src_db, src_db), 0);
+    CU_ASSERT_STRING_EQUAL(th_out(), plain);
+    CU_ASSERT_EQUAL(th_run("%s run samples/kjv.bin %s -n 30 -t 0 --intervene 'patch-head 1.3 from %s#7'", th_bin(), p, src_db), 2);
+    CU_ASSERT_EQUAL(th_count_lines(th_err()), 1);
+    CU_ASSERT_EQUAL_FATAL(th_run("%s init --config samples/configs/tiny.cfg --n-layers 4 --seed 9 -o %s", th_bin(), other), 0);
+    CU_ASSERT_EQUAL_FATAL(th_run("%s trace %s %s -o %s", th_bin(), other, p, src_db), 0);
+    CU_ASSERT_EQUAL(th_run("%s run samples/kjv.bin %s -n 3 --intervene 'patch-head 1.3 from %s'", th_bin(), p, src_db), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(th_err(), "another model"));
+    CU_ASSERT_EQUAL(th_count_lines(th_err()), 1);
     free(plain);
     CU_ASSERT_EQUAL(th_run("%s run samples/kjv.bin %s -n 5 --intervene @%s --intervene 'ablate-slots 0.0:7' --trace %s",
                            th_bin(), p, f, db), 0);

@@ -4,7 +4,10 @@
 #include <string.h>
 #include <time.h>
 
+#include <stdio.h>
+
 #include "rn_modelfile.h"
+#include "tr_reader.h"
 #include "rn_tokenizer.h"
 #include "tr_record.h"
 
@@ -46,6 +49,58 @@ int tr_record_begin(const tr_trace_opts *o, const char *command, const char *mod
     return tr_writer_open(o->db_path, &meta, &sel, &wo, w, err);
 }
 
+int tr_iv_source(void *user, const char *source, const rn_model *m, int **toks, int *n,
+                 int *handled, rn_error *err)
+{
+    (void)user;
+    *handled = 0;
+    char path[4096];
+    snprintf(path, sizeof path, "%s", source);
+    char *hash = strrchr(path, '#');
+    long long run = 0;
+    if (hash) {
+        char *end;
+        run = strtoll(hash + 1, &end, 10);
+        if (end == hash + 1 || *end || run < 1) hash = NULL; /* not a run number: a file name */
+        else *hash = 0;
+    }
+    /* a trace is an SQLite file */
+    FILE *f = fopen(path, "rb");
+    char head[16] = { 0 };
+    int is_db = f && fread(head, 1, 16, f) == 16 && !memcmp(head, "SQLite format 3", 16);
+    if (f) fclose(f);
+    if (!is_db) {
+        if (hash) return rn_seterr(err, RN_EINPUT, "%s: not a trace database", path);
+        return RN_OK;
+    }
+    *handled = 1;
+    tr_db *db = NULL;
+    tr_run_info info;
+    tr_token *tk = NULL;
+    int64_t nt = 0;
+    int rc = tr_open_read(path, &db, err);
+    if (!rc) rc = tr_run_get(db, run, &info, err);
+    if (!rc) {
+        char want[32];
+        snprintf(want, sizeof want, "%016llx", (unsigned long long)rn_model_checksum(m));
+        if (strcmp(info.model_hash, want))
+            rc = rn_seterr(err, RN_EINPUT, "run %lld of %s was made by another model (hash %s, this model %s)",
+                           (long long)info.run_id, path, info.model_hash, want);
+    }
+    if (!rc) rc = tr_load_tokens(db, info.run_id, &tk, &nt, err);
+    if (!rc && nt == 0) rc = rn_seterr(err, RN_EINPUT, "run %lld of %s has no tokens", (long long)info.run_id, path);
+    for (int64_t i = 0; i < nt && !rc; i++)
+        if (tk[i].pos != i)
+            rc = rn_seterr(err, RN_EINPUT, "run %lld of %s does not hold every position from 0",
+                           (long long)info.run_id, path);
+    if (!rc && !(*toks = malloc(sizeof(int) * (size_t)nt))) rc = rn_seterr(err, RN_ENOMEM, "out of memory");
+    for (int64_t i = 0; i < nt && !rc; i++) (*toks)[i] = tk[i].token_id;
+    if (!rc) *n = (int)nt;
+    free(tk);
+    if (db) tr_close(db);
+    return rc;
+}
+
 void tr_record_generated(tr_writer *w, const rn_config *cfg, int64_t pos, int token)
 {
     char piece[64];
@@ -73,6 +128,7 @@ int tr_trace_run(const tr_trace_job *job, tr_trace_result *res, rn_error *err)
     rn_iv_set iv;
     const char **specs = NULL;
     rn_iv_init(&iv, &m.cfg);
+    iv.source_fn = tr_iv_source;
     int chunk = job->chunk > 0 ? job->chunk : 256;
     rc = tr_select_parse(&sel, job->layers, job->heads, job->ops, &m.cfg, err);
     for (int i = 0; i < job->n_intervene && !rc; i++) rc = rn_iv_add_arg(&iv, job->intervene[i], err);

@@ -37,6 +37,15 @@ int tr_record_begin(const tr_trace_opts *o, const char *command, const char *mod
                     const rn_model *m, const char *prompt, const char *sampling, tr_writer **w,
                     rn_error *err);
 
+/* A patch-source resolver for interventions (rn_iv_source_fn of
+ * core/rn_intervene.h): "TRACE.db" (its latest run) or "TRACE.db#N" (run
+ * N) names a traced run whose tokens, prompt and generated, become the
+ * source; it must be complete from position 0 and recorded with the same
+ * model (the model hash), else RN_EINPUT.  Any other source is left to the
+ * caller (an input file). */
+int tr_iv_source(void *user, const char *source, const rn_model *m, int **toks, int *n,
+                 int *handled, rn_error *err);
+
 /* Record one generated token fed to the model at position pos. */
 void tr_record_generated(tr_writer *w, const rn_config *cfg, int64_t pos, int token);
 
