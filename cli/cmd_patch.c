@@ -5,11 +5,13 @@
 #include <stdlib.h>
 
 #include "an_patch.h"
+#include "fig_patching.h"
 #include "cli.h"
 #include "rn_atomic.h"
 #include "rn_modelfile.h"
 #include "rn_rows.h"
 #include "rn_tokenizer.h"
+#include "viz_surface.h"
 
 const char cmd_patch_summary[] = "activation patching: how much of a clean-vs-corrupted difference each head carries";
 
@@ -34,6 +36,8 @@ static const char usage[] =
     "                        position in the N heads that recover most (default 3;\n"
     "                        0 = heads only): 2 + N*K more forward passes\n"
     "  -f, --format F        table (default), csv or json\n"
+    "      --plot FILE       also draw the result (.png, .svg or .pdf): recovered\n"
+    "                        per layer x head, and per restored slot\n"
     "  -o, --output FILE     write to FILE instead of stdout (atomically; - is stdout)\n"
     "  -j, --threads N       threads (default: the free cores)\n"
     "  -h, --help            this text\n"
@@ -43,14 +47,14 @@ static const char usage[] =
 int cmd_patch(int argc, char **argv)
 {
     if (cli_wants_help(argc, argv)) { fputs(usage, stdout); return 0; }
-    enum { O_ANSWER = 256, O_WRONG, O_METRIC, O_SLOTHEADS };
+    enum { O_ANSWER = 256, O_WRONG, O_METRIC, O_SLOTHEADS, O_PLOT };
     static const struct option opts[] = {
         { "answer", required_argument, 0, O_ANSWER }, { "wrong", required_argument, 0, O_WRONG },
         { "metric", required_argument, 0, O_METRIC }, { "format", required_argument, 0, 'f' },
-        { "slot-heads", required_argument, 0, O_SLOTHEADS },
+        { "slot-heads", required_argument, 0, O_SLOTHEADS }, { "plot", required_argument, 0, O_PLOT },
         { "output", required_argument, 0, 'o' }, { "threads", required_argument, 0, 'j' },
         { 0, 0, 0, 0 } };
-    const char *answer_s = NULL, *wrong_s = NULL, *outp = NULL;
+    const char *answer_s = NULL, *wrong_s = NULL, *outp = NULL, *plot = NULL;
     int fmt = RN_FMT_TABLE, metric = AN_METRIC_LOGIT_DIFF, c;
     long threads = 0, slot_heads = 3;
     rn_error err = { 0 };
@@ -61,6 +65,7 @@ int cmd_patch(int argc, char **argv)
         switch (c) {
         case O_ANSWER: answer_s = optarg; break;
         case O_WRONG: wrong_s = optarg; break;
+        case O_PLOT: plot = optarg; break;
         case O_METRIC: rc = an_metric_parse(optarg, &metric, &err); break;
         case O_SLOTHEADS: rc = cli_parse_long("--slot-heads", optarg, 0, 1 << 20, &slot_heads, &err); break;
         case 'f': rc = rn_format_parse(optarg, &fmt, &err); break;
@@ -88,6 +93,10 @@ int cmd_patch(int argc, char **argv)
     if ((rc = rn_tokenize_file(&model.cfg, argv[optind + 1], &clean, &nc, &err)) ||
         (rc = rn_tokenize_file(&model.cfg, argv[optind + 2], &corrupt, &nx, &err)))
         goto out;
+    if (plot) {
+        viz_format vf;
+        if ((rc = viz_format_from_path(plot, &vf, &err))) goto out;
+    }
     if ((rc = an_patch_heads(&model, clean, nc, corrupt, nx, answer, wrong, metric, (int)slot_heads, &r, &err))) goto out;
     if (outp) {
         if ((rc = rn_atomic_open_text(&af, outp, &err))) goto out;
@@ -96,6 +105,7 @@ int cmd_patch(int argc, char **argv)
     }
     if ((rc = an_patch_print(f, fmt, &r, &model.cfg, &err))) goto out;
     if (have_af) { have_af = 0; rc = rn_atomic_commit(&af, &err); }
+    if (!rc && plot) rc = fig_patching(&r, &model.cfg, plot, &err);
 out:
     if (have_af) rn_atomic_abort(&af);
     an_patch_free(&r);

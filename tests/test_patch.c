@@ -238,4 +238,13 @@ TH_TEST(test_patch_cli, "patch command: table, CSV, JSON; errors exit 2")
     CU_ASSERT_EQUAL(th_run("%s patch samples/kjv.bin %s %s --answer oo", th_bin(), a, b), 2);
     CU_ASSERT_EQUAL(th_run("%s patch samples/kjv.bin %s %s --answer o --metric kl", th_bin(), a, b), 2);
     CU_ASSERT_EQUAL(th_run("%s patch samples/kjv.bin %s %s --answer o --wrong o", th_bin(), a, b), 2);
+    char png[512];
+    snprintf(png, sizeof png, "%s", th_path("patch.png"));
+    CU_ASSERT_EQUAL(th_run("%s patch samples/kjv.bin %s %s --answer o --slot-heads 1 --plot %s", th_bin(), a, b, png), 0);
+    size_t len = 0;
+    char *img = th_read_file(png, &len);
+    CU_ASSERT(img && len > 1000 && !memcmp(img, "\x89PNG", 4));
+    free(img);
+    CU_ASSERT_EQUAL(th_run("%s patch samples/kjv.bin %s %s --answer o --plot %s.gif", th_bin(), a, b, png), 2);
+    CU_ASSERT_EQUAL(th_count_lines(th_err()), 1);
 }
