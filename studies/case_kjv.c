@@ -47,7 +47,7 @@ int main(int argc, char **argv)
     rn_model m;
     if (rn_model_load(&m, argv[1], &err)) die(&err);
     const rn_config *c = &m.cfg;
-    int *clean, *corrupt, n, nx, answer;
+    int *clean = NULL, *corrupt = NULL, n = 0, nx = 0, answer = 0;
     if (rn_tokenize_file(c, argv[2], &clean, &n, &err) || rn_tokenize_file(c, argv[3], &corrupt, &nx, &err) ||
         an_token_parse(c, "ANSWER", argv[4], &answer, &err))
         die(&err);
