@@ -97,7 +97,9 @@ int rn_iv_prepare(rn_iv_set *s, const rn_model *m, rn_error *err);
 
 /* Add an internal record (or patch, with patch != 0) of head (l, h) over
  * positions [0, n) into / from the caller's buffer buf[n, d_v], which
- * must outlive the set.  For patching sweeps. */
+ * must outlive the set.  For patching sweeps; the new entry (the set's
+ * last) covers every position, and its t0 and t1 may be narrowed before
+ * the set is attached. */
 int rn_iv_add_buffer(rn_iv_set *s, int patch, int l, int h, rn_real *buf, int64_t n,
                      rn_error *err);
 
