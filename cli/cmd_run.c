@@ -34,6 +34,12 @@ static void usage(void)
            "      --weights FMT     trace weights: f32 exact (default) or f16 (rounded)\n"
            "      --no-index        accepted; has no effect since trace schema v2\n"
            "      --device DEV      cpu (default) or cuda (a CUDA build and a GPU)\n"
+           "      --intervene SPEC  ablate, scale or patch slots, heads or layers while the\n"
+           "                        model runs (repeatable; @FILE: one spec a line; CPU only):\n"
+           "                          ablate-slots L.H:S1,S2,...[@T0-T1]  ablate-head L.H[@T0-T1]\n"
+           "                          ablate-layer L[@T0-T1]  scale-slots L.H:S1,...=F[@T0-T1]\n"
+           "                          patch-head L.H from FILE|TRACE.db[#RUN][@T0-T1]\n"
+           "                        (docs/interventions.md)\n"
            "  -h, --help            this text\n");
 }
 
@@ -47,7 +53,8 @@ int cmd_run(int argc, char **argv)
         { "layers", required_argument, 0, 1001 }, { "heads", required_argument, 0, 1002 },
         { "ops", required_argument, 0, 1003 }, { "name", required_argument, 0, 1004 },
         { "no-index", no_argument, 0, 1005 }, { "device", required_argument, 0, 1006 },
-        { "weights", required_argument, 0, 1007 }, { 0, 0, 0, 0 }
+        { "weights", required_argument, 0, 1007 }, { "intervene", required_argument, 0, 1008 },
+        { 0, 0, 0, 0 }
     };
     long n_gen = 64, threads = 0;
     double temperature = 0.8, top_p = 0.9;
@@ -58,6 +65,9 @@ int cmd_run(int argc, char **argv)
     char *prompt_text = NULL;
     const char *device_arg = NULL;
     rn_device device;
+    enum { MAX_IV_ARGS = 256 };
+    const char *iv_args[MAX_IV_ARGS];
+    int n_iv_args = 0;
     optind = 1;
     opterr = 0;
     int c;
@@ -77,6 +87,10 @@ int cmd_run(int argc, char **argv)
         case 1005: topt.build_index = 0; break;
         case 1006: device_arg = optarg; break;
         case 1007: topt.weights = optarg; break;
+        case 1008:
+            if (n_iv_args == MAX_IV_ARGS) return cli_usage_error("run", "more than %d --intervene options (use @FILE)", MAX_IV_ARGS);
+            iv_args[n_iv_args++] = optarg;
+            break;
         case ':': return cli_usage_error("run", "option %s needs a value", argv[optind - 1]);
         default: return cli_usage_error("run", "unknown option %s", argv[optind - 1]);
         }
@@ -88,10 +102,16 @@ int cmd_run(int argc, char **argv)
     const char *model_path = argv[optind], *prompt_path = argv[optind + 1];
     cli_threads(threads);
     if (rn_device_select(device_arg, NULL, &device, &err)) return cli_fail(&err);
+    if (n_iv_args && device != RN_DEVICE_CPU)
+        return cli_usage_error("run", "--intervene: interventions run on the CPU only (--device cpu)");
 
     rn_model model;
     int rc = rn_model_load(&model, model_path, &err);
     if (rc) return cli_fail(&err);
+    rn_iv_set iv;
+    const char **iv_specs = NULL;
+    rn_iv_init(&iv, &model.cfg);
+    iv.source_fn = tr_iv_source; /* patch-head from a traced run */
     int *prompt = NULL, n_prompt = 0;
     rn_runtime *rt = NULL;
     rn_sampler sampler = { 0 };
@@ -101,6 +121,13 @@ int cmd_run(int argc, char **argv)
     if (!rc) rc = rn_sampler_init(&sampler, model.cfg.vocab_size, (float)temperature, (float)top_p, seed, &err);
     if (!rc && !(logits = malloc(sizeof(float) * model.cfg.vocab_size)))
         rc = rn_seterr(&err, RN_ENOMEM, "out of memory");
+    for (int i = 0; i < n_iv_args && !rc; i++) rc = rn_iv_add_arg(&iv, iv_args[i], &err);
+    if (!rc && iv.n && !(iv_specs = malloc(sizeof *iv_specs * iv.n))) rc = rn_seterr(&err, RN_ENOMEM, "out of memory");
+    for (int i = 0; i < iv.n && !rc; i++) iv_specs[i] = iv.iv[i].spec;
+    if (!rc) rc = rn_iv_prepare(&iv, &model, &err);
+    if (!rc) rc = rn_runtime_set_interventions(rt, &iv, &err);
+    topt.interventions = iv_specs;
+    topt.n_interventions = iv.n;
     if (rc) goto done;
     if (topt.db_path) {
         char sampling[192];
@@ -156,6 +183,8 @@ done:
     free(logits);
     rn_sampler_free(&sampler);
     rn_runtime_free(rt);
+    rn_iv_free(&iv);
+    free(iv_specs);
     free(prompt);
     rn_model_free(&model);
     return rc ? cli_fail(&err) : 0;

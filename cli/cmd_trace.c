@@ -30,6 +30,10 @@ static void usage(void)
            "      --chunk N         prefill rows per chunk (default 256; 1024 with --device cuda)\n"
            "  -j, --threads N       threads (default: the free cores, rechecked as it runs)\n"
            "      --device DEV      cpu (default) or cuda (a CUDA build and a GPU)\n"
+           "      --intervene SPEC  ablate, scale or patch slots, heads or layers while the\n"
+           "                        model runs (repeatable; @FILE: one spec a line; CPU only;\n"
+           "                        recorded in the table interventions; see ramtrace run\n"
+           "                        --help and docs/interventions.md)\n"
            "  -h, --help            this text\n");
 }
 
@@ -50,13 +54,14 @@ static void progress(void *user, int64_t done, int64_t total)
 int cmd_trace(int argc, char **argv)
 {
     if (cli_wants_help(argc, argv)) { usage(); return 0; }
-    enum { O_LAYERS = 1000, O_HEADS, O_OPS, O_NAME, O_NOINDEX, O_CHUNK, O_DEVICE, O_WEIGHTS };
+    enum { O_LAYERS = 1000, O_HEADS, O_OPS, O_NAME, O_NOINDEX, O_CHUNK, O_DEVICE, O_WEIGHTS, O_INTERVENE };
     static const struct option opts[] = {
         { "output", required_argument, 0, 'o' }, { "layers", required_argument, 0, O_LAYERS },
         { "heads", required_argument, 0, O_HEADS }, { "ops", required_argument, 0, O_OPS },
         { "name", required_argument, 0, O_NAME }, { "no-index", no_argument, 0, O_NOINDEX },
         { "chunk", required_argument, 0, O_CHUNK }, { "threads", required_argument, 0, 'j' },
         { "device", required_argument, 0, O_DEVICE }, { "weights", required_argument, 0, O_WEIGHTS },
+        { "intervene", required_argument, 0, O_INTERVENE },
         { 0, 0, 0, 0 }
     };
     tr_trace_job job = { .build_index = 1, .chunk = 256, .stop = &cli_stop_flag };
@@ -64,6 +69,9 @@ int cmd_trace(int argc, char **argv)
     const char *device_arg = NULL;
     rn_device device;
     rn_error err = { 0 };
+    enum { MAX_IV_ARGS = 256 };
+    const char *iv_args[MAX_IV_ARGS];
+    int n_iv_args = 0;
     optind = 1;
     opterr = 0;
     int c;
@@ -79,6 +87,10 @@ int cmd_trace(int argc, char **argv)
         case O_WEIGHTS: job.weights = optarg; break;
         case O_CHUNK: rc = cli_parse_long("--chunk", optarg, 1, 1 << 16, &chunk, &err); break;
         case O_DEVICE: device_arg = optarg; break;
+        case O_INTERVENE:
+            if (n_iv_args == MAX_IV_ARGS) return cli_usage_error("trace", "more than %d --intervene options (use @FILE)", MAX_IV_ARGS);
+            iv_args[n_iv_args++] = optarg;
+            break;
         case 'j': rc = cli_parse_long("--threads", optarg, 1, 1024, &threads, &err); break;
         case ':': return cli_usage_error("trace", "option %s needs a value", argv[optind - 1]);
         default: return cli_usage_error("trace", "unknown option %s", argv[optind - 1]);
@@ -91,6 +103,10 @@ int cmd_trace(int argc, char **argv)
         return cli_usage_error("trace", "-o -: a trace database cannot go to standard output; give a file name");
     if (rn_device_select(device_arg, NULL, &device, &err)) return cli_fail(&err);
     job.device = device;
+    if (n_iv_args && device != RN_DEVICE_CPU)
+        return cli_usage_error("trace", "--intervene: interventions run on the CPU only (--device cpu)");
+    job.intervene = iv_args;
+    job.n_intervene = n_iv_args;
     job.model_path = argv[optind];
     job.input_path = argv[optind + 1];
     job.chunk = chunk ? (int)chunk : rn_device_default_chunk(device);

@@ -21,6 +21,7 @@ struct rn_runtime {
     int64_t pos;               /* next position */
     const rn_probe *probe;
     rn_probe probe_copy;
+    const rn_iv_set *iv;       /* interventions (NULL: none) */
     volatile int *stop;
     /* memory state: head (l, h) at S + ((l·H + h)·M·d_v), z + (l·H + h)·M */
     rn_real *S, *z;
@@ -158,9 +159,32 @@ void rn_runtime_set_probe(rn_runtime *rt, const rn_probe *probe)
         rt->probe = NULL;
 }
 
+int rn_runtime_set_interventions(rn_runtime *rt, const rn_iv_set *set, rn_error *err)
+{
+    if (set && set->n && rt->gpu)
+        return rn_seterr(err, RN_EINPUT, "--intervene: interventions run on the CPU only (--device cpu)");
+    if (set && !set->prepared)
+        return rn_seterr(err, RN_EINPUT, "interventions: the patch sources have not been run (rn_iv_prepare)");
+    rt->iv = set && set->n ? set : NULL;
+    return RN_OK;
+}
+
 void rn_runtime_set_stop_flag(rn_runtime *rt, volatile int *stop) { rt->stop = stop; }
 
 int64_t rn_runtime_pos(const rn_runtime *rt) { return rt->pos; }
+
+int rn_runtime_head_state(const rn_runtime *rt, int layer, int head, const rn_real **S,
+                          const rn_real **z, rn_error *err)
+{
+    if (rt->gpu) return rn_seterr(err, RN_EINPUT, "the memory state is read on the CPU runtime only");
+    if (layer < 0 || layer >= rt->c.n_layers || head < 0 || head >= rt->c.n_heads)
+        return rn_seterr(err, RN_EINPUT, "head %d.%d: the model has %d layers of %d heads", layer,
+                         head, rt->c.n_layers, rt->c.n_heads);
+    size_t i = (size_t)layer * rt->c.n_heads + head;
+    *S = rt->S + i * rt->M * rt->c.d_v;
+    *z = rt->z + i * rt->M;
+    return RN_OK;
+}
 
 /* Report one layer's accesses for n rows to the probe: head-major, and for
  * each position the K writes then the K reads. */
@@ -199,11 +223,18 @@ static void forward_rows(rn_runtime *rt, const int *tokens, int n, float *logits
         rn_address_forward(rt->waddr, rt->wslot, rt->ww, rt->k, lw->k_alpha, c, c->cape_mask[l],
                            n, rt->pos, rt->ws, rt->n_ws);
         rn_real *S = rt->S + (size_t)l * H * rt->M * dv, *z = rt->z + (size_t)l * H * rt->M;
+        const rn_iv_set *iv = rt->iv;
         #pragma omp parallel for if (n > 1) schedule(dynamic, 1)
-        for (int h = 0; h < H; h++)
-            rn_pdma_scan_forward(rt->o, S + (size_t)h * rt->M * dv, z + (size_t)h * rt->M, rt->v,
-                                 rt->wslot, rt->ww, rt->rslot, rt->rw, n, H, h, K, dv,
-                                 c->gamma, c->eps);
+        for (int h = 0; h < H; h++) {
+            rn_real *Sh = S + (size_t)h * rt->M * dv, *zh = z + (size_t)h * rt->M;
+            if (iv && rn_iv_has_slots(iv, l, h))
+                rn_iv_scan(iv, l, h, rt->o, Sh, zh, rt->v, rt->wslot, rt->ww, rt->rslot, rt->rw, n,
+                           H, K, dv, c->gamma, c->eps, rt->pos);
+            else
+                rn_pdma_scan_forward(rt->o, Sh, zh, rt->v, rt->wslot, rt->ww, rt->rslot, rt->rw, n,
+                                     H, h, K, dv, c->gamma, c->eps);
+        }
+        if (iv) rn_iv_apply_o(iv, l, rt->o, n, rt->pos);
         if (rt->probe) report(rt, l, n);
         rn_matmul_forward(rt->x, rt->o, lw->wo, n, hdv, D, 1);
         rn_rmsnorm_forward(rt->hb, NULL, rt->x, lw->mlp_norm, n, D, c->norm_eps);
@@ -242,6 +273,7 @@ int rn_prefill(rn_runtime *rt, const int *tokens, int T, float *logits, int all_
         float *lg = NULL;
         if (logits && all_rows) lg = logits + (size_t)t0 * rt->c.vocab_size;
         else if (logits && t0 + n == T) lg = logits;
+        if (rt->iv && (rc = rn_iv_check_span(rt->iv, rt->pos, n, err))) return rc;
         if (rt->gpu) {
             if ((rc = rn_cuda_forward(rt->gpu, tokens + t0, n, rt->pos, lg, all_rows, rt->probe, err))) return rc;
             rt->pos += n;
@@ -255,6 +287,7 @@ int rn_step(rn_runtime *rt, int token, float *logits, rn_error *err)
 {
     int rc = check_tokens(rt, &token, 1, err);
     if (rc) return rc;
+    if (rt->iv && (rc = rn_iv_check_span(rt->iv, rt->pos, 1, err))) return rc;
     if (rt->gpu) {
         if ((rc = rn_cuda_forward(rt->gpu, &token, 1, rt->pos, logits, 0, rt->probe, err))) return rc;
         rt->pos++;

@@ -15,6 +15,7 @@
 #define RN_RUNTIME_H
 
 #include "rn_device.h"
+#include "rn_intervene.h"
 #include "rn_model.h"
 #include "rn_probe.h"
 
@@ -46,6 +47,17 @@ int rn_prefill(rn_runtime *rt, const int *tokens, int T, float *logits, int all_
 
 /* Feed one token; logits[V] out (may be NULL).  Token must be in [0, V). */
 int rn_step(rn_runtime *rt, int token, float *logits, rn_error *err);
+
+/* Apply the interventions of set (rn_intervene.h; prepared, and kept alive
+ * by the caller while attached) to every later prefill and step, or with
+ * NULL stop.  CPU runtimes only: RN_EINPUT on a GPU runtime. */
+int rn_runtime_set_interventions(rn_runtime *rt, const rn_iv_set *set, rn_error *err);
+
+/* The memory state of head (layer, head) after the tokens consumed so far:
+ * *S [M, d_v] and *z [M], valid until the next prefill, step or reset.
+ * CPU runtimes only (RN_EINPUT on a GPU runtime or an unknown head). */
+int rn_runtime_head_state(const rn_runtime *rt, int layer, int head, const rn_real **S,
+                          const rn_real **z, rn_error *err);
 
 /* Optional flag polled between chunks/layers: when *stop becomes non-zero a
  * prefill returns RN_EINTR at the next chunk boundary. */

@@ -67,7 +67,7 @@ int fig_attribution(fig_ctx *f, rn_error *err)
             snprintf(buf[i], sizeof buf[i], "%d %s", p, piece_at(tok, ntok, p));
             labels[i] = buf[i];
         }
-        viz_matrix_data d = { (int)k, (int)k, v, labels, labels, "", "attribution" };
+        viz_matrix_data d = { (int)k, (int)k, v, labels, labels, "", "attribution", NULL, NULL };
         if (o->title) snprintf(d.title, sizeof d.title, "%s", o->title);
         else
             snprintf(d.title, sizeof d.title, "attribution, layer %d, head %d, CAPE %s", h->layer, h->head,

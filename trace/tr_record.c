@@ -4,7 +4,10 @@
 #include <string.h>
 #include <time.h>
 
+#include <stdio.h>
+
 #include "rn_modelfile.h"
+#include "tr_reader.h"
 #include "rn_tokenizer.h"
 #include "tr_block.h"
 #include "tr_record.h"
@@ -41,10 +44,63 @@ int tr_record_begin(const tr_trace_opts *o, const char *command, const char *mod
     if (rc) return rc;
     tr_run_meta meta = { .name = o->name, .command = command, .model_path = model_path,
                          .model_hash = rn_model_checksum(m), .cfg = &m->cfg, .prompt = prompt,
-                         .sampling = sampling };
+                         .sampling = sampling, .interventions = o->interventions,
+                         .n_interventions = o->n_interventions };
     tr_writer_opts wo = { .build_index = o->build_index, .weights = tr_weights_parse(o->weights ? o->weights : "f32") };
     if (wo.weights < 0) return rn_seterr(err, RN_EINPUT, "--weights %s: expected f32 or f16", o->weights);
     return tr_writer_open(o->db_path, &meta, &sel, &wo, w, err);
+}
+
+int tr_iv_source(void *user, const char *source, const rn_model *m, int **toks, int *n,
+                 int *handled, rn_error *err)
+{
+    (void)user;
+    *handled = 0;
+    char path[4096];
+    snprintf(path, sizeof path, "%s", source);
+    char *hash = strrchr(path, '#');
+    long long run = 0;
+    if (hash) {
+        char *end;
+        run = strtoll(hash + 1, &end, 10);
+        if (end == hash + 1 || *end || run < 1) hash = NULL; /* not a run number: a file name */
+        else *hash = 0;
+    }
+    /* a trace is an SQLite file */
+    FILE *f = fopen(path, "rb");
+    char head[16] = { 0 };
+    int is_db = f && fread(head, 1, 16, f) == 16 && !memcmp(head, "SQLite format 3", 16);
+    if (f) fclose(f);
+    if (!is_db) {
+        if (hash) return rn_seterr(err, RN_EINPUT, "%s: not a trace database", path);
+        return RN_OK;
+    }
+    *handled = 1;
+    tr_db *db = NULL;
+    tr_run_info info;
+    tr_token *tk = NULL;
+    int64_t nt = 0;
+    int rc = tr_open_read(path, &db, err);
+    if (!rc) rc = tr_run_get(db, run, &info, err);
+    if (!rc) {
+        char want[32];
+        snprintf(want, sizeof want, "%016llx", (unsigned long long)rn_model_checksum(m));
+        if (strcmp(info.model_hash, want))
+            rc = rn_seterr(err, RN_EINPUT, "run %lld of %s was made by another model (hash %s, this model %s)",
+                           (long long)info.run_id, path, info.model_hash, want);
+    }
+    if (!rc) rc = tr_load_tokens(db, info.run_id, &tk, &nt, err);
+    if (!rc && nt == 0) rc = rn_seterr(err, RN_EINPUT, "run %lld of %s has no tokens", (long long)info.run_id, path);
+    for (int64_t i = 0; i < nt && !rc; i++)
+        if (tk[i].pos != i)
+            rc = rn_seterr(err, RN_EINPUT, "run %lld of %s does not hold every position from 0",
+                           (long long)info.run_id, path);
+    if (!rc && !(*toks = malloc(sizeof(int) * (size_t)nt))) rc = rn_seterr(err, RN_ENOMEM, "out of memory");
+    for (int64_t i = 0; i < nt && !rc; i++) (*toks)[i] = tk[i].token_id;
+    if (!rc) *n = (int)nt;
+    free(tk);
+    if (db) tr_close(db);
+    return rc;
 }
 
 void tr_record_generated(tr_writer *w, const rn_config *cfg, int64_t pos, int token)
@@ -71,19 +127,29 @@ int tr_trace_run(const tr_trace_job *job, tr_trace_result *res, rn_error *err)
     rn_runtime *rt = NULL;
     tr_writer *w = NULL;
     tr_select sel;
+    rn_iv_set iv;
+    const char **specs = NULL;
+    rn_iv_init(&iv, &m.cfg);
+    iv.source_fn = tr_iv_source;
     int chunk = job->chunk > 0 ? job->chunk : 256;
     int wfmt = tr_weights_parse(job->weights ? job->weights : "f32");
     rc = wfmt < 0 ? rn_seterr(err, RN_EINPUT, "--weights %s: expected f32 or f16", job->weights)
                   : tr_select_parse(&sel, job->layers, job->heads, job->ops, &m.cfg, err);
+    for (int i = 0; i < job->n_intervene && !rc; i++) rc = rn_iv_add_arg(&iv, job->intervene[i], err);
+    if (!rc && iv.n && !(specs = malloc(sizeof *specs * iv.n))) rc = rn_seterr(err, RN_ENOMEM, "out of memory");
+    for (int i = 0; i < iv.n && !rc; i++) specs[i] = iv.iv[i].spec;
     if (!rc) rc = rn_tokenize_file(&m.cfg, job->input_path, &toks, &n, err);
     if (!rc) rc = rn_runtime_create_on(&m, chunk, job->device, &rt, err);
+    if (!rc) rc = rn_iv_prepare(&iv, &m, err);
+    if (!rc) rc = rn_runtime_set_interventions(rt, &iv, err);
     if (rc) goto done;
     const char *base = strrchr(job->input_path, '/');
     base = base ? base + 1 : job->input_path;
     tr_run_meta meta = { .name = job->name ? job->name : base, .command = "trace",
                          .model_path = job->model_path, .model_hash = rn_model_checksum(&m),
                          .cfg = &m.cfg, .input_path = job->input_path,
-                         .sampling = "none (prefill only)" };
+                         .sampling = "none (prefill only)", .interventions = specs,
+                         .n_interventions = iv.n };
     tr_writer_opts wo = { .build_index = job->build_index, .weights = wfmt };
     if ((rc = tr_writer_open(job->db_path, &meta, &sel, &wo, &w, err))) goto done;
     res->run_id = tr_writer_run_id(w);
@@ -103,6 +169,8 @@ int tr_trace_run(const tr_trace_job *job, tr_trace_result *res, rn_error *err)
 done:
     if (w) tr_writer_finish(w, TR_STATUS_INTERRUPTED, NULL, NULL);
     rn_runtime_free(rt);
+    rn_iv_free(&iv);
+    free(specs);
     free(toks);
     rn_model_free(&m);
     return rc;

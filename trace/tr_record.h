@@ -26,6 +26,8 @@ typedef struct {
     const char *name;
     int build_index;
     const char *weights;              /* "f32" (NULL: exact) or "f16" */
+    const char *const *interventions; /* specs to record (tr_run_meta) */
+    int n_interventions;
 } tr_trace_opts;
 
 /* Start a traced run of model m for a command: parse the selection against
@@ -35,6 +37,15 @@ typedef struct {
 int tr_record_begin(const tr_trace_opts *o, const char *command, const char *model_path,
                     const rn_model *m, const char *prompt, const char *sampling, tr_writer **w,
                     rn_error *err);
+
+/* A patch-source resolver for interventions (rn_iv_source_fn of
+ * core/rn_intervene.h): "TRACE.db" (its latest run) or "TRACE.db#N" (run
+ * N) names a traced run whose tokens, prompt and generated, become the
+ * source; it must be complete from position 0 and recorded with the same
+ * model (the model hash), else RN_EINPUT.  Any other source is left to the
+ * caller (an input file). */
+int tr_iv_source(void *user, const char *source, const rn_model *m, int **toks, int *n,
+                 int *handled, rn_error *err);
 
 /* Record one generated token fed to the model at position pos. */
 void tr_record_generated(tr_writer *w, const rn_config *cfg, int64_t pos, int token);
@@ -47,6 +58,8 @@ typedef struct {
     rn_device device;          /* where the model runs (default cpu) */
     int build_index;
     const char *weights;       /* "f32" (NULL: exact) or "f16" */
+    const char *const *intervene; /* --intervene arguments (rn_iv_add_arg; CPU only) */
+    int n_intervene;
     volatile int *stop;        /* polled between chunks (Ctrl-C) */
     tr_progress_fn progress;
     void *user;

@@ -345,6 +345,29 @@ static void free_writer(tr_writer *w)
     free(w);
 }
 
+/* The intervention specs of an intervened run, one row each, in a table
+ * created with the first intervened run (inside insert_run's transaction). */
+static int insert_interventions(tr_writer *w, const tr_run_meta *meta, rn_error *err)
+{
+    int rc = tr_exec_what(w->db, w->path,
+                          "CREATE TABLE IF NOT EXISTS interventions(run_id INTEGER NOT NULL,"
+                          " i INTEGER NOT NULL, spec TEXT NOT NULL, PRIMARY KEY(run_id, i))",
+                          "recording interventions", err);
+    if (rc) return rc;
+    sqlite3_stmt *st = NULL;
+    int src = sqlite3_prepare_v2(w->db, "INSERT INTO interventions VALUES(?,?,?)", -1, &st, NULL);
+    for (int i = 0; i < meta->n_interventions && src == SQLITE_OK; i++) {
+        sqlite3_bind_int64(st, 1, w->run_id);
+        sqlite3_bind_int(st, 2, i);
+        sqlite3_bind_text(st, 3, meta->interventions[i], -1, SQLITE_STATIC);
+        src = sqlite3_step(st);
+        sqlite3_reset(st);
+        src = src == SQLITE_DONE ? SQLITE_OK : src;
+    }
+    sqlite3_finalize(st);
+    return src != SQLITE_OK ? tr_sqlerr(w->db, src, w->path, "recording interventions", err) : RN_OK;
+}
+
 /* Insert the runs row and the heads rows in one transaction. */
 static int insert_run(tr_writer *w, const tr_run_meta *meta, rn_error *err)
 {
@@ -403,6 +426,7 @@ static int insert_run(tr_writer *w, const tr_run_meta *meta, rn_error *err)
         sqlite3_finalize(st);
         if (src != SQLITE_OK) rc = tr_sqlerr(w->db, src, w->path, "recording heads", err);
     }
+    if (!rc && meta->n_interventions > 0) rc = insert_interventions(w, meta, err);
     if (!rc) rc = tr_exec_what(w->db, w->path, "COMMIT", "starting the run", err);
     if (rc) sqlite3_exec(w->db, "ROLLBACK", NULL, NULL, NULL);
     return rc;

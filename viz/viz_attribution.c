@@ -76,8 +76,8 @@ int viz_matrix_draw(cairo_t *cr, viz_rect r, const viz_matrix_data *d, viz_cmap 
             if (isfinite(v)) ras.px[(size_t)y * ras.stride + x] = viz_cmap_argb(cmap, (v - lo) / (hi - lo));
         }
     viz_raster_paint(cr, &ras, a);
-    viz_axis x = { 0, d->cols, 0, 1, "written by token", (const char *const *)xl, d->cols };
-    viz_axis y = { 0, d->rows, 0, 1, "read by token", (const char *const *)yl, d->rows };
+    viz_axis x = { 0, d->cols, 0, 1, d->x_label ? d->x_label : "written by token", (const char *const *)xl, d->cols };
+    viz_axis y = { 0, d->rows, 0, 1, d->y_label ? d->y_label : "read by token", (const char *const *)yl, d->rows };
     viz_axes_draw(cr, a, &x, &y, font, d->title, 0);
     viz_axis v = viz_axis_make(lo, hi, 0, 0, d->value_label ? d->value_label : "attribution");
     viz_colorbar_draw(cr, viz_rect_make(a.x + a.w + font * 1.2, a.y, font * 1.1, a.h), cmap, &v, font);

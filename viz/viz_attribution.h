@@ -14,6 +14,7 @@ typedef struct {
     const char *const *row_labels, *const *col_labels; /* may be NULL: indices */
     char title[160];
     const char *value_label;     /* colour-bar title ("attribution") */
+    const char *x_label, *y_label; /* axis titles; NULL: "written by token", "read by token" */
 } viz_matrix_data;
 
 /* Plot area for the matrix drawn in r (depends on label widths). */

@@ -1,0 +1,432 @@
+/* rn_intervene.c — parsing intervention specs, running patch sources, and
+ * applying the specs inside the runtime's forward (see rn_intervene.h). */
+#include "rn_intervene.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rn_file.h"
+#include "rn_layers.h"
+#include "rn_runtime.h"
+#include "rn_tokenizer.h"
+
+void rn_iv_init(rn_iv_set *s, const rn_config *c)
+{
+    memset(s, 0, sizeof *s);
+    s->L = c->n_layers, s->H = c->n_heads, s->d_v = c->d_v, s->M = rn_config_slots(c);
+    s->prepared = 1;
+}
+
+static void iv_free(rn_iv *v)
+{
+    free(v->slots);
+    free(v->source);
+    if (v->owns_buf) free(v->buf);
+    free(v->spec);
+}
+
+void rn_iv_free(rn_iv_set *s)
+{
+    for (int i = 0; i < s->n; i++) iv_free(&s->iv[i]);
+    free(s->iv);
+    memset(s, 0, sizeof *s);
+}
+
+static int is_slot_kind(int k) { return k == RN_IV_ABLATE_SLOTS || k == RN_IV_SCALE_SLOTS; }
+static int is_head_kind(int k) { return k == RN_IV_ABLATE_HEAD || k == RN_IV_ABLATE_LAYER || k == RN_IV_PATCH_HEAD; }
+
+/* Does spec v act on head (l, h)? */
+static int on_head(const rn_iv *v, int l, int h) { return v->layer == l && (v->head < 0 || v->head == h); }
+
+static int active(const rn_iv *v, int64_t p) { return p >= v->t0 && p <= v->t1; }
+
+static int has_slot(const rn_iv *v, uint32_t slot)
+{
+    int a = 0, b = v->n_slots;
+    while (a < b) {
+        int m = (a + b) / 2;
+        if (v->slots[m] < slot) a = m + 1;
+        else b = m;
+    }
+    return a < v->n_slots && v->slots[a] == slot;
+}
+
+/* ---- parsing ---- */
+
+/* A non-negative decimal integer at *p (advanced); -1 when there is none
+ * or it exceeds max. */
+static int64_t parse_uint(const char **p, int64_t max)
+{
+    if (!isdigit((unsigned char)**p)) return -1;
+    int64_t v = 0;
+    while (isdigit((unsigned char)**p)) {
+        v = v * 10 + (**p - '0');
+        if (v > max) return -1;
+        (*p)++;
+    }
+    return v;
+}
+
+/* "T", "T0-T1" or "T0-" (the text after '@', all of it). */
+static int parse_range(const char *p, rn_iv *v, const char **why)
+{
+    int64_t a = parse_uint(&p, INT32_MAX), b = a;
+    if (a < 0) { *why = "a range is @T0-T1, @T0- or @T"; return -1; }
+    if (*p == '-') {
+        p++;
+        b = *p ? parse_uint(&p, INT32_MAX) : INT64_MAX;
+        if (b < 0) { *why = "a range is @T0-T1, @T0- or @T"; return -1; }
+    }
+    if (*p) { *why = "a range is @T0-T1, @T0- or @T"; return -1; }
+    if (b < a) { *why = "the range ends before it starts"; return -1; }
+    v->t0 = a, v->t1 = b, v->ranged = 1;
+    return 0;
+}
+
+/* "L.H" at *p (advanced). */
+static int parse_head(const char **p, const rn_iv_set *s, rn_iv *v, const char **why)
+{
+    int64_t l = parse_uint(p, INT32_MAX);
+    if (l < 0 || **p != '.') { *why = "expected a head as LAYER.HEAD, e.g. 1.2"; return -1; }
+    (*p)++;
+    int64_t h = parse_uint(p, INT32_MAX);
+    if (h < 0) { *why = "expected a head as LAYER.HEAD, e.g. 1.2"; return -1; }
+    if (l >= s->L) { *why = "no such layer"; return -1; }
+    if (h >= s->H) { *why = "no such head"; return -1; }
+    v->layer = (int)l, v->head = (int)h;
+    return 0;
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* "S1,S2,A-B,..." at *p (advanced), up to '=', '@' or the end. */
+static int parse_slots(const char **p, const rn_iv_set *s, rn_iv *v, const char **why)
+{
+    int cap = 16;
+    v->slots = malloc(sizeof *v->slots * cap);
+    if (!v->slots) { *why = "out of memory"; return -1; }
+    for (;;) {
+        int64_t a = parse_uint(p, INT64_MAX / 2), b = a;
+        if (a < 0) { *why = "expected slot numbers, e.g. 3,17,40-47"; return -1; }
+        if (**p == '-') {
+            (*p)++;
+            b = parse_uint(p, INT64_MAX / 2);
+            if (b < a) { *why = "expected slot numbers, e.g. 3,17,40-47"; return -1; }
+        }
+        if (b >= s->M) { *why = "a slot is not below the model's M"; return -1; }
+        for (int64_t x = a; x <= b; x++) {
+            if (v->n_slots == cap) {
+                uint32_t *ns = realloc(v->slots, sizeof *ns * (cap *= 2));
+                if (!ns) { *why = "out of memory"; return -1; }
+                v->slots = ns;
+            }
+            v->slots[v->n_slots++] = (uint32_t)x;
+        }
+        if (**p != ',') break;
+        (*p)++;
+    }
+    qsort(v->slots, v->n_slots, sizeof *v->slots, cmp_u32);
+    for (int i = 1; i < v->n_slots; i++)
+        if (v->slots[i] == v->slots[i - 1]) { *why = "a slot is named twice"; return -1; }
+    return 0;
+}
+
+/* The first spec of s that conflicts with v, or NULL. */
+static const rn_iv *conflict(const rn_iv_set *s, const rn_iv *v)
+{
+    for (int i = 0; i < s->n; i++) {
+        const rn_iv *u = &s->iv[i];
+        if (u->layer != v->layer || u->t1 < v->t0 || v->t1 < u->t0) continue;
+        if (u->head >= 0 && v->head >= 0 && u->head != v->head) continue;
+        if (is_head_kind(u->kind) && is_head_kind(v->kind)) return u;
+        if (is_slot_kind(u->kind) && is_slot_kind(v->kind))
+            for (int j = 0; j < v->n_slots; j++)
+                if (has_slot(u, v->slots[j])) return u;
+    }
+    return NULL;
+}
+
+static int parse_spec(rn_iv_set *s, const char *text, rn_iv *v, const char **why)
+{
+    memset(v, 0, sizeof *v);
+    v->t0 = 0, v->t1 = INT64_MAX, v->scale = 1;
+    static const struct { const char *name; int kind; } kinds[] = {
+        { "ablate-slots ", RN_IV_ABLATE_SLOTS }, { "ablate-head ", RN_IV_ABLATE_HEAD },
+        { "ablate-layer ", RN_IV_ABLATE_LAYER }, { "scale-slots ", RN_IV_SCALE_SLOTS },
+        { "patch-head ", RN_IV_PATCH_HEAD } };
+    const char *p = NULL;
+    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0] && !p; i++)
+        if (!strncmp(text, kinds[i].name, strlen(kinds[i].name))) {
+            v->kind = kinds[i].kind;
+            p = text + strlen(kinds[i].name);
+        }
+    if (!p) {
+        *why = "unknown kind (ablate-slots, ablate-head, ablate-layer, scale-slots, patch-head)";
+        return -1;
+    }
+    while (*p == ' ') p++;
+    if (v->kind == RN_IV_ABLATE_LAYER) {
+        int64_t l = parse_uint(&p, INT32_MAX);
+        if (l < 0) { *why = "expected a layer number"; return -1; }
+        if (l >= s->L) { *why = "no such layer"; return -1; }
+        v->layer = (int)l, v->head = -1;
+    } else if (parse_head(&p, s, v, why))
+        return -1;
+    if (is_slot_kind(v->kind)) {
+        if (*p != ':') { *why = "expected ':' and slot numbers after the head"; return -1; }
+        p++;
+        if (parse_slots(&p, s, v, why)) return -1;
+        if (v->kind == RN_IV_SCALE_SLOTS) {
+            if (*p != '=') { *why = "expected '=F' (the factor) after the slots"; return -1; }
+            p++;
+            char *end;
+            errno = 0;
+            double f = strtod(p, &end);
+            if (end == p || errno || !isfinite(f) || fabs(f) > 1e30) { *why = "the factor is not a finite number"; return -1; }
+            v->scale = (float)f;
+            p = end;
+        }
+    }
+    if (v->kind == RN_IV_PATCH_HEAD) {
+        if (strncmp(p, " from ", 6)) { *why = "expected 'from FILE' after the head"; return -1; }
+        p += 6;
+        while (*p == ' ') p++;
+        const char *at = strrchr(p, '@');
+        size_t len = strlen(p);
+        if (at && isdigit((unsigned char)at[1])) {
+            const char *w2;
+            rn_iv tmp = *v;
+            if (!parse_range(at + 1, &tmp, &w2)) { *v = tmp; len = (size_t)(at - p); }
+        }
+        if (!len) { *why = "expected 'from FILE' after the head"; return -1; }
+        if (!(v->source = malloc(len + 1))) { *why = "out of memory"; return -1; }
+        memcpy(v->source, p, len);
+        v->source[len] = 0;
+        s->prepared = 0;
+        return 0;
+    }
+    if (*p == '@') return parse_range(p + 1, v, why);
+    if (*p) { *why = "unexpected text after the spec"; return -1; }
+    return 0;
+}
+
+int rn_iv_add(rn_iv_set *s, const char *spec, rn_error *err)
+{
+    /* trim */
+    while (isspace((unsigned char)*spec)) spec++;
+    size_t len = strlen(spec);
+    while (len && isspace((unsigned char)spec[len - 1])) len--;
+    if (s->n == s->cap) {
+        int nc = s->cap ? s->cap * 2 : 8;
+        rn_iv *ni = realloc(s->iv, sizeof *ni * nc);
+        if (!ni) return rn_seterr(err, RN_ENOMEM, "out of memory");
+        s->iv = ni, s->cap = nc;
+    }
+    rn_iv *v = &s->iv[s->n];
+    char *text = malloc(len + 1);
+    if (!text) return rn_seterr(err, RN_ENOMEM, "out of memory");
+    memcpy(text, spec, len);
+    text[len] = 0;
+    const char *why = NULL;
+    if (parse_spec(s, text, v, &why)) {
+        rn_seterr(err, RN_EINPUT, "--intervene '%s': %s", text, why);
+        iv_free(v);
+        free(text);
+        return RN_EINPUT;
+    }
+    v->spec = text;
+    const rn_iv *u = conflict(s, v);
+    if (u) {
+        rn_seterr(err, RN_EINPUT, "--intervene '%s': overlaps '%s' (same head, overlapping positions)",
+                  text, u->spec);
+        iv_free(v);
+        return RN_EINPUT;
+    }
+    s->n++;
+    return RN_OK;
+}
+
+int rn_iv_add_arg(rn_iv_set *s, const char *arg, rn_error *err)
+{
+    if (arg[0] != '@') return rn_iv_add(s, arg, err);
+    char *text;
+    size_t len;
+    int rc = rn_read_file(arg + 1, &text, &len, err);
+    if (rc) return rn_preferr(err, "--intervene %s", arg);
+    int lineno = 0;
+    for (char *line = text; line && *line && !rc; lineno++) {
+        char *nl = strchr(line, '\n');
+        if (nl) *nl = 0;
+        const char *q = line;
+        while (isspace((unsigned char)*q)) q++;
+        if (*q && *q != '#' && (rc = rn_iv_add(s, q, err))) rn_preferr(err, "%s:%d", arg + 1, lineno + 1);
+        line = nl ? nl + 1 : NULL;
+    }
+    free(text);
+    return rc;
+}
+
+int rn_iv_add_buffer(rn_iv_set *s, int patch, int l, int h, rn_real *buf, int64_t n, rn_error *err)
+{
+    if (l < 0 || l >= s->L || h < 0 || h >= s->H)
+        return rn_seterr(err, RN_EINPUT, "head %d.%d is not in the model", l, h);
+    if (s->n == s->cap) {
+        int nc = s->cap ? s->cap * 2 : 8;
+        rn_iv *ni = realloc(s->iv, sizeof *ni * nc);
+        if (!ni) return rn_seterr(err, RN_ENOMEM, "out of memory");
+        s->iv = ni, s->cap = nc;
+    }
+    rn_iv *v = &s->iv[s->n];
+    memset(v, 0, sizeof *v);
+    v->kind = patch ? RN_IV_PATCH_HEAD : RN_IV_RECORD_HEAD;
+    v->layer = l, v->head = h, v->t0 = 0, v->t1 = INT64_MAX, v->scale = 1;
+    v->buf = buf, v->buf_n = n;
+    char text[64];
+    snprintf(text, sizeof text, "%s %d.%d", patch ? "patch-head" : "record-head", l, h);
+    if (!(v->spec = strdup(text))) return rn_seterr(err, RN_ENOMEM, "out of memory");
+    const rn_iv *u = patch ? conflict(s, v) : NULL;
+    if (u) {
+        rn_seterr(err, RN_EINPUT, "'%s' overlaps '%s'", text, u->spec);
+        iv_free(v);
+        return RN_EINPUT;
+    }
+    s->n++;
+    return RN_OK;
+}
+
+int rn_iv_prepare(rn_iv_set *s, const rn_model *m, rn_error *err)
+{
+    const int dv = s->d_v;
+    int rc = RN_OK;
+    for (int i = 0; i < s->n && !rc; i++) {
+        rn_iv *v = &s->iv[i];
+        if (v->kind != RN_IV_PATCH_HEAD || v->buf) continue;
+        /* One clean run per source file records every head patched from it. */
+        int *toks = NULL, n = 0;
+        rn_runtime *rt = NULL;
+        rn_iv_set rec;
+        rn_iv_init(&rec, &m->cfg);
+        int handled = 0;
+        if (s->source_fn) rc = s->source_fn(s->source_user, v->source, m, &toks, &n, &handled, err);
+        if (!rc && !handled) rc = rn_tokenize_file(&m->cfg, v->source, &toks, &n, err);
+        if (rc) {
+            rn_preferr(err, "--intervene '%s'", v->spec);
+            break;
+        }
+        for (int j = i; j < s->n && !rc; j++) {
+            rn_iv *u = &s->iv[j];
+            if (u->kind != RN_IV_PATCH_HEAD || u->buf || strcmp(u->source, v->source)) continue;
+            if (!(u->buf = malloc(sizeof(rn_real) * (size_t)n * dv))) { rc = rn_seterr(err, RN_ENOMEM, "out of memory"); break; }
+            u->owns_buf = 1;
+            u->buf_n = n;
+            rc = rn_iv_add_buffer(&rec, 0, u->layer, u->head, u->buf, n, err);
+        }
+        if (!rc) rc = rn_runtime_create(m, 256, &rt, err);
+        if (!rc) rc = rn_runtime_set_interventions(rt, &rec, err);
+        if (!rc) rc = rn_prefill(rt, toks, n, NULL, 0, err);
+        rn_runtime_free(rt);
+        rn_iv_free(&rec);
+        free(toks);
+    }
+    if (!rc) s->prepared = 1;
+    return rc;
+}
+
+/* ---- the forward ---- */
+
+int rn_iv_has_slots(const rn_iv_set *s, int l, int h)
+{
+    for (int i = 0; i < s->n; i++)
+        if (is_slot_kind(s->iv[i].kind) && on_head(&s->iv[i], l, h)) return 1;
+    return 0;
+}
+
+void rn_iv_scan(const rn_iv_set *s, int l, int h, rn_real *o, rn_real *S, rn_real *z,
+                const rn_real *v, const uint32_t *wslot, const rn_real *ww,
+                const uint32_t *rslot, const rn_real *rw, int n, int H, int K, int d_v,
+                rn_real gamma, rn_real eps, int64_t pos0)
+{
+    const rn_real z0 = (rn_real)(1.0 / (double)s->M);
+    for (int t = 0; t < n; t++) {
+        const int64_t p = pos0 + t;
+        size_t a = ((size_t)t * H + h) * K, vv = (size_t)t * H * d_v + (size_t)h * d_v;
+        /* ablated slots are reset where their range starts */
+        for (int i = 0; i < s->n; i++) {
+            const rn_iv *u = &s->iv[i];
+            if (u->kind != RN_IV_ABLATE_SLOTS || !on_head(u, l, h) || u->t0 != p) continue;
+            for (int j = 0; j < u->n_slots; j++) {
+                for (int d = 0; d < d_v; d++) S[(size_t)u->slots[j] * d_v + d] = 0;
+                z[u->slots[j]] = z0;
+            }
+        }
+        /* writes, except to slots ablated now */
+        for (int j = 0; j < K; j++) {
+            uint32_t sl = wslot[a + j];
+            int drop = 0;
+            for (int i = 0; i < s->n && !drop; i++) {
+                const rn_iv *u = &s->iv[i];
+                drop = u->kind == RN_IV_ABLATE_SLOTS && on_head(u, l, h) && active(u, p) && has_slot(u, sl);
+            }
+            if (!drop) rn_pdma_write(S, z, d_v, wslot + a + j, ww + a + j, 1, v + vv, gamma);
+        }
+        /* the read, each slot's term scaled where a scale spec is active
+         * (the same arithmetic as rn_pdma_read otherwise) */
+        rn_real *out = o + vv;
+        for (int d = 0; d < d_v; d++) out[d] = 0;
+        for (int j = 0; j < K; j++) {
+            uint32_t sl = rslot[a + j];
+            rn_real c = rw[a + j] / (z[sl] + eps);
+            for (int i = 0; i < s->n; i++) {
+                const rn_iv *u = &s->iv[i];
+                if (u->kind == RN_IV_SCALE_SLOTS && on_head(u, l, h) && active(u, p) && has_slot(u, sl))
+                    c *= u->scale;
+            }
+            const rn_real *row = S + (size_t)sl * d_v;
+            for (int d = 0; d < d_v; d++) out[d] += c * row[d];
+        }
+    }
+}
+
+void rn_iv_apply_o(const rn_iv_set *s, int l, rn_real *o, int n, int64_t pos0)
+{
+    const int H = s->H, dv = s->d_v;
+    for (int i = 0; i < s->n; i++) {
+        const rn_iv *u = &s->iv[i];
+        if (u->layer != l || is_slot_kind(u->kind)) continue;
+        for (int h = 0; h < H; h++) {
+            if (!on_head(u, l, h)) continue;
+            for (int t = 0; t < n; t++) {
+                int64_t p = pos0 + t;
+                if (!active(u, p)) continue;
+                rn_real *row = o + ((size_t)t * H + h) * dv;
+                if (u->kind == RN_IV_ABLATE_HEAD || u->kind == RN_IV_ABLATE_LAYER)
+                    memset(row, 0, sizeof(rn_real) * dv);
+                else if (u->kind == RN_IV_PATCH_HEAD && p < u->buf_n)
+                    memcpy(row, u->buf + (size_t)p * dv, sizeof(rn_real) * dv);
+                else if (u->kind == RN_IV_RECORD_HEAD && p < u->buf_n)
+                    memcpy(u->buf + (size_t)p * dv, row, sizeof(rn_real) * dv);
+            }
+        }
+    }
+}
+
+int rn_iv_check_span(const rn_iv_set *s, int64_t pos0, int n, rn_error *err)
+{
+    for (int i = 0; i < s->n; i++) {
+        const rn_iv *u = &s->iv[i];
+        if (u->kind != RN_IV_PATCH_HEAD || !u->ranged) continue;
+        int64_t last = pos0 + n - 1 < u->t1 ? pos0 + n - 1 : u->t1;
+        if (last >= u->t0 && last >= u->buf_n)
+            return rn_seterr(err, RN_EINPUT, "--intervene '%s': position %lld is past the source's %lld tokens",
+                             u->spec, (long long)last, (long long)u->buf_n);
+    }
+    return RN_OK;
+}
