@@ -100,6 +100,10 @@ static void combined(rn_runtime *rt, const rn_config *c, rn_rng *rng, rn_rng *pi
     rn_error err;
     rn_iv_set iv;
     long n_q = 0, n_abl = 0, n_flip = 0, n_ctrl = 0, n_ctrl_flip = 0, n_rest = 0, n_rest_ok = 0;
+    long n_ctrl2 = 0, n_ctrl2_flip = 0;
+    const int64_t M = rn_config_slots(c);
+    uint8_t *mark = malloc((size_t)M);
+    uint32_t *pool = malloc(sizeof(uint32_t) * (size_t)M);
     rn_rng_seed(rng, seed);
     rn_rng_seed(pick, seed ^ 0x51ed27a3c2b1f00dULL);
     for (int e = 0; e < n_ex; e++) {
@@ -117,10 +121,11 @@ static void combined(rn_runtime *rt, const rn_config *c, rn_rng *rng, rn_rng *pi
             while (i < N && toks[2 * i] != toks[p]) i++;
             if (i == N) continue;
             n_q++;
-            rn_iv_set abl, ctrl;
+            rn_iv_set abl, ctrl, ctrl2;
             rn_iv_init(&abl, c);
             rn_iv_init(&ctrl, c);
-            int any = 0, ctrl_ok = 1;
+            rn_iv_init(&ctrl2, c);
+            int any = 0, ctrl_ok = 1, ctrl2_ok = 1;
             for (int k = 0; k < nh; k++) {
                 uint32_t pair[2 * MAXK], shared[MAXK], other[MAXK];
                 int np = 0, ns = 0, no = 0;
@@ -136,6 +141,24 @@ static void combined(rn_runtime *rt, const rn_config *c, rn_rng *rng, rn_rng *pi
                 if (!ns) continue;
                 any = 1;
                 add_ablation(&abl, hl[k], hh[k], shared, ns);
+                /* the second control: as many slots drawn from those the
+                 * head reads anywhere in the example, minus the pair's */
+                memset(mark, 0, (size_t)M);
+                for (int a = 0; a < np; a++) mark[pair[a]] = 2;
+                int npool = 0;
+                for (int q = 0; q < T; q++)
+                    for (int j = 0; j < K; j++) {
+                        uint32_t r = acc->rslot[(((size_t)q * L + hl[k]) * H + hh[k]) * K + j];
+                        if (!mark[r]) { mark[r] = 1; pool[npool++] = r; }
+                    }
+                if (npool < ns) ctrl2_ok = 0;
+                else {
+                    for (int a = 0; a < ns; a++) {
+                        int b = a + (int)rn_rng_below(pick, (uint64_t)(npool - a));
+                        uint32_t tmp = pool[a]; pool[a] = pool[b]; pool[b] = tmp;
+                    }
+                    add_ablation(&ctrl2, hl[k], hh[k], pool, ns);
+                }
                 if (no < ns) { ctrl_ok = 0; continue; }
                 for (int a = 0; a < ns; a++) {
                     int b = a + (int)rn_rng_below(pick, (uint64_t)(no - a));
@@ -162,9 +185,15 @@ static void combined(rn_runtime *rt, const rn_config *c, rn_rng *rng, rn_rng *pi
                     n_ctrl++;
                     n_ctrl_flip += argmax(lg2 + (size_t)p * V, V) != tgt[p];
                 }
+                if (ctrl2_ok) {
+                    if (run(rt, &ctrl2, toks, T, lg2, &err)) die(&err);
+                    n_ctrl2++;
+                    n_ctrl2_flip += argmax(lg2 + (size_t)p * V, V) != tgt[p];
+                }
             }
             rn_iv_free(&abl);
             rn_iv_free(&ctrl);
+            rn_iv_free(&ctrl2);
         }
     }
     printf("\nThe retrieval heads together (");
@@ -175,9 +204,13 @@ static void combined(rn_runtime *rt, const rn_config *c, rn_rng *rng, rn_rng *pi
            100.0 * n_flip / (n_abl ? n_abl : 1), n_flip, n_abl);
     printf("| answer flips when as many other read slots are ablated, at random | %.2f%% (%ld of %ld) |\n",
            100.0 * n_ctrl_flip / (n_ctrl ? n_ctrl : 1), n_ctrl_flip, n_ctrl);
+    printf("| answer flips when as many slots the heads read elsewhere in the example (not the pair's) are ablated, at random | %.2f%% (%ld of %ld) |\n",
+           100.0 * n_ctrl2_flip / (n_ctrl2 ? n_ctrl2 : 1), n_ctrl2_flip, n_ctrl2);
     printf("| flipped answers restored by patching those heads at the query from the clean run | %.2f%% (%ld of %ld) |\n",
            100.0 * n_rest_ok / (n_rest ? n_rest : 1), n_rest_ok, n_rest);
     free(o_clean);
+    free(mark);
+    free(pool);
 }
 
 int main(int argc, char **argv)
