@@ -44,9 +44,19 @@ static const char usage[] =
     "\n"
     "example: ramtrace patch samples/kjv.bin clean.txt corrupt.txt --answer o\n";
 
-int cmd_patch(int argc, char **argv)
+static const char plot_usage[] =
+    "usage: ramtrace plot patching MODEL CLEAN CORRUPT --answer TOKEN -o FILE [options]\n"
+    "\n"
+    "The figure of `ramtrace patch` (recovered per layer x head, and per restored\n"
+    "slot) without the table: -o names the figure (.png, .svg or .pdf); the other\n"
+    "options are patch's (ramtrace patch --help).\n";
+
+/* patch, or with as_plot `plot patching`: the same sweep, where -o names
+ * the figure and no table is printed. */
+static int run_patch(int argc, char **argv, int as_plot)
 {
-    if (cli_wants_help(argc, argv)) { fputs(usage, stdout); return 0; }
+    if (cli_wants_help(argc, argv)) { fputs(as_plot ? plot_usage : usage, stdout); return 0; }
+    const char *name = as_plot ? "plot patching" : "patch";
     enum { O_ANSWER = 256, O_WRONG, O_METRIC, O_SLOTHEADS, O_PLOT };
     static const struct option opts[] = {
         { "answer", required_argument, 0, O_ANSWER }, { "wrong", required_argument, 0, O_WRONG },
@@ -71,13 +81,19 @@ int cmd_patch(int argc, char **argv)
         case 'f': rc = rn_format_parse(optarg, &fmt, &err); break;
         case 'o': outp = optarg; break;
         case 'j': rc = cli_parse_long("--threads", optarg, 1, 1024, &threads, &err); break;
-        case ':': return cli_usage_error(argv[0], "%s needs a value", argv[optind - 1]);
-        default: return cli_usage_error(argv[0], "unknown option '%s'", argv[optind - 1]);
+        case ':': return cli_usage_error(name, "%s needs a value", argv[optind - 1]);
+        default: return cli_usage_error(name, "unknown option '%s'", argv[optind - 1]);
         }
-        if (rc) return cli_usage_error(argv[0], "%s", err.msg);
+        if (rc) return cli_usage_error(name, "%s", err.msg);
     }
-    if (argc - optind != 3) return cli_usage_error(argv[0], "expected MODEL, CLEAN and CORRUPT");
-    if (!answer_s) return cli_usage_error(argv[0], "--answer is required");
+    if (argc - optind != 3) return cli_usage_error(name, "expected MODEL, CLEAN and CORRUPT");
+    if (!answer_s) return cli_usage_error(name, "--answer is required");
+    if (as_plot) {
+        if (plot) return cli_usage_error(name, "--plot: use -o FILE for the figure");
+        if (!outp) return cli_usage_error(name, "-o FILE (the figure) is required");
+        plot = outp;
+        outp = NULL;
+    }
     cli_threads(threads);
     rn_model model;
     int rc = rn_model_load(&model, argv[optind], &err);
@@ -103,7 +119,7 @@ int cmd_patch(int argc, char **argv)
         have_af = 1;
         f = af.f;
     }
-    if ((rc = an_patch_print(f, fmt, &r, &model.cfg, &err))) goto out;
+    if (!as_plot && (rc = an_patch_print(f, fmt, &r, &model.cfg, &err))) goto out;
     if (have_af) { have_af = 0; rc = rn_atomic_commit(&af, &err); }
     if (!rc && plot) rc = fig_patching(&r, &model.cfg, plot, &err);
 out:
@@ -114,3 +130,8 @@ out:
     rn_model_free(&model);
     return rc ? cli_fail(&err) : 0;
 }
+
+int cmd_patch(int argc, char **argv) { return run_patch(argc, argv, 0); }
+
+/* `ramtrace plot patching ...` (cmd_plot.c hands the kind's arguments here). */
+int cmd_patch_plot(int argc, char **argv) { return run_patch(argc, argv, 1); }

@@ -21,7 +21,9 @@ static void usage(void)
            "               --model (or several heads selected) a layers x heads grid\n"
            "  mrc          hit ratio against cache capacity for several policies\n"
            "  reuse        reuse-time and stack-distance histograms and CDFs\n"
-           "  attribution  one head's token x token attribution matrix\n\n"
+           "  attribution  one head's token x token attribution matrix\n"
+           "  patching     a patching sweep: ramtrace plot patching MODEL CLEAN CORRUPT\n"
+           "               --answer TOKEN -o FILE (the figure of ramtrace patch)\n\n"
            "options:\n"
            "  -o, --output FILE     output file (.png, .svg or .pdf; required)\n"
            "  -r, --run ID          run id (default: the latest run)\n"
@@ -62,8 +64,12 @@ static int stop_requested(void *user, int done, int total)
     return cli_stop_flag;
 }
 
+int cmd_patch_plot(int argc, char **argv); /* cmd_patch.c */
+
 int cmd_plot(int argc, char **argv)
 {
+    /* patching draws a patching sweep (of a model on two inputs), not a trace */
+    if (argc > 1 && !strcmp(argv[1], "patching")) return cmd_patch_plot(argc - 1, argv + 1);
     if (cli_wants_help(argc, argv)) { usage(); return 0; }
     static const struct option opts[] = {
         { "output", required_argument, 0, 'o' }, { "run", required_argument, 0, 'r' },

@@ -247,4 +247,14 @@ TH_TEST(test_patch_cli, "patch command: table, CSV, JSON; errors exit 2")
     free(img);
     CU_ASSERT_EQUAL(th_run("%s patch samples/kjv.bin %s %s --answer o --plot %s.gif", th_bin(), a, b, png), 2);
     CU_ASSERT_EQUAL(th_count_lines(th_err()), 1);
+    /* plot patching: the same figure, no table; -o names the figure */
+    char png2[512];
+    snprintf(png2, sizeof png2, "%s", th_path("plot-patching.png"));
+    CU_ASSERT_EQUAL(th_run("%s plot patching samples/kjv.bin %s %s --answer o --slot-heads 1 -o %s", th_bin(), a, b, png2), 0);
+    CU_ASSERT_STRING_EQUAL(th_out(), "");
+    CU_ASSERT(th_files_equal(png, png2));
+    CU_ASSERT_EQUAL(th_run("%s plot patching samples/kjv.bin %s %s --answer o", th_bin(), a, b), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(th_err(), "plot patching: -o FILE"));
+    CU_ASSERT_EQUAL(th_count_lines(th_err()), 1);
+    CU_ASSERT_EQUAL(th_run("%s plot patching --help", th_bin()), 0);
 }
