@@ -100,7 +100,8 @@ $(BUILD)/bench/%: bench/%.c $(LIB) | setup
 # target fails if any did.
 test: setup $(BIN) $(BUILD)/test_runner $(TEST_BINS)
 	@rc=0; RAMTRACE_BIN=$(abspath $(BIN)) $(BUILD)/test_runner || rc=1; \
-	for t in $(TEST_BINS); do RAMTRACE_BIN=$(abspath $(BIN)) $$t || rc=1; done; exit $$rc
+	for t in $(TEST_BINS); do RAMTRACE_BIN=$(abspath $(BIN)) $$t || rc=1; done; \
+	$(if $(SAN),,scripts/doc-examples --bin $(abspath $(BIN)) || rc=1;) exit $$rc
 
 test-long:
 	RN_TEST_LONG=1 $(MAKE) test
