@@ -53,6 +53,27 @@ int cli_fail(const rn_error *err)
     return rn_exit_status(err->code ? err->code : RN_EINTERNAL);
 }
 
+/* Whether path looks like a model file: model.bin's magic, or a
+ * .safetensors name. */
+static int looks_like_model(const char *path)
+{
+    size_t n = strlen(path);
+    if (n >= 12 && !strcmp(path + n - 12, ".safetensors")) return 1;
+    char magic[8] = { 0 };
+    FILE *f = fopen(path, "rb");
+    if (!f) return 0;
+    size_t got = fread(magic, 1, sizeof magic, f);
+    fclose(f);
+    return got == sizeof magic && !memcmp(magic, "RAMNETMB", 8);
+}
+
+void cli_hint_swapped(rn_error *err, const char *model_path, const char *other, const char *order)
+{
+    if (!other || looks_like_model(model_path) || !looks_like_model(other)) return;
+    size_t n = strlen(err->msg);
+    snprintf(err->msg + n, sizeof err->msg - n, " (%s looks like the model: the order is %s)", other, order);
+}
+
 int cli_usage_error(const char *cmd, const char *fmt, ...)
 {
     char msg[RN_ERRMSG_LEN];

@@ -35,6 +35,12 @@ int cli_interrupt_status(void);
  * (cli_interrupt_status() for RN_EINTR). */
 int cli_fail(const rn_error *err);
 
+/* After a failed model load of model_path: when the command's next
+ * argument `other` is a model file (model.bin magic, or a .safetensors
+ * name) and model_path is not, add to err the hint that the two look
+ * swapped, naming cmd's expected order ("MODEL PROMPT"). */
+void cli_hint_swapped(rn_error *err, const char *model_path, const char *other, const char *order);
+
 /* Print "ramtrace CMD: <msg> (try 'ramtrace CMD --help')" and return 2. */
 int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

@@ -107,6 +107,7 @@ int cmd_run(int argc, char **argv)
 
     rn_model model;
     int rc = rn_model_load(&model, model_path, &err);
+    if (rc) cli_hint_swapped(&err, model_path, prompt_path, "MODEL PROMPT");
     if (rc) return cli_fail(&err);
     rn_iv_set iv;
     const char **iv_specs = NULL;

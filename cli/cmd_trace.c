@@ -116,6 +116,7 @@ int cmd_trace(int argc, char **argv)
     job.user = &ps;
     tr_trace_result res;
     int rc = tr_trace_run(&job, &res, &err);
+    if (rc && rc != RN_EINTR) cli_hint_swapped(&err, job.model_path, job.input_path, "MODEL INPUT");
     if (res.run_id) {
         double s = res.seconds > 0 ? res.seconds : 1e-9;
         fprintf(stderr, "trace: run %lld in %s: %lld tokens, %lld events in %.2f s (%.2fM events/s)"

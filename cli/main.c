@@ -15,13 +15,22 @@ static void usage(FILE *f)
                "commands:\n");
     for (size_t i = 0; i < N_COMMANDS; i++)
         fprintf(f, "  %-10s %s\n", cli_commands[i].name, cli_commands[i].summary);
-    fprintf(f, "\n'ramtrace <command> --help' describes a command's options.\n");
+    fprintf(f, "\n'ramtrace <command> --help' (or 'ramtrace help <command>') describes a command's options.\n");
 }
 
 int main(int argc, char **argv)
 {
     if (argc < 2) {
         usage(stderr);
+        return 2;
+    }
+    if (!strcmp(argv[1], "help") && argc > 2) { /* ramtrace help CMD = ramtrace CMD --help */
+        for (size_t i = 0; i < N_COMMANDS; i++)
+            if (!strcmp(argv[2], cli_commands[i].name)) {
+                char *hargv[] = { argv[2], "--help", NULL };
+                return cli_commands[i].fn(2, hargv);
+            }
+        fprintf(stderr, "ramtrace help: unknown command '%s' (try 'ramtrace --help')\n", argv[2]);
         return 2;
     }
     if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {

@@ -1,6 +1,7 @@
 /* test_cli_run.c — `ramtrace run` end to end: output, reproducibility,
  * and every bad input giving a one-line message and exit status 2. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "th.h"
@@ -100,6 +101,18 @@ TH_TEST(test_bad_inputs, "bad inputs: one line, exit 2")
     CU_ASSERT_PTR_NOT_NULL(strstr(th_err(), "not a regular file")); /* after the training banner */
     CU_ASSERT_EQUAL(th_run("%s run --help", th_bin()), 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(th_out(), "usage"));
+    /* swapped arguments: the one-line error says so */
+    CU_ASSERT_EQUAL(th_run("%s run %s %s", th_bin(), p, g_ids_model), 2);
+    assert_one_line_error("looks like the model: the order is MODEL PROMPT");
+    CU_ASSERT_EQUAL(th_run("%s trace %s %s -o %s", th_bin(), p, g_ids_model, th_path("sw.db")), 2);
+    assert_one_line_error("looks like the model: the order is MODEL INPUT");
+    /* help CMD is CMD --help */
+    CU_ASSERT_EQUAL(th_run("%s help run", th_bin()), 0);
+    char *help = strdup(th_out());
+    CU_ASSERT_EQUAL(th_run("%s run --help", th_bin()), 0);
+    CU_ASSERT_STRING_EQUAL(th_out(), help);
+    free(help);
+    CU_ASSERT_EQUAL(th_run("%s help nosuch", th_bin()), 2);
 }
 
 TH_SUITE(cli_run, setup, NULL);
