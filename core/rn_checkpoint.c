@@ -137,3 +137,63 @@ out:
     fclose(f);
     return rc;
 }
+
+/* The header's config and recipe texts (the first fields of the layout). */
+static int read_header(const char *path, rn_config *c, char **recipe, rn_error *err)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return rn_seterr(err, RN_EINPUT, "%s: cannot open checkpoint: %s", path, strerror(errno));
+    char magic[8], *cfg = NULL;
+    uint32_t ver = 0, len = 0, rlen = 0;
+    int rc = RN_OK;
+    *recipe = NULL;
+    if (fread(magic, 1, 8, f) != 8 || memcmp(magic, CK_MAGIC, 8))
+        rc = rn_seterr(err, RN_EINPUT, "%s: not a ramtrace checkpoint (bad magic)", path);
+    else if (fread(&ver, 4, 1, f) != 1 || ver != CK_VERSION)
+        rc = rn_seterr(err, RN_EINPUT, "%s: checkpoint version %u is not supported", path, ver);
+    else if (fread(&len, 4, 1, f) != 1 || len > 65536)
+        rc = rn_seterr(err, RN_EINPUT, "%s: corrupt checkpoint header (config length %u)", path, len);
+    else if (!(cfg = calloc(1, (size_t)len + 1)))
+        rc = rn_seterr(err, RN_ENOMEM, "out of memory");
+    else if (fread(cfg, 1, len, f) != len)
+        rc = rn_seterr(err, RN_EINPUT, "%s: checkpoint is truncated", path);
+    else if (fread(&rlen, 4, 1, f) != 1 || rlen > 65536)
+        rc = rn_seterr(err, RN_EINPUT, "%s: corrupt checkpoint header (recipe length %u)", path, rlen);
+    else if (!(*recipe = calloc(1, (size_t)rlen + 1)))
+        rc = rn_seterr(err, RN_ENOMEM, "out of memory");
+    else if (fread(*recipe, 1, rlen, f) != rlen)
+        rc = rn_seterr(err, RN_EINPUT, "%s: checkpoint is truncated", path);
+    fclose(f);
+    if (!rc) {
+        rn_config_default(c);
+        rc = rn_config_parse_text(c, cfg, path, NULL, NULL, err);
+        if (!rc) rc = rn_config_validate(c, err);
+    }
+    free(cfg);
+    if (rc) {
+        free(*recipe);
+        *recipe = NULL;
+    }
+    return rc;
+}
+
+int rn_checkpoint_read_model(const char *path, rn_model *m, int64_t *step, rn_error *err)
+{
+    rn_config c;
+    char *recipe = NULL;
+    int rc = read_header(path, &c, &recipe, err);
+    if (rc) return rc;
+    if ((rc = rn_model_create_random(m, &c, 1, err))) {
+        free(recipe);
+        return rc;
+    }
+    rn_real *mom = malloc(sizeof(rn_real) * 2 * (size_t)m->n_block);
+    uint64_t seed;
+    if (!mom) rc = rn_seterr(err, RN_ENOMEM, "out of memory");
+    else rc = rn_checkpoint_load(path, &m->cfg, recipe, step, &seed, m->params, mom, mom + m->n_block,
+                                 m->n_block, err);
+    free(mom);
+    free(recipe);
+    if (rc) rn_model_free(m);
+    return rc;
+}

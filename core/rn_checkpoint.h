@@ -15,6 +15,7 @@
 
 #include "rn_config.h"
 #include "rn_error.h"
+#include "rn_model.h"
 #include "rn_real.h"
 
 int rn_checkpoint_save(const char *path, const rn_config *c, const char *recipe, int64_t step, uint64_t seed,
@@ -28,5 +29,12 @@ int rn_checkpoint_save(const char *path, const rn_config *c, const char *recipe,
 int rn_checkpoint_load(const char *path, const rn_config *c, const char *recipe, int64_t *step, uint64_t *seed,
                        rn_real *params, rn_real *m1, rn_real *m2, int64_t n_block,
                        rn_error *err);
+
+/* The model a checkpoint holds, without knowing its config beforehand
+ * (`ramtrace convert CKPT MODEL`): reads the header's config, then loads and
+ * verifies the whole file as rn_checkpoint_load does (checksum included)
+ * into a new model m (rn_model_free releases it) and *step.  RN_EINPUT
+ * naming the file when it is not a checkpoint or is damaged. */
+int rn_checkpoint_read_model(const char *path, rn_model *m, int64_t *step, rn_error *err);
 
 #endif

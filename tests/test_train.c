@@ -11,6 +11,7 @@
 
 #include "rn_adamw.h"
 #include "rn_checkpoint.h"
+#include "rn_modelfile.h"
 #include "rn_runtime.h"
 #include "rn_tasks.h"
 #include "rn_train.h"
@@ -385,6 +386,43 @@ TH_TEST(test_cli_bad_input, "train/eval CLI bad input")
     CU_ASSERT(strstr(th_out(), "active 4224 floats per token") != NULL);
     CU_ASSERT_EQUAL(th_run("%s eval %s --task mqar", th_bin(), P("nope.bin")), 2);
     CU_ASSERT_EQUAL(th_run("%s eval %s --task chess", th_bin(), P("nope.bin")), 2);
+}
+
+/* convert CKPT MODEL: the model holds the checkpoint's parameters, read
+ * here straight from the file by its documented layout (rn_checkpoint.h). */
+TH_TEST(test_cli_convert_checkpoint, "convert a checkpoint to a model: its parameters, exactly")
+{
+    const char *cfg = tiny_cfg();
+    char ck[512], out[512];
+    snprintf(ck, sizeof ck, "%s", P("conv.ckpt"));
+    snprintf(out, sizeof out, "%s", P("conv.bin"));
+    CU_ASSERT_EQUAL_FATAL(th_run("%s train --task mqar --config %s --threads 1 --stop-after 2 --ckpt %s -o %s",
+                                 th_bin(), cfg, ck, P("dummy2.bin")), 0);
+    CU_ASSERT_EQUAL_FATAL(th_run("%s convert %s %s", th_bin(), ck, out), 0);
+    CU_ASSERT(strstr(th_err(), "checkpoint at step 2") != NULL);
+    size_t n;
+    unsigned char *f = (unsigned char *)th_read_file(ck, &n);
+    CU_ASSERT_FATAL(f != NULL && n > 24);
+    uint32_t clen, rlen;
+    memcpy(&clen, f + 12, 4);
+    memcpy(&rlen, f + 16 + clen, 4);
+    size_t at = 16 + clen + 4 + rlen + 8; /* past the step */
+    int64_t nb;
+    memcpy(&nb, f + at, 8);
+    at += 16; /* block elements, seed */
+    rn_model m;
+    rn_error err = { 0 };
+    CU_ASSERT_EQUAL_FATAL(rn_model_load(&m, out, &err), RN_OK);
+    CU_ASSERT_EQUAL(m.n_block, nb);
+    CU_ASSERT(at + sizeof(float) * (size_t)nb <= n);
+    CU_ASSERT(memcmp(m.params, f + at, sizeof(float) * (size_t)nb) == 0);
+    rn_model_free(&m);
+    free(f);
+    /* not a checkpoint, or a damaged one: one line, exit 2 */
+    CU_ASSERT_EQUAL(th_run("head -c 200 %s > %s", ck, P("cut.ckpt")), 0);
+    CU_ASSERT_EQUAL(th_run("%s convert %s %s", th_bin(), P("cut.ckpt"), P("cut.bin")), 2);
+    CU_ASSERT_EQUAL(th_count_lines(th_err()), 1);
+    CU_ASSERT_FALSE(th_file_exists(P("cut.bin")));
 }
 
 /* A run with `extra` flags stopped after `stop` steps and resumed from its
