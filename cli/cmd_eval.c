@@ -81,6 +81,27 @@ static int print_text(int fmt, double loss, double bpb, rn_error *err)
     return rn_rows_end(&w, err);
 }
 
+/* Progress on stderr once the evaluation has run a second: done/total
+ * and an ETA, redrawn in place on a terminal, else a line every 10%. */
+typedef struct { double t0; int tty, last_decile, shown; const char *unit; } eval_progress;
+
+static void progress(void *user, int64_t done, int64_t total)
+{
+    eval_progress *p = user;
+    double el = cli_now() - p->t0;
+    if (el < 1.0 || total <= 0) return;
+    int dec = (int)(10 * done / total);
+    if (!p->tty && dec == p->last_decile && done < total) return;
+    p->last_decile = dec;
+    int eta = done > 0 ? (int)(el * (double)(total - done) / (double)done + 0.5) : 0;
+    fprintf(stderr, "%seval: %lld/%lld %s (%.0f%%), ETA %d:%02d:%02d%s", p->tty ? "\r" : "",
+            (long long)done, (long long)total, p->unit, 100.0 * (double)done / (double)total, eta / 3600,
+            eta / 60 % 60, eta % 60, p->tty ? "" : "\n");
+    if (p->tty && done == total) fputc('\n', stderr);
+    p->shown = 1;
+    fflush(stderr);
+}
+
 int cmd_eval(int argc, char **argv)
 {
     if (cli_wants_help(argc, argv)) { fputs(usage, stdout); return 0; }
@@ -145,15 +166,21 @@ int cmd_eval(int argc, char **argv)
             return cli_fail(&err);
         }
         fprintf(stderr, "evaluating %ld examples per segment...\n", examples);
+        eval_progress pg = { cli_now(), cli_stderr_tty(), -1, 0, "examples" };
+        rn_eval_ctl ctl = { &cli_stop_flag, progress, &pg };
         rc = rn_eval_mqar(&m, device, rn_mqar_test_segs, rn_mqar_n_test_segs, (int)examples, seed, 8192,
-                          acc, &mean, &cli_stop_flag, &err);
+                          acc, &mean, &ctl, &err);
+        if (pg.shown && pg.tty && rc) fputc('\n', stderr);
         if (!rc) rc = print_mqar(fmt, acc, mean, &m.cfg, &err);
     } else {
         rn_text t;
         rc = rn_text_load(&t, data, vf, (int)seq, &err);
         if (!rc) {
             double loss, bpb;
-            rc = rn_eval_text(&m, device, &t, (int)seq, (int)windows, 16, &loss, &bpb, &cli_stop_flag, &err);
+            eval_progress pg = { cli_now(), cli_stderr_tty(), -1, 0, "windows" };
+            rn_eval_ctl ctl = { &cli_stop_flag, progress, &pg };
+            rc = rn_eval_text(&m, device, &t, (int)seq, (int)windows, 16, &loss, &bpb, &ctl, &err);
+            if (pg.shown && pg.tty && rc) fputc('\n', stderr);
             if (!rc) rc = print_text(fmt, loss, bpb, &err);
             rn_text_free(&t);
         }

@@ -288,7 +288,7 @@ static void ev_free(evaluator *e)
 /* Evaluate the ladder with an existing evaluator (forward only). */
 static int eval_mqar_with(evaluator *tr, int V, const rn_mqar_seg *segs, int n_segs, int examples,
                           uint64_t seed, int max_rows, int *tok, int *tgt, double *pbuf,
-                          double *acc, double *mean, volatile int *stop, rn_error *err)
+                          double *acc, double *mean, const rn_eval_ctl *ctl, rn_error *err)
 {
     double sum = 0;
     for (int s = 0; s < n_segs; s++) {
@@ -301,7 +301,7 @@ static int eval_mqar_with(evaluator *tr, int V, const rn_mqar_seg *segs, int n_s
         int per = max_rows / L, done = 0;
         double a = 0;
         while (done < examples) {
-            if (stop && *stop) return rn_seterr(err, RN_EINTR, "interrupted during evaluation");
+            if (ctl && ctl->stop && *ctl->stop) return rn_seterr(err, RN_EINTR, "interrupted during evaluation");
             rn_threads_poll(); /* follow the machine's load (rn_threads.h) */
             int B = examples - done < per ? examples - done : per;
             for (int b = 0; b < B; b++)
@@ -319,6 +319,8 @@ static int eval_mqar_with(evaluator *tr, int V, const rn_mqar_seg *segs, int n_s
                 a += n ? (double)c / n : 0;
             }
             done += B;
+            if (ctl && ctl->progress)
+                ctl->progress(ctl->user, (int64_t)s * examples + done, (int64_t)n_segs * examples);
         }
         acc[s] = a / examples;
         sum += acc[s];
@@ -339,7 +341,7 @@ static int max_space(const rn_mqar_seg *segs, int n)
 }
 
 int rn_eval_mqar(const rn_model *m, int device, const rn_mqar_seg *segs, int n_segs, int examples,
-                 uint64_t seed, int max_rows, double *acc, double *mean, volatile int *stop,
+                 uint64_t seed, int max_rows, double *acc, double *mean, const rn_eval_ctl *ctl,
                  rn_error *err)
 {
     for (int s = 0; s < n_segs; s++)
@@ -354,7 +356,7 @@ int rn_eval_mqar(const rn_model *m, int device, const rn_mqar_seg *segs, int n_s
     double *pbuf = malloc(sizeof(double) * (size_t)(max_rows + max_space(segs, n_segs)));
     if (!tok || !pbuf) rc = rn_seterr(err, RN_ENOMEM, "out of memory");
     else rc = eval_mqar_with(tr, m->cfg.vocab_size, segs, n_segs, examples, seed, max_rows, tok,
-                             tok + max_rows, pbuf, acc, mean, stop, err);
+                             tok + max_rows, pbuf, acc, mean, ctl, err);
     free(tok);
     free(pbuf);
     ev_free(tr);
@@ -362,7 +364,7 @@ int rn_eval_mqar(const rn_model *m, int device, const rn_mqar_seg *segs, int n_s
 }
 
 static int eval_text_with(evaluator *tr, const rn_text *t, int T, int windows, int batch,
-                          int *tok, int *tgt, double *loss, double *bpb, volatile int *stop,
+                          int *tok, int *tgt, double *loss, double *bpb, const rn_eval_ctl *ctl,
                           rn_error *err)
 {
     int64_t nw = rn_text_n_val(t, T);
@@ -370,7 +372,7 @@ static int eval_text_with(evaluator *tr, const rn_text *t, int T, int windows, i
     double sum = 0;
     int64_t count = 0;
     for (int64_t w = 0; w < nw; w += batch) {
-        if (stop && *stop) return rn_seterr(err, RN_EINTR, "interrupted during evaluation");
+        if (ctl && ctl->stop && *ctl->stop) return rn_seterr(err, RN_EINTR, "interrupted during evaluation");
         rn_threads_poll(); /* follow the machine's load (rn_threads.h) */
         int B = nw - w < batch ? (int)(nw - w) : batch;
         for (int b = 0; b < B; b++) rn_text_val_window(t, w + b, T, tok + (size_t)b * T, tgt + (size_t)b * T);
@@ -379,6 +381,7 @@ static int eval_text_with(evaluator *tr, const rn_text *t, int T, int windows, i
         if (rc) return rc;
         sum += ev_loss_sum(tr);
         count += (int64_t)B * T;
+        if (ctl && ctl->progress) ctl->progress(ctl->user, w + B, nw);
     }
     *loss = count ? sum / (double)count : 0;
     *bpb = *loss / log(2.0);
@@ -386,7 +389,7 @@ static int eval_text_with(evaluator *tr, const rn_text *t, int T, int windows, i
 }
 
 int rn_eval_text(const rn_model *m, int device, const rn_text *t, int T, int windows, int batch,
-                 double *loss, double *bpb, volatile int *stop, rn_error *err)
+                 double *loss, double *bpb, const rn_eval_ctl *ctl, rn_error *err)
 {
     if (rn_text_n_val(t, T) < 1) return rn_seterr(err, RN_EINPUT, "text eval: held-out split is shorter than one window of %d bytes", T);
     evaluator ev, *tr = &ev;
@@ -397,7 +400,7 @@ int rn_eval_text(const rn_model *m, int device, const rn_text *t, int T, int win
     }
     int *tok = malloc(sizeof(int) * 2 * (size_t)batch * T);
     if (!tok) rc = rn_seterr(err, RN_ENOMEM, "out of memory");
-    else rc = eval_text_with(tr, t, T, windows, batch, tok, tok + (size_t)batch * T, loss, bpb, stop, err);
+    else rc = eval_text_with(tr, t, T, windows, batch, tok, tok + (size_t)batch * T, loss, bpb, ctl, err);
     free(tok);
     ev_free(tr);
     return rc;
@@ -493,9 +496,10 @@ static int do_eval(run_state *s, double *metric, rn_error *err)
         double acc[16], mean;
         assert(o->n_eval_segs >= 1 && o->n_eval_segs <= 16); /* parse_segs keeps 1..16 */
         evaluator ev = { s->tr, NULL };
+        rn_eval_ctl ctl = { s->stop, NULL, NULL };
         int rc = eval_mqar_with(&ev, s->m.cfg.vocab_size, o->eval_segs, o->n_eval_segs,
                                 o->eval_examples, 4242, s->max_rows, s->tok, s->tgt, s->pbuf, acc,
-                                &mean, s->stop, err);
+                                &mean, &ctl, err);
         if (rc) return rc;
         size_t n = (size_t)snprintf(buf, cap, "{\"task\":\"mqar\",\"mean_acc\":%.5f,\"acc\":{", mean);
         for (int i = 0; i < o->n_eval_segs && n < cap; i++)
@@ -507,8 +511,9 @@ static int do_eval(run_state *s, double *metric, rn_error *err)
     }
     double loss, bpb;
     evaluator ev = { s->tr, NULL };
+    rn_eval_ctl ctl = { s->stop, NULL, NULL };
     int rc = eval_text_with(&ev, &s->text, o->seq_len, o->eval_windows, o->batch, s->tok, s->tgt,
-                            &loss, &bpb, s->stop, err);
+                            &loss, &bpb, &ctl, err);
     if (rc) return rc;
     snprintf(buf, cap, "{\"task\":\"text\",\"val_loss\":%.5f,\"val_bpb\":%.5f}", loss, bpb);
     *metric = bpb;

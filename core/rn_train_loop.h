@@ -119,6 +119,15 @@ typedef void (*rn_train_report_fn)(void *user, const rn_train_event *ev);
 int rn_train_run(const rn_train_opts *o, const rn_config *c, rn_train_report_fn report,
                  void *user, volatile int *stop, rn_error *err);
 
+/* What an evaluation polls and reports: stop (optional) is polled between
+ * batches (set: RN_EINTR); progress (optional) is called after each batch
+ * with the examples (MQAR) or windows (text) done and the total. */
+typedef struct {
+    volatile int *stop;
+    void (*progress)(void *user, int64_t done, int64_t total);
+    void *user;
+} rn_eval_ctl;
+
 /* MQAR evaluation on device (RN_DEVICE_CPU or RN_DEVICE_CUDA; the forward
  * of the CPU trainer or of the GPU trainer): accuracy per segment (mean
  * over examples of the fraction of correct query positions) into
@@ -126,13 +135,13 @@ int rn_train_run(const rn_train_opts *o, const rn_config *c, rn_train_report_fn 
  * from seed (fixed per segment), so every model is scored on the same
  * data. */
 int rn_eval_mqar(const rn_model *m, int device, const rn_mqar_seg *segs, int n_segs, int examples,
-                 uint64_t seed, int max_rows, double *acc, double *mean, volatile int *stop,
+                 uint64_t seed, int max_rows, double *acc, double *mean, const rn_eval_ctl *ctl,
                  rn_error *err);
 
 /* Text evaluation on the held-out split, on device as rn_eval_mqar: mean
  * loss (nats/byte) and bits per byte over up to `windows` windows of T
  * bytes (0 = all). */
 int rn_eval_text(const rn_model *m, int device, const rn_text *t, int T, int windows, int batch,
-                 double *loss, double *bpb, volatile int *stop, rn_error *err);
+                 double *loss, double *bpb, const rn_eval_ctl *ctl, rn_error *err);
 
 #endif

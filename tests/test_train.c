@@ -11,6 +11,7 @@
 
 #include "rn_adamw.h"
 #include "rn_checkpoint.h"
+#include "rn_device.h"
 #include "rn_modelfile.h"
 #include "rn_runtime.h"
 #include "rn_tasks.h"
@@ -386,6 +387,38 @@ TH_TEST(test_cli_bad_input, "train/eval CLI bad input")
     CU_ASSERT(strstr(th_out(), "active 4224 floats per token") != NULL);
     CU_ASSERT_EQUAL(th_run("%s eval %s --task mqar", th_bin(), P("nope.bin")), 2);
     CU_ASSERT_EQUAL(th_run("%s eval %s --task chess", th_bin(), P("nope.bin")), 2);
+}
+
+/* The evaluations report progress after every batch: totals fixed,
+ * done increasing to the total; a raised stop flag ends them early. */
+typedef struct { int64_t last, total; int calls, monotone; } prog_rec;
+
+static void prog_cb(void *user, int64_t done, int64_t total)
+{
+    prog_rec *r = user;
+    if (r->calls && (total != r->total || done <= r->last)) r->monotone = 0;
+    r->last = done;
+    r->total = total;
+    r->calls++;
+}
+
+TH_TEST(test_eval_progress, "evaluation progress: monotone to the total; the stop flag interrupts")
+{
+    rn_model m;
+    rn_error err = { 0 };
+    CU_ASSERT_EQUAL_FATAL(rn_model_load(&m, "samples/mqar.bin", &err), RN_OK);
+    const rn_mqar_seg segs[] = { { 64, 4 }, { 64, 8 } };
+    double acc[2], mean;
+    prog_rec r = { 0, 0, 0, 1 };
+    rn_eval_ctl ctl = { NULL, prog_cb, &r };
+    CU_ASSERT_EQUAL(rn_eval_mqar(&m, RN_DEVICE_CPU, segs, 2, 10, 7, 128, acc, &mean, &ctl, &err), RN_OK);
+    CU_ASSERT(r.monotone && r.calls >= 2);
+    CU_ASSERT_EQUAL(r.total, 20);
+    CU_ASSERT_EQUAL(r.last, 20);
+    volatile int stop = 1;
+    rn_eval_ctl halt = { &stop, NULL, NULL };
+    CU_ASSERT_EQUAL(rn_eval_mqar(&m, RN_DEVICE_CPU, segs, 2, 10, 7, 128, acc, &mean, &halt, &err), RN_EINTR);
+    rn_model_free(&m);
 }
 
 /* convert CKPT MODEL: the model holds the checkpoint's parameters, read
