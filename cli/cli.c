@@ -46,6 +46,18 @@ void cli_install_signals(void)
 
 int cli_interrupt_status(void) { return 128 + (cli_interrupted ? (int)cli_interrupted : SIGINT); }
 
+int cli_quiet;
+
+void cli_info(const char *fmt, ...)
+{
+    if (cli_quiet) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fflush(stderr);
+}
+
 int cli_fail(const rn_error *err)
 {
     fprintf(stderr, "ramtrace: %s\n", err->msg[0] ? err->msg : "unknown error");

@@ -35,6 +35,13 @@ int cli_interrupt_status(void);
  * (cli_interrupt_status() for RN_EINTR). */
 int cli_fail(const rn_error *err);
 
+/* -q/--quiet (any command; main.c takes it out of argv): informational
+ * lines and progress on stderr are not printed.  Errors always are. */
+extern int cli_quiet;
+
+/* An informational line (or progress) on stderr, unless --quiet. */
+void cli_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 /* After a failed model load of model_path: when the command's next
  * argument `other` is a model file (model.bin magic, or a .safetensors
  * name) and model_path is not, add to err the hint that the two look

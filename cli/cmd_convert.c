@@ -49,12 +49,12 @@ int cmd_convert(int argc, char **argv)
         int rc = rn_model_save(&m, argv[2], &err);
         rn_model_free(&m);
         if (rc) return cli_fail(&err);
-        fprintf(stderr, "ramtrace convert: %s (checkpoint at step %lld) -> %s (%s)\n", argv[1], (long long)step,
+        cli_info("ramtrace convert: %s (checkpoint at step %lld) -> %s (%s)\n", argv[1], (long long)step,
                 argv[2], rn_path_is_safetensors(argv[2]) ? "safetensors" : "model.bin");
         return 0;
     }
     if (rn_model_convert(argv[1], argv[2], &err)) return cli_fail(&err);
-    fprintf(stderr, "ramtrace convert: %s (%s) -> %s (%s)\n", argv[1],
+    cli_info("ramtrace convert: %s (%s) -> %s (%s)\n", argv[1],
             rn_path_is_safetensors(argv[1]) ? "safetensors" : "model.bin", argv[2],
             rn_path_is_safetensors(argv[2]) ? "safetensors" : "model.bin");
     return 0;

@@ -89,7 +89,7 @@ static void progress(void *user, int64_t done, int64_t total)
 {
     eval_progress *p = user;
     double el = cli_now() - p->t0;
-    if (el < 1.0 || total <= 0) return;
+    if (el < 1.0 || total <= 0 || cli_quiet) return;
     int dec = (int)(10 * done / total);
     if (!p->tty && dec == p->last_decile && done < total) return;
     p->last_decile = dec;
@@ -165,7 +165,7 @@ int cmd_eval(int argc, char **argv)
             rn_seterr(&err, RN_EINPUT, "%s: not an MQAR model (needs tokenizer ids)", argv[optind]);
             return cli_fail(&err);
         }
-        fprintf(stderr, "evaluating %ld examples per segment...\n", examples);
+        cli_info("evaluating %ld examples per segment...\n", examples);
         eval_progress pg = { cli_now(), cli_stderr_tty(), -1, 0, "examples" };
         rn_eval_ctl ctl = { &cli_stop_flag, progress, &pg };
         rc = rn_eval_mqar(&m, device, rn_mqar_test_segs, rn_mqar_n_test_segs, (int)examples, seed, 8192,

@@ -95,7 +95,7 @@ int cmd_export(int argc, char **argv)
         goto out;
     }
     if ((rc = rn_atomic_commit(&af, &err))) goto out;
-    fprintf(stderr, "export: run %lld, %zu accesses to %s\n", (long long)r.run.run_id, n, outp);
+    cli_info("export: run %lld, %zu accesses to %s\n", (long long)r.run.run_id, n, outp);
 out:
     free(ev);
     an_run_close(&r);

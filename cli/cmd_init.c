@@ -102,7 +102,7 @@ int cmd_init(int argc, char **argv)
         rn_model_free(&m);
         return cli_fail(&err);
     }
-    fprintf(stderr, "ramtrace init: wrote %s (%lld parameters, seed %llu, checksum %016llx)\n", out,
+    cli_info("ramtrace init: wrote %s (%lld parameters, seed %llu, checksum %016llx)\n", out,
             (long long)rn_config_param_count(&c), (unsigned long long)seed,
             (unsigned long long)rn_model_checksum(&m));
     rn_model_free(&m);

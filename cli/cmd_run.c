@@ -165,7 +165,7 @@ int cmd_run(int argc, char **argv)
     double t2 = cli_now();
     if (model.cfg.tokenizer == RN_TOK_IDS || made) putchar('\n');
     fflush(stdout);
-    fprintf(stderr, "prefill: %d tokens in %.3f s (%.1f tok/s); generation: %ld tokens in %.3f s (%.1f tok/s)\n",
+    cli_info("prefill: %d tokens in %.3f s (%.1f tok/s); generation: %ld tokens in %.3f s (%.1f tok/s)\n",
             n_prompt, t1 - t0, n_prompt / (t1 - t0 > 0 ? t1 - t0 : 1e-9), made, t2 - t1,
             made / (t2 - t1 > 0 ? t2 - t1 : 1e-9));
     if (cli_interrupted) rc = rn_seterr(&err, RN_EINTR, "interrupted after %ld generated tokens", made);
@@ -176,7 +176,7 @@ done:
         int64_t run_id = tr_writer_run_id(tw);
         int frc = tr_writer_finish(tw, rc || cli_interrupted ? TR_STATUS_INTERRUPTED
                                                              : TR_STATUS_COMPLETE, &ws, &ferr);
-        fprintf(stderr, "trace: run %lld in %s: %lld tokens, %lld events committed\n", (long long)run_id,
+        cli_info("trace: run %lld in %s: %lld tokens, %lld events committed\n", (long long)run_id,
                 topt.db_path, (long long)ws.committed_tokens, (long long)ws.committed_events);
         if (frc && (!rc || rc == RN_EINTR)) { rc = frc; err = ferr; }
     }

@@ -59,6 +59,7 @@ static int set_key(rn_config *c, rn_train_opts *o, const char *key, const char *
 static void report(void *user, const rn_train_event *ev)
 {
     int tty = *(int *)user;
+    if (cli_quiet) return;
     switch (ev->kind) {
     case RN_TRAIN_EV_STEP: {
         int eta = (int)ev->eta_s;
@@ -190,12 +191,12 @@ int cmd_train(int argc, char **argv)
     cli_threads(threads);
     cli_install_signals();
     int tty = cli_stderr_tty();
-    fprintf(stderr, "training %s: %lld parameters, %lld steps%s%s\n", task_s,
+    cli_info("training %s: %lld parameters, %lld steps%s%s\n", task_s,
             (long long)rn_config_param_count(&c), (long long)o.opt.steps, resume ? ", resuming from " : "",
             resume ? resume : "");
     int rc = rn_train_run(&o, &c, report, &tty, &cli_stop_flag, &err);
-    if (tty) fputc('\n', stderr);
+    if (tty && !cli_quiet) fputc('\n', stderr);
     if (rc) return cli_fail(&err);
-    fprintf(stderr, "saved %s\n", o.out);
+    cli_info("saved %s\n", o.out);
     return 0;
 }

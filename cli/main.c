@@ -15,11 +15,29 @@ static void usage(FILE *f)
                "commands:\n");
     for (size_t i = 0; i < N_COMMANDS; i++)
         fprintf(f, "  %-10s %s\n", cli_commands[i].name, cli_commands[i].summary);
-    fprintf(f, "\n'ramtrace <command> --help' (or 'ramtrace help <command>') describes a command's options.\n");
+    fprintf(f, "\n'ramtrace <command> --help' (or 'ramtrace help <command>') describes a command's options.\n"
+               "-q/--quiet, with any command, leaves out informational lines and progress.\n");
+}
+
+/* Take -q/--quiet out of argv (before a `--`), setting cli_quiet. */
+static int take_quiet(int argc, char **argv)
+{
+    int n = 1;
+    for (int i = 1, done = 0; i < argc; i++) {
+        if (!done && !strcmp(argv[i], "--")) done = 1;
+        if (!done && (!strcmp(argv[i], "-q") || !strcmp(argv[i], "--quiet"))) {
+            cli_quiet = 1;
+            continue;
+        }
+        argv[n++] = argv[i];
+    }
+    argv[n] = NULL;
+    return n;
 }
 
 int main(int argc, char **argv)
 {
+    argc = take_quiet(argc, argv);
     if (argc < 2) {
         usage(stderr);
         return 2;

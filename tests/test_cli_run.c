@@ -113,6 +113,15 @@ TH_TEST(test_bad_inputs, "bad inputs: one line, exit 2")
     CU_ASSERT_STRING_EQUAL(th_out(), help);
     free(help);
     CU_ASSERT_EQUAL(th_run("%s help nosuch", th_bin()), 2);
+    /* -q: no informational lines; errors still one line */
+    CU_ASSERT_EQUAL(th_run("%s init --config samples/configs/tiny.cfg -o %s", th_bin(), th_path("q.bin")), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(th_err(), "wrote"));
+    CU_ASSERT_EQUAL(th_run("%s init -q --config samples/configs/tiny.cfg -o %s", th_bin(), th_path("q.bin")), 0);
+    CU_ASSERT_STRING_EQUAL(th_err(), "");
+    CU_ASSERT_EQUAL(th_run("%s run %s %s -n 4 --quiet", th_bin(), g_ids_model, p), 0);
+    CU_ASSERT_STRING_EQUAL(th_err(), "");
+    CU_ASSERT_EQUAL(th_run("%s run -q /nonexistent/model.bin %s", th_bin(), p), 2);
+    assert_one_line_error("/nonexistent/model.bin");
 }
 
 TH_SUITE(cli_run, setup, NULL);
