@@ -6,8 +6,8 @@
 
 #include "rn_error.h"
 
-/* Read the file at path into a malloc'd NUL-terminated buffer of *len
- * bytes.  RN_EINPUT (naming the path) when it cannot be opened, is a
+/* Read the file at path ("-": standard input) into a malloc'd
+ * NUL-terminated buffer of *len bytes.  RN_EINPUT (naming the path) when it cannot be opened, is a
  * directory, or holds more than max bytes; RN_EIO on a read error. */
 int rn_read_file_max(const char *path, size_t max, char **data, size_t *len, rn_error *err);
 

@@ -113,6 +113,12 @@ TH_TEST(test_bad_inputs, "bad inputs: one line, exit 2")
     CU_ASSERT_STRING_EQUAL(th_out(), help);
     free(help);
     CU_ASSERT_EQUAL(th_run("%s help nosuch", th_bin()), 2);
+    /* - as the prompt reads standard input: the same output as the file */
+    CU_ASSERT_EQUAL(th_run("%s run %s %s -n 6 -t 0 -q", th_bin(), g_ids_model, p), 0);
+    char *from_file = strdup(th_out());
+    CU_ASSERT_EQUAL(th_run("cat %s | %s run %s - -n 6 -t 0 -q", p, th_bin(), g_ids_model), 0);
+    CU_ASSERT_STRING_EQUAL(th_out(), from_file);
+    free(from_file);
     /* -q: no informational lines; errors still one line */
     CU_ASSERT_EQUAL(th_run("%s init --config samples/configs/tiny.cfg -o %s", th_bin(), th_path("q.bin")), 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(th_err(), "wrote"));
