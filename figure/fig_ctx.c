@@ -58,7 +58,7 @@ int fig_load_head(const fig_ctx *f, const tr_head_info *h, viz_access **out, siz
         return rn_seterr(err, RN_ENOMEM, "out of memory for %zu events", *n);
     }
     for (size_t i = 0; i < *n; i++)
-        (*out)[i] = (viz_access){ ev[i].pos, ev[i].slot, ev[i].weight, ev[i].op };
+        (*out)[i] = (viz_access){ ev[i].pos, f->o->addr ? (int64_t)ev[i].addr : ev[i].slot, ev[i].weight, ev[i].op };
     free(ev);
     return RN_OK;
 }

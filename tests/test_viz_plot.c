@@ -19,7 +19,10 @@ static char g_db[512];
 
 /* 2 layers x 2 heads, M = 16 slots, K = 2.  Head (l, h) writes slot
  * (pos + 3l + h) % 16 at rank 0 and (pos + 8) % 16 at rank 1, and reads slot
- * (5 + h) % 16 and 11 at every even position. */
+ * (5 + h) % 16 and 11 at every even position.  Layer 0 head 0 uses CAPE:
+ * its address is (slot + pos) % 16; elsewhere address = slot.  Positions
+ * from GEN on are generated, the ones before the prompt. */
+#define GEN 30
 static uint32_t w_slot(int l, int h, int p, int r) { return r == 0 ? (uint32_t)(p + 3 * l + h) % 16 : (uint32_t)(p + 8) % 16; }
 static uint32_t r_slot(int h, int r) { return r == 0 ? (uint32_t)(5 + h) % 16 : 11; }
 
@@ -46,17 +49,18 @@ static int make_db(void)
     for (int p = 0; p < NPOS; p++) {
         char piece[8];
         snprintf(piece, sizeof piece, "%c", 'a' + p % 26);
-        tr_writer_add_token(w, p, 'a' + p % 26, piece, 0);
+        tr_writer_add_token(w, p, 'a' + p % 26, piece, p >= GEN);
     }
     for (int l = 0; l < 2; l++)
         for (int h = 0; h < 2; h++)
             for (int p = 0; p < NPOS; p++) {
                 uint32_t s[K], a[K];
                 float wt[K] = { 0.9f, 0.3f };
-                for (int r = 0; r < K; r++) s[r] = a[r] = w_slot(l, h, p, r);
+                int cape = l == 0 && h == 0;
+                for (int r = 0; r < K; r++) s[r] = w_slot(l, h, p, r), a[r] = cape ? (s[r] + p) % 16 : s[r];
                 pr->access(pr->user, l, h, p, 0, K, s, a, wt);
                 if (p % 2 == 0) {
-                    for (int r = 0; r < K; r++) s[r] = a[r] = r_slot(h, r);
+                    for (int r = 0; r < K; r++) s[r] = r_slot(h, r), a[r] = cape ? (s[r] + p) % 16 : s[r];
                     pr->access(pr->user, l, h, p, 1, K, s, a, wt);
                 }
             }
@@ -90,17 +94,18 @@ static void check_trace_pixels(const char *ops)
     viz_trace_style st;
     viz_trace_style_default(&st);
     viz_rect cell = viz_rect_inset(viz_rect_make(4, 4, 700 - 8, 450 - 8), 0, st.font * 1.8, 0, 0);
-    viz_trace_data d = { 0, NPOS, 16, 0, NULL, "x" };
+    viz_trace_data d = { 0, NPOS, 16, 0, NULL, "x", 0 };
     viz_rect a = viz_trace_area(cell, &d, &st);
     int bad = 0;
     for (int p = 0; p < NPOS; p++)
         for (int s = 0; s < 16; s++) {
             viz_rect c = viz_trace_cell(a, &d, p, s);
+            if (p == GEN || p == GEN - 1 || c.y < a.y + st.font * 1.2) continue; /* the generation marker */
             const unsigned char *px = vp_at(&im, c.x + c.w / 2, c.y + c.h / 2);
             int w = want_w && ((uint32_t)s == w_slot(1, 0, p, 0) || (uint32_t)s == w_slot(1, 0, p, 1));
             int r = want_r && p % 2 == 0 && ((uint32_t)s == r_slot(0, 0) || (uint32_t)s == r_slot(0, 1));
-            if (w && !vp_red(px)) bad++;
-            if (r && !w && !vp_green(px)) bad++;
+            if (w && !vp_write(px)) bad++;
+            if (r && !w && !vp_read(px)) bad++;
             if (!w && !r && !vp_white(px)) bad++;
         }
     if (bad) fprintf(stderr, "\n--ops %s: %d cells wrong\n", ops, bad);
@@ -113,6 +118,53 @@ TH_TEST(test_trace_figure_pixels, "trace figure from a database")
     check_trace_pixels("rw");
     check_trace_pixels("w");
     check_trace_pixels("r");
+}
+
+/* --addr draws the CAPE head's addresses (slot + pos) % 16 instead of its
+ * slots; --palette paper draws writes red; the figure marks where the
+ * prompt ends (a dark line at position GEN). */
+TH_TEST(test_trace_figure_addr_palette_marker, "trace figure: --addr, --palette, generation marker")
+{
+    fig_opts o;
+    fig_opts_default(&o);
+    o.kind = FIG_TRACE;
+    o.db_path = g_db;
+    o.out_path = th_path("fig-addr.png");
+    o.layers = "0";
+    o.heads = "0";
+    o.ops = "w";
+    o.addr = 1;
+    o.palette = 1;
+    o.width = 700;
+    o.height = 450;
+    rn_error err = { 0 };
+    CU_ASSERT_EQUAL_FATAL(fig_draw(&o, &err), RN_OK);
+    vp_img im;
+    CU_ASSERT_EQUAL_FATAL(vp_load(o.out_path, &im), 0);
+    viz_trace_style st;
+    viz_trace_style_default(&st);
+    viz_rect cell = viz_rect_inset(viz_rect_make(4, 4, 700 - 8, 450 - 8), 0, st.font * 1.8, 0, 0);
+    viz_trace_data d = { 0, NPOS, 16, 0, NULL, "x", 0 };
+    viz_rect a = viz_trace_area(cell, &d, &st);
+    int bad = 0;
+    for (int p = 0; p < NPOS; p++)
+        for (int sl = 0; sl < 16; sl++) {
+            if (p == GEN || p == GEN - 1) continue; /* the marker's column */
+            viz_rect c = viz_trace_cell(a, &d, p, sl);
+            const unsigned char *px = vp_at(&im, c.x + c.w / 2, c.y + c.h / 2);
+            int w = (uint32_t)sl == (w_slot(0, 0, p, 0) + p) % 16 || (uint32_t)sl == (w_slot(0, 0, p, 1) + p) % 16;
+            if (c.y < a.y + st.font * 1.2) continue; /* under the marker's labels */
+            if (w && !vp_red(px)) bad++;
+            if (!w && !vp_white(px)) bad++;
+        }
+    if (bad) fprintf(stderr, "\n--addr: %d cells wrong\n", bad);
+    CU_ASSERT_EQUAL(bad, 0);
+    double gx = viz_trace_cell(a, &d, GEN, 0).x;
+    int dark = 0, rows = 0;
+    for (int y = (int)(a.y + st.font * 1.5); y < (int)(a.y + a.h - 2); y++, rows++)
+        if (vp_dark(vp_at(&im, gx, y)) || vp_dark(vp_at(&im, gx - 1, y)) || vp_dark(vp_at(&im, gx + 1, y))) dark++;
+    CU_ASSERT(dark > rows / 3); /* a dashed line: 4 on, 3 off */
+    free(im.px);
 }
 
 static int plot(const char *args, const char *out)
@@ -194,6 +246,8 @@ TH_TEST(test_plot_bad_input, "bad input: one line, exit 2, no file")
     expect_bad(args, th_path("e.png"), "one head");
     snprintf(args, sizeof args, "heatmap '%s' --cmap jet", g_db);
     expect_bad(args, th_path("e.png"), "--cmap");
+    snprintf(args, sizeof args, "trace '%s' --palette rainbow", g_db);
+    expect_bad(args, th_path("e.png"), "--palette");
     snprintf(args, sizeof args, "mrc '%s' --policies nosuch", g_db);
     expect_bad(args, th_path("e.png"), "nosuch");
     snprintf(args, sizeof args, "trace '%s' --run 9", g_db);
