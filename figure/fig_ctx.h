@@ -37,7 +37,7 @@ void fig_ctx_close(fig_ctx *f);
 int fig_load_head(const fig_ctx *f, const tr_head_info *h, viz_access **out, size_t *n, rn_error *err);
 
 /* The access streams of the selected heads over positions [0, f->hi) in the
- * scope named by f->o->scope (default head). */
+ * scope named by f->o->scope (default model, as `ramtrace simulate`). */
 int fig_load_streams(const fig_ctx *f, int *scope, an_streams *ss, rn_error *err);
 
 /* "layer L, head H, CAPE on|off". */

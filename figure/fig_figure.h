@@ -44,7 +44,7 @@ typedef struct {
     int palette;              /* trace: 0 Okabe-Ito vermilion/blue, 1 the paper's red/green */
     int addr;                 /* trace: y = address before CAPE instead of the slot */
     const char *policies;     /* mrc: policy list (NULL = lru,fifo,clock,arc,opt) */
-    const char *scope;        /* mrc/reuse: head, layer, model (NULL = head) */
+    const char *scope;        /* mrc/reuse: head, layer, model (NULL = model, as simulate) */
     int32_t warmup;           /* mrc: tokens that warm the caches uncounted (0) */
     const char *title;        /* overrides the default title */
     an_progress_fn progress;  /* mrc: called per simulation; non-zero stops (may be NULL) */

@@ -9,7 +9,12 @@
 
 #include "th.h"
 #include "tr_writer.h"
+#include "fig_ctx.h"
 #include "fig_figure.h"
+#include "viz_colormap.h"
+#include "viz_lineplot.h"
+#include "viz_mrc.h"
+#include "viz_surface.h"
 #include "viz_png.h"
 #include "viz_trace.h"
 
@@ -164,6 +169,67 @@ TH_TEST(test_trace_figure_addr_palette_marker, "trace figure: --addr, --palette,
     for (int y = (int)(a.y + st.font * 1.5); y < (int)(a.y + a.h - 2); y++, rows++)
         if (vp_dark(vp_at(&im, gx, y)) || vp_dark(vp_at(&im, gx - 1, y)) || vp_dark(vp_at(&im, gx + 1, y))) dark++;
     CU_ASSERT(dark > rows / 3); /* a dashed line: 4 on, 3 off */
+    free(im.px);
+}
+
+/* plot mrc and plot reuse default to the scope `simulate` defaults to: one
+ * cache for the model (one stream of every selected head's accesses). */
+TH_TEST(test_mrc_default_scope_is_simulates, "mrc/reuse default scope: model, as simulate")
+{
+    fig_opts o;
+    fig_opts_default(&o);
+    o.kind = FIG_MRC;
+    o.db_path = g_db;
+    o.out_path = th_path("scope.png");
+    fig_ctx f;
+    rn_error err = { 0 };
+    CU_ASSERT_EQUAL_FATAL(fig_ctx_open(&f, &o, &err), RN_OK);
+    int scope = -1;
+    an_streams ss;
+    CU_ASSERT_EQUAL_FATAL(fig_load_streams(&f, &scope, &ss, &err), RN_OK);
+    CU_ASSERT_EQUAL(scope, AN_SCOPE_MODEL);
+    CU_ASSERT_EQUAL(ss.n, 1);
+    an_streams_free(&ss);
+    fig_ctx_close(&f);
+    CU_ASSERT_EQUAL(th_run("%s simulate --help", th_bin()), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(th_out(), "model\n                        (one cache for all heads; default"));
+    char buf[32];
+    viz_bytes_text(132, buf, sizeof buf);
+    CU_ASSERT_STRING_EQUAL(buf, "132 B");
+    viz_bytes_text(132 * 100, buf, sizeof buf);
+    CU_ASSERT_STRING_EQUAL(buf, "12.9 KiB");
+    viz_bytes_text(3 << 20, buf, sizeof buf);
+    CU_ASSERT_STRING_EQUAL(buf, "3 MiB");
+}
+
+/* Two policies with identical curves (LRU and CLOCK often are) stay
+ * distinguishable: with looks, the second is dashed, so the first shows
+ * through its gaps and both colours appear along the line. */
+TH_TEST(test_lineplot_looks_distinguish_overlaps, "mrc: overlapping curves told apart by dash and marker")
+{
+    double x[2] = { 0, 10 }, y[2] = { 0.5, 0.5 };
+    viz_series s[2] = { { "lru", 2, x, y, 0 }, { "clock", 2, x, y, 0 } };
+    viz_mrc_data d = { 2, s, "", 0, NULL, 0, 0 };
+    const char *path = th_path("looks.png");
+    viz_surface sf;
+    rn_error err = { 0 };
+    CU_ASSERT_EQUAL_FATAL(viz_surface_open(&sf, path, 600, 400, 96, &err), RN_OK);
+    viz_rect r = viz_rect_make(0, 0, 600, 400);
+    CU_ASSERT_EQUAL(viz_mrc_draw(sf.cr, r, &d, 13, &err), RN_OK);
+    CU_ASSERT_EQUAL_FATAL(viz_surface_commit(&sf, &err), RN_OK);
+    vp_img im;
+    CU_ASSERT_EQUAL_FATAL(vp_load(path, &im), 0);
+    viz_rect a = viz_mrc_area(r, &d, 13);
+    double yl = a.y + a.h / 2; /* y = 0.5 on [0, 1] */
+    viz_rgb c0 = viz_palette(0), c1 = viz_palette(1);
+    int n0 = 0, n1 = 0;
+    for (int x = (int)(a.x + a.w * 0.1); x < (int)(a.x + a.w * 0.6); x++) {
+        const unsigned char *p = vp_at(&im, x, yl);
+        if (abs(p[0] - (int)(c0.r * 255)) < 40 && abs(p[1] - (int)(c0.g * 255)) < 40 && abs(p[2] - (int)(c0.b * 255)) < 40) n0++;
+        if (abs(p[0] - (int)(c1.r * 255)) < 40 && abs(p[1] - (int)(c1.g * 255)) < 40 && abs(p[2] - (int)(c1.b * 255)) < 40) n1++;
+    }
+    CU_ASSERT(n0 > 10);
+    CU_ASSERT(n1 > 10);
     free(im.px);
 }
 

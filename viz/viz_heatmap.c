@@ -188,7 +188,7 @@ int viz_heatmap_grid_draw(cairo_t *cr, viz_rect r, const viz_heatmap_data *d, in
             if (m > 0 && (vmin == 0 || m < vmin)) vmin = m;
         }
     double f = st->font;
-    viz_rect body = viz_rect_inset(r, f * 4.0, f * 1.8, viz_colorbar_width(f) + f * 1.2, f * 2.2);
+    viz_rect body = viz_rect_inset(r, f * 4.0, f * 1.8, viz_colorbar_width(f) + f * 1.2, f * 2.7);
     char buf[64];
     cairo_save(cr);
     for (int l = 0; l < n_layers; l++)
@@ -226,13 +226,19 @@ int viz_heatmap_grid_draw(cairo_t *cr, viz_rect r, const viz_heatmap_data *d, in
         }
     viz_font(cr, f, 0);
     viz_set_rgb(cr, VIZ_INK_RGB);
-    char label[256], wx[32], wy[32];
+    char lx[128], ly[128], label[260], wx[32], wy[32];
     width_text(wx, sizeof wx, d[0].x_hi - d[0].x_lo, d[0].cols);
     width_text(wy, sizeof wy, d[0].y_hi - d[0].y_lo, d[0].rows);
-    snprintf(label, sizeof label,
-             "x: token position %g\xe2\x80\x93%g (%s per bucket);  y: %s %g\xe2\x80\x93%g (%s per bin)",
-             d[0].x_lo, d[0].x_hi - 1, wx, st->slot_label, d[0].y_lo, d[0].y_hi - 1, wy);
-    viz_text_fit(cr, body.x + body.w / 2, body.y + body.h + f * 0.6, label, body.w, 0.5, 0);
+    snprintf(lx, sizeof lx, "x: token position %g\xe2\x80\x93%g (%s per bucket)", d[0].x_lo, d[0].x_hi - 1, wx);
+    snprintf(ly, sizeof ly, "y: %s %g\xe2\x80\x93%g (%s per bin)", st->slot_label, d[0].y_lo, d[0].y_hi - 1, wy);
+    snprintf(label, sizeof label, "%s;  %s", lx, ly);
+    if (viz_text_width(cr, label) <= body.w + f * 4) {
+        viz_text(cr, body.x + body.w / 2, body.y + body.h + f * 0.6, label, 0.5, 0, 0);
+    } else { /* a narrow grid: one line each, smaller */
+        viz_font(cr, f * 0.85, 0);
+        viz_text_fit(cr, body.x + body.w / 2, body.y + body.h + f * 0.5, lx, r.w, 0.5, 0);
+        viz_text_fit(cr, body.x + body.w / 2, body.y + body.h + f * 1.5, ly, r.w, 0.5, 0);
+    }
     cairo_restore(cr);
     viz_rect bar = viz_rect_make(body.x + body.w + f * 1.2, body.y, f * 1.1, body.h);
     draw_bar(cr, bar, st, vmin, vmax);
