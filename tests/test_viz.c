@@ -12,6 +12,7 @@
 #include "viz_axes.h"
 #include "viz_colormap.h"
 #include "viz_surface.h"
+#include "viz_reuse.h"
 #include "viz_trace.h"
 #include "viz_png.h"
 
@@ -207,6 +208,40 @@ TH_TEST(test_trace_binning, "trace: tokens binned when they outnumber columns")
     CU_ASSERT_EQUAL(viz_trace_bin(cr, 800, 400), 2);
     cairo_destroy(cr);
     cairo_surface_destroy(sf);
+}
+
+/* Reuse panels: a tick under every labelled bin edge (the first bins' edges
+ * are always labelled), the counts once in a summary line. */
+TH_TEST(test_reuse_edge_ticks_and_summary, "reuse: ticks on labelled bin edges; counts summarised once")
+{
+    double lo[4] = { 0, 1, 2, 4 }, hi[4] = { 0, 1, 3, 7 }, cnt[4] = { 10, 20, 30, 40 };
+    viz_hist_data h = { "reuse time (tokens)", 4, lo, hi, cnt, 100 };
+    char sum[96];
+    viz_reuse_summary(&h, sum, sizeof sum);
+    CU_ASSERT_STRING_EQUAL(sum, "100 reused accesses, 50.0% cold");
+    const char *path = th_path("reuse.png");
+    viz_surface s;
+    rn_error err = { 0 };
+    CU_ASSERT_EQUAL_FATAL(viz_surface_open(&s, path, 800, 300, 96, &err), RN_OK);
+    viz_rect cells[2];
+    CU_ASSERT_EQUAL(viz_reuse_draw(s.cr, viz_rect_make(0, 0, 800, 300), &h, 1, 13, cells, &err), RN_OK);
+    CU_ASSERT_EQUAL_FATAL(viz_surface_commit(&s, &err), RN_OK);
+    vp_img im;
+    CU_ASSERT_EQUAL_FATAL(vp_load(path, &im), 0);
+    for (int p = 0; p < 2; p++) {
+        viz_rect a = viz_reuse_area(cells[p], 13);
+        for (int b = 0; b < 4; b++) {
+            double x = viz_reuse_edge_x(a, 4, b);
+            int tick = 0;
+            for (int dx = -1; dx <= 1; dx++)
+                if (!vp_white(vp_at(&im, x + dx, a.y + a.h + 3))) tick = 1;
+            CU_ASSERT(tick);
+        }
+        /* and none mid-bin, where the old labels sat */
+        double mid = (viz_reuse_edge_x(a, 4, 1) + viz_reuse_edge_x(a, 4, 2)) / 2;
+        CU_ASSERT(vp_white(vp_at(&im, mid, a.y + a.h + 3)));
+    }
+    free(im.px);
 }
 
 /* A dense trace far larger than the panel still shows every event: at
