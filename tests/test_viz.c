@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "th.h"
+#include "viz_attribution.h"
 #include "viz_axes.h"
 #include "viz_colormap.h"
 #include "viz_surface.h"
@@ -242,6 +243,39 @@ TH_TEST(test_reuse_edge_ticks_and_summary, "reuse: ticks on labelled bin edges; 
         CU_ASSERT(vp_white(vp_at(&im, mid, a.y + a.h + 3)));
     }
     free(im.px);
+}
+
+/* Attribution matrix: the future (column after row) is grey, the past in
+ * the colour map; with --log a value 10^-2 under a maximum of 1 (scale
+ * floor 10^-4 of the maximum) sits at the map's middle. */
+TH_TEST(test_attribution_mask_and_log, "attribution: future masked grey; --log colour scale")
+{
+    double v[9] = { 1, 0, 0, 0.01, 0.5, 0, 1e-6, 0.2, 0.3 }; /* lower triangle only */
+    for (int log = 0; log < 2; log++) {
+        viz_matrix_data d = { 3, 3, v, NULL, NULL, "m", "attribution", 1, log };
+        const char *path = th_path("matrix.png");
+        viz_surface s;
+        rn_error err = { 0 };
+        CU_ASSERT_EQUAL_FATAL(viz_surface_open(&s, path, 500, 400, 96, &err), RN_OK);
+        viz_rect r = viz_rect_make(0, 0, 500, 400);
+        viz_rect a = viz_matrix_area(s.cr, r, &d, 13);
+        CU_ASSERT_EQUAL(viz_matrix_draw(s.cr, r, &d, VIZ_CMAP_VIRIDIS, 13, &err), RN_OK);
+        CU_ASSERT_EQUAL_FATAL(viz_surface_commit(&s, &err), RN_OK);
+        vp_img im;
+        CU_ASSERT_EQUAL_FATAL(vp_load(path, &im), 0);
+        double cw = a.w / 3, ch = a.h / 3;
+        int grey = (int)lround(VIZ_MASK_RGB.r * 255);
+        for (int row = 0; row < 3; row++)
+            for (int col = 0; col < 3; col++) {
+                const unsigned char *p = vp_at(&im, a.x + (col + 0.5) * cw, a.y + (row + 0.5) * ch);
+                int is_grey = abs(p[0] - grey) <= 2 && abs(p[1] - grey) <= 2 && abs(p[2] - grey) <= 2;
+                CU_ASSERT_EQUAL(is_grey, col > row);
+            }
+        const unsigned char *p = vp_at(&im, a.x + 0.5 * cw, a.y + 1.5 * ch); /* row 1, col 0: 0.01 */
+        uint32_t want = viz_cmap_argb(VIZ_CMAP_VIRIDIS, log ? 0.5 : 0.01);
+        for (int k = 0; k < 3; k++) CU_ASSERT(abs(p[k] - (int)(want >> (16 - 8 * k) & 255)) <= 3);
+        free(im.px);
+    }
 }
 
 /* A dense trace far larger than the panel still shows every event: at

@@ -264,6 +264,11 @@ TH_TEST(test_cli_kinds_and_formats, "every kind, PNG/SVG/PDF")
     CU_ASSERT_EQUAL(plot("attribution --layers 1 --heads 1 --to 20", th_path("a.png")), 0);
     CU_ASSERT_EQUAL(vp_load(th_path("a.png"), &im), 0);
     free(im.px);
+    CU_ASSERT_EQUAL(plot("attribution --layers 1 --heads 1 --to 20 --log", th_path("a.png")), 0);
+    CU_ASSERT_EQUAL(plot("trace --addr --palette paper", th_path("a.png")), 0);
+    CU_ASSERT_EQUAL(plot("trace --palette okabe-ito", th_path("a.png")), 0);
+    CU_ASSERT_EQUAL(vp_load(th_path("a.png"), &im), 0);
+    free(im.px);
     /* every kind draws reads only and writes only (--ops r once failed with
      * "no traced head matches") */
     static const char *const kinds[] = { "trace", "heatmap --model", "mrc", "reuse",
