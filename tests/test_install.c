@@ -72,6 +72,9 @@ TH_TEST(test_install_uninstall, "make install / pkg-config / make uninstall roun
         n_cmds++;
     }
     CU_ASSERT(n_cmds >= 10);
+    /* the pages are valid roff (where groff is installed) */
+    CU_ASSERT_EQUAL(th_run("! command -v groff >/dev/null || groff -man -ww -z '%s'/share/man/man1/*.1 2>&1", prefix), 0);
+    CU_ASSERT_STRING_EQUAL(th_out(), "");
     CU_ASSERT_EQUAL(th_run("bash -n '%s/share/bash-completion/completions/ramtrace'", prefix), 0);
     CU_ASSERT_EQUAL(th_run("bash -c '. %s/share/bash-completion/completions/ramtrace; "
                            "COMP_WORDS=(ramtrace plot he); COMP_CWORD=2; _ramtrace; echo \"${COMPREPLY[@]}\"'",
