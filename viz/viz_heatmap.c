@@ -97,6 +97,22 @@ static void draw_bar(cairo_t *cr, viz_rect bar, const viz_heatmap_style *st, dou
     viz_axis v = value_axis(st, vmin, vmax);
     viz_colorbar_draw(cr, b, st->cmap, &v, f);
     cairo_save(cr);
+    /* name the bottom count when no tick does (the bar starts there) */
+    double ticks[VIZ_MAX_TICKS], step;
+    int target = (int)(b.h / (f * 2.5));
+    int nt = viz_axis_ticks(&v, target < 2 ? 2 : target, ticks, VIZ_MAX_TICKS, &step);
+    double first_y = nt > 0 ? viz_axis_map(&v, ticks[0], b.y + b.h, b.y) : b.y;
+    if (nt == 0 || (ticks[0] > v.lo && b.y + b.h - first_y > f * 1.1)) {
+        char lo[32];
+        snprintf(lo, sizeof lo, "%g", v.lo);
+        viz_set_rgb(cr, VIZ_INK_RGB);
+        cairo_set_line_width(cr, 1.0);
+        cairo_move_to(cr, b.x + b.w, b.y + b.h);
+        cairo_line_to(cr, b.x + b.w + f * 0.35, b.y + b.h);
+        cairo_stroke(cr);
+        viz_font(cr, f * 0.85, 0);
+        viz_text(cr, b.x + b.w + f * 0.5, b.y + b.h, lo, 0, 0.5, 0);
+    }
     double zy = bar.y + bar.h - zh;
     cairo_set_source_rgb(cr, 1, 1, 1);
     cairo_rectangle(cr, bar.x, zy, bar.w, zh);
