@@ -15,7 +15,7 @@ static void usage(void)
     printf("usage: ramtrace plot KIND TRACE.db -o FILE.png|.svg|.pdf [options]\n\n"
            "Draw a figure of a traced run; the format follows the output's extension.\n\n"
            "kinds:\n"
-           "  trace        memory slot x token position, writes red, reads green\n"
+           "  trace        memory slot x token position, writes vermilion, reads blue\n"
            "               (opacity by weight), one panel per selected head\n"
            "  heatmap      access counts per slot bin and time bucket; one head, or with\n"
            "               --model (or several heads selected) a layers x heads grid\n"
@@ -38,13 +38,18 @@ static void usage(void)
            "      --dpi N           PNG resolution (default 96; 192 doubles the pixels)\n"
            "      --font PX         label size (default 13)\n"
            "      --cols N          trace: panels per row (default about square)\n"
+           "      --addr            trace: y = address before CAPE instead of the slot\n"
+           "      --palette NAME    trace: okabe-ito (default; colour-blind safe) or\n"
+           "                        paper (writes red, reads green)\n"
            "      --buckets N       heatmap: time buckets (default min(tokens, 256))\n"
            "      --slot-bins N     heatmap: slot bins (default min(slots, 128))\n"
            "      --model           heatmap: the layers x heads grid\n"
-           "      --log             heatmap: log colour scale; mrc: log capacity axis\n"
+           "      --log             heatmap, attribution: log colour scale; mrc: log\n"
+           "                        capacity axis\n"
            "      --cmap NAME       viridis (default), greys or blues\n"
            "      --policies LIST   mrc: policies (default lru,fifo,clock,arc,opt; all)\n"
-           "      --scope S         mrc/reuse: cache per head, layer or model (default head)\n"
+           "      --scope S         mrc/reuse: cache per head, layer or model (default model,\n"
+           "                        as in simulate)\n"
            "      --warmup T        mrc: tokens that warm the caches uncounted (default 0)\n"
            "      --title TEXT      figure title\n"
            "  -h, --help            this text\n\n"
@@ -55,7 +60,7 @@ static void usage(void)
 }
 
 enum { O_OPS = 256, O_FROM, O_TO, O_DPI, O_FONT, O_COLS, O_BUCKETS, O_BINS, O_MODEL, O_LOG,
-       O_CMAP, O_POLICIES, O_SCOPE, O_TITLE, O_WARMUP };
+       O_CMAP, O_POLICIES, O_SCOPE, O_TITLE, O_WARMUP, O_ADDR, O_PALETTE };
 
 /* Ctrl-C stops a long capacity sweep between simulations. */
 static int stop_requested(void *user, int done, int total)
@@ -82,7 +87,8 @@ int cmd_plot(int argc, char **argv)
         { "model", no_argument, 0, O_MODEL }, { "log", no_argument, 0, O_LOG },
         { "cmap", required_argument, 0, O_CMAP }, { "policies", required_argument, 0, O_POLICIES },
         { "scope", required_argument, 0, O_SCOPE }, { "title", required_argument, 0, O_TITLE },
-        { "warmup", required_argument, 0, O_WARMUP },
+        { "warmup", required_argument, 0, O_WARMUP }, { "addr", no_argument, 0, O_ADDR },
+        { "palette", required_argument, 0, O_PALETTE },
         { 0, 0, 0, 0 }
     };
     fig_opts o;
@@ -122,6 +128,11 @@ int cmd_plot(int argc, char **argv)
             o.cmap = (viz_cmap)m;
             break;
         }
+        case O_ADDR: o.addr = 1; break;
+        case O_PALETTE:
+            o.palette = fig_palette_from_name(optarg);
+            if (o.palette < 0) return cli_usage_error("plot", "--palette: unknown palette '%s' (okabe-ito, paper)", optarg);
+            break;
         case O_POLICIES: o.policies = optarg; break;
         case O_SCOPE: o.scope = optarg; break;
         case O_TITLE: o.title = optarg; break;

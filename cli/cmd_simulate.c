@@ -28,7 +28,7 @@ static const char usage[] =
     "      --sweep           capacities 1, 2, 4, ... up to the distinct keys\n"
     "                        (default when no --capacity is given)\n"
     "      --scope S         head (a cache per head), layer (per layer) or model\n"
-    "                        (one cache for all heads; default)\n"
+    "                        (one cache for all heads; default, as in plot mrc)\n"
     "      --ops OPS         rw (default), r (reads only) or w\n"
     "      --warmup T        tokens that warm the caches uncounted (default 0)\n"
     "      --layer L         only layer L (default all)\n"

@@ -19,6 +19,26 @@ static int draw_attribution(cairo_t *cr, double W, double H, void *user, rn_erro
     return viz_matrix_draw(cr, viz_rect_make(4, 4, W - 8, H - 8), p->d, p->f->o->cmap, p->f->font, err);
 }
 
+/* The traced piece of position p as a label: whitespace made visible
+ * (space ␣, newline ⏎, tab ⇥; the trace stores \n and \t escaped). */
+static void visible_piece(const char *piece, char *out, size_t cap)
+{
+    size_t k = 0;
+    for (const char *c = piece; *c && k + 4 < cap; c++) {
+        const char *rep = NULL;
+        if (*c == ' ') rep = "\xe2\x90\xa3";
+        else if (*c == '\n' || (c[0] == '\\' && c[1] == 'n')) rep = "\xe2\x8f\x8e";
+        else if (*c == '\t' || (c[0] == '\\' && c[1] == 't')) rep = "\xe2\x87\xa5";
+        else if (*c == '\r' || (c[0] == '\\' && c[1] == 'r')) rep = "\xe2\x86\xb5";
+        if (rep) {
+            if (*c == '\\') c++;
+            for (const char *r = rep; *r; r++) out[k++] = *r;
+        } else
+            out[k++] = *c;
+    }
+    out[k] = 0;
+}
+
 /* The traced piece of position p ("" if none). */
 static const char *piece_at(const tr_token *tok, int64_t n, int32_t p)
 {
@@ -64,10 +84,12 @@ int fig_attribution(fig_ctx *f, rn_error *err)
         for (int64_t i = 0; i < k; i++) {
             for (int64_t j = 0; j < k; j++) v[i * k + j] = m.values[(first + i) * m.n + first + j];
             int32_t p = m.pos[first + i];
-            snprintf(buf[i], sizeof buf[i], "%d %s", p, piece_at(tok, ntok, p));
+            char vis[64];
+            visible_piece(piece_at(tok, ntok, p), vis, sizeof vis);
+            snprintf(buf[i], sizeof buf[i], "%d %s", p, vis);
             labels[i] = buf[i];
         }
-        viz_matrix_data d = { (int)k, (int)k, v, labels, labels, "", "attribution", NULL, NULL };
+        viz_matrix_data d = { (int)k, (int)k, v, labels, labels, "", "attribution", NULL, NULL, 1, o->log };
         if (o->title) snprintf(d.title, sizeof d.title, "%s", o->title);
         else
             snprintf(d.title, sizeof d.title, "attribution, layer %d, head %d, CAPE %s", h->layer, h->head,

@@ -58,7 +58,7 @@ int fig_load_head(const fig_ctx *f, const tr_head_info *h, viz_access **out, siz
         return rn_seterr(err, RN_ENOMEM, "out of memory for %zu events", *n);
     }
     for (size_t i = 0; i < *n; i++)
-        (*out)[i] = (viz_access){ ev[i].pos, ev[i].slot, ev[i].weight, ev[i].op };
+        (*out)[i] = (viz_access){ ev[i].pos, f->o->addr ? (int64_t)ev[i].addr : ev[i].slot, ev[i].weight, ev[i].op };
     free(ev);
     return RN_OK;
 }
@@ -82,7 +82,7 @@ static size_t keep_selected(const fig_ctx *f, tr_event *ev, size_t n)
 int fig_load_streams(const fig_ctx *f, int *scope, an_streams *ss, rn_error *err)
 {
     memset(ss, 0, sizeof *ss);
-    *scope = AN_SCOPE_HEAD;
+    *scope = AN_SCOPE_MODEL; /* as `ramtrace simulate` */
     int rc;
     if (f->o->scope && (rc = an_scope_parse(f->o->scope, scope, err))) return rn_preferr(err, "--scope");
     int one = f->n_heads == 1;

@@ -32,11 +32,12 @@ int fig_ctx_open(fig_ctx *f, const fig_opts *o, rn_error *err);
 void fig_ctx_close(fig_ctx *f);
 
 /* Events of one head with ops f->ops in [f->lo, f->hi), as plot accesses
- * (malloc'd). */
+ * (malloc'd); with f->o->addr the address before CAPE stands in the slot's
+ * place. */
 int fig_load_head(const fig_ctx *f, const tr_head_info *h, viz_access **out, size_t *n, rn_error *err);
 
 /* The access streams of the selected heads over positions [0, f->hi) in the
- * scope named by f->o->scope (default head). */
+ * scope named by f->o->scope (default model, as `ramtrace simulate`). */
 int fig_load_streams(const fig_ctx *f, int *scope, an_streams *ss, rn_error *err);
 
 /* "layer L, head H, CAPE on|off". */

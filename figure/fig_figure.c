@@ -29,6 +29,13 @@ void fig_opts_default(fig_opts *o)
     o->cmap = VIZ_CMAP_VIRIDIS;
 }
 
+int fig_palette_from_name(const char *name)
+{
+    if (name && !strcmp(name, "okabe-ito")) return 0;
+    if (name && !strcmp(name, "paper")) return 1;
+    return -1;
+}
+
 int fig_draw(const fig_opts *o, rn_error *err)
 {
     static int (*const draw[FIG_N_KINDS])(fig_ctx *, rn_error *) = {

@@ -41,8 +41,10 @@ typedef struct {
     int model;                /* heatmap: layers x heads grid */
     int log;                  /* heatmap: log colour; mrc: log capacity axis */
     viz_cmap cmap;
+    int palette;              /* trace: 0 Okabe-Ito vermilion/blue, 1 the paper's red/green */
+    int addr;                 /* trace: y = address before CAPE instead of the slot */
     const char *policies;     /* mrc: policy list (NULL = lru,fifo,clock,arc,opt) */
-    const char *scope;        /* mrc/reuse: head, layer, model (NULL = head) */
+    const char *scope;        /* mrc/reuse: head, layer, model (NULL = model, as simulate) */
     int32_t warmup;           /* mrc: tokens that warm the caches uncounted (0) */
     const char *title;        /* overrides the default title */
     an_progress_fn progress;  /* mrc: called per simulation; non-zero stops (may be NULL) */
@@ -50,6 +52,9 @@ typedef struct {
 } fig_opts;
 
 void fig_opts_default(fig_opts *o);
+
+/* Parse a --palette name ("okabe-ito", "paper"); -1 if unknown. */
+int fig_palette_from_name(const char *name);
 
 /* Draw the figure into o->out_path.  RN_EINPUT (message naming the file or
  * option) for a bad database, run, selection or output path, RN_EINTR when

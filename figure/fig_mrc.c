@@ -1,10 +1,18 @@
 /* fig_mrc.c — `plot mrc`: hit ratio against cache capacity per policy.
  * The numbers are analysis/an_simrun.h's simulation grid over the capacity
- * sweep, the same computation as `ramtrace simulate --sweep`. */
+ * sweep, the same computation as `ramtrace simulate --sweep` (and the same
+ * default scope, one cache for the model).  When LRU is among the policies
+ * its exact curve at every capacity (analysis/an_mrc.h) is drawn too, as a
+ * thin line through the sweep's points.  The capacity axis names the
+ * scope; the top axis gives bytes of state (the simulation's bytes per
+ * slot: d_v values and the normaliser, 4 bytes each) and the share of the
+ * state one cache serves (M slots per head it covers). */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "an_cache.h"
+#include "an_mrc.h"
 #include "an_simrun.h"
 #include "fig_ctx.h"
 #include "viz_mrc.h"
@@ -36,31 +44,59 @@ int fig_mrc(fig_ctx *f, rn_error *err)
     uint64_t caps[40];
     int nc = an_sweep_capacities(&ss, caps, 40);
     an_simgrid g;
-    rc = an_simgrid_run(&ss, pol, np, caps, nc, o->warmup, (uint64_t)(f->run.run.cfg.d_v + 1) * 4, o->progress,
+    double bytes_per_slot = (double)(f->run.run.cfg.d_v + 1) * 4;
+    rc = an_simgrid_run(&ss, pol, np, caps, nc, o->warmup, (uint64_t)bytes_per_slot, o->progress,
                         o->progress_user, &g, err);
+    if (rc) {
+        an_streams_free(&ss);
+        return rc;
+    }
+    int lru = -1;
+    for (int p = 0; p < np; p++)
+        if (!strcmp(pol[p]->name, "lru")) lru = p;
+    an_mrc exact;
+    memset(&exact, 0, sizeof exact);
+    if (lru >= 0) rc = an_mrc_build(&ss, o->warmup, &exact, err);
     size_t total = an_streams_total(&ss);
     int n_streams = ss.n;
     an_streams_free(&ss);
-    if (rc) return rc;
+    if (rc) {
+        an_mrc_free(&exact);
+        an_simgrid_free(&g);
+        return rc;
+    }
+    int ns = np + (lru >= 0 && exact.n > 0);
     double *xs = malloc(sizeof *xs * (size_t)nc), *ys = malloc(sizeof *ys * (size_t)np * nc);
-    viz_series *series = malloc(sizeof *series * (size_t)np);
-    if (!xs || !ys || !series) rc = rn_seterr(err, RN_ENOMEM, "out of memory");
+    double *ex = malloc(sizeof *ex * (size_t)(exact.n + 1));
+    viz_series *series = malloc(sizeof *series * (size_t)ns);
+    if (!xs || !ys || !ex || !series) rc = rn_seterr(err, RN_ENOMEM, "out of memory");
     for (int p = 0; p < np && !rc; p++) {
         for (int c = 0; c < nc; c++) {
             xs[c] = (double)caps[c];
             ys[(size_t)p * nc + c] = an_hit_ratio(&g.result[p * nc + c]);
         }
-        series[p] = (viz_series){ pol[p]->name, (size_t)nc, xs, ys + (size_t)p * nc };
+        series[p] = (viz_series){ pol[p]->name, (size_t)nc, xs, ys + (size_t)p * nc, 0 };
+    }
+    if (!rc && ns > np) {
+        for (int64_t c = 0; c < exact.n; c++) ex[c] = (double)exact.capacity[c];
+        series[np] = (viz_series){ "lru, exact", (size_t)exact.n, ex, exact.hit_ratio, lru + 1 };
     }
     if (!rc) {
-        mrc_page pg = { f, { np, series, "", o->log } };
+        static const char *const cap_label[] = { "cache capacity (slots per head cache)",
+                                                 "cache capacity (slots per layer cache)",
+                                                 "cache capacity (slots, one cache for the model)" };
+        mrc_page pg = { f, { ns, series, "", o->log, NULL, 0, 0 } };
+        pg.d.cap_label = scope >= 0 && scope < 3 ? cap_label[scope] : NULL;
+        pg.d.bytes_per_slot = bytes_per_slot;
+        pg.d.total_slots = (double)f->M * f->n_heads / (n_streams > 0 ? n_streams : 1);
         if (o->title) snprintf(pg.d.title, sizeof pg.d.title, "%s", o->title);
         else
             snprintf(pg.d.title, sizeof pg.d.title, "hit ratio per %s cache, %d stream%s, %zu accesses",
                      an_scope_name(scope), n_streams, n_streams == 1 ? "" : "s", total);
-        rc = fig_render(f, fig_dflt(o->width, 800), fig_dflt(o->height, 520), draw_mrc, &pg, err);
+        rc = fig_render(f, fig_dflt(o->width, 800), fig_dflt(o->height, 560), draw_mrc, &pg, err);
     }
-    free(xs); free(ys); free(series);
+    free(xs); free(ys); free(ex); free(series);
+    an_mrc_free(&exact);
     an_simgrid_free(&g);
     return rc;
 }

@@ -35,10 +35,10 @@ int fig_patching(const an_patch_result *r, const rn_config *c, const char *path,
     }
     char pa[64];
     rn_token_piece(c, r->answer, pa, sizeof pa);
-    viz_matrix_data hd = { L, H, hv, ptr, ptr + L, "", "recovered", "", "" };
+    viz_matrix_data hd = { L, H, hv, ptr, ptr + L, "", "recovered", "", "", 0, 0 };
     snprintf(hd.title, sizeof hd.title, "patching %s of '%s': recovered per head", an_metric_name(r->metric), pa);
     static const char *const one[1] = { "slot" };
-    viz_matrix_data sd = { n_slot_rows, 1, sv, ptr + L + H, one, "per restored slot", "recovered", "", "" };
+    viz_matrix_data sd = { n_slot_rows, 1, sv, ptr + L + H, one, "per restored slot", "recovered", "", "", 0, 0 };
     double W = n_slot_rows ? 1000 : 640, Hh = 120 + 44.0 * (L > n_slot_rows / 2 ? L : n_slot_rows / 2);
     if (Hh < 420) Hh = 420;
     viz_surface s;

@@ -43,11 +43,12 @@ int fig_reuse(fig_ctx *f, rn_error *err)
         }
         d[m] = (viz_hist_data){ names[m], hist[m].n_bins, lo[m], hi[m], cnt[m], (double)hist[m].cold };
     }
-    char t[256];
+    char t[256], sum[96];
+    viz_reuse_summary(&d[0], sum, sizeof sum); /* both histograms count the same accesses */
     if (o->title) snprintf(t, sizeof t, "%s", o->title);
     else
-        snprintf(t, sizeof t, "slot reuse per %s, %d stream%s", an_scope_name(scope), n_streams,
-                 n_streams == 1 ? "" : "s");
+        snprintf(t, sizeof t, "slot reuse per %s cache, %d stream%s: %s", an_scope_name(scope), n_streams,
+                 n_streams == 1 ? "" : "s", sum);
     reuse_page p = { f, d, t };
     return fig_render(f, fig_dflt(o->width, 1000), fig_dflt(o->height, 720), draw_reuse, &p, err);
 }

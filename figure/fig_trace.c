@@ -1,5 +1,6 @@
-/* fig_trace.c — `plot trace`: slot against position, one panel per
- * selected head (viz/viz_trace.h draws the grid). */
+/* fig_trace.c — `plot trace`: slot (or, with --addr, address) against
+ * position, one panel per selected head (viz/viz_trace.h draws the grid),
+ * marked where the run's prompt ends and its generation begins. */
 #include <stdlib.h>
 
 #include "fig_ctx.h"
@@ -18,6 +19,8 @@ static int draw_trace(cairo_t *cr, double W, double H, void *user, rn_error *err
     st.font = p->f->font;
     st.show_writes = rn_ops_has(p->f->ops, RN_OP_WRITE);
     st.show_reads = rn_ops_has(p->f->ops, RN_OP_READ);
+    if (p->f->o->palette == 1) viz_trace_style_paper(&st);
+    if (p->f->o->addr) st.ylabel = "address (before CAPE)";
     return viz_trace_grid_draw(cr, viz_rect_make(4, 4, W - 8, H - 8), p->d, p->n, p->cols, &st, NULL, err);
 }
 
@@ -27,12 +30,23 @@ int fig_trace(fig_ctx *f, rn_error *err)
     viz_trace_data *d = calloc((size_t)n, sizeof *d);
     viz_access **ev = calloc((size_t)n, sizeof *ev);
     int rc = (!d || !ev) ? rn_seterr(err, RN_ENOMEM, "out of memory") : RN_OK;
+    int64_t gen = 0; /* the first generated position (0: the run generated nothing) */
+    tr_token *tok = NULL;
+    int64_t ntok = 0;
+    if (!rc) rc = tr_load_tokens(f->run.db, f->run.run.run_id, &tok, &ntok, err);
+    for (int64_t t = 0; t < ntok; t++)
+        if (tok[t].generated) {
+            gen = tok[t].pos;
+            break;
+        }
+    free(tok);
     for (int i = 0; i < n && !rc; i++) {
         rc = fig_load_head(f, &f->heads[i], &ev[i], &d[i].n, err);
         d[i].ev = ev[i];
         d[i].pos_lo = f->lo;
         d[i].pos_hi = f->hi;
         d[i].n_slots = f->M;
+        d[i].gen_pos = gen;
         fig_head_title(&f->heads[i], d[i].title, sizeof d[i].title);
     }
     if (!rc) {

@@ -1,6 +1,7 @@
 /* test_viz.c — the plotting layer and the trace plot: render synthetic data
  * to PNG, read the pixels back with libpng and check that marks land where
- * the data says (writes red, reads green, background white), that axes and
+ * the data says (writes vermilion and reads blue by default, red and green
+ * in the paper palette, background white), that axes and
  * labels leave ink in the margins, that SVG/PDF outputs are well-formed, and
  * that bad outputs fail cleanly without leaving files. */
 #include <math.h>
@@ -8,9 +9,11 @@
 #include <string.h>
 
 #include "th.h"
+#include "viz_attribution.h"
 #include "viz_axes.h"
 #include "viz_colormap.h"
 #include "viz_surface.h"
+#include "viz_reuse.h"
 #include "viz_trace.h"
 #include "viz_png.h"
 
@@ -82,14 +85,17 @@ static int has_event(const viz_access *ev, size_t n, int64_t p, int64_t s)
     return 0;
 }
 
-TH_TEST(test_trace_pixels, "trace: marks where the events are")
+/* Render the synthetic trace in one palette and check every cell's colour
+ * (is_w / is_r say what a write / read pixel looks like in it). */
+static void check_trace_palette(int paper, int (*is_w)(const unsigned char *), int (*is_r)(const unsigned char *))
 {
     viz_access ev[2 * NP];
     size_t n;
     synth(ev, &n);
-    viz_trace_data d = { 0, NP, NS, n, ev, "layer 0, head 0, CAPE on" };
+    viz_trace_data d = { 0, NP, NS, n, ev, "layer 0, head 0, CAPE on", 0 };
     viz_trace_style st;
     viz_trace_style_default(&st);
+    if (paper) viz_trace_style_paper(&st);
     const char *path = th_path("trace.png");
     viz_surface s;
     rn_error err = { 0 };
@@ -114,8 +120,8 @@ TH_TEST(test_trace_pixels, "trace: marks where the events are")
                 if (ev[i].pos == p && ev[i].slot == sl) {
                     if (ev[i].op == RN_OP_WRITE) w = 1; else rd = 1;
                 }
-            if (w && !vp_red(px)) bad_w++;
-            if (rd && !w && !vp_green(px)) bad_r++;
+            if (w && !is_w(px)) bad_w++;
+            if (rd && !w && !is_r(px)) bad_r++;
             if (!w && !rd && !vp_white(px)) bad_bg++;
             checked++;
         }
@@ -132,15 +138,155 @@ TH_TEST(test_trace_pixels, "trace: marks where the events are")
     free(im.px);
 }
 
+TH_TEST(test_trace_pixels, "trace: marks where the events are (Okabe-Ito default, paper palette)")
+{
+    check_trace_palette(0, vp_write, vp_read);
+    check_trace_palette(1, vp_red, vp_green);
+}
+
+/* Count pixels of a kind in r. */
+static int count_px(const vp_img *im, viz_rect r, int (*is)(const unsigned char *))
+{
+    int n = 0;
+    for (int y = (int)r.y; y < (int)(r.y + r.h); y++)
+        for (int x = (int)r.x; x < (int)(r.x + r.w); x++)
+            if (x >= 0 && y >= 0 && x < im->w && y < im->h && is(vp_at(im, x, y))) n++;
+    return n;
+}
+
+/* The legend names only the ops drawn; a generation start inside the
+ * range is a dark dashed line down the panel at its position. */
+TH_TEST(test_trace_legend_and_generation_marker, "trace: legend shows only drawn ops; prompt/generation marker")
+{
+    viz_access ev[2 * NP];
+    size_t n;
+    synth(ev, &n);
+    for (int reads = 0; reads < 2; reads++) {
+        viz_trace_data d = { 0, NP, NS, n, ev, "marker", NP / 2 };
+        viz_trace_style st;
+        viz_trace_style_default(&st);
+        st.show_reads = reads;
+        const char *path = th_path("marker.png");
+        viz_surface s;
+        rn_error err = { 0 };
+        CU_ASSERT_EQUAL_FATAL(viz_surface_open(&s, path, 640, 400, 96, &err), RN_OK);
+        viz_rect cell;
+        CU_ASSERT_EQUAL(viz_trace_grid_draw(s.cr, viz_rect_make(0, 0, 640, 400), &d, 1, 0, &st, &cell, &err), RN_OK);
+        CU_ASSERT_EQUAL_FATAL(viz_surface_commit(&s, &err), RN_OK);
+        vp_img im;
+        CU_ASSERT_EQUAL_FATAL(vp_load(path, &im), 0);
+        viz_rect legend = viz_rect_make(0, 0, 640, cell.y + st.font * 1.6);
+        CU_ASSERT(count_px(&im, legend, vp_write) > 10);
+        if (reads) {
+            CU_ASSERT(count_px(&im, legend, vp_read) > 10);
+        } else {
+            CU_ASSERT_EQUAL(count_px(&im, legend, vp_read), 0);
+        }
+        /* the marker: dark pixels down most of the column at NP/2 (below the
+         * label strip at the top), none one cell to the left */
+        viz_rect a = viz_trace_area(cell, &d, &st);
+        double gx = viz_trace_cell(a, &d, NP / 2, 0).x, cw = a.w / NP;
+        int dark = 0, dark_left = 0, rows = 0;
+        for (int y = (int)(a.y + st.font * 1.5); y < (int)(a.y + a.h - 2); y++, rows++) {
+            if (vp_dark(vp_at(&im, gx, y)) || vp_dark(vp_at(&im, gx - 1, y)) || vp_dark(vp_at(&im, gx + 1, y))) dark++;
+            if (vp_dark(vp_at(&im, gx - cw, y))) dark_left++;
+        }
+        CU_ASSERT(dark > rows / 3); /* a dashed line: 4 on, 3 off */
+        CU_ASSERT_EQUAL(dark_left, 0);
+        free(im.px);
+    }
+}
+
+/* More tokens than pixel columns: the panel bins them (and says how many
+ * per column); fewer: one token per column at least. */
+TH_TEST(test_trace_binning, "trace: tokens binned when they outnumber columns")
+{
+    cairo_surface_t *sf = cairo_image_surface_create(CAIRO_FORMAT_ARGB32, 10, 10);
+    cairo_t *cr = cairo_create(sf);
+    CU_ASSERT_EQUAL(viz_trace_bin(cr, 100, 400), 1);
+    CU_ASSERT_EQUAL(viz_trace_bin(cr, 400, 400), 1);
+    CU_ASSERT_EQUAL(viz_trace_bin(cr, 4096, 400), 11);
+    CU_ASSERT_EQUAL(viz_trace_bin(cr, 800, 400), 2);
+    cairo_destroy(cr);
+    cairo_surface_destroy(sf);
+}
+
+/* Reuse panels: a tick under every labelled bin edge (the first bins' edges
+ * are always labelled), the counts once in a summary line. */
+TH_TEST(test_reuse_edge_ticks_and_summary, "reuse: ticks on labelled bin edges; counts summarised once")
+{
+    double lo[4] = { 0, 1, 2, 4 }, hi[4] = { 0, 1, 3, 7 }, cnt[4] = { 10, 20, 30, 40 };
+    viz_hist_data h = { "reuse time (tokens)", 4, lo, hi, cnt, 100 };
+    char sum[96];
+    viz_reuse_summary(&h, sum, sizeof sum);
+    CU_ASSERT_STRING_EQUAL(sum, "100 reused accesses, 50.0% cold");
+    const char *path = th_path("reuse.png");
+    viz_surface s;
+    rn_error err = { 0 };
+    CU_ASSERT_EQUAL_FATAL(viz_surface_open(&s, path, 800, 300, 96, &err), RN_OK);
+    viz_rect cells[2];
+    CU_ASSERT_EQUAL(viz_reuse_draw(s.cr, viz_rect_make(0, 0, 800, 300), &h, 1, 13, cells, &err), RN_OK);
+    CU_ASSERT_EQUAL_FATAL(viz_surface_commit(&s, &err), RN_OK);
+    vp_img im;
+    CU_ASSERT_EQUAL_FATAL(vp_load(path, &im), 0);
+    for (int p = 0; p < 2; p++) {
+        viz_rect a = viz_reuse_area(cells[p], 13);
+        for (int b = 0; b < 4; b++) {
+            double x = viz_reuse_edge_x(a, 4, b);
+            int tick = 0;
+            for (int dx = -1; dx <= 1; dx++)
+                if (!vp_white(vp_at(&im, x + dx, a.y + a.h + 3))) tick = 1;
+            CU_ASSERT(tick);
+        }
+        /* and none mid-bin, where the old labels sat */
+        double mid = (viz_reuse_edge_x(a, 4, 1) + viz_reuse_edge_x(a, 4, 2)) / 2;
+        CU_ASSERT(vp_white(vp_at(&im, mid, a.y + a.h + 3)));
+    }
+    free(im.px);
+}
+
+/* Attribution matrix: the future (column after row) is grey, the past in
+ * the colour map; with --log a value 10^-2 under a maximum of 1 (scale
+ * floor 10^-4 of the maximum) sits at the map's middle. */
+TH_TEST(test_attribution_mask_and_log, "attribution: future masked grey; --log colour scale")
+{
+    double v[9] = { 1, 0, 0, 0.01, 0.5, 0, 1e-6, 0.2, 0.3 }; /* lower triangle only */
+    for (int log = 0; log < 2; log++) {
+        viz_matrix_data d = { 3, 3, v, NULL, NULL, "m", "attribution", NULL, NULL, 1, log };
+        const char *path = th_path("matrix.png");
+        viz_surface s;
+        rn_error err = { 0 };
+        CU_ASSERT_EQUAL_FATAL(viz_surface_open(&s, path, 500, 400, 96, &err), RN_OK);
+        viz_rect r = viz_rect_make(0, 0, 500, 400);
+        viz_rect a = viz_matrix_area(s.cr, r, &d, 13);
+        CU_ASSERT_EQUAL(viz_matrix_draw(s.cr, r, &d, VIZ_CMAP_VIRIDIS, 13, &err), RN_OK);
+        CU_ASSERT_EQUAL_FATAL(viz_surface_commit(&s, &err), RN_OK);
+        vp_img im;
+        CU_ASSERT_EQUAL_FATAL(vp_load(path, &im), 0);
+        double cw = a.w / 3, ch = a.h / 3;
+        int grey = (int)lround(VIZ_MASK_RGB.r * 255);
+        for (int row = 0; row < 3; row++)
+            for (int col = 0; col < 3; col++) {
+                const unsigned char *p = vp_at(&im, a.x + (col + 0.5) * cw, a.y + (row + 0.5) * ch);
+                int is_grey = abs(p[0] - grey) <= 2 && abs(p[1] - grey) <= 2 && abs(p[2] - grey) <= 2;
+                CU_ASSERT_EQUAL(is_grey, col > row);
+            }
+        const unsigned char *p = vp_at(&im, a.x + 0.5 * cw, a.y + 1.5 * ch); /* row 1, col 0: 0.01 */
+        uint32_t want = viz_cmap_argb(VIZ_CMAP_VIRIDIS, log ? 0.5 : 0.01);
+        for (int k = 0; k < 3; k++) CU_ASSERT(abs(p[k] - (int)(want >> (16 - 8 * k) & 255)) <= 3);
+        free(im.px);
+    }
+}
+
 /* A dense trace far larger than the panel still shows every event: at
- * 4096 x 1024 one isolated write must leave a red pixel. */
+ * 4096 x 1024 one isolated write must leave a write-coloured pixel. */
 TH_TEST(test_trace_dense_keeps_isolated_event, "trace: dense panel keeps an isolated event")
 {
     size_t n = 4096;
     viz_access *ev = malloc(sizeof *ev * n);
     for (size_t i = 0; i < n; i++) ev[i] = (viz_access){ (int64_t)i, (int64_t)(i % 256), 0.5f, RN_OP_READ };
     ev[2000] = (viz_access){ 2000, 900, 1.0f, RN_OP_WRITE };
-    viz_trace_data d = { 0, 4096, 1024, n, ev, "" };
+    viz_trace_data d = { 0, 4096, 1024, n, ev, "", 0 };
     viz_trace_style st;
     viz_trace_style_default(&st);
     st.legend = 0;
@@ -158,13 +304,13 @@ TH_TEST(test_trace_dense_keeps_isolated_event, "trace: dense panel keeps an isol
     int found = 0;
     for (int y = (int)c.y - 1; y <= (int)(c.y + c.h) + 1; y++)
         for (int x = (int)c.x - 1; x <= (int)(c.x + c.w) + 1; x++)
-            if (vp_red(vp_at(&im, x, y))) found = 1;
+            if (vp_write(vp_at(&im, x, y))) found = 1;
     CU_ASSERT(found);
-    /* reads on the low slots show up green somewhere along the bottom band */
+    /* reads on the low slots show up in the read colour somewhere along the bottom band */
     viz_rect g = viz_trace_cell(a, &d, 100, 100);
     int green = 0;
     for (int x = (int)a.x; x < (int)(a.x + a.w); x++)
-        if (vp_green(vp_at(&im, x, g.y + g.h / 2))) green++;
+        if (vp_read(vp_at(&im, x, g.y + g.h / 2))) green++;
     CU_ASSERT(green > 0);
     free(im.px);
     free(ev);
@@ -175,7 +321,7 @@ static void render_small(const char *path, int *rc_open, int *rc_commit)
     viz_access ev[2 * NP];
     size_t n;
     synth(ev, &n);
-    viz_trace_data d = { 0, NP, NS, n, ev, "vector" };
+    viz_trace_data d = { 0, NP, NS, n, ev, "vector", 0 };
     viz_trace_style st;
     viz_trace_style_default(&st);
     viz_surface s;

@@ -64,11 +64,12 @@ TH_TEST(test_bin_asymmetric, "binning: 3 slot rows x 5 time columns, asymmetric 
     CU_ASSERT_EQUAL(sum, 2);
 }
 
-/* --log: a cell of 10 under a maximum of 100 sits at log10(10)/log10(100) =
- * 0.5 of the colour map (linear would be 0.1). */
+/* --log: on a scale from the smallest count (1) to the largest (100), a
+ * cell of 10 sits at log10(10)/log10(100) = 0.5 of the colour map (linear
+ * would be 0.1). */
 TH_TEST(test_heatmap_log_pixels, "heatmap --log: 10 under a maximum of 100 gets the colour at 0.5")
 {
-    float v[4] = { 100, 0, 0, 10 }; /* row 0: (100, 0); row 1: (0, 10) */
+    float v[4] = { 100, 1, 0, 10 }; /* row 0: (100, 1); row 1: (0, 10) */
     viz_heatmap_data d = { 2, 2, v, 0, 64, 0, 32, "log" };
     viz_heatmap_style st;
     viz_heatmap_style_default(&st);
@@ -120,7 +121,8 @@ TH_TEST(test_heatmap_pixels, "single-head heatmap pixels")
     const unsigned char *hot = vp_at(&im, a.x + cw / 2, a.y + a.h - ch / 2);
     const unsigned char *warm = vp_at(&im, a.x + 2.5 * cw, a.y + ch / 2);
     const unsigned char *cold = vp_at(&im, a.x + 1.5 * cw, a.y + 1.5 * ch);
-    uint32_t top = viz_cmap_argb(VIZ_CMAP_VIRIDIS, 1), low = viz_cmap_argb(VIZ_CMAP_VIRIDIS, 0.1);
+    /* the smallest drawn count takes the bottom colour of the scale */
+    uint32_t top = viz_cmap_argb(VIZ_CMAP_VIRIDIS, 1), low = viz_cmap_argb(VIZ_CMAP_VIRIDIS, 0);
     CU_ASSERT(abs(hot[0] - (int)(top >> 16 & 255)) <= 2 && abs(hot[1] - (int)(top >> 8 & 255)) <= 2);
     CU_ASSERT(abs(warm[0] - (int)(low >> 16 & 255)) <= 2 && abs(warm[2] - (int)(low & 255)) <= 2);
     CU_ASSERT(vp_white(cold));
@@ -131,8 +133,34 @@ TH_TEST(test_heatmap_pixels, "single-head heatmap pixels")
         if (abs(p[0] - (int)(top >> 16 & 255)) <= 6 && abs(p[1] - (int)(top >> 8 & 255)) <= 6) bar++;
     }
     CU_ASSERT(bar > 3);
+    /* the bar's foot: a white box for zero, and just above it the bottom
+     * colour of the map (the colour of the smallest count) */
+    int foot_white = 0, bottom = 0;
+    for (int x = (int)(a.x + a.w + st.font * 1.2 + 3); x < (int)(a.x + a.w + st.font * 2.3 - 2); x++) {
+        if (vp_white(vp_at(&im, x, a.y + a.h - st.font * 0.5))) foot_white++;
+        const unsigned char *p = vp_at(&im, x, a.y + a.h - st.font * 1.6 - 3);
+        if (abs(p[0] - (int)(low >> 16 & 255)) <= 12 && abs(p[2] - (int)(low & 255)) <= 12) bottom++;
+    }
+    CU_ASSERT(foot_white > 3);
+    CU_ASSERT(bottom > 3);
     CU_ASSERT(vp_ink(&im, viz_rect_make(0, a.y, a.x - 1, a.h)) > 100);
     free(im.px);
+}
+
+/* The scale runs from the smallest non-zero count (0) to the largest (1);
+ * zero is white (< 0). */
+TH_TEST(test_heatmap_scale, "colour scale from the smallest drawn count; zero white")
+{
+    CU_ASSERT(viz_heatmap_scale(0, 3, 9, 0) < 0);
+    CU_ASSERT_DOUBLE_EQUAL(viz_heatmap_scale(3, 3, 9, 0), 0, 1e-12);
+    CU_ASSERT_DOUBLE_EQUAL(viz_heatmap_scale(6, 3, 9, 0), 0.5, 1e-12);
+    CU_ASSERT_DOUBLE_EQUAL(viz_heatmap_scale(9, 3, 9, 0), 1, 1e-12);
+    CU_ASSERT_DOUBLE_EQUAL(viz_heatmap_scale(30, 3, 300, 1), 0.5, 1e-12);
+    CU_ASSERT_DOUBLE_EQUAL(viz_heatmap_scale(5, 5, 5, 0), 1, 1e-12); /* one value: top colour */
+    float v[4] = { 0, 7, 2, 0 };
+    viz_heatmap_data d = { 2, 2, v, 0, 4, 0, 4, "" };
+    CU_ASSERT_DOUBLE_EQUAL(viz_heatmap_min(&d), 2, 0);
+    CU_ASSERT_DOUBLE_EQUAL(viz_heatmap_max(&d), 7, 0);
 }
 
 TH_TEST(test_heatmap_grid, "model grid with a shared scale")

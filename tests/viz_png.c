@@ -39,6 +39,9 @@ const unsigned char *vp_at(const vp_img *im, double x, double y)
 int vp_red(const unsigned char *p) { return p[0] > p[1] + 60 && p[0] > p[2] + 60; }
 int vp_green(const unsigned char *p) { return p[1] > p[0] + 60 && p[1] > p[2] + 40; }
 int vp_white(const unsigned char *p) { return p[0] > 245 && p[1] > 245 && p[2] > 245; }
+int vp_write(const unsigned char *p) { return p[0] > p[2] + 40 && p[0] > p[1] + 20; }
+int vp_read(const unsigned char *p) { return p[2] > p[0] + 30 && p[2] > p[1] + 10; }
+int vp_dark(const unsigned char *p) { return p[0] < 120 && p[1] < 120 && p[2] < 120; }
 
 long vp_ink(const vp_img *im, viz_rect r)
 {

@@ -19,6 +19,12 @@ const unsigned char *vp_at(const vp_img *im, double x, double y);
 int vp_red(const unsigned char *p);
 int vp_green(const unsigned char *p);
 int vp_white(const unsigned char *p);
+/* The default trace palette (Okabe-Ito): a write is vermilion-ish (red well
+ * above blue), a read blue-ish (blue well above red), over white. */
+int vp_write(const unsigned char *p);
+int vp_read(const unsigned char *p);
+/* Dark ink (axes, text, the generation marker). */
+int vp_dark(const unsigned char *p);
 
 /* Non-white pixels inside r. */
 long vp_ink(const vp_img *im, viz_rect r);

@@ -3,6 +3,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 
 #include "viz_axes.h"
@@ -61,10 +62,16 @@ int viz_matrix_draw(cairo_t *cr, viz_rect r, const viz_matrix_data *d, viz_cmap 
         rc = rn_seterr(err, RN_ENOMEM, "out of memory");
         goto done;
     }
-    double lo = 0, hi = 0;
+    double lo = 0, hi = 0, pos_min = 0;
     for (size_t i = 0; i < (size_t)d->rows * d->cols; i++) {
         if (d->v[i] < lo) lo = d->v[i];
         if (d->v[i] > hi) hi = d->v[i];
+        if (d->v[i] > 0 && (pos_min == 0 || d->v[i] < pos_min)) pos_min = d->v[i];
+    }
+    int log = d->log && hi > 0;
+    if (log) {
+        lo = pos_min > hi * 1e-4 ? pos_min : hi * 1e-4;
+        if (!(hi > lo)) hi = lo * 10;
     }
     if (!(hi > lo)) hi = lo + 1;
     viz_rect a = viz_matrix_area(cr, r, d, font);
@@ -73,14 +80,33 @@ int viz_matrix_draw(cairo_t *cr, viz_rect r, const viz_matrix_data *d, viz_cmap 
     for (int y = 0; y < d->rows; y++)
         for (int x = 0; x < d->cols; x++) {
             double v = d->v[(size_t)y * d->cols + x];
-            if (isfinite(v)) ras.px[(size_t)y * ras.stride + x] = viz_cmap_argb(cmap, (v - lo) / (hi - lo));
+            if (d->mask_future && x > y) {
+                ras.px[(size_t)y * ras.stride + x] = 0xff000000u | (uint32_t)lround(VIZ_MASK_RGB.r * 255) << 16 |
+                                                     (uint32_t)lround(VIZ_MASK_RGB.g * 255) << 8 |
+                                                     (uint32_t)lround(VIZ_MASK_RGB.b * 255);
+                continue;
+            }
+            double t = log ? (v > lo ? log10(v / lo) / log10(hi / lo) : 0) : (v - lo) / (hi - lo);
+            if (isfinite(v)) ras.px[(size_t)y * ras.stride + x] = viz_cmap_argb(cmap, t);
         }
     viz_raster_paint(cr, &ras, a);
     viz_axis x = { 0, d->cols, 0, 1, d->x_label ? d->x_label : "written by token", (const char *const *)xl, d->cols };
     viz_axis y = { 0, d->rows, 0, 1, d->y_label ? d->y_label : "read by token", (const char *const *)yl, d->rows };
     viz_axes_draw(cr, a, &x, &y, font, d->title, 0);
-    viz_axis v = viz_axis_make(lo, hi, 0, 0, d->value_label ? d->value_label : "attribution");
-    viz_colorbar_draw(cr, viz_rect_make(a.x + a.w + font * 1.2, a.y, font * 1.1, a.h), cmap, &v, font);
+    viz_axis v = viz_axis_make(lo, hi, log, 0, d->value_label ? d->value_label : "attribution");
+    double bh = d->mask_future ? a.h - font * 1.6 : a.h;
+    viz_colorbar_draw(cr, viz_rect_make(a.x + a.w + font * 1.2, a.y, font * 1.1, bh), cmap, &v, font);
+    if (d->mask_future) { /* the grey's key under the bar */
+        double zy = a.y + a.h - font * 1.0;
+        cairo_save(cr);
+        viz_set_rgb(cr, VIZ_MASK_RGB);
+        cairo_rectangle(cr, a.x + a.w + font * 1.2, zy, font * 1.1, font * 1.0);
+        cairo_fill(cr);
+        viz_set_rgb(cr, VIZ_INK_RGB);
+        viz_font(cr, font * 0.85, 0);
+        viz_text(cr, a.x + a.w + font * 2.8, zy + font * 0.5, "future", 0, 0.5, 0);
+        cairo_restore(cr);
+    }
 done:
     viz_raster_free(&ras);
     free(xl); free(yl); free(xs); free(ys);

@@ -17,6 +17,8 @@ void viz_heatmap_style_default(viz_heatmap_style *st)
     st->cmap = VIZ_CMAP_VIRIDIS;
     st->log = 0;
     st->vmax = 0;
+    st->vmin = 0;
+    st->slot_label = "slot (after CAPE)";
     st->value_label = "accesses";
     st->layer_ids = NULL;
     st->head_ids = NULL;
@@ -46,23 +48,32 @@ double viz_heatmap_max(const viz_heatmap_data *d)
     return m;
 }
 
-/* Colour-scale position of value v (< 0 means "leave white"). */
-static double scale_t(double v, double vmax, int log)
+double viz_heatmap_min(const viz_heatmap_data *d)
+{
+    double m = 0;
+    for (size_t i = 0; i < (size_t)d->rows * d->cols; i++)
+        if (d->v[i] > 0 && (m == 0 || d->v[i] < m)) m = d->v[i];
+    return m;
+}
+
+double viz_heatmap_scale(double v, double vmin, double vmax, int log)
 {
     if (!(v > 0)) return -1;
-    if (log) return vmax > 1 ? (v <= 1 ? 0 : log10(v) / log10(vmax)) : 1;
-    return vmax > 0 ? v / vmax : 1;
+    if (!(vmin > 0) || vmin > vmax) vmin = vmax;
+    if (!(vmax > vmin)) return 1;
+    double t = log ? log10(v / vmin) / log10(vmax / vmin) : (v - vmin) / (vmax - vmin);
+    return t < 0 ? 0 : t > 1 ? 1 : t;
 }
 
 static int paint_cells(cairo_t *cr, viz_rect a, const viz_heatmap_data *d, viz_cmap cmap,
-                       double vmax, int log, rn_error *err)
+                       double vmin, double vmax, int log, rn_error *err)
 {
     viz_raster ras;
     int rc = viz_raster_init(&ras, d->cols, d->rows, 0xffffffffu, err);
     if (rc) return rc;
     for (int r = 0; r < d->rows; r++)
         for (int c = 0; c < d->cols; c++) {
-            double t = scale_t(d->v[(size_t)r * d->cols + c], vmax, log);
+            double t = viz_heatmap_scale(d->v[(size_t)r * d->cols + c], vmin, vmax, log);
             if (t >= 0) ras.px[(size_t)(d->rows - 1 - r) * ras.stride + c] = viz_cmap_argb(cmap, t);
         }
     viz_raster_paint(cr, &ras, a);
@@ -70,11 +81,54 @@ static int paint_cells(cairo_t *cr, viz_rect a, const viz_heatmap_data *d, viz_c
     return RN_OK;
 }
 
-static viz_axis value_axis(const viz_heatmap_style *st, double vmax)
+static viz_axis value_axis(const viz_heatmap_style *st, double vmin, double vmax)
 {
-    viz_axis v = viz_axis_make(st->log ? 1 : 0, vmax, st->log, 0, st->value_label);
+    viz_axis v = viz_axis_make(vmin > 0 ? vmin : 1, vmax, st->log, 1, st->value_label);
     if (v.hi <= v.lo) v.hi = v.lo + 1;
     return v;
+}
+
+/* The colour bar in `bar`, less a white box at its foot that stands for
+ * zero (cells with no access). */
+static void draw_bar(cairo_t *cr, viz_rect bar, const viz_heatmap_style *st, double vmin, double vmax)
+{
+    double f = st->font, zh = f * 1.0, gap = f * 0.6;
+    viz_rect b = viz_rect_make(bar.x, bar.y, bar.w, bar.h - zh - gap);
+    viz_axis v = value_axis(st, vmin, vmax);
+    viz_colorbar_draw(cr, b, st->cmap, &v, f);
+    cairo_save(cr);
+    /* name the bottom count when no tick does (the bar starts there) */
+    double ticks[VIZ_MAX_TICKS], step;
+    int target = (int)(b.h / (f * 2.5));
+    int nt = viz_axis_ticks(&v, target < 2 ? 2 : target, ticks, VIZ_MAX_TICKS, &step);
+    double first_y = nt > 0 ? viz_axis_map(&v, ticks[0], b.y + b.h, b.y) : b.y;
+    if (nt == 0 || (ticks[0] > v.lo && b.y + b.h - first_y > f * 1.1)) {
+        char lo[32];
+        snprintf(lo, sizeof lo, "%g", v.lo);
+        viz_set_rgb(cr, VIZ_INK_RGB);
+        cairo_set_line_width(cr, 1.0);
+        cairo_move_to(cr, b.x + b.w, b.y + b.h);
+        cairo_line_to(cr, b.x + b.w + f * 0.35, b.y + b.h);
+        cairo_stroke(cr);
+        viz_font(cr, f * 0.85, 0);
+        viz_text(cr, b.x + b.w + f * 0.5, b.y + b.h, lo, 0, 0.5, 0);
+    }
+    double zy = bar.y + bar.h - zh;
+    cairo_set_source_rgb(cr, 1, 1, 1);
+    cairo_rectangle(cr, bar.x, zy, bar.w, zh);
+    cairo_fill_preserve(cr);
+    viz_set_rgb(cr, VIZ_INK_RGB);
+    cairo_set_line_width(cr, 1.0);
+    cairo_stroke(cr);
+    viz_font(cr, f * 0.85, 0);
+    viz_text(cr, bar.x + bar.w + f * 0.5, zy + zh / 2, "0", 0, 0.5, 0);
+    cairo_restore(cr);
+}
+
+/* Bin widths as text: "4" or "2.5". */
+static void width_text(char *buf, size_t cap, double span, int n)
+{
+    snprintf(buf, cap, "%.3g", span / (n > 0 ? n : 1));
 }
 
 viz_rect viz_heatmap_area(viz_rect r, const viz_heatmap_data *d, const viz_heatmap_style *st)
@@ -91,30 +145,66 @@ int viz_heatmap_draw(cairo_t *cr, viz_rect r, const viz_heatmap_data *d, const v
     if (d->rows < 1 || d->cols < 1 || !(d->x_hi > d->x_lo) || !(d->y_hi > d->y_lo))
         return rn_seterr(err, RN_EINPUT, "heatmap '%s': empty selection", d->title);
     double vmax = st->vmax > 0 ? st->vmax : viz_heatmap_max(d);
+    double vmin = st->vmin > 0 ? st->vmin : viz_heatmap_min(d);
     viz_rect a = viz_heatmap_area(r, d, st);
-    int rc = paint_cells(cr, a, d, st->cmap, vmax, st->log, err);
+    int rc = paint_cells(cr, a, d, st->cmap, vmin, vmax, st->log, err);
     if (rc) return rc;
-    viz_axis x = viz_axis_make(d->x_lo, d->x_hi, 0, 1, "token position");
-    viz_axis y = viz_axis_make(d->y_lo, d->y_hi, 0, 1, "memory slot");
+    char xl[96], yl[96], w[32];
+    width_text(w, sizeof w, d->x_hi - d->x_lo, d->cols);
+    snprintf(xl, sizeof xl, "token position (%s per bucket)", w);
+    width_text(w, sizeof w, d->y_hi - d->y_lo, d->rows);
+    snprintf(yl, sizeof yl, "%s (%s per bin)", st->slot_label, w);
+    viz_axis x = viz_axis_make(d->x_lo, d->x_hi, 0, 1, xl);
+    viz_axis y = viz_axis_make(d->y_lo, d->y_hi, 0, 1, yl);
     viz_axes_draw(cr, a, &x, &y, st->font, d->title, 0);
-    viz_axis v = value_axis(st, vmax);
     viz_rect bar = viz_rect_make(a.x + a.w + st->font * 1.2, a.y, st->font * 1.1, a.h);
-    viz_colorbar_draw(cr, bar, st->cmap, &v, st->font);
+    draw_bar(cr, bar, st, vmin, vmax);
     return RN_OK;
+}
+
+/* Inward tick marks on a thumbnail's bottom and left edges at the nice
+ * positions of its position and slot ranges (no labels: the page's axis
+ * line gives the ranges). */
+static void thumb_ticks(cairo_t *cr, viz_rect c, const viz_heatmap_data *d, double font)
+{
+    double ticks[VIZ_MAX_TICKS], step, len = font * 0.3;
+    viz_axis x = viz_axis_make(d->x_lo, d->x_hi, 0, 1, NULL), y = viz_axis_make(d->y_lo, d->y_hi, 0, 1, NULL);
+    cairo_save(cr);
+    viz_set_rgb(cr, VIZ_INK_RGB);
+    cairo_set_line_width(cr, 0.8);
+    int n = viz_axis_ticks(&x, 4, ticks, VIZ_MAX_TICKS, &step);
+    for (int i = 0; i < n; i++) {
+        double px = viz_axis_map(&x, ticks[i], c.x, c.x + c.w);
+        cairo_move_to(cr, px, c.y + c.h);
+        cairo_line_to(cr, px, c.y + c.h + len);
+    }
+    n = viz_axis_ticks(&y, 4, ticks, VIZ_MAX_TICKS, &step);
+    for (int i = 0; i < n; i++) {
+        double py = viz_axis_map(&y, ticks[i], c.y + c.h, c.y);
+        cairo_move_to(cr, c.x - len, py);
+        cairo_line_to(cr, c.x, py);
+    }
+    cairo_stroke(cr);
+    cairo_restore(cr);
 }
 
 int viz_heatmap_grid_draw(cairo_t *cr, viz_rect r, const viz_heatmap_data *d, int n_layers,
                           int n_heads, const viz_heatmap_style *st, viz_rect *thumbs, rn_error *err)
 {
     if (n_layers < 1 || n_heads < 1) return rn_seterr(err, RN_EINPUT, "heatmap grid: no heads selected");
-    double vmax = st->vmax;
+    double vmax = st->vmax, vmin = st->vmin;
     if (!(vmax > 0))
         for (int i = 0; i < n_layers * n_heads; i++) {
             double m = viz_heatmap_max(&d[i]);
             if (m > vmax) vmax = m;
         }
+    if (!(vmin > 0))
+        for (int i = 0; i < n_layers * n_heads; i++) {
+            double m = viz_heatmap_min(&d[i]);
+            if (m > 0 && (vmin == 0 || m < vmin)) vmin = m;
+        }
     double f = st->font;
-    viz_rect body = viz_rect_inset(r, f * 4.0, f * 1.8, viz_colorbar_width(f) + f * 1.2, f * 2.2);
+    viz_rect body = viz_rect_inset(r, f * 4.0, f * 1.8, viz_colorbar_width(f) + f * 1.2, f * 2.7);
     char buf[64];
     cairo_save(cr);
     for (int l = 0; l < n_layers; l++)
@@ -122,12 +212,13 @@ int viz_heatmap_grid_draw(cairo_t *cr, viz_rect r, const viz_heatmap_data *d, in
             int i = l * n_heads + h;
             viz_rect c = viz_rect_grid(body, n_layers, n_heads, i, f * 0.35);
             if (thumbs) thumbs[i] = c;
-            int rc = paint_cells(cr, c, &d[i], st->cmap, vmax, st->log, err);
+            int rc = paint_cells(cr, c, &d[i], st->cmap, vmin, vmax, st->log, err);
             if (rc) { cairo_restore(cr); return rc; }
             viz_set_rgb(cr, VIZ_INK_RGB);
             cairo_set_line_width(cr, 0.8);
             cairo_rectangle(cr, c.x, c.y, c.w, c.h);
             cairo_stroke(cr);
+            thumb_ticks(cr, c, &d[i], f);
             if (d[i].title[0] && c.h > f) {
                 viz_font(cr, f * 0.7, 1);
                 cairo_font_extents_t fe;
@@ -151,12 +242,21 @@ int viz_heatmap_grid_draw(cairo_t *cr, viz_rect r, const viz_heatmap_data *d, in
         }
     viz_font(cr, f, 0);
     viz_set_rgb(cr, VIZ_INK_RGB);
-    snprintf(buf, sizeof buf, "token position %g-%g (x), memory slot %g-%g (y)", d[0].x_lo, d[0].x_hi,
-             d[0].y_lo, d[0].y_hi);
-    viz_text_fit(cr, body.x + body.w / 2, body.y + body.h + f * 0.6, buf, body.w, 0.5, 0);
+    char lx[128], ly[128], label[260], wx[32], wy[32];
+    width_text(wx, sizeof wx, d[0].x_hi - d[0].x_lo, d[0].cols);
+    width_text(wy, sizeof wy, d[0].y_hi - d[0].y_lo, d[0].rows);
+    snprintf(lx, sizeof lx, "x: token position %g\xe2\x80\x93%g (%s per bucket)", d[0].x_lo, d[0].x_hi - 1, wx);
+    snprintf(ly, sizeof ly, "y: %s %g\xe2\x80\x93%g (%s per bin)", st->slot_label, d[0].y_lo, d[0].y_hi - 1, wy);
+    snprintf(label, sizeof label, "%s;  %s", lx, ly);
+    if (viz_text_width(cr, label) <= body.w + f * 4) {
+        viz_text(cr, body.x + body.w / 2, body.y + body.h + f * 0.6, label, 0.5, 0, 0);
+    } else { /* a narrow grid: one line each, smaller */
+        viz_font(cr, f * 0.85, 0);
+        viz_text_fit(cr, body.x + body.w / 2, body.y + body.h + f * 0.5, lx, r.w, 0.5, 0);
+        viz_text_fit(cr, body.x + body.w / 2, body.y + body.h + f * 1.5, ly, r.w, 0.5, 0);
+    }
     cairo_restore(cr);
-    viz_axis v = value_axis(st, vmax);
     viz_rect bar = viz_rect_make(body.x + body.w + f * 1.2, body.y, f * 1.1, body.h);
-    viz_colorbar_draw(cr, bar, st->cmap, &v, f);
+    draw_bar(cr, bar, st, vmin, vmax);
     return RN_OK;
 }

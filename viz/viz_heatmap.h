@@ -3,8 +3,11 @@
  * thumbnails sharing one colour scale.
  *
  * Cells with a zero count are left white so untouched memory stands apart
- * from rarely touched memory; other counts map through the colour map
- * (linearly, or in log10 with `log`).
+ * from rarely touched memory (a white box under the colour bar says so);
+ * other counts map through the colour map from the smallest drawn count
+ * (the bar's bottom colour) to the largest, linearly or in log10 with
+ * `log`; the bar's ticks are whole counts.  Axis titles give the bin size
+ * (tokens per bucket, slots per bin); ranges are written inclusive, 0–1023.
  */
 #ifndef VIZ_HEATMAP_H
 #define VIZ_HEATMAP_H
@@ -26,6 +29,8 @@ typedef struct {
     viz_cmap cmap;         /* VIZ_CMAP_VIRIDIS */
     int log;               /* log10 colour scale */
     double vmax;           /* top of the scale; 0 = the data's maximum */
+    double vmin;           /* bottom of the scale; 0 = the data's smallest non-zero value */
+    const char *slot_label; /* y-axis name ("slot (after CAPE)") */
     const char *value_label; /* colour-bar title ("accesses") */
     const int *layer_ids;  /* grid: layer number of each row; NULL = 0, 1, ... */
     const int *head_ids;   /* grid: head number of each column; NULL = 0, 1, ... */
@@ -41,6 +46,13 @@ void viz_heatmap_bin(const viz_access *ev, size_t n, int ops, int64_t pos_lo, in
 
 /* Largest value of d (0 when empty). */
 double viz_heatmap_max(const viz_heatmap_data *d);
+
+/* Smallest non-zero value of d (0 when all are zero). */
+double viz_heatmap_min(const viz_heatmap_data *d);
+
+/* The colour-map position of value v on a scale [vmin, vmax] (< 0: v is
+ * zero, left white); vmin maps to 0. */
+double viz_heatmap_scale(double v, double vmin, double vmax, int log);
 
 /* Plot area of a single heatmap drawn in r (colour bar to its right). */
 viz_rect viz_heatmap_area(viz_rect r, const viz_heatmap_data *d, const viz_heatmap_style *st);

@@ -10,7 +10,18 @@ typedef struct {
     const char *label;
     viz_rgb color;
     viz_legend_kind kind;
+    int look;        /* lines: dash pattern and marker (viz_look_apply /
+                      * viz_look_marker); 0 = solid, no marker */
+    double width;    /* lines: stroke width (0 = 2.2) */
 } viz_legend_entry;
+
+/* Line looks that tell series apart without colour: look k >= 1 sets dash
+ * pattern (k - 1) % 5 (solid, dashed, dotted, dash-dot, long dash) and
+ * marker (k - 1) % 5 (circle, square, triangle, diamond, cross); 0 is a
+ * plain solid line.  viz_look_apply sets the dash on cr; viz_look_marker
+ * draws (and fills or strokes) the marker of radius rad at (x, y). */
+void viz_look_apply(cairo_t *cr, int look);
+void viz_look_marker(cairo_t *cr, int look, double x, double y, double rad);
 
 /* Where in the plot area the legend sits. */
 typedef enum {

@@ -16,6 +16,7 @@ void viz_lineplot_style_default(viz_lineplot_style *st)
     st->corner = VIZ_BOTTOM_RIGHT;
     st->markers = 1;
     st->steps = 0;
+    st->looks = 0;
 }
 
 static void fit_axis(const viz_series *s, int n, viz_axis *ax, int use_x)
@@ -59,6 +60,12 @@ viz_rect viz_lineplot_area(viz_rect r, const viz_lineplot_style *st)
 int viz_lineplot_draw(cairo_t *cr, viz_rect r, const viz_series *s, int n,
                       const viz_lineplot_style *st, rn_error *err)
 {
+    return viz_lineplot_draw_ex(cr, r, s, n, st, NULL, NULL, err);
+}
+
+int viz_lineplot_draw_ex(cairo_t *cr, viz_rect r, const viz_series *s, int n, const viz_lineplot_style *st,
+                         viz_axis *xa, viz_rect *area, rn_error *err)
+{
     size_t pts = 0;
     for (int i = 0; i < n; i++) pts += s[i].n;
     if (n < 1 || pts == 0)
@@ -66,14 +73,18 @@ int viz_lineplot_draw(cairo_t *cr, viz_rect r, const viz_series *s, int n,
     viz_axis x = st->x, y = st->y;
     viz_lineplot_fit(s, n, &x, &y);
     viz_rect a = viz_lineplot_area(r, st);
+    if (xa) *xa = x;
+    if (area) *area = a;
     viz_axes_draw(cr, a, &x, &y, st->font, st->title, 1);
     cairo_save(cr);
     cairo_rectangle(cr, a.x - 3, a.y - 3, a.w + 6, a.h + 6);
     cairo_clip(cr);
     cairo_set_line_join(cr, CAIRO_LINE_JOIN_ROUND);
     for (int i = 0; i < n; i++) {
-        viz_set_rgb(cr, viz_palette(i));
-        cairo_set_line_width(cr, 2.0);
+        int thin = s[i].thin_of > 0, look = thin || !st->looks ? 0 : i + 1;
+        viz_set_rgb(cr, viz_palette(thin ? s[i].thin_of - 1 : i));
+        cairo_set_line_width(cr, thin ? 1.0 : 2.0);
+        viz_look_apply(cr, look);
         int pen = 0;
         double px = 0, py = 0;
         for (size_t j = 0; j < s[i].n; j++) {
@@ -92,20 +103,28 @@ int viz_lineplot_draw(cairo_t *cr, viz_rect r, const viz_series *s, int n,
         }
         (void)px;
         cairo_stroke(cr);
-        if (st->markers && s[i].n <= 64)
+        cairo_set_dash(cr, NULL, 0, 0);
+        if (st->markers && !thin && s[i].n <= 64)
             for (size_t j = 0; j < s[i].n; j++) {
                 double xv = s[i].x[j], yv = s[i].y[j];
                 if (!isfinite(xv) || !isfinite(yv) || (x.log && xv <= 0) || (y.log && yv <= 0)) continue;
-                cairo_arc(cr, viz_axis_map(&x, xv, a.x, a.x + a.w), viz_axis_map(&y, yv, a.y + a.h, a.y),
-                          2.8, 0, 2 * M_PI);
-                cairo_fill(cr);
+                double X = viz_axis_map(&x, xv, a.x, a.x + a.w), Y = viz_axis_map(&y, yv, a.y + a.h, a.y);
+                if (look) viz_look_marker(cr, look, X, Y, 3.2);
+                else {
+                    cairo_arc(cr, X, Y, 2.8, 0, 2 * M_PI);
+                    cairo_fill(cr);
+                }
             }
     }
     cairo_restore(cr);
     if (st->legend) {
         viz_legend_entry e[16];
         int m = n < 16 ? n : 16;
-        for (int i = 0; i < m; i++) e[i] = (viz_legend_entry){ s[i].name, viz_palette(i), VIZ_LEGEND_LINE };
+        for (int i = 0; i < m; i++) {
+            int thin = s[i].thin_of > 0;
+            e[i] = (viz_legend_entry){ s[i].name, viz_palette(thin ? s[i].thin_of - 1 : i), VIZ_LEGEND_LINE,
+                                       thin || !st->looks ? 0 : i + 1, thin ? 1.0 : 0 };
+        }
         viz_legend_draw(cr, a, e, m, st->corner, st->font);
     }
     return RN_OK;

@@ -14,6 +14,9 @@ typedef struct {
     const char *name;
     size_t n;
     const double *x, *y;
+    int thin_of;          /* > 0: drawn as a thin solid line without markers
+                           * in the colour of series thin_of - 1 (an exact
+                           * curve beside its sampled points); 0: its own look */
 } viz_series;
 
 typedef struct {
@@ -24,6 +27,8 @@ typedef struct {
     viz_corner corner;    /* where (VIZ_BOTTOM_RIGHT) */
     int markers;          /* dots on the points (1 when few points) */
     int steps;            /* draw as a staircase (for CDFs) */
+    int looks;            /* series i also gets dash pattern and marker i + 1
+                           * (viz_legend.h), so series tell apart without colour */
 } viz_lineplot_style;
 
 void viz_lineplot_style_default(viz_lineplot_style *st);
@@ -36,8 +41,11 @@ void viz_lineplot_fit(const viz_series *s, int n, viz_axis *x, viz_axis *y);
 viz_rect viz_lineplot_area(viz_rect r, const viz_lineplot_style *st);
 
 /* Draw the chart; series i gets palette colour i.  RN_EINPUT when there is
- * nothing to draw. */
+ * nothing to draw.  When xa is not NULL it receives the fitted x axis and
+ * area the plot area (for a second axis drawn by the caller). */
 int viz_lineplot_draw(cairo_t *cr, viz_rect r, const viz_series *s, int n,
                       const viz_lineplot_style *st, rn_error *err);
+int viz_lineplot_draw_ex(cairo_t *cr, viz_rect r, const viz_series *s, int n, const viz_lineplot_style *st,
+                         viz_axis *xa, viz_rect *area, rn_error *err);
 
 #endif

@@ -65,6 +65,8 @@ void viz_text_fit(cairo_t *cr, double x, double y, const char *s, double max_w, 
     size_t n = strlen(s);
     if (n > sizeof buf - 4) n = sizeof buf - 4;
     while (n > 0) {
+        /* never cut inside a UTF-8 sequence (cairo refuses invalid text) */
+        while (n > 0 && ((unsigned char)s[n] & 0xc0) == 0x80) n--;
         snprintf(buf, sizeof buf, "%.*s...", (int)n, s);
         if (viz_text_width(cr, buf) <= max_w) break;
         n--;

@@ -20,10 +20,14 @@ typedef struct {
 
 #define VIZ_FONT "DejaVu Sans"
 
-/* Colours of the project's figures: writes red, reads green (the paper's
- * appendix figure), ink for axes and text. */
-static const viz_rgb VIZ_WRITE_RGB = { 0.84, 0.10, 0.11 };
-static const viz_rgb VIZ_READ_RGB = { 0.13, 0.62, 0.18 };
+/* Colours of the project's figures.  Writes and reads: by default the
+ * Okabe-Ito vermilion and blue (told apart with every common colour-vision
+ * deficiency); the paper's appendix figure used red and green (the "paper"
+ * palette, VIZ_PAPER_*).  Ink for axes and text. */
+static const viz_rgb VIZ_WRITE_RGB = { 0.835, 0.369, 0.0 };   /* #D55E00 */
+static const viz_rgb VIZ_READ_RGB = { 0.0, 0.447, 0.698 };    /* #0072B2 */
+static const viz_rgb VIZ_PAPER_WRITE_RGB = { 0.84, 0.10, 0.11 };
+static const viz_rgb VIZ_PAPER_READ_RGB = { 0.13, 0.62, 0.18 };
 static const viz_rgb VIZ_INK_RGB = { 0.12, 0.12, 0.12 };
 static const viz_rgb VIZ_GRID_RGB = { 0.88, 0.88, 0.88 };
 

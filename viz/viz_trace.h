@@ -1,6 +1,9 @@
 /* viz_trace.h — the memory-trace plot (the paper's appendix B figure):
- * x = token position, y = memory slot, writes red and reads green with
- * opacity by weight; one panel per head, several heads in a grid.
+ * x = token position, y = memory slot (or address), writes and reads in two
+ * colours (Okabe-Ito vermilion and blue by default, the paper's red and
+ * green as an option) with opacity by weight; one panel per head, several
+ * heads in a grid; a dashed line where the prompt ends and generation
+ * begins.
  *
  * The plot reads a plain event list, so it does not depend on where the
  * events came from (trace databases, analysis, synthetic tests).
@@ -30,6 +33,8 @@ typedef struct {
     size_t n;
     const viz_access *ev;
     char title[160];
+    int64_t gen_pos;    /* first generated position: a marker is drawn there
+                         * when pos_lo < gen_pos < pos_hi (0: none) */
 } viz_trace_data;
 
 typedef struct {
@@ -38,8 +43,23 @@ typedef struct {
     int show_reads;     /* draw reads (1) */
     double min_alpha;   /* opacity of the weakest event (0.25); the panel's
                          * strongest event is opaque */
-    int legend;         /* draw a write/read legend above (1) */
+    int legend;         /* draw a write/read legend above (1); it shows only
+                         * the ops drawn, and the weight-to-opacity mapping */
+    viz_rgb write_rgb;  /* VIZ_WRITE_RGB (Okabe-Ito vermilion) */
+    viz_rgb read_rgb;   /* VIZ_READ_RGB (Okabe-Ito blue) */
+    const char *ylabel; /* y-axis title ("slot (after CAPE)") */
+    int x_title;        /* draw the x-axis title (1); a grid sets it on its */
+    int y_title;        /* bottom row and left column only (1) */
 } viz_trace_style;
+
+/* The paper's palette (writes red, reads green) instead of the default. */
+void viz_trace_style_paper(viz_trace_style *st);
+
+/* Tokens per raster column of a panel of np positions drawn over `extent`
+ * px (1 when every token gets at least one column): when above 1 the
+ * panel bins tokens, keeping the strongest access per bin, and its x-axis
+ * title says so. */
+int64_t viz_trace_bin(cairo_t *cr, int64_t np, double extent);
 
 void viz_trace_style_default(viz_trace_style *st);
 
@@ -55,7 +75,8 @@ int viz_trace_draw(cairo_t *cr, viz_rect r, const viz_trace_data *d, const viz_t
                    rn_error *err);
 
 /* Draw n panels in a grid of `cols` columns (0: about square) inside r with
- * one shared legend on top.  Returns the rectangle each panel got in
+ * one shared legend on top; axis titles on the bottom row and left column
+ * only.  Returns the rectangle each panel got in
  * cells[i] when cells is not NULL. */
 int viz_trace_grid_draw(cairo_t *cr, viz_rect r, const viz_trace_data *d, int n, int cols,
                         const viz_trace_style *st, viz_rect *cells, rn_error *err);

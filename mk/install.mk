@@ -1,0 +1,84 @@
+# install.mk — `make install PREFIX=...` and `make uninstall`.
+#
+# Installs the binary, the static library, the public headers (every header
+# of core/ trace/ analysis/ viz/ figure/, flat in include/ramnet/, as the
+# sources include them), ramnet.pc for pkg-config, a man page for ramtrace
+# and for each of its commands, and bash completion.  The man pages and the
+# completion are generated at build time from the --help texts of the built
+# binary (scripts/gen-man, scripts/gen-completion), which also name the
+# commands, so a new command gets both without a change here.  DESTDIR is
+# honoured for staged installs.  `make uninstall` with the same PREFIX
+# removes exactly those files (the list written at install time) and the
+# directories it created when they are left empty.
+
+PREFIX      ?= /usr/local
+DESTDIR     ?=
+BINDIR      ?= $(PREFIX)/bin
+LIBDIR      ?= $(PREFIX)/lib
+INCLUDEDIR  ?= $(PREFIX)/include
+MANDIR      ?= $(PREFIX)/share/man
+COMPLDIR    ?= $(PREFIX)/share/bash-completion/completions
+PCDIR       ?= $(LIBDIR)/pkgconfig
+PUB_HDR     := $(sort $(wildcard core/*.h trace/*.h analysis/*.h viz/*.h figure/*.h))
+MANIFEST     = $(DESTDIR)$(PREFIX)/share/ramtrace/install-manifest
+
+.PHONY: man completion install uninstall
+all: man completion
+
+man: $(BUILD)/man/.stamp
+completion: $(BUILD)/completion/ramtrace
+
+$(BUILD)/man/.stamp: $(BIN) scripts/gen-man
+	@rm -rf $(BUILD)/man && scripts/gen-man $(BIN) $(BUILD)/man && touch $@
+
+$(BUILD)/completion/ramtrace: $(BIN) scripts/gen-completion
+	@scripts/gen-completion $(BIN) $@
+
+# The library is static, so Libs carries what it links against.
+$(BUILD)/ramnet.pc: mk/install.mk core/rn_version.h
+	@mkdir -p $(dir $@)
+	@{ echo 'prefix=$(PREFIX)'; \
+	   echo 'libdir=$(LIBDIR)'; \
+	   echo 'includedir=$(INCLUDEDIR)'; \
+	   echo; \
+	   echo 'Name: ramnet'; \
+	   echo 'Description: RAM-Net model, memory-access traces, their analysis and plots (the library of ramtrace)'; \
+	   echo 'Version: '$$(sed -n 's/.*RAMTRACE_VERSION "\(.*\)"/\1/p' core/rn_version.h); \
+	   echo 'Requires: sqlite3 cairo libpng'; \
+	   echo 'Cflags: -I$${includedir}/ramnet -I/usr/include/$(MULTIARCH)/openblas-openmp -fopenmp'; \
+	   echo 'Libs: -L$${libdir} -lramnet -L$(BLASLIB) -Wl,-rpath,$(BLASLIB) -lopenblas -fopenmp -lm -pthread'; \
+	 } > $@.tmp && mv $@.tmp $@
+
+# Always regenerated: PREFIX is part of its text.
+.PHONY: $(BUILD)/ramnet.pc
+
+install: $(BIN) $(LIB) man completion $(BUILD)/ramnet.pc
+	@set -e; d='$(DESTDIR)'; m='$(MANIFEST)'; \
+	mkdir -p "$$d$(BINDIR)" "$$d$(LIBDIR)" "$$d$(INCLUDEDIR)/ramnet" "$$d$(PCDIR)" \
+	         "$$d$(MANDIR)/man1" "$$d$(COMPLDIR)" "$$(dirname "$$m")"; \
+	: > "$$m.tmp"; \
+	put() { install -m "$$1" "$$2" "$$3"; echo "$$3" >> "$$m.tmp"; }; \
+	put 755 $(BIN) "$$d$(BINDIR)/ramtrace"; \
+	put 644 $(LIB) "$$d$(LIBDIR)/libramnet.a"; \
+	for h in $(PUB_HDR); do put 644 $$h "$$d$(INCLUDEDIR)/ramnet/$$(basename $$h)"; done; \
+	put 644 $(BUILD)/ramnet.pc "$$d$(PCDIR)/ramnet.pc"; \
+	for p in $(BUILD)/man/*.1; do put 644 $$p "$$d$(MANDIR)/man1/$$(basename $$p)"; done; \
+	put 644 $(BUILD)/completion/ramtrace "$$d$(COMPLDIR)/ramtrace"; \
+	mv "$$m.tmp" "$$m"; \
+	echo "installed $$(wc -l < "$$m") files under $$d$(PREFIX)"
+
+# Removes the files the install recorded, then every directory on their
+# paths that is left empty, up to (not including) PREFIX.
+uninstall:
+	@set -e; m='$(MANIFEST)'; top='$(DESTDIR)$(PREFIX)'; \
+	if [ ! -f "$$m" ]; then echo "ramtrace: nothing installed under $$top (no $$m)" >&2; exit 2; fi; \
+	dirs=$$(while read -r f; do rm -f "$$f"; dirname "$$f"; done < "$$m"; dirname "$$m"); \
+	rm -f "$$m"; \
+	for dir in $$(echo "$$dirs" | sort -u | sort -r); do \
+	    while [ "$$dir" != "$$top" ] && [ "$${dir#$$top/}" != "$$dir" ] && rmdir "$$dir" 2>/dev/null; do dir=$$(dirname "$$dir"); done; \
+	done; \
+	echo "uninstalled ramtrace from $$top"
+
+# tests/test_install.c compiles a program against the installed library with
+# the compiler and sanitizer flags of this build.
+$(BUILD)/tests/test_install.o: CFLAGS += -DRN_TEST_CC='"$(CC)"' -DRN_TEST_SAN='"$(SAN)"'
