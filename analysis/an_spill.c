@@ -11,6 +11,7 @@
 #include "an_replay.h"
 
 #define CHUNK (1u << 20) /* accesses per read or write */
+uint64_t an_spill_direct_max = 1u << 23;
 
 /* An unlinked temporary file in $TMPDIR (default /tmp). */
 static int temp_fd(rn_error *err)
@@ -76,8 +77,21 @@ int an_spill_build(const an_run *r, int layer, int head, int scope, int ops, int
     uint32_t *buf = malloc(CHUNK * sizeof *buf);
     an_idmap map = { 0 };
     an_replay *rp = NULL;
+    /* Small models (L·H·M <= an_spill_direct_max) number keys through a table over
+     * every (layer, head, slot), stamped with the group that numbered
+     * them, instead of the hash map: the same first-access numbering. */
+    uint64_t all = (uint64_t)L * (uint64_t)H * (uint64_t)M;
+    uint32_t *dkey = NULL, *dstamp = NULL;
+    if (all <= an_spill_direct_max) {
+        dkey = malloc(all * sizeof *dkey);
+        dstamp = calloc(all, sizeof *dstamp);
+    }
     int rc = RN_OK;
-    if (!out->s || !buf) { rc = rn_seterr(err, RN_ENOMEM, "out of memory"); goto done; }
+    if (!out->s || !buf || (all <= an_spill_direct_max && (!dkey || !dstamp))) {
+        rc = rn_seterr(err, RN_ENOMEM, "out of memory");
+        goto done;
+    }
+    if ((rc = tr_check_block_heads(r->db, r->run.run_id, err))) goto done;
     int fd = temp_fd(err);
     if (fd < 0) { rc = -fd; goto done; }
     out->fd_key = fd;
@@ -99,12 +113,18 @@ int an_spill_build(const an_run *r, int layer, int head, int scope, int ops, int
         tr_event e;
         while ((rc = an_replay_next(rp, &e, err)) == 1) {
             uint32_t key;
-            int isnew;
-            if (an_idmap_get(&map, an_pack_id(e.layer, e.head, e.slot), nk, &key, &isnew)) {
-                rc = rn_seterr(err, RN_ENOMEM, "out of memory numbering the keys of a stream");
-                break;
+            if (dkey) {
+                size_t u = ((size_t)e.layer * (size_t)H + e.head) * (size_t)M + e.slot;
+                if (dstamp[u] != (uint32_t)g + 1) { dstamp[u] = (uint32_t)g + 1; dkey[u] = nk++; }
+                key = dkey[u];
+            } else {
+                int isnew;
+                if (an_idmap_get(&map, an_pack_id(e.layer, e.head, e.slot), nk, &key, &isnew)) {
+                    rc = rn_seterr(err, RN_ENOMEM, "out of memory numbering the keys of a stream");
+                    break;
+                }
+                nk += (uint32_t)isnew;
             }
-            nk += (uint32_t)isnew;
             if (e.pos < warmup) s->n_warm++;
             buf[nb++] = key;
             if (++s->n >= (uint64_t)UINT32_MAX - 1) {
@@ -127,6 +147,7 @@ int an_spill_build(const an_run *r, int layer, int head, int scope, int ops, int
     }
 done:
     free(buf);
+    free(dkey); free(dstamp);
     an_idmap_free(&map);
     if (rc) an_spill_free(out);
     return rc;

@@ -58,6 +58,11 @@ int an_spill_next_use(an_spill *sp, rn_error *err);
 int an_spill_read(const an_spill *sp, int si, uint64_t i0, size_t n, uint32_t *key, uint32_t *nxt,
                   rn_error *err);
 
+/* Models of at most this many keys (L·H·M) are numbered through a table
+ * (4 + 4 bytes a key), larger ones through a hash map; the same numbering
+ * either way (the tests lower it to 0 to check the hash path). */
+extern uint64_t an_spill_direct_max;
+
 uint64_t an_spill_total(const an_spill *sp);
 uint32_t an_spill_max_keys(const an_spill *sp);
 void an_spill_free(an_spill *sp);

@@ -130,9 +130,10 @@ int an_stats_run(const an_run *r, int layer, int head, int window, volatile cons
     const rn_config *cfg = &r->run.cfg;
     int l0 = layer >= 0 ? layer : 0, l1 = layer >= 0 ? layer + 1 : cfg->n_layers;
     int h0 = head >= 0 ? head : 0, h1 = head >= 0 ? head + 1 : cfg->n_heads;
+    int rc = tr_check_block_heads(r->db, r->run.run_id, err);
+    if (rc) return rc;
     an_head_stats *hs = calloc((size_t)((l1 - l0) * (h1 - h0)) + 1, sizeof *hs);
     if (!hs) return rn_seterr(err, RN_ENOMEM, "out of memory");
-    int rc = RN_OK;
     for (int l = l0; l < l1 && !rc; l++)
         for (int h = h0; h < h1 && !rc; h++) {
             if (stop && *stop) { rc = rn_seterr(err, RN_EINTR, "stats: interrupted; nothing printed"); break; }

@@ -192,6 +192,11 @@ TH_TEST(test_spill_equals_memory, "spilled streams simulate exactly as loaded on
             check_scope(&r, scope, ops[o], 300, -1);
         }
     check_scope(&r, AN_SCOPE_MODEL, RN_OPS_BOTH, 5, 1);
+    /* the same through the hash map instead of the key table */
+    uint64_t direct = an_spill_direct_max;
+    an_spill_direct_max = 0;
+    for (int scope = AN_SCOPE_HEAD; scope <= AN_SCOPE_MODEL; scope++) check_scope(&r, scope, RN_OPS_BOTH, 300, -1);
+    an_spill_direct_max = direct;
     an_run_close(&r);
 }
 
