@@ -45,7 +45,8 @@ typedef struct {
 
 /* Stream the events of run r selected by layer / head (-1 = all) and ops
  * into the streams of scope; warmup as for an_simulate.  stop (may be
- * NULL) is polled every 64K events; non-zero stops with RN_EINTR. */
+ * NULL) is polled every 1M accesses; non-zero stops with RN_EINTR.  A
+ * block outside the run's layers and heads is a corrupt trace. */
 int an_spill_build(const an_run *r, int layer, int head, int scope, int ops, int32_t warmup,
                    volatile const int *stop, an_spill *out, rn_error *err);
 

@@ -121,40 +121,6 @@ done:
     return rc;
 }
 
-int an_stats_run(const an_run *r, int layer, int head, int window, volatile const int *stop,
-                 an_head_stats **out, int *n, uint64_t *events, rn_error *err)
-{
-    *out = NULL;
-    *n = 0;
-    *events = 0;
-    const rn_config *cfg = &r->run.cfg;
-    int l0 = layer >= 0 ? layer : 0, l1 = layer >= 0 ? layer + 1 : cfg->n_layers;
-    int h0 = head >= 0 ? head : 0, h1 = head >= 0 ? head + 1 : cfg->n_heads;
-    int rc = tr_check_block_heads(r->db, r->run.run_id, err);
-    if (rc) return rc;
-    an_head_stats *hs = calloc((size_t)((l1 - l0) * (h1 - h0)) + 1, sizeof *hs);
-    if (!hs) return rn_seterr(err, RN_ENOMEM, "out of memory");
-    for (int l = l0; l < l1 && !rc; l++)
-        for (int h = h0; h < h1 && !rc; h++) {
-            if (stop && *stop) { rc = rn_seterr(err, RN_EINTR, "stats: interrupted; nothing printed"); break; }
-            tr_event *ev = NULL;
-            size_t ne = 0;
-            an_streams ss = { 0 };
-            if ((rc = an_run_load(r, l, h, RN_OPS_BOTH, &ev, &ne, err))) break;
-            rc = an_streams_build(ev, ne, cfg, AN_SCOPE_HEAD, RN_OPS_BOTH, &ss, err);
-            free(ev);
-            if (!rc && ss.n == 1) {
-                rc = an_stats_head(&ss.s[0], r->M, rn_config_cape(cfg, l, h), window, &hs[*n], err);
-                if (!rc) { *events += ss.s[0].n; (*n)++; }
-            }
-            an_streams_free(&ss);
-        }
-    if (!rc && stop && *stop) rc = rn_seterr(err, RN_EINTR, "stats: interrupted; nothing printed");
-    if (rc) { free(hs); *n = 0; return rc; }
-    *out = hs;
-    return RN_OK;
-}
-
 void an_stats_summarise(const an_head_stats *h, int n, int want_cape, an_stats_summary *o)
 {
     memset(o, 0, sizeof *o);

@@ -58,13 +58,18 @@ int an_stats_head(const an_stream *s, int64_t M, int cape, int window, an_head_s
                   rn_error *err);
 
 /* Stats of every head of run r selected by layer / head (-1 = all), one
- * head at a time: each head's events are loaded, summarised and freed
- * before the next, so memory follows the largest head, not the run.
+ * head at a time, each computed while its events stream from the trace
+ * (an_stats_run.c): the numbers of an_stats_head, in memory O(M + the
+ * longest reuse time in tokens), whatever the number of events.
  * *out (malloc'd, *n entries, heads with events in (layer, head) order),
  * *events the total.  stop (may be NULL) is polled between heads
  * (RN_EINTR). */
 int an_stats_run(const an_run *r, int layer, int head, int window, volatile const int *stop,
                  an_head_stats **out, int *n, uint64_t *events, rn_error *err);
+
+/* Reuse times below this many tokens are counted in an array, longer ones
+ * listed (4 MiB entries by default; the tests lower it). */
+extern size_t an_stats_dense_reuse;
 
 /* Summarise the heads with cape == want_cape (want_cape -1: all heads). */
 void an_stats_summarise(const an_head_stats *h, int n, int want_cape, an_stats_summary *out);
