@@ -216,7 +216,26 @@ static int acc_finish(head_acc *a, an_head_stats *o, rn_error *err)
     return RN_OK;
 }
 
-/* Stats of (layer, head) of run r from its event stream; *o->events is 0
+size_t an_stats_stream_max_slots = (size_t)1 << 22;
+
+/* A head of a model with more than an_stats_stream_max_slots slots: the
+ * per-slot arrays would cost more than the head's events, so the head is
+ * loaded (memory O(its events)) and an_stats_head summarises it. */
+static int head_stats_loaded(const an_run *r, int layer, int head, int window, an_head_stats *o, rn_error *err)
+{
+    tr_event *ev = NULL;
+    size_t ne = 0;
+    an_streams ss = { 0 };
+    int rc = an_run_load(r, layer, head, RN_OPS_BOTH, &ev, &ne, err);
+    if (rc) return rc;
+    rc = an_streams_build(ev, ne, &r->run.cfg, AN_SCOPE_HEAD, RN_OPS_BOTH, &ss, err);
+    free(ev);
+    if (!rc && ss.n == 1) rc = an_stats_head(&ss.s[0], r->M, rn_config_cape(&r->run.cfg, layer, head), window, o, err);
+    an_streams_free(&ss);
+    return rc;
+}
+
+/* Stats of (layer, head) of run r from its event stream; o->events is 0
  * when the head has none. */
 static int head_stats(const an_run *r, int layer, int head, int window, an_head_stats *o, rn_error *err)
 {
@@ -225,6 +244,7 @@ static int head_stats(const an_run *r, int layer, int head, int window, an_head_
     o->head = head;
     o->cape = rn_config_cape(&r->run.cfg, layer, head);
     o->reuse_p50 = o->reuse_p90 = o->sd_p50 = o->sd_p90 = AN_COLD;
+    if ((uint64_t)r->M > an_stats_stream_max_slots) return head_stats_loaded(r, layer, head, window, o, err);
     tr_filter f = tr_filter_all();
     f.layer = layer;
     f.head = head;

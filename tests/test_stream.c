@@ -212,16 +212,18 @@ TH_TEST(test_stats_per_head, "stats streamed head by head equal stats of the who
     CU_ASSERT_EQUAL_FATAL(an_streams_build(ev, n, &r.run.cfg, AN_SCOPE_HEAD, RN_OPS_BOTH, &ss, &err), RN_OK);
     free(ev);
     /* the reuse times all counted in the array, then (a limit of 2 tokens)
-     * nearly all listed */
-    const size_t dense[2] = { an_stats_dense_reuse, 2 };
-    for (int d = 0; d < 2; d++) {
-        size_t keep = an_stats_dense_reuse;
+     * nearly all listed, then each head loaded instead of streamed */
+    const size_t dense[3] = { an_stats_dense_reuse, 2, an_stats_dense_reuse };
+    for (int d = 0; d < 3; d++) {
+        size_t keep = an_stats_dense_reuse, keep_slots = an_stats_stream_max_slots;
         an_stats_dense_reuse = dense[d];
+        if (d == 2) an_stats_stream_max_slots = 0; /* each head loaded instead */
         an_head_stats *hs;
         int nh;
         uint64_t total;
         CU_ASSERT_EQUAL_FATAL(an_stats_run(&r, -1, -1, 16, NULL, &hs, &nh, &total, &err), RN_OK);
         an_stats_dense_reuse = keep;
+        an_stats_stream_max_slots = keep_slots;
         CU_ASSERT_EQUAL_FATAL(nh, ss.n);
         CU_ASSERT_EQUAL(total, n);
         for (int i = 0; i < ss.n; i++) {
