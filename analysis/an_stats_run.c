@@ -208,7 +208,7 @@ static int acc_finish(head_acc *a, an_head_stats *o, rn_error *err)
     o->delta_share = a->nd ? (double)a->best / (double)a->nd : 0;
     const double q[2] = { 0.5, 0.9 };
     uint32_t pc[2];
-    qsort(a->big, a->nbig, sizeof *a->big, cmp_u32);
+    if (a->nbig) qsort(a->big, a->nbig, sizeof *a->big, cmp_u32);
     hist_percentiles(a->rh, a->rcap, a->big, a->nbig, a->nre, q, 2, pc);
     o->reuse_p50 = pc[0]; o->reuse_p90 = pc[1];
     hist_percentiles(a->sdh, (size_t)M + 2, NULL, 0, a->nsd, q, 2, pc);
