@@ -13,38 +13,28 @@ void an_mrc_free(an_mrc *m)
     memset(m, 0, sizeof *m);
 }
 
-int an_mrc_build(const an_streams *ss, int32_t warmup, an_mrc *out, rn_error *err)
+/* Allocate out's arrays for capacities 1..n and the distance histogram. */
+static int mrc_alloc(an_mrc *out, int64_t n, uint64_t **hist, rn_error *err)
 {
     memset(out, 0, sizeof *out);
-    uint32_t nmax = an_streams_max_keys(ss);
-    size_t nlong = 0;
-    for (int i = 0; i < ss->n; i++) if (ss->s[i].n > nlong) nlong = ss->s[i].n;
-    int64_t n = nmax;
-    /* hist[d] (d = 1..n) counted accesses at distance d, summed over streams;
-     * misses(C) = cold + Σ_{d > C} hist[d]. */
-    uint64_t *hist = calloc((size_t)n + 2, sizeof *hist);
-    uint32_t *dist = malloc((nlong ? nlong : 1) * sizeof *dist);
+    *hist = calloc((size_t)n + 2, sizeof **hist);
     out->capacity = malloc((n ? n : 1) * sizeof *out->capacity);
     out->misses = malloc((n ? n : 1) * sizeof *out->misses);
     out->miss_ratio = malloc((n ? n : 1) * sizeof *out->miss_ratio);
     out->hit_ratio = malloc((n ? n : 1) * sizeof *out->hit_ratio);
-    if (!hist || !dist || !out->capacity || !out->misses || !out->miss_ratio || !out->hit_ratio) {
-        free(hist); free(dist); an_mrc_free(out);
+    if (!*hist || !out->capacity || !out->misses || !out->miss_ratio || !out->hit_ratio) {
+        free(*hist); *hist = NULL; an_mrc_free(out);
         return rn_seterr(err, RN_ENOMEM, "out of memory for a miss-ratio curve of %lld points",
                          (long long)n);
     }
-    for (int i = 0; i < ss->n; i++) {
-        const an_stream *s = &ss->s[i];
-        int rc = an_stack_distances(s, dist, err);
-        if (rc) { free(hist); free(dist); an_mrc_free(out); return rc; }
-        for (size_t j = 0; j < s->n; j++) {
-            if (s->pos && s->pos[j] < warmup) continue;
-            out->accesses++;
-            if (dist[j] == AN_COLD) out->cold++;
-            else hist[dist[j]]++;
-        }
-    }
-    uint64_t above = 0; /* Σ_{d > C} hist[d] */
+    return RN_OK;
+}
+
+/* The curve from hist[d] (d = 1..n), the accesses counted at distance d
+ * summed over streams: misses(C) = cold + sum over d > C of hist[d]. */
+static void mrc_finish(an_mrc *out, int64_t n, const uint64_t *hist)
+{
+    uint64_t above = 0;
     for (int64_t C = n; C >= 1; C--) {
         out->capacity[C - 1] = (uint64_t)C;
         out->misses[C - 1] = out->cold + above;
@@ -54,7 +44,68 @@ int an_mrc_build(const an_streams *ss, int32_t warmup, an_mrc *out, rn_error *er
         above += hist[C];
     }
     out->n = n;
+}
+
+int an_mrc_build(const an_streams *ss, int32_t warmup, an_mrc *out, rn_error *err)
+{
+    int64_t n = an_streams_max_keys(ss);
+    size_t nlong = 0;
+    for (int i = 0; i < ss->n; i++) if (ss->s[i].n > nlong) nlong = ss->s[i].n;
+    uint64_t *hist;
+    int rc = mrc_alloc(out, n, &hist, err);
+    if (rc) return rc;
+    uint32_t *dist = malloc((nlong ? nlong : 1) * sizeof *dist);
+    if (!dist) {
+        free(hist); an_mrc_free(out);
+        return rn_seterr(err, RN_ENOMEM, "out of memory for a miss-ratio curve");
+    }
+    for (int i = 0; i < ss->n; i++) {
+        const an_stream *s = &ss->s[i];
+        rc = an_stack_distances(s, dist, err);
+        if (rc) { free(hist); free(dist); an_mrc_free(out); return rc; }
+        for (size_t j = 0; j < s->n; j++) {
+            if (s->pos && s->pos[j] < warmup) continue;
+            out->accesses++;
+            if (dist[j] == AN_COLD) out->cold++;
+            else hist[dist[j]]++;
+        }
+    }
+    mrc_finish(out, n, hist);
     free(hist); free(dist);
+    return RN_OK;
+}
+
+#define MRC_CHUNK (1u << 20)
+
+int an_mrc_build_spill(const an_spill *sp, an_mrc *out, rn_error *err)
+{
+    int64_t n = an_spill_max_keys(sp);
+    uint64_t *hist;
+    int rc = mrc_alloc(out, n, &hist, err);
+    if (rc) return rc;
+    uint32_t *key = malloc(MRC_CHUNK * sizeof *key), *dist = malloc(MRC_CHUNK * sizeof *dist);
+    if (!key || !dist) rc = rn_seterr(err, RN_ENOMEM, "out of memory for a miss-ratio curve");
+    for (int i = 0; i < sp->n && !rc; i++) {
+        const an_spill_stream *s = &sp->s[i];
+        an_sd sd;
+        if ((rc = an_sd_init(&sd, s->n_keys, err))) break;
+        for (uint64_t i0 = 0; i0 < s->n && !rc; i0 += MRC_CHUNK) {
+            size_t m = s->n - i0 < MRC_CHUNK ? (size_t)(s->n - i0) : MRC_CHUNK;
+            if ((rc = an_spill_read(sp, i, i0, m, key, NULL, err))) break;
+            an_sd_feed(&sd, key, m, dist);
+            for (size_t j = 0; j < m; j++) {
+                if (i0 + j < s->n_warm) continue;
+                out->accesses++;
+                if (dist[j] == AN_COLD) out->cold++;
+                else hist[dist[j]]++;
+            }
+        }
+        an_sd_free(&sd);
+    }
+    free(key); free(dist);
+    if (rc) { free(hist); an_mrc_free(out); return rc; }
+    mrc_finish(out, n, hist);
+    free(hist);
     return RN_OK;
 }
 

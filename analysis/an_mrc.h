@@ -10,6 +10,7 @@
 
 #include <stdint.h>
 
+#include "an_spill.h"
 #include "an_stream.h"
 #include "rn_error.h"
 
@@ -26,6 +27,10 @@ typedef struct {
 /* Build the curve of every stream in ss, counting accesses at positions >=
  * warmup.  Allocates the arrays (an_mrc_free). */
 int an_mrc_build(const an_streams *ss, int32_t warmup, an_mrc *out, rn_error *err);
+/* The same over spilled streams (an_spill.h; the warm-up is the spill's):
+ * stack distances computed chunk by chunk from the key file, memory
+ * O(distinct keys). */
+int an_mrc_build_spill(const an_spill *sp, an_mrc *out, rn_error *err);
 void an_mrc_free(an_mrc *m);
 
 /* Misses of an LRU cache of capacity C (any C >= 1; beyond n it is cold). */

@@ -18,23 +18,38 @@ static inline int32_t fw_prefix(const int32_t *t, uint32_t i) /* sum of [0..i] *
     return s;
 }
 
-int an_stack_distances(const an_stream *s, uint32_t *dist, rn_error *err)
+int an_sd_init(an_sd *sd, uint32_t n_keys, rn_error *err)
 {
-    uint32_t nk = s->n_keys ? s->n_keys : 1;
-    uint32_t F = 2 * nk + 64;                 /* time axis: >= F/2 steps between compactions */
-    int32_t *fw = calloc((size_t)F + 1, sizeof *fw);
-    uint32_t *owner = malloc((size_t)F * sizeof *owner);
-    uint8_t *mark = calloc(F, 1);
-    uint32_t *last = malloc((size_t)nk * sizeof *last);
-    if (!fw || !owner || !mark || !last) {
-        free(fw); free(owner); free(mark); free(last);
+    memset(sd, 0, sizeof *sd);
+    uint32_t nk = n_keys ? n_keys : 1;
+    sd->nk = nk;
+    sd->F = 2 * nk + 64;                 /* time axis: >= F/2 steps between compactions */
+    sd->fw = calloc((size_t)sd->F + 1, sizeof *sd->fw);
+    sd->owner = malloc((size_t)sd->F * sizeof *sd->owner);
+    sd->mark = calloc(sd->F, 1);
+    sd->last = malloc((size_t)nk * sizeof *sd->last);
+    if (!sd->fw || !sd->owner || !sd->mark || !sd->last) {
+        an_sd_free(sd);
         return rn_seterr(err, RN_ENOMEM, "out of memory for stack distances over %u keys", nk);
     }
-    for (uint32_t k = 0; k < nk; k++) last[k] = AN_NONE;
-    uint32_t t = 0;        /* next free time slot */
-    int32_t live = 0;      /* marks set = distinct keys seen */
-    for (size_t i = 0; i < s->n; i++) {
-        uint32_t k = s->key[i], p = last[k];
+    for (uint32_t k = 0; k < nk; k++) sd->last[k] = AN_NONE;
+    return RN_OK;
+}
+
+void an_sd_free(an_sd *sd)
+{
+    free(sd->fw); free(sd->owner); free(sd->mark); free(sd->last);
+    memset(sd, 0, sizeof *sd);
+}
+
+void an_sd_feed(an_sd *sd, const uint32_t *key, size_t n, uint32_t *dist)
+{
+    int32_t *fw = sd->fw;
+    uint32_t *owner = sd->owner, *last = sd->last, F = sd->F, t = sd->t;
+    uint8_t *mark = sd->mark;
+    int32_t live = sd->live;   /* marks set = distinct keys seen */
+    for (size_t i = 0; i < n; i++) {
+        uint32_t k = key[i], p = last[k];
         if (p == AN_NONE) {
             dist[i] = AN_COLD;
             live++;
@@ -66,7 +81,17 @@ int an_stack_distances(const an_stream *s, uint32_t *dist, rn_error *err)
         owner[t] = k;
         last[k] = t++;
     }
-    free(fw); free(owner); free(mark); free(last);
+    sd->t = t;
+    sd->live = live;
+}
+
+int an_stack_distances(const an_stream *s, uint32_t *dist, rn_error *err)
+{
+    an_sd sd;
+    int rc = an_sd_init(&sd, s->n_keys, err);
+    if (rc) return rc;
+    an_sd_feed(&sd, s->key, s->n, dist);
+    an_sd_free(&sd);
     return RN_OK;
 }
 

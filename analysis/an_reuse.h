@@ -26,6 +26,22 @@
 /* dist[i] = stack distance of access i (>= 1) or AN_COLD. */
 int an_stack_distances(const an_stream *s, uint32_t *dist, rn_error *err);
 
+/* The same, access by access: a stack-distance state over keys
+ * 0..n_keys-1 that an_sd_feed advances by n accesses at a time (dist[i]
+ * for key[i]), so a stream need not be in memory at once.  Memory
+ * O(n_keys). */
+typedef struct {
+    int32_t *fw;        /* Fenwick tree over the time axis */
+    uint32_t *owner;    /* [F] key whose last access is at that time */
+    uint8_t *mark;      /* [F] a live last-access mark */
+    uint32_t *last;     /* [n_keys] time of each key's last access */
+    uint32_t nk, F, t;  /* keys, time axis length, next free time */
+    int32_t live;       /* distinct keys seen */
+} an_sd;
+int an_sd_init(an_sd *sd, uint32_t n_keys, rn_error *err);
+void an_sd_feed(an_sd *sd, const uint32_t *key, size_t n, uint32_t *dist);
+void an_sd_free(an_sd *sd);
+
 /* reuse[i] = reuse time of access i in tokens or AN_COLD (needs s->pos). */
 int an_reuse_times(const an_stream *s, uint32_t *reuse, rn_error *err);
 

@@ -9,7 +9,11 @@
 
 int an_sweep_capacities(const an_streams *ss, uint64_t *out, int cap)
 {
-    uint64_t top = an_streams_max_keys(ss);
+    return an_sweep_capacities_upto(an_streams_max_keys(ss), out, cap);
+}
+
+int an_sweep_capacities_upto(uint64_t top, uint64_t *out, int cap)
+{
     int n = 0;
     for (uint64_t c = 1; c < top && n < cap; c *= 2) out[n++] = c;
     if (n < cap && top >= 1) out[n++] = top;
@@ -61,6 +65,78 @@ int an_simgrid_run(const an_streams *ss, const an_policy **pol, int np, const ui
             }
     }
     free(nxt); free(last);
+    if (rc) an_simgrid_free(g);
+    return rc;
+}
+
+#define SIM_CHUNK (1u << 20) /* accesses read at a time */
+
+/* Replay stream si of sp through a fresh cache of policy p and capacity
+ * cap, adding into *r; key/nxt are chunk buffers. */
+static int simulate_spilled(const an_spill *sp, int si, const an_policy *p, uint64_t cap, uint32_t *key,
+                            uint32_t *nxt, an_sim_result *r, rn_error *err)
+{
+    const an_spill_stream *s = &sp->s[si];
+    if (cap == 0) return rn_seterr(err, RN_EINPUT, "--capacity: must be at least 1");
+    if (s->n == 0) return RN_OK;
+    void *c = p->init(cap, s->n_keys);
+    if (!c) return rn_seterr(err, RN_ENOMEM, "out of memory for a %s cache of %llu keys", p->name,
+                             (unsigned long long)cap);
+    int (*access)(void *, uint32_t, uint32_t) = p->access;
+    uint64_t hits = 0, counted = 0;
+    int rc = RN_OK;
+    for (uint64_t i0 = 0; i0 < s->n; i0 += SIM_CHUNK) {
+        size_t m = s->n - i0 < SIM_CHUNK ? (size_t)(s->n - i0) : SIM_CHUNK;
+        if ((rc = an_spill_read(sp, si, i0, m, key, p->needs_next ? nxt : NULL, err))) break;
+        /* accesses before n_warm warm the cache uncounted */
+        size_t j = 0;
+        for (; j < m && i0 + j < s->n_warm; j++) access(c, key[j], p->needs_next ? nxt[j] : AN_NONE);
+        uint64_t h = 0;
+        if (p->needs_next)
+            for (; j < m; j++) h += (uint64_t)access(c, key[j], nxt[j]);
+        else
+            for (; j < m; j++) h += (uint64_t)access(c, key[j], AN_NONE);
+        hits += h;
+    }
+    counted = s->n - s->n_warm;
+    p->free(c);
+    if (rc) return rc;
+    r->accesses += counted;
+    r->hits += hits;
+    r->misses += counted - hits;
+    return RN_OK;
+}
+
+int an_simgrid_run_spill(an_spill *sp, const an_policy **pol, int np, const uint64_t *caps, int nc,
+                         uint64_t slot_bytes, an_progress_fn progress, void *user, an_simgrid *g,
+                         rn_error *err)
+{
+    memset(g, 0, sizeof *g);
+    g->n_policies = np;
+    g->n_capacities = nc;
+    g->slot_bytes = slot_bytes;
+    g->policy = malloc(sizeof *g->policy * (size_t)(np ? np : 1));
+    g->capacity = malloc(sizeof *g->capacity * (size_t)(nc ? nc : 1));
+    g->result = calloc((size_t)(np * nc > 0 ? np * nc : 1), sizeof *g->result);
+    uint32_t *key = malloc(SIM_CHUNK * sizeof *key), *nxt = malloc(SIM_CHUNK * sizeof *nxt);
+    if (!g->policy || !g->capacity || !g->result || !key || !nxt) {
+        free(key); free(nxt); an_simgrid_free(g);
+        return rn_seterr(err, RN_ENOMEM, "out of memory for the simulation");
+    }
+    memcpy(g->policy, pol, sizeof *pol * (size_t)np);
+    memcpy(g->capacity, caps, sizeof *caps * (size_t)nc);
+    int need_next = 0;
+    for (int p = 0; p < np; p++) need_next |= pol[p]->needs_next;
+    int rc = need_next ? an_spill_next_use(sp, err) : RN_OK;
+    int done = 0, total = sp->n * np * nc;
+    for (int i = 0; i < sp->n && !rc; i++)
+        for (int p = 0; p < np && !rc; p++)
+            for (int c = 0; c < nc && !rc; c++) {
+                rc = simulate_spilled(sp, i, pol[p], caps[c], key, nxt, &g->result[p * nc + c], err);
+                if (!rc && progress && progress(user, ++done, total))
+                    rc = rn_seterr(err, RN_EINTR, "simulate: interrupted");
+            }
+    free(key); free(nxt);
     if (rc) an_simgrid_free(g);
     return rc;
 }

@@ -9,6 +9,7 @@
 
 #include "an_cache.h"
 #include "an_mrc.h"
+#include "an_spill.h"
 
 typedef struct {
     int n_policies, n_capacities;
@@ -21,6 +22,8 @@ typedef struct {
 /* Capacities 1, 2, 4, ... up to the largest stream's distinct keys (the
  * last one included), as --sweep uses.  Returns the count (<= cap). */
 int an_sweep_capacities(const an_streams *ss, uint64_t *out, int cap);
+/* The same up to top distinct keys. */
+int an_sweep_capacities_upto(uint64_t top, uint64_t *out, int cap);
 
 /* Progress callback (may be NULL): done of total simulations; return
  * non-zero to stop (RN_EINTR). */
@@ -32,6 +35,14 @@ int an_simgrid_run(const an_streams *ss, const an_policy **pol, int np, const ui
                    int32_t warmup, uint64_t slot_bytes, an_progress_fn progress, void *user,
                    an_simgrid *g, rn_error *err);
 void an_simgrid_free(an_simgrid *g);
+
+/* an_simgrid_run over spilled streams (an_spill.h): each simulation reads
+ * its stream's keys (and next uses, computed first when a policy needs
+ * them) from the temporary files in chunks, so memory is one cache and a
+ * chunk, whatever the stream's length; the warm-up is the spill's. */
+int an_simgrid_run_spill(an_spill *sp, const an_policy **pol, int np, const uint64_t *caps, int nc,
+                         uint64_t slot_bytes, an_progress_fn progress, void *user, an_simgrid *g,
+                         rn_error *err);
 
 /* Print as a table / CSV / JSON (RN_FMT_*, core/rn_rows.h); with mrc, an
  * "lru-exact" row per capacity from the exact LRU curve.  RN_EIO when

@@ -27,6 +27,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "an_load.h"
 #include "an_stream.h"
 #include "rn_config.h"
 #include "rn_error.h"
@@ -55,6 +56,26 @@ typedef struct {
 /* Stats of one head stream (AN_SCOPE_HEAD, both ops, with pos, op, id). */
 int an_stats_head(const an_stream *s, int64_t M, int cape, int window, an_head_stats *out,
                   rn_error *err);
+
+/* Stats of every head of run r selected by layer / head (-1 = all), one
+ * head at a time, each computed while its events stream from the trace
+ * (an_stats_run.c): the numbers of an_stats_head, in memory O(M + the
+ * longest reuse time in tokens), whatever the number of events (heads of
+ * models above an_stats_stream_max_slots slots are loaded one at a
+ * time).
+ * *out (malloc'd, *n entries, heads with events in (layer, head) order),
+ * *events the total.  stop (may be NULL) is polled between heads
+ * (RN_EINTR). */
+int an_stats_run(const an_run *r, int layer, int head, int window, volatile const int *stop,
+                 an_head_stats **out, int *n, uint64_t *events, rn_error *err);
+
+/* Models with more slots than this have each head loaded (O(its events))
+ * rather than streamed (O(M)); 4M by default, the tests lower it. */
+extern size_t an_stats_stream_max_slots;
+
+/* Reuse times below this many tokens are counted in an array, longer ones
+ * listed (4 MiB entries by default; the tests lower it). */
+extern size_t an_stats_dense_reuse;
 
 /* Summarise the heads with cape == want_cape (want_cape -1: all heads). */
 void an_stats_summarise(const an_head_stats *h, int n, int want_cape, an_stats_summary *out);

@@ -37,22 +37,13 @@ static int is_canonical(const tr_event *ev, size_t n)
     return 1;
 }
 
-/* Open-addressing map from 64-bit id to dense index (ids in first-seen
- * order).  Grows at half load; cleared between streams. */
-typedef struct {
-    uint64_t *tab;   /* id + 1, 0 = empty */
-    uint32_t *val;
-    size_t cap;      /* power of two */
-    size_t used;
-} idmap;
-
 static inline size_t id_hash(uint64_t x, size_t mask)
 {
     x ^= x >> 33; x *= 0xff51afd7ed558ccdULL; x ^= x >> 33;
     return (size_t)x & mask;
 }
 
-static int idmap_grow(idmap *m)
+static int idmap_grow(an_idmap *m)
 {
     size_t ncap = m->cap ? m->cap * 2 : 1024;
     uint64_t *nt = calloc(ncap, sizeof *nt);
@@ -70,8 +61,7 @@ static int idmap_grow(idmap *m)
     return RN_OK;
 }
 
-/* Dense index of id, inserting it as `next` when new (*isnew set). */
-static inline int idmap_get(idmap *m, uint64_t id, uint32_t next, uint32_t *out, int *isnew)
+int an_idmap_get(an_idmap *m, uint64_t id, uint32_t next, uint32_t *out, int *isnew)
 {
     if (2 * (m->used + 1) > m->cap && idmap_grow(m)) return RN_ENOMEM;
     size_t mask = m->cap - 1, h = id_hash(id, mask);
@@ -85,6 +75,18 @@ static inline int idmap_get(idmap *m, uint64_t id, uint32_t next, uint32_t *out,
     *out = next;
     *isnew = 1;
     return RN_OK;
+}
+
+void an_idmap_clear(an_idmap *m)
+{
+    if (m->cap) memset(m->tab, 0, m->cap * sizeof *m->tab);
+    m->used = 0;
+}
+
+void an_idmap_free(an_idmap *m)
+{
+    free(m->tab); free(m->val);
+    memset(m, 0, sizeof *m);
 }
 
 void an_streams_free(an_streams *ss)
@@ -155,7 +157,7 @@ int an_streams_build(const tr_event *ev_in, size_t n, const rn_config *cfg, int 
     size_t *cnt = calloc(nb > (size_t)G + 1 ? nb : (size_t)G + 1, sizeof *cnt);
     uint32_t *a = malloc((nsel ? nsel : 1) * sizeof *a), *b = malloc((nsel ? nsel : 1) * sizeof *b);
     size_t *gcount = calloc((size_t)G + 1, sizeof *gcount);
-    idmap map = { 0 };
+    an_idmap map = { 0 };
     int rc = RN_OK;
     if (!cnt || !a || !b || !gcount) { rc = RN_ENOMEM; goto done; }
     if (dense) {
@@ -200,14 +202,14 @@ int an_streams_build(const tr_event *ev_in, size_t n, const rn_config *cfg, int 
         size_t idcap = 1024;
         s->id = malloc(idcap * sizeof *s->id);
         if (!s->key || !s->pos || !s->op || !s->id) { rc = RN_ENOMEM; goto done; }
-        if (map.cap) { memset(map.tab, 0, map.cap * sizeof *map.tab); map.used = 0; }
+        an_idmap_clear(&map);
         uint32_t nk = 0;
         for (size_t j = lo; j < hi; j++) {
             const tr_event *e = &ev[b[j]];
             uint64_t id = an_pack_id(e->layer, e->head, e->slot);
             uint32_t key;
             int isnew;
-            if (idmap_get(&map, id, nk, &key, &isnew)) { rc = RN_ENOMEM; goto done; }
+            if (an_idmap_get(&map, id, nk, &key, &isnew)) { rc = RN_ENOMEM; goto done; }
             if (isnew) {
                 if (nk == idcap) {
                     uint64_t *t = realloc(s->id, 2 * idcap * sizeof *t);
@@ -226,7 +228,7 @@ int an_streams_build(const tr_event *ev_in, size_t n, const rn_config *cfg, int 
 #undef GROUP
 done:
     free(cnt); free(a); free(b); free(gcount); free(sorted);
-    free(map.tab); free(map.val);
+    an_idmap_free(&map);
     if (rc) {
         an_streams_free(out);
         return rn_seterr(err, rc, "out of memory building access streams of %zu events", n);

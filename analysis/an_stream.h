@@ -59,6 +59,21 @@ static inline int an_id_layer(uint64_t id) { return (int)((id >> 40) & 0xffffff)
 static inline int an_id_head(uint64_t id) { return (int)((id >> 32) & 0xff); }
 static inline uint32_t an_id_slot(uint64_t id) { return (uint32_t)id; }
 
+/* Map from 64-bit ids to dense indices (open addressing, grows at half
+ * load): the renumbering of an_streams_build and an_spill_build. */
+typedef struct {
+    uint64_t *tab;   /* id + 1, 0 = empty */
+    uint32_t *val;
+    size_t cap;      /* power of two */
+    size_t used;
+} an_idmap;
+
+/* Dense index of id into *out, inserting it as `next` when new (*isnew
+ * set); RN_ENOMEM when the map cannot grow. */
+int an_idmap_get(an_idmap *m, uint64_t id, uint32_t next, uint32_t *out, int *isnew);
+void an_idmap_clear(an_idmap *m);
+void an_idmap_free(an_idmap *m);
+
 /* Parse "head", "layer", "model" into *scope; RN_EINPUT otherwise. */
 int an_scope_parse(const char *s, int *scope, rn_error *err);
 const char *an_scope_name(int scope);

@@ -122,24 +122,22 @@ int cmd_simulate(int argc, char **argv)
     cli_install_signals();
     const char *path = argv[optind];
     an_run r;
-    tr_event *ev = NULL;
-    size_t n = 0;
-    an_streams ss = { 0 };
+    an_spill sp = { .fd_key = -1, .fd_next = -1 };
     an_simgrid g = { 0 };
     an_mrc mrc = { 0 };
     int rc = an_run_open(path, run, &r, &err);
     if (rc) return cli_fail(&err);
     if ((rc = an_run_check_head(&r, (int)layer, (int)head, &err))) goto out;
     double t0 = cli_now();
-    if ((rc = an_run_load(&r, (int)layer, (int)head, ops, &ev, &n, &err))) goto out;
-    if ((rc = an_streams_build(ev, n, &r.run.cfg, scope, ops, &ss, &err))) goto out;
-    free(ev);
-    ev = NULL;
-    fprintf(stderr, "simulate: run %lld, %zu accesses, %d %s cache(s), loaded in %.2f s\n",
-            (long long)r.run.run_id, an_streams_total(&ss), ss.n, an_scope_name(scope), cli_now() - t0);
-    if (ss.n == 0) { rc = rn_seterr(&err, RN_EINPUT, "%s: the selection has no events", path); goto out; }
-    uint64_t universe = ss.s[0].universe;
-    if (!cap_s) nc = an_sweep_capacities(&ss, caps, 64);
+    /* the accesses stream from the trace into a temporary key file */
+    if ((rc = an_spill_build(&r, (int)layer, (int)head, scope, ops, (int32_t)warmup, &cli_stop_flag, &sp, &err)))
+        goto out;
+    fprintf(stderr, "simulate: run %lld, %llu accesses, %d %s cache(s), loaded in %.2f s\n",
+            (long long)r.run.run_id, (unsigned long long)an_spill_total(&sp), sp.n, an_scope_name(scope),
+            cli_now() - t0);
+    if (sp.n == 0) { rc = rn_seterr(&err, RN_EINPUT, "%s: the selection has no events", path); goto out; }
+    uint64_t universe = sp.s[0].universe;
+    if (!cap_s) nc = an_sweep_capacities_upto(an_spill_max_keys(&sp), caps, 64);
     for (int i = 0; i < nc; i++)
         if (caps[i] > universe) {
             rc = rn_seterr(&err, RN_EINPUT, "--capacity: %llu is larger than the %llu keys a %s cache can "
@@ -148,10 +146,10 @@ int cmd_simulate(int argc, char **argv)
             goto out;
         }
     double tp = cli_now();
-    if ((rc = an_simgrid_run(&ss, pol, np, caps, nc, (int32_t)warmup, (uint64_t)(r.run.cfg.d_v + 1) * 4,
-                             progress, &tp, &g, &err)))
+    if ((rc = an_simgrid_run_spill(&sp, pol, np, caps, nc, (uint64_t)(r.run.cfg.d_v + 1) * 4, progress, &tp,
+                                   &g, &err)))
         goto out;
-    if (want_mrc && (rc = an_mrc_build(&ss, (int32_t)warmup, &mrc, &err))) goto out;
+    if (want_mrc && (rc = an_mrc_build_spill(&sp, &mrc, &err))) goto out;
     if (mrc_out) {
         rn_atomic_file af;
         if ((rc = rn_atomic_check_not_input(path, mrc_out, &err)) || (rc = rn_atomic_open_text(&af, mrc_out, &err))) goto out;
@@ -161,10 +159,9 @@ int cmd_simulate(int argc, char **argv)
     /* with --mrc-out - the curve has stdout; the table goes to stderr */
     rc = an_simgrid_print(mrc_out && !strcmp(mrc_out, "-") ? stderr : stdout, fmt, &g, want_mrc ? &mrc : NULL, &err);
 out:
-    free(ev);
     an_mrc_free(&mrc);
     an_simgrid_free(&g);
-    an_streams_free(&ss);
+    an_spill_free(&sp);
     an_run_close(&r);
     return rc ? cli_fail(&err) : 0;
 }

@@ -59,34 +59,20 @@ int cmd_stats(int argc, char **argv)
     if (optind != argc - 1) return cli_usage_error(argv[0], "expected one trace database");
     const char *path = argv[optind];
     an_run r;
-    tr_event *ev = NULL;
-    size_t n = 0;
-    an_streams ss = { 0 };
     an_head_stats *hs = NULL;
+    int nh = 0;
+    uint64_t total = 0;
     double t0 = cli_now();
     int rc = an_run_open(path, run, &r, &err);
     if (rc) return cli_fail(&err);
     if ((rc = an_run_check_head(&r, (int)layer, (int)head, &err))) goto out;
-    if ((rc = an_run_load(&r, (int)layer, (int)head, RN_OPS_BOTH, &ev, &n, &err))) goto out;
-    if ((rc = an_streams_build(ev, n, &r.run.cfg, AN_SCOPE_HEAD, RN_OPS_BOTH, &ss, &err))) goto out;
-    free(ev);
-    ev = NULL;
-    hs = calloc((size_t)(ss.n ? ss.n : 1), sizeof *hs);
-    if (!hs) { rc = rn_seterr(&err, RN_ENOMEM, "out of memory"); goto out; }
-    for (int i = 0; i < ss.n && !rc; i++) {
-        if (cli_stop_flag) rc = rn_seterr(&err, RN_EINTR, "stats: interrupted; nothing printed");
-        else rc = an_stats_head(&ss.s[i], r.M, rn_config_cape(&r.run.cfg, ss.s[i].layer, ss.s[i].head),
-                                (int)window, &hs[i], &err);
-    }
-    if (!rc && cli_stop_flag) rc = rn_seterr(&err, RN_EINTR, "stats: interrupted; nothing printed");
-    if (rc) goto out;
-    fprintf(stderr, "stats: run %lld, %zu events, %d heads in %.2f s\n", (long long)r.run.run_id,
-            an_streams_total(&ss), ss.n, cli_now() - t0);
-    rc = an_stats_print(stdout, fmt, hs, ss.n, r.M, (int)window, &err);
+    if ((rc = an_stats_run(&r, (int)layer, (int)head, (int)window, &cli_stop_flag, &hs, &nh, &total, &err)))
+        goto out;
+    fprintf(stderr, "stats: run %lld, %llu events, %d heads in %.2f s\n", (long long)r.run.run_id,
+            (unsigned long long)total, nh, cli_now() - t0);
+    rc = an_stats_print(stdout, fmt, hs, nh, r.M, (int)window, &err);
 out:
-    free(ev);
     free(hs);
-    an_streams_free(&ss);
     an_run_close(&r);
     return rc ? cli_fail(&err) : 0;
 }

@@ -321,6 +321,30 @@ int tr_count_events(tr_db *d, int64_t run_id, const tr_filter *f, int64_t *n, rn
     return rc;
 }
 
+int tr_check_block_heads(tr_db *d, int64_t run_id, rn_error *err)
+{
+    tr_run_info run;
+    int rc = tr_run_get(d, run_id, &run, err);
+    if (rc) return rc;
+    char sql[400];
+    snprintf(sql, sizeof sql, "SELECT layer, head FROM event_blocks WHERE run_id = %lld AND"
+             " (typeof(layer) != 'integer' OR typeof(head) != 'integer' OR layer < 0 OR layer >= %d"
+             " OR head < 0 OR head >= %d) LIMIT 1", (long long)run.run_id, run.cfg.n_layers, run.cfg.n_heads);
+    sqlite3_stmt *st;
+    if ((rc = prep(d, sql, &st, err))) return rc;
+    int src = sqlite3_step(st);
+    if (src == SQLITE_ROW) {
+        char l[32], h[32];
+        copy_col(st, 0, l, sizeof l);
+        copy_col(st, 1, h, sizeof h);
+        rc = rn_seterr(err, RN_EINPUT, "%s: corrupt trace: run %lld has an event block of (layer %s, head %s), "
+                       "outside its %d layers x %d heads", d->path, (long long)run.run_id, l, h,
+                       run.cfg.n_layers, run.cfg.n_heads);
+    } else if (src != SQLITE_DONE) rc = tr_sqlerr(d->db, src, d->path, "checking event blocks", err);
+    sqlite3_finalize(st);
+    return rc;
+}
+
 int tr_iter_open(tr_db *d, int64_t run_id, const tr_filter *f, tr_iter **out, rn_error *err)
 {
     *out = NULL;

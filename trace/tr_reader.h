@@ -89,6 +89,13 @@ int tr_load_events(tr_db *db, int64_t run_id, const tr_filter *f, tr_event **ev,
 /* Count selected events without loading them. */
 int tr_count_events(tr_db *db, int64_t run_id, const tr_filter *f, int64_t *n, rn_error *err);
 
+/* RN_EINPUT ("corrupt trace") when a block of the run names a layer or
+ * head that is not an integer inside the run's config.  Readers that open
+ * one iterator per (layer, head) call it first: such a block is in no
+ * head's selection, so no iterator would see it.  Reads the block index
+ * only. */
+int tr_check_block_heads(tr_db *db, int64_t run_id, rn_error *err);
+
 /* Streaming iterator over selected events in canonical order (memory O(1)). */
 typedef struct tr_iter tr_iter;
 int tr_iter_open(tr_db *db, int64_t run_id, const tr_filter *f, tr_iter **it, rn_error *err);

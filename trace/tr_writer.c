@@ -29,6 +29,7 @@
 #include "tr_writer.h"
 
 #define PIECE_LEN 32
+#define TOK_ROWS 64 /* tokens rows per multi-row INSERT (5 parameters each) */
 
 /* A sealed block in a batch: its slots at arena + off, its weights right
  * after them. */
@@ -68,7 +69,7 @@ struct tr_writer {
     sqlite3 *db;
     int live_fd;       /* holds flock(LOCK_SH) on the file while the run lives */
     int durability;    /* TR_DURABILITY_* */
-    sqlite3_stmt *ins_blk, *ins_tok;
+    sqlite3_stmt *ins_blk, *ins_tok, *ins_toks; /* ins_toks: TOK_ROWS rows at once */
     int64_t run_id;
     rn_config cfg;
     int K, L, H;
@@ -122,6 +123,16 @@ static int step_reset(tr_writer *w, sqlite3_stmt *st, rn_error *err)
     return RN_OK;
 }
 
+/* Bind token t to parameters p+1..p+5 of st (a tokens row). */
+static void bind_token(tr_writer *w, sqlite3_stmt *st, int p, const tok_rec *t)
+{
+    sqlite3_bind_int64(st, p + 1, w->run_id);
+    sqlite3_bind_int64(st, p + 2, t->pos);
+    sqlite3_bind_int(st, p + 3, t->id);
+    sqlite3_bind_text(st, p + 4, t->piece, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, p + 5, t->generated ? "generated" : "prompt", -1, SQLITE_STATIC);
+}
+
 /* Insert one batch (tokens and block rows) in a single transaction. */
 static int insert_batch(tr_writer *w, batch *b, rn_error *err)
 {
@@ -129,13 +140,14 @@ static int insert_batch(tr_writer *w, batch *b, rn_error *err)
      * anything is read, so the transaction never has to upgrade. */
     int rc = tr_exec_what(w->db, w->path, "BEGIN IMMEDIATE", "waiting for another writer", err);
     if (rc) return rc;
-    for (int i = 0; i < b->n_tokens && !rc; i++) {
-        const tok_rec *t = &b->toks[i];
-        sqlite3_bind_int64(w->ins_tok, 1, w->run_id);
-        sqlite3_bind_int64(w->ins_tok, 2, t->pos);
-        sqlite3_bind_int(w->ins_tok, 3, t->id);
-        sqlite3_bind_text(w->ins_tok, 4, t->piece, -1, SQLITE_STATIC);
-        sqlite3_bind_text(w->ins_tok, 5, t->generated ? "generated" : "prompt", -1, SQLITE_STATIC);
+    /* tokens rows TOK_ROWS to a statement, the rest one by one */
+    int i = 0;
+    for (; i + TOK_ROWS <= b->n_tokens && !rc; i += TOK_ROWS) {
+        for (int j = 0; j < TOK_ROWS; j++) bind_token(w, w->ins_toks, 5 * j, &b->toks[i + j]);
+        rc = step_reset(w, w->ins_toks, err);
+    }
+    for (; i < b->n_tokens && !rc; i++) {
+        bind_token(w, w->ins_tok, 0, &b->toks[i]);
         rc = step_reset(w, w->ins_tok, err);
     }
     sqlite3_stmt *st = w->ins_blk;
@@ -318,6 +330,7 @@ static void free_writer(tr_writer *w)
     if (!w) return;
     sqlite3_finalize(w->ins_blk);
     sqlite3_finalize(w->ins_tok);
+    sqlite3_finalize(w->ins_toks);
     sqlite3_close(w->db);
     /* Closed after the connection: closing any descriptor of the file drops
      * the process's POSIX locks on it, SQLite's included. */
@@ -450,6 +463,13 @@ static int prepare_inserts(tr_writer *w, rn_error *err)
     if (rc == SQLITE_OK)
         rc = sqlite3_prepare_v3(w->db, "INSERT INTO tokens VALUES(?,?,?,?,?)", -1,
                                 SQLITE_PREPARE_PERSISTENT, &w->ins_tok, NULL);
+    if (rc == SQLITE_OK) {
+        /* INSERT INTO tokens VALUES(?,?,?,?,?),(?,?,?,?,?),... TOK_ROWS times */
+        char sql[32 + TOK_ROWS * 12];
+        size_t n = (size_t)snprintf(sql, sizeof sql, "INSERT INTO tokens VALUES");
+        for (int j = 0; j < TOK_ROWS; j++) n += (size_t)snprintf(sql + n, sizeof sql - n, "%s(?,?,?,?,?)", j ? "," : "");
+        rc = sqlite3_prepare_v3(w->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &w->ins_toks, NULL);
+    }
     if (rc != SQLITE_OK) return tr_sqlerr(w->db, rc, w->path, "preparing inserts", err);
     return RN_OK;
 }

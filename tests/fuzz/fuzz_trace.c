@@ -32,6 +32,7 @@
 #include "an_load.h"
 #include "an_mrc.h"
 #include "an_simrun.h"
+#include "an_spill.h"
 #include "an_stats.h"
 #include "an_stream.h"
 #include "fuzz.h"
@@ -417,6 +418,20 @@ static void do_stats(const an_run *r, const tr_event *ev, size_t n, int window)
             int f = fmt == 0 ? RN_FMT_TABLE : fmt == 1 ? RN_FMT_CSV : RN_FMT_JSON;
             fuzz_check(an_stats_print(g_null, f, hs, ss.n, r->M, window, &err) == RN_OK, "stats print: %s", err.msg);
         }
+    /* `stats` streams each head: the same numbers, or bad input */
+    an_head_stats *st;
+    int nst;
+    uint64_t tot;
+    int src = an_stats_run(r, -1, -1, window, NULL, &st, &nst, &tot, &err);
+    if (src) fuzz_check_error(src, &err, BAD, "an_stats_run");
+    else if (!rc) {
+        fuzz_check(nst == ss.n && tot == n, "streamed stats: %d heads, %llu events; loaded %d, %zu", nst,
+                   (unsigned long long)tot, ss.n, n);
+        for (int i = 0; i < nst && i < ss.n; i++)
+            fuzz_check(!memcmp(&st[i], &hs[i], sizeof *st), "streamed stats of head %d/%d differ", st[i].layer,
+                       st[i].head);
+        free(st);
+    } else free(st);
     free(hs);
     an_streams_free(&ss);
 }
@@ -459,6 +474,24 @@ static void do_simulate(const an_run *r, const tr_event *ev, size_t n)
         }
     fuzz_check(an_simgrid_print(g_null, RN_FMT_JSON, &g, &mrc, &err) == RN_OK, "%s", err.msg);
     fuzz_check(an_mrc_print_csv(g_null, &mrc, &err) == RN_OK, "%s", err.msg);
+    /* `simulate` streams the run into a key file: the same results */
+    an_spill sp;
+    rc = an_spill_build(r, -1, -1, AN_SCOPE_MODEL, RN_OPS_BOTH, 0, NULL, &sp, &err);
+    if (rc) fuzz_check_error(rc, &err, BAD, "an_spill_build");
+    else {
+        an_simgrid g2;
+        an_mrc m2;
+        fuzz_check(an_simgrid_run_spill(&sp, pol, np, caps, 3, (uint64_t)(r->run.cfg.d_v + 1) * 4, NULL, NULL, &g2,
+                                        &err) == RN_OK, "an_simgrid_run_spill: %s", err.msg);
+        for (int j = 0; j < np * 3; j++)
+            fuzz_check(g2.result[j].hits == g.result[j].hits && g2.result[j].accesses == g.result[j].accesses,
+                       "streamed simulation %d differs", j);
+        fuzz_check(an_mrc_build_spill(&sp, &m2, &err) == RN_OK && m2.n == mrc.n && m2.cold == mrc.cold &&
+                   !memcmp(m2.misses, mrc.misses, (size_t)mrc.n * sizeof *mrc.misses), "%s", "streamed curve differs");
+        an_mrc_free(&m2);
+        an_simgrid_free(&g2);
+        an_spill_free(&sp);
+    }
     an_mrc_free(&mrc);
     an_simgrid_free(&g);
     an_streams_free(&ss);

@@ -1,0 +1,211 @@
+/* an_spill.c — scope streams streamed from a trace run into temporary key
+ * and next-use files (an_spill.h). */
+#include "an_spill.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "an_replay.h"
+
+#define CHUNK (1u << 20) /* accesses per read or write */
+uint64_t an_spill_direct_max = 1u << 23;
+
+/* An unlinked temporary file in $TMPDIR (default /tmp). */
+static int temp_fd(rn_error *err)
+{
+    const char *dir = getenv("TMPDIR");
+    char path[4096];
+    snprintf(path, sizeof path, "%s/ramtrace-XXXXXX", dir && *dir ? dir : "/tmp");
+    int fd = mkstemp(path);
+    if (fd < 0) return -rn_seterr(err, RN_EIO, "%s: cannot create a temporary file: %s", path, strerror(errno));
+    unlink(path);
+    return fd;
+}
+
+static int write_at(int fd, const void *buf, size_t len, uint64_t off, rn_error *err)
+{
+    const char *p = buf;
+    while (len) {
+        ssize_t w = pwrite(fd, p, len, (off_t)off);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) return rn_seterr(err, RN_EIO, "writing a temporary file: %s", w < 0 ? strerror(errno) : "short write");
+        p += w; len -= (size_t)w; off += (uint64_t)w;
+    }
+    return RN_OK;
+}
+
+static int read_at(int fd, void *buf, size_t len, uint64_t off, rn_error *err)
+{
+    char *p = buf;
+    while (len) {
+        ssize_t r = pread(fd, p, len, (off_t)off);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) return rn_seterr(err, RN_EIO, "reading a temporary file: %s", r < 0 ? strerror(errno) : "short read");
+        p += r; len -= (size_t)r; off += (uint64_t)r;
+    }
+    return RN_OK;
+}
+
+void an_spill_free(an_spill *sp)
+{
+    if (!sp) return;
+    if (sp->fd_key >= 0) close(sp->fd_key);
+    if (sp->fd_next >= 0) close(sp->fd_next);
+    free(sp->s);
+    memset(sp, 0, sizeof *sp);
+    sp->fd_key = sp->fd_next = -1;
+}
+
+int an_spill_build(const an_run *r, int layer, int head, int scope, int ops, int32_t warmup,
+                   volatile const int *stop, an_spill *out, rn_error *err)
+{
+    memset(out, 0, sizeof *out);
+    out->scope = scope;
+    out->fd_key = out->fd_next = -1;
+    const rn_config *cfg = &r->run.cfg;
+    int L = cfg->n_layers, H = cfg->n_heads;
+    int64_t M = r->M;
+    if (M <= 0) return rn_seterr(err, RN_EINPUT, "trace config has no valid slot count");
+    int l0 = layer >= 0 ? layer : 0, l1 = layer >= 0 ? layer + 1 : L;
+    int h0 = head >= 0 ? head : 0, h1 = head >= 0 ? head + 1 : H;
+    /* groups: one per head, per layer, or one */
+    int G = scope == AN_SCOPE_HEAD ? (l1 - l0) * (h1 - h0) : scope == AN_SCOPE_LAYER ? l1 - l0 : 1;
+    out->s = calloc((size_t)G, sizeof *out->s);
+    uint32_t *buf = malloc(CHUNK * sizeof *buf);
+    an_idmap map = { 0 };
+    an_replay *rp = NULL;
+    /* Small models (L·H·M <= an_spill_direct_max) number keys through a table over
+     * every (layer, head, slot), stamped with the group that numbered
+     * them, instead of the hash map: the same first-access numbering. */
+    uint64_t all = (uint64_t)L * (uint64_t)H * (uint64_t)M;
+    uint32_t *dkey = NULL, *dstamp = NULL;
+    if (all <= an_spill_direct_max) {
+        dkey = malloc(all * sizeof *dkey);
+        dstamp = calloc(all, sizeof *dstamp);
+    }
+    int rc = RN_OK;
+    if (!out->s || !buf || (all <= an_spill_direct_max && (!dkey || !dstamp))) {
+        rc = rn_seterr(err, RN_ENOMEM, "out of memory");
+        goto done;
+    }
+    if ((rc = tr_check_block_heads(r->db, r->run.run_id, err))) goto done;
+    int fd = temp_fd(err);
+    if (fd < 0) { rc = -fd; goto done; }
+    out->fd_key = fd;
+    uint64_t off = 0;
+    for (int g = 0; g < G && !rc; g++) {
+        int gl0 = l0, gl1 = l1, gh0 = h0, gh1 = h1;
+        if (scope == AN_SCOPE_HEAD) { gl0 = l0 + g / (h1 - h0); gl1 = gl0 + 1; gh0 = h0 + g % (h1 - h0); gh1 = gh0 + 1; }
+        else if (scope == AN_SCOPE_LAYER) { gl0 = l0 + g; gl1 = gl0 + 1; }
+        if ((rc = an_replay_open(r->db, r->run.run_id, gl0, gl1, gh0, gh1, ops, &rp, err))) break;
+        an_idmap_clear(&map);
+        an_spill_stream *s = &out->s[out->n];
+        s->layer = scope == AN_SCOPE_MODEL ? -1 : gl0;
+        s->head = scope == AN_SCOPE_HEAD ? gh0 : -1;
+        s->off = off;
+        s->universe = (uint64_t)M * (scope == AN_SCOPE_HEAD ? 1 : scope == AN_SCOPE_LAYER ? (uint64_t)H
+                                                                    : (uint64_t)H * (uint64_t)L);
+        uint32_t nk = 0;
+        size_t nb = 0;
+        tr_event e;
+        while ((rc = an_replay_next(rp, &e, err)) == 1) {
+            uint32_t key;
+            if (dkey) {
+                size_t u = ((size_t)e.layer * (size_t)H + e.head) * (size_t)M + e.slot;
+                if (dstamp[u] != (uint32_t)g + 1) { dstamp[u] = (uint32_t)g + 1; dkey[u] = nk++; }
+                key = dkey[u];
+            } else {
+                int isnew;
+                if (an_idmap_get(&map, an_pack_id(e.layer, e.head, e.slot), nk, &key, &isnew)) {
+                    rc = rn_seterr(err, RN_ENOMEM, "out of memory numbering the keys of a stream");
+                    break;
+                }
+                nk += (uint32_t)isnew;
+            }
+            if (e.pos < warmup) s->n_warm++;
+            buf[nb++] = key;
+            if (++s->n >= (uint64_t)UINT32_MAX - 1) {
+                rc = rn_seterr(err, RN_EINPUT, "too many events in one stream (at most 2^32-2)");
+                break;
+            }
+            if (nb == CHUNK) {
+                if ((rc = write_at(fd, buf, nb * sizeof *buf, (off + s->n - nb) * sizeof *buf, err))) break;
+                nb = 0;
+                if (stop && *stop) { rc = rn_seterr(err, RN_EINTR, "interrupted"); break; }
+            }
+        }
+        if (!rc && nb) rc = write_at(fd, buf, nb * sizeof *buf, (off + s->n - nb) * sizeof *buf, err);
+        an_replay_close(rp);
+        rp = NULL;
+        if (rc) break;
+        s->n_keys = nk;
+        off += s->n;
+        if (s->n) out->n++;
+    }
+done:
+    free(buf);
+    free(dkey); free(dstamp);
+    an_idmap_free(&map);
+    if (rc) an_spill_free(out);
+    return rc;
+}
+
+int an_spill_next_use(an_spill *sp, rn_error *err)
+{
+    if (sp->fd_next >= 0) return RN_OK;
+    int fd = temp_fd(err);
+    if (fd < 0) return -fd;
+    sp->fd_next = fd;
+    uint32_t *key = malloc(CHUNK * sizeof *key), *nxt = malloc(CHUNK * sizeof *nxt);
+    uint32_t *last = malloc(((size_t)an_spill_max_keys(sp) + 1) * sizeof *last);
+    int rc = RN_OK;
+    if (!key || !nxt || !last) rc = rn_seterr(err, RN_ENOMEM, "out of memory for next uses");
+    for (int si = 0; si < sp->n && !rc; si++) {
+        const an_spill_stream *s = &sp->s[si];
+        for (uint32_t k = 0; k < s->n_keys; k++) last[k] = AN_NONE;
+        /* backward, chunk by chunk from the end */
+        for (uint64_t hi = s->n; hi > 0 && !rc;) {
+            uint64_t lo = hi > CHUNK ? hi - CHUNK : 0;
+            size_t m = (size_t)(hi - lo);
+            if ((rc = read_at(sp->fd_key, key, m * sizeof *key, (s->off + lo) * sizeof *key, err))) break;
+            for (size_t j = m; j-- > 0;) {
+                nxt[j] = last[key[j]];
+                last[key[j]] = (uint32_t)(lo + j);
+            }
+            rc = write_at(fd, nxt, m * sizeof *nxt, (s->off + lo) * sizeof *nxt, err);
+            hi = lo;
+        }
+    }
+    free(key); free(nxt); free(last);
+    return rc;
+}
+
+int an_spill_read(const an_spill *sp, int si, uint64_t i0, size_t n, uint32_t *key, uint32_t *nxt,
+                  rn_error *err)
+{
+    const an_spill_stream *s = &sp->s[si];
+    if (i0 + n > s->n) return rn_seterr(err, RN_EINTERNAL, "reading past a stream's end");
+    int rc = read_at(sp->fd_key, key, n * sizeof *key, (s->off + i0) * sizeof *key, err);
+    if (!rc && nxt) {
+        if (sp->fd_next < 0) return rn_seterr(err, RN_EINTERNAL, "next uses not computed");
+        rc = read_at(sp->fd_next, nxt, n * sizeof *nxt, (s->off + i0) * sizeof *nxt, err);
+    }
+    return rc;
+}
+
+uint64_t an_spill_total(const an_spill *sp)
+{
+    uint64_t t = 0;
+    for (int i = 0; i < sp->n; i++) t += sp->s[i].n;
+    return t;
+}
+
+uint32_t an_spill_max_keys(const an_spill *sp)
+{
+    uint32_t m = 0;
+    for (int i = 0; i < sp->n; i++) if (sp->s[i].n_keys > m) m = sp->s[i].n_keys;
+    return m;
+}

@@ -1,0 +1,71 @@
+/* an_spill.h — a scope's access streams (an_stream.h) built by streaming a
+ * run from the trace, their dense keys kept in a temporary file instead of
+ * memory, so cache simulations and miss-ratio curves of any trace size run
+ * in memory O(distinct keys).
+ *
+ * Building reads the run once through an_replay (replay order), numbers
+ * each stream's (layer, head, slot) ids densely in order of first access
+ * (the same keys an_streams_build gives) and appends each access's key (4
+ * bytes) to an unlinked temporary file in $TMPDIR (default /tmp): 400 MB
+ * of disk for 100M accesses, normally served from the page cache.
+ *
+ * Next use (Belady's OPT needs it) is the one look-ahead: an_spill_next_use
+ * computes it in one backward pass per stream over the key file, in chunks,
+ * writing the next-use index of every access to a second temporary file
+ * (4 bytes per access), so it too costs disk, not memory.
+ *
+ * Warm-up: a stream's positions never decrease (replay order), so the
+ * accesses before position T are a prefix of it, n_warm long.
+ */
+#ifndef AN_SPILL_H
+#define AN_SPILL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "an_load.h"
+#include "an_stream.h"
+#include "rn_error.h"
+
+typedef struct {
+    int layer, head;       /* the group: -1 where the scope spans it */
+    uint64_t off;          /* first access's index in the files */
+    uint64_t n;            /* accesses (< 2^32 - 1) */
+    uint64_t n_warm;       /* accesses at positions < warmup (a prefix) */
+    uint32_t n_keys;       /* distinct keys */
+    uint64_t universe;     /* keys the scope could touch: M, H·M or L·H·M */
+} an_spill_stream;
+
+typedef struct {
+    int scope;
+    int n;                 /* non-empty streams, in (layer, head) order */
+    an_spill_stream *s;
+    int fd_key, fd_next;   /* temporary files (-1: none) */
+} an_spill;
+
+/* Stream the events of run r selected by layer / head (-1 = all) and ops
+ * into the streams of scope; warmup as for an_simulate.  stop (may be
+ * NULL) is polled every 1M accesses; non-zero stops with RN_EINTR.  A
+ * block outside the run's layers and heads is a corrupt trace. */
+int an_spill_build(const an_run *r, int layer, int head, int scope, int ops, int32_t warmup,
+                   volatile const int *stop, an_spill *out, rn_error *err);
+
+/* Compute every access's next use (an_next_use) into the second file. */
+int an_spill_next_use(an_spill *sp, rn_error *err);
+
+/* Read accesses [i0, i0 + n) of stream si: keys into key, and (when nxt is
+ * not NULL, after an_spill_next_use) next uses, as stream indices, into
+ * nxt. */
+int an_spill_read(const an_spill *sp, int si, uint64_t i0, size_t n, uint32_t *key, uint32_t *nxt,
+                  rn_error *err);
+
+/* Models of at most this many keys (L·H·M) are numbered through a table
+ * (4 + 4 bytes a key), larger ones through a hash map; the same numbering
+ * either way (the tests lower it to 0 to check the hash path). */
+extern uint64_t an_spill_direct_max;
+
+uint64_t an_spill_total(const an_spill *sp);
+uint32_t an_spill_max_keys(const an_spill *sp);
+void an_spill_free(an_spill *sp);
+
+#endif
