@@ -64,9 +64,15 @@ int an_stats_head(const an_stream *s, int64_t M, int cape, int window, an_head_s
  * models above an_stats_stream_max_slots slots are loaded one at a
  * time).
  * *out (malloc'd, *n entries, heads with events in (layer, head) order),
- * *events the total.  stop (may be NULL) is polled between heads
- * (RN_EINTR). */
-int an_stats_run(const an_run *r, int layer, int head, int window, volatile const int *stop,
+ * *events the total.  ctl (may be NULL): its stop flag is polled between
+ * heads (RN_EINTR), its progress called after each head with the heads
+ * done and selected. */
+typedef struct {
+    volatile const int *stop;
+    void (*progress)(void *user, int done, int total);
+    void *user;
+} an_stats_ctl;
+int an_stats_run(const an_run *r, int layer, int head, int window, const an_stats_ctl *ctl,
                  an_head_stats **out, int *n, uint64_t *events, rn_error *err);
 
 /* Models with more slots than this have each head loaded (O(its events))

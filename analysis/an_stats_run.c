@@ -262,9 +262,10 @@ static int head_stats(const an_run *r, int layer, int head, int window, an_head_
     return rc;
 }
 
-int an_stats_run(const an_run *r, int layer, int head, int window, volatile const int *stop,
+int an_stats_run(const an_run *r, int layer, int head, int window, const an_stats_ctl *ctl,
                  an_head_stats **out, int *n, uint64_t *events, rn_error *err)
 {
+    volatile const int *stop = ctl ? ctl->stop : NULL;
     *out = NULL;
     *n = 0;
     *events = 0;
@@ -281,6 +282,8 @@ int an_stats_run(const an_run *r, int layer, int head, int window, volatile cons
             if (stop && *stop) { rc = rn_seterr(err, RN_EINTR, "stats: interrupted; nothing printed"); break; }
             if ((rc = head_stats(r, l, h, window, &hs[*n], err))) break;
             if (hs[*n].events) { *events += hs[*n].events; (*n)++; }
+            if (ctl && ctl->progress)
+                ctl->progress(ctl->user, (l - l0) * (h1 - h0) + (h - h0) + 1, (l1 - l0) * (h1 - h0));
         }
     if (!rc && stop && *stop) rc = rn_seterr(err, RN_EINTR, "stats: interrupted; nothing printed");
     if (rc) { free(hs); *n = 0; return rc; }

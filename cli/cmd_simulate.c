@@ -46,7 +46,7 @@ static const char usage[] =
 static int progress(void *user, int done, int total)
 {
     double *t0 = user;
-    if (cli_now() - *t0 > 1.0 || done == total) {
+    if (!cli_quiet && (cli_now() - *t0 > 1.0 || done == total)) {
         fprintf(stderr, "%ssimulate: %d/%d simulations%s", cli_stderr_tty() ? "\r" : "", done, total,
                 cli_stderr_tty() && done < total ? "" : "\n");
         *t0 = cli_now();
@@ -132,7 +132,7 @@ int cmd_simulate(int argc, char **argv)
     /* the accesses stream from the trace into a temporary key file */
     if ((rc = an_spill_build(&r, (int)layer, (int)head, scope, ops, (int32_t)warmup, &cli_stop_flag, &sp, &err)))
         goto out;
-    fprintf(stderr, "simulate: run %lld, %llu accesses, %d %s cache(s), loaded in %.2f s\n",
+    cli_info("simulate: run %lld, %llu accesses, %d %s cache(s), loaded in %.2f s\n",
             (long long)r.run.run_id, (unsigned long long)an_spill_total(&sp), sp.n, an_scope_name(scope),
             cli_now() - t0);
     if (sp.n == 0) { rc = rn_seterr(&err, RN_EINPUT, "%s: the selection has no events", path); goto out; }

@@ -30,6 +30,26 @@ static const char usage[] =
     "\n"
     "example: ramtrace stats trace.db --format csv > heads.csv\n";
 
+/* Progress on stderr once the run has taken a second: heads done of those
+ * selected and an ETA (in place on a terminal, else a line per tenth). */
+typedef struct { double t0; int tty, last_decile, shown; } stats_progress;
+
+static void progress(void *user, int done, int total)
+{
+    stats_progress *p = user;
+    double el = cli_now() - p->t0;
+    if (el < 1.0 || total <= 0 || cli_quiet) return;
+    int dec = 10 * done / total;
+    if (!p->tty && dec == p->last_decile && done < total) return;
+    p->last_decile = dec;
+    int eta = done > 0 ? (int)(el * (total - done) / done + 0.5) : 0;
+    fprintf(stderr, "%sstats: %d/%d heads (%.0f%%), ETA %d:%02d:%02d%s", p->tty ? "\r" : "", done, total,
+            100.0 * done / total, eta / 3600, eta / 60 % 60, eta % 60, p->tty ? "" : "\n");
+    if (p->tty && done == total) fputc('\n', stderr);
+    p->shown = 1;
+    fflush(stderr);
+}
+
 int cmd_stats(int argc, char **argv)
 {
     if (cli_wants_help(argc, argv)) { fputs(usage, stdout); return 0; }
@@ -66,9 +86,12 @@ int cmd_stats(int argc, char **argv)
     int rc = an_run_open(path, run, &r, &err);
     if (rc) return cli_fail(&err);
     if ((rc = an_run_check_head(&r, (int)layer, (int)head, &err))) goto out;
-    if ((rc = an_stats_run(&r, (int)layer, (int)head, (int)window, &cli_stop_flag, &hs, &nh, &total, &err)))
-        goto out;
-    fprintf(stderr, "stats: run %lld, %llu events, %d heads in %.2f s\n", (long long)r.run.run_id,
+    stats_progress pg = { t0, cli_stderr_tty(), -1, 0 };
+    an_stats_ctl ctl = { &cli_stop_flag, progress, &pg };
+    rc = an_stats_run(&r, (int)layer, (int)head, (int)window, &ctl, &hs, &nh, &total, &err);
+    if (pg.shown && pg.tty && rc) fputc('\n', stderr);
+    if (rc) goto out;
+    cli_info("stats: run %lld, %llu events, %d heads in %.2f s\n", (long long)r.run.run_id,
             (unsigned long long)total, nh, cli_now() - t0);
     rc = an_stats_print(stdout, fmt, hs, nh, r.M, (int)window, &err);
 out:

@@ -200,6 +200,16 @@ TH_TEST(test_spill_equals_memory, "spilled streams simulate exactly as loaded on
     an_run_close(&r);
 }
 
+/* Records an_stats_run's progress calls (test_stats_stream). */
+static void stats_prog(void *user, int done, int total)
+{
+    struct rec { int *calls, *last, *total, *monotone; } *r = user;
+    if (*r->calls && (done <= *r->last || total != *r->total)) *r->monotone = 0;
+    (*r->calls)++;
+    *r->last = done;
+    *r->total = total;
+}
+
 TH_TEST(test_stats_per_head, "stats streamed head by head equal stats of the whole loaded run")
 {
     an_run r;
@@ -233,6 +243,24 @@ TH_TEST(test_stats_per_head, "stats streamed head by head equal stats of the who
             CU_ASSERT(!memcmp(&ref, &hs[i], sizeof ref));
         }
         free(hs);
+    }
+    /* progress after every selected head, up to the total; stop interrupts */
+    {
+        int calls = 0, last = 0, total_heads = 0, monotone = 1;
+        struct rec { int *calls, *last, *total, *monotone; } rr = { &calls, &last, &total_heads, &monotone };
+        an_stats_ctl ctl = { NULL, stats_prog, &rr };
+        an_head_stats *hs;
+        int nh;
+        uint64_t total;
+        CU_ASSERT_EQUAL_FATAL(an_stats_run(&r, -1, -1, 16, &ctl, &hs, &nh, &total, &err), RN_OK);
+        free(hs);
+        CU_ASSERT(monotone);
+        CU_ASSERT_EQUAL(total_heads, r.run.cfg.n_layers * r.run.cfg.n_heads);
+        CU_ASSERT_EQUAL(last, total_heads);
+        CU_ASSERT_EQUAL(calls, total_heads);
+        volatile int stop = 1;
+        an_stats_ctl halt = { &stop, NULL, NULL };
+        CU_ASSERT_EQUAL(an_stats_run(&r, -1, -1, 16, &halt, &hs, &nh, &total, &err), RN_EINTR);
     }
     an_streams_free(&ss);
     an_run_close(&r);
