@@ -10,12 +10,12 @@
  * the order of accesses and on key identity, never on key values, so any
  * one-to-one numbering of the same objects gives the same hits and misses.
  *
- * Victims.  When an access makes keys leave the cache, the policy names
- * them in *victims (when the caller passes one; the simulator passes NULL).
- * A key admitted on a miss stays cached at least until the next access;
- * at most RN_CACHE_VICTIMS_MAX keys leave per access (S3-FIFO: two, when a
- * small-queue key promoted to main pushes one out of main and the next one
- * of the small queue goes to the ghost).
+ * Victims.  When an access makes keys leave the cache, the policy calls
+ * victims->fn for each (when the caller passes victims; the simulator
+ * passes NULL), before access returns.  A key admitted on a miss stays
+ * cached at least until the next access.  One access may evict several
+ * keys (S3-FIFO: each small-queue key promoted to a full main queue pushes
+ * one out of main), never more than the capacity.
  */
 #ifndef RN_CACHE_H
 #define RN_CACHE_H
@@ -24,11 +24,10 @@
 #include <stdint.h>
 
 #define RN_CACHE_NONE UINT32_MAX /* "no key" / "never again" */
-#define RN_CACHE_VICTIMS_MAX 4
-
+/* Where a policy reports the keys it evicts. */
 typedef struct {
-    int n;                             /* keys that left the cache in this access */
-    uint32_t key[RN_CACHE_VICTIMS_MAX];
+    void (*fn)(void *user, uint32_t key);
+    void *user;
 } rn_victims;
 
 typedef struct {
@@ -40,8 +39,8 @@ typedef struct {
     void *(*init)(uint64_t capacity, uint32_t n_keys);
     /* Access key; `next` is the stream index of key's next access
      * (RN_CACHE_NONE if none; only meaningful when needs_next).  Returns 1
-     * hit, 0 miss.  victims: NULL, or set to the keys evicted (n = 0 when
-     * none); on a miss the key is cached afterwards unless needs_next. */
+     * hit, 0 miss.  victims: NULL, or told each key evicted; on a miss the
+     * key is cached afterwards unless needs_next. */
     int (*access)(void *cache, uint32_t key, uint32_t next, rn_victims *victims);
     void (*free)(void *cache);
 } rn_policy;
@@ -49,7 +48,7 @@ typedef struct {
 /* Note that key k left the cache (for the policy files). */
 static inline void rn_victim(rn_victims *v, uint32_t k)
 {
-    if (v && v->n < RN_CACHE_VICTIMS_MAX) v->key[v->n++] = k;
+    if (v) v->fn(v->user, k);
 }
 
 /* Every policy, by name (NULL when unknown), and the whole table. */

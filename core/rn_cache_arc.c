@@ -59,7 +59,6 @@ static int arc_access(void *q, uint32_t x, uint32_t next, rn_victims *v)
 {
     arc *a = q;
     (void)next;
-    if (v) v->n = 0;
     int w = a->where[x];
     if (w == T1 || w == T2) { move_to(a, x, T2); return 1; }          /* case I */
     double b1 = (double)a->l[B1].size, b2 = (double)a->l[B2].size;

@@ -36,7 +36,6 @@ static int clock_access(void *p, uint32_t k, uint32_t next, rn_victims *vic)
 {
     clk *c = p;
     (void)next;
-    if (vic) vic->n = 0;
     if (c->state[k]) { c->state[k] = 3; return 1; }
     if (c->size < c->cap) {
         c->frame[c->size++] = k;

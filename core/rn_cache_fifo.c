@@ -33,7 +33,6 @@ static int fifo_access(void *p, uint32_t k, uint32_t next, rn_victims *v)
 {
     fifo *c = p;
     (void)next;
-    if (v) v->n = 0;
     if (c->in[k]) return 1;
     if (c->size < c->cap) {
         c->ring[c->size++] = k; /* head stays 0 until the ring is full */

@@ -71,7 +71,6 @@ static int lfu_access(void *p, uint32_t k, uint32_t next, rn_victims *v)
 {
     lfu *c = p;
     (void)next;
-    if (v) v->n = 0;
     c->clock++;
     if (c->at[k] != RN_CACHE_NONE) {
         c->freq[k]++;

@@ -37,7 +37,6 @@ static int lru_access(void *p, uint32_t k, uint32_t next, rn_victims *v)
 {
     lru *c = p;
     (void)next;
-    if (v) v->n = 0;
     if (c->in[k]) {
         if (c->l.head != k) { rn_list_remove(&c->l, &c->ln, k); rn_list_push_head(&c->l, &c->ln, k); }
         return 1;

@@ -65,7 +65,6 @@ static void *opt_init(uint64_t capacity, uint32_t n_keys)
 static int opt_access(void *p, uint32_t k, uint32_t next, rn_victims *v)
 {
     opt *c = p;
-    if (v) v->n = 0;
     if (c->at[k] != RN_CACHE_NONE) {
         c->nx[k] = next; /* next use only moves later: sift towards the root */
         sift_up(c, c->at[k]);

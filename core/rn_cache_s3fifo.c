@@ -92,7 +92,6 @@ static int s3_access(void *q, uint32_t k, uint32_t next, rn_victims *v)
 {
     s3 *c = q;
     (void)next;
-    if (v) v->n = 0;
     int w = c->where[k];
     if (w == S || w == M) {
         if (c->freq[k] < 3) c->freq[k]++;

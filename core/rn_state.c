@@ -1,0 +1,332 @@
+/* rn_state.c — the dense and the tiered slot-state stores (rn_state.h). */
+#include "rn_state.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "rn_cache.h"
+#include "rn_layers.h"
+
+#define DIRECT_ALIGN 4096
+
+struct rn_state {
+    rn_config c;
+    int64_t M;
+    int H, dv;
+    /* dense: head (l, h) at S + (l·H + h)·M·d_v, z + (l·H + h)·M */
+    rn_real *S, *z;
+    /* tiered */
+    int tiered, fd, direct;
+    char *path;
+    const rn_policy *pol;
+    void *cache;
+    uint64_t cap, n_keys, stride; /* stride: bytes per row, in memory and in the file */
+    char *frames;                 /* [cap][stride]: d_v S values then z */
+    uint32_t *key_frame;          /* [n_keys]: frame of a cached key, or RN_CACHE_NONE */
+    uint32_t *frame_key;          /* [cap] */
+    uint32_t *free_frames;        /* stack of unused frames */
+    uint64_t n_free;
+    uint8_t *dirty;               /* [cap] */
+    uint8_t *on_disk;             /* [n_keys / 8]: the row was written to the file */
+    rn_state_counters cnt;
+    int bad;                      /* a victim had no frame (set by evicted) */
+    rn_error err;                 /* first failure since create/reset */
+};
+
+static uint64_t row_stride(const rn_config *c, int direct)
+{
+    uint64_t b = sizeof(rn_real) * ((uint64_t)c->d_v + 1);
+    return direct ? (b + DIRECT_ALIGN - 1) / DIRECT_ALIGN * DIRECT_ALIGN : b;
+}
+
+static int is_tiered(const rn_state_opts *o) { return o && o->budget; }
+
+int rn_state_check(const rn_config *c, const rn_state_opts *o, rn_error *err)
+{
+    if (!is_tiered(o)) {
+        if (o && o->file) return rn_seterr(err, RN_EINPUT, "--state-file: needs --state-budget");
+        return RN_OK;
+    }
+    if (!o->file || !*o->file) return rn_seterr(err, RN_EINPUT, "--state-budget: needs --state-file PATH");
+    const char *name = o->policy ? o->policy : "lru";
+    const rn_policy *p = rn_policy_find(name);
+    if (!p) return rn_seterr(err, RN_EINPUT, "--state-policy: unknown policy '%s'", name);
+    if (p->needs_next)
+        return rn_seterr(err, RN_EINPUT, "--state-policy: %s needs the future accesses (simulate only)", name);
+    uint64_t rb = sizeof(rn_real) * ((uint64_t)c->d_v + 1);
+    if (o->budget < rb)
+        return rn_seterr(err, RN_EINPUT, "--state-budget: %llu bytes hold no slot (one is %llu bytes)",
+                         (unsigned long long)o->budget, (unsigned long long)rb);
+    double keys = (double)c->n_layers * c->n_heads * (double)rn_config_slots(c);
+    if (rn_config_slots(c) < 0 || keys >= (double)UINT32_MAX)
+        return rn_seterr(err, RN_EINPUT, "--state-budget: the tiered state handles at most 2^32-1 slots in all (the model has %.0f)", keys);
+    if (sizeof(rn_real) != sizeof(rn_real))
+        return rn_seterr(err, RN_EINPUT, "--state-budget: float builds only");
+    return RN_OK;
+}
+
+/* The capacity in rows: what the budget holds of (d_v+1)·4-byte rows (the
+ * unit of `simulate --capacity`), at most every key. */
+static uint64_t capacity_of(const rn_config *c, const rn_state_opts *o, uint64_t n_keys)
+{
+    uint64_t cap = o->budget / (sizeof(rn_real) * ((uint64_t)c->d_v + 1));
+    return cap < n_keys ? cap : n_keys;
+}
+
+double rn_state_bytes(const rn_config *c, const rn_state_opts *o)
+{
+    double keys = (double)c->n_layers * c->n_heads * (double)rn_config_slots(c);
+    if (!is_tiered(o)) return sizeof(rn_real) * keys * (c->d_v + 1.0);
+    double cap = (double)capacity_of(c, o, (uint64_t)keys);
+    /* frames, frame tables, key map and bitmap, and the policy's per-key
+     * arrays (at most 20 bytes a key: LFU) */
+    return cap * ((double)row_stride(c, o->direct) + 9) + keys * (4 + 0.125 + 20) + DIRECT_ALIGN;
+}
+
+void rn_state_free(rn_state *st)
+{
+    if (!st) return;
+    if (st->cache) st->pol->free(st->cache);
+    if (st->fd >= 0) close(st->fd);
+    free(st->path);
+    free(st->S); free(st->z);
+    free(st->frames); free(st->key_frame); free(st->frame_key); free(st->free_frames);
+    free(st->dirty); free(st->on_disk);
+    free(st);
+}
+
+int rn_state_create(const rn_config *c, const rn_state_opts *o, rn_state **out, rn_error *err)
+{
+    *out = NULL;
+    int rc = rn_state_check(c, o, err);
+    if (rc) return rc;
+    rn_state *st = calloc(1, sizeof *st);
+    if (!st) return rn_seterr(err, RN_ENOMEM, "out of memory");
+    st->c = *c;
+    st->M = rn_config_slots(c);
+    st->H = c->n_heads;
+    st->dv = c->d_v;
+    st->fd = -1;
+    const size_t heads = (size_t)c->n_layers * c->n_heads;
+    if (!is_tiered(o)) {
+        st->S = malloc(sizeof(rn_real) * heads * st->M * st->dv);
+        st->z = malloc(sizeof(rn_real) * heads * st->M);
+        if (!st->S || !st->z) {
+            rn_state_free(st);
+            return rn_seterr(err, RN_ENOMEM, "out of memory allocating the memory state");
+        }
+        rn_state_reset(st);
+        *out = st;
+        return RN_OK;
+    }
+    st->tiered = 1;
+    st->direct = o->direct;
+    st->pol = rn_policy_find(o->policy ? o->policy : "lru");
+    st->n_keys = (uint64_t)heads * st->M;
+    st->cap = capacity_of(c, o, st->n_keys);
+    st->stride = row_stride(c, o->direct);
+    st->path = strdup(o->file);
+    st->frames = aligned_alloc(DIRECT_ALIGN, (st->cap * st->stride + DIRECT_ALIGN - 1) / DIRECT_ALIGN * DIRECT_ALIGN);
+    st->key_frame = malloc(st->n_keys * sizeof *st->key_frame);
+    st->frame_key = malloc(st->cap * sizeof *st->frame_key);
+    st->free_frames = malloc(st->cap * sizeof *st->free_frames);
+    st->dirty = malloc(st->cap);
+    st->on_disk = malloc((st->n_keys + 7) / 8);
+    if (!st->path || !st->frames || !st->key_frame || !st->frame_key || !st->free_frames ||
+        !st->dirty || !st->on_disk) {
+        rn_state_free(st);
+        return rn_seterr(err, RN_ENOMEM, "out of memory allocating the tiered memory state");
+    }
+    st->fd = open(o->file, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | (o->direct ? O_DIRECT : 0), 0644);
+    if (st->fd < 0) {
+        rc = rn_seterr(err, errno == EINVAL && o->direct ? RN_EINPUT : RN_EIO, "--state-file: %s: %s%s",
+                       o->file, strerror(errno),
+                       errno == EINVAL && o->direct ? " (the file system does not take O_DIRECT)" : "");
+        rn_state_free(st);
+        return rc;
+    }
+    rn_state_reset(st);
+    if (st->err.code) {
+        rc = rn_seterr(err, st->err.code, "%s", st->err.msg);
+        rn_state_free(st);
+        return rc;
+    }
+    *out = st;
+    return RN_OK;
+}
+
+int rn_state_tiered(const rn_state *st) { return st->tiered; }
+
+void rn_state_reset(rn_state *st)
+{
+    memset(&st->err, 0, sizeof st->err);
+    if (!st->tiered) {
+        int64_t heads = (int64_t)st->c.n_layers * st->H;
+        for (int64_t i = 0; i < heads; i++)
+            rn_pdma_reset(st->S + i * st->M * st->dv, st->z + i * st->M, st->M, st->dv);
+        return;
+    }
+    /* Emptying the file frees its blocks; the new length is a hole. */
+    if (ftruncate(st->fd, 0) || ftruncate(st->fd, (off_t)(st->n_keys * st->stride)))
+        rn_seterr(&st->err, RN_EIO, "--state-file: %s: %s", st->path, strerror(errno));
+    if (st->cache) st->pol->free(st->cache);
+    st->cache = st->pol->init(st->cap, (uint32_t)st->n_keys);
+    if (!st->cache)
+        rn_seterr(&st->err, RN_ENOMEM, "out of memory for a %s cache of %llu slots", st->pol->name,
+                  (unsigned long long)st->cap);
+    memset(st->key_frame, 0xff, st->n_keys * sizeof *st->key_frame);
+    memset(st->on_disk, 0, (st->n_keys + 7) / 8);
+    memset(st->dirty, 0, st->cap);
+    for (uint64_t f = 0; f < st->cap; f++) st->free_frames[f] = (uint32_t)(st->cap - 1 - f);
+    st->n_free = st->cap;
+    memset(&st->cnt, 0, sizeof st->cnt);
+}
+
+int rn_state_head(rn_state *st, int l, int h, rn_real **S, rn_real **z, rn_error *err)
+{
+    if (st->tiered)
+        return rn_seterr(err, RN_EINPUT, "the memory state of a head is read from the dense store only (no --state-budget)");
+    size_t i = (size_t)l * st->H + h;
+    *S = st->S + i * st->M * st->dv;
+    *z = st->z + i * st->M;
+    return RN_OK;
+}
+
+/* Full pread/pwrite of one row at key's offset (short transfers retried). */
+static int row_io(rn_state *st, int wr, uint64_t key, char *buf)
+{
+    off_t off = (off_t)(key * st->stride);
+    size_t done = 0;
+    while (done < st->stride) {
+        ssize_t r = wr ? pwrite(st->fd, buf + done, st->stride - done, off + (off_t)done)
+                       : pread(st->fd, buf + done, st->stride - done, off + (off_t)done);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) {
+            if (!st->err.code)
+                rn_seterr(&st->err, RN_EIO, "--state-file: %s: %s at offset %lld: %s", st->path,
+                          wr ? "write" : "read", (long long)off, r < 0 ? strerror(errno) : "end of file");
+            return RN_EIO;
+        }
+        done += (size_t)r;
+    }
+    return RN_OK;
+}
+
+static void write_back(rn_state *st, uint32_t f)
+{
+    uint32_t key = st->frame_key[f];
+    if (row_io(st, 1, key, st->frames + (size_t)f * st->stride)) return;
+    st->dirty[f] = 0;
+    st->on_disk[key >> 3] |= (uint8_t)(1u << (key & 7));
+    st->cnt.bytes_written += st->stride;
+}
+
+/* A key left the cache (the policy's victims callback): write its row back
+ * when dirty and free its frame. */
+static void evicted(void *user, uint32_t key)
+{
+    rn_state *st = user;
+    uint32_t f = st->key_frame[key];
+    if (f == RN_CACHE_NONE || st->n_free >= st->cap) {
+        st->bad = 1;
+        return;
+    }
+    if (st->dirty[f]) write_back(st, f);
+    st->key_frame[key] = RN_CACHE_NONE;
+    st->free_frames[st->n_free++] = f;
+    st->cnt.evictions++;
+}
+
+/* The row of key in memory ([d_v] S values then z), through the policy:
+ * a hit finds its frame; a miss frees the victims' frames (writing dirty
+ * ones back), takes a frame and fills it from the file or with the initial
+ * row.  `write`: the caller will modify it. */
+static rn_real *row(rn_state *st, uint32_t key, int write)
+{
+    rn_victims v = { evicted, st };
+    st->bad = 0;
+    int hit = st->pol->access(st->cache, key, RN_CACHE_NONE, &v);
+    st->cnt.accesses++;
+    uint32_t f = st->key_frame[key];
+    int bad = st->bad || (hit ? f == RN_CACHE_NONE : f != RN_CACHE_NONE);
+    if (hit) {
+        st->cnt.hits++;
+    } else if (!bad) {
+        st->cnt.misses++;
+        if (st->n_free) {
+            f = st->free_frames[--st->n_free];
+            st->key_frame[key] = f;
+            st->frame_key[f] = key;
+            st->dirty[f] = 0;
+            rn_real *r = (rn_real *)(st->frames + (size_t)f * st->stride);
+            if (st->on_disk[key >> 3] & (1u << (key & 7))) {
+                if (!row_io(st, 0, key, (char *)r)) st->cnt.bytes_read += st->stride;
+            } else {
+                memset(r, 0, sizeof(rn_real) * st->dv);
+                r[st->dv] = (rn_real)(1.0 / (double)st->M); /* as rn_pdma_reset */
+            }
+        } else
+            bad = 1;
+    }
+    if (bad) {
+        if (!st->err.code)
+            rn_seterr(&st->err, RN_EINTERNAL, "tiered state: policy %s and the frame table disagree on slot key %u",
+                      st->pol->name, key);
+        f = 0; /* keep computing into frame 0; the run fails at the layer's end */
+    }
+    if (write) st->dirty[f] = 1;
+    return (rn_real *)(st->frames + (size_t)f * st->stride);
+}
+
+void rn_state_scan(rn_state *st, int l, int h, rn_real *o, const rn_real *v,
+                   const uint32_t *wslot, const rn_real *ww, const uint32_t *rslot,
+                   const rn_real *rw, int n)
+{
+    const int H = st->H, K = st->c.top_k, dv = st->dv;
+    const rn_real gamma = st->c.gamma, eps = st->c.eps;
+    if (!st->tiered) {
+        size_t i = (size_t)l * H + h;
+        rn_pdma_scan_forward(o, st->S + i * st->M * dv, st->z + i * st->M, v, wslot, ww, rslot, rw, n,
+                             H, h, K, dv, gamma, eps);
+        return;
+    }
+    const uint32_t base = (uint32_t)(((uint64_t)l * H + h) * (uint64_t)st->M), zero = 0;
+    for (int t = 0; t < n; t++) {
+        size_t a = ((size_t)t * H + h) * K, vv = (size_t)t * H * dv + (size_t)h * dv;
+        for (int j = 0; j < K; j++) {
+            rn_real *r = row(st, base + wslot[a + j], 1);
+            rn_pdma_write(r, r + dv, dv, &zero, ww + a + j, 1, v + vv, gamma);
+        }
+        for (int i = 0; i < dv; i++) o[vv + i] = 0;
+        for (int j = 0; j < K; j++) {
+            const rn_real *r = row(st, base + rslot[a + j], 0);
+            rn_pdma_read_acc(o + vv, r, r + dv, dv, &zero, rw + a + j, 1, eps);
+        }
+    }
+}
+
+int rn_state_error(const rn_state *st, rn_error *err)
+{
+    if (st->err.code && err) *err = st->err;
+    return st->err.code;
+}
+
+int rn_state_flush(rn_state *st, rn_error *err)
+{
+    if (!st->tiered) return RN_OK;
+    for (uint64_t f = 0; f < st->cap; f++)
+        if (st->dirty[f] && st->key_frame[st->frame_key[f]] == f) write_back(st, (uint32_t)f);
+    if (!st->err.code && fsync(st->fd))
+        rn_seterr(&st->err, RN_EIO, "--state-file: %s: fsync: %s", st->path, strerror(errno));
+    return rn_state_error(st, err);
+}
+
+void rn_state_get_counters(const rn_state *st, rn_state_counters *out)
+{
+    *out = st->cnt;
+    out->capacity = st->tiered ? st->cap : 0;
+    out->row_bytes = st->tiered ? st->stride : 0;
+}
