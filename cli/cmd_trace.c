@@ -29,6 +29,9 @@ static void usage(void)
            "      --no-index        accepted; has no effect since trace schema v2\n"
            "      --chunk N         prefill rows per chunk (default 256; 1024 with --device cuda)\n"
            "  -j, --threads N       threads (default: the free cores, rechecked as it runs)\n"
+           CLI_STATE_HELP
+           "                        (counters recorded in the table state_counters; with\n"
+           "                        --chunk 1 they equal simulate --scope model's)\n"
            "      --device DEV      cpu (default) or cuda (a CUDA build and a GPU)\n"
            "      --intervene SPEC  ablate, scale or patch slots, heads or layers while the\n"
            "                        model runs (repeatable; @FILE: one spec a line; CPU only;\n"
@@ -61,7 +64,7 @@ int cmd_trace(int argc, char **argv)
         { "name", required_argument, 0, O_NAME }, { "no-index", no_argument, 0, O_NOINDEX },
         { "chunk", required_argument, 0, O_CHUNK }, { "threads", required_argument, 0, 'j' },
         { "device", required_argument, 0, O_DEVICE }, { "weights", required_argument, 0, O_WEIGHTS },
-        { "intervene", required_argument, 0, O_INTERVENE },
+        { "intervene", required_argument, 0, O_INTERVENE }, CLI_STATE_LONGOPTS,
         { 0, 0, 0, 0 }
     };
     tr_trace_job job = { .build_index = 1, .chunk = 256, .stop = &cli_stop_flag };
@@ -69,6 +72,7 @@ int cmd_trace(int argc, char **argv)
     const char *device_arg = NULL;
     rn_device device;
     rn_error err = { 0 };
+    rn_state_opts so = { 0 };
     enum { MAX_IV_ARGS = 256 };
     const char *iv_args[MAX_IV_ARGS];
     int n_iv_args = 0;
@@ -77,6 +81,10 @@ int cmd_trace(int argc, char **argv)
     int c;
     while ((c = getopt_long(argc, argv, ":o:j:", opts, NULL)) != -1) {
         int rc = 0;
+        if (cli_state_option(c, optarg, &so, &rc, &err)) {
+            if (rc) return cli_usage_error("trace", "%s", err.msg);
+            continue;
+        }
         switch (c) {
         case 'o': job.db_path = optarg; break;
         case O_LAYERS: job.layers = optarg; break;
@@ -103,6 +111,10 @@ int cmd_trace(int argc, char **argv)
         return cli_usage_error("trace", "-o -: a trace database cannot go to standard output; give a file name");
     if (rn_device_select(device_arg, NULL, &device, &err)) return cli_fail(&err);
     job.device = device;
+    job.state = &so;
+    if (tr_state_device_check(&so, device, &err)) return cli_usage_error("trace", "%s", err.msg);
+    if (n_iv_args && so.budget)
+        return cli_usage_error("trace", "--intervene: interventions need the dense memory state (no --state-budget)");
     if (n_iv_args && device != RN_DEVICE_CPU)
         return cli_usage_error("trace", "--intervene: interventions run on the CPU only (--device cpu)");
     job.intervene = iv_args;
@@ -124,6 +136,7 @@ int cmd_trace(int argc, char **argv)
                 rc == RN_EINTR ? " (interrupted)" : "", res.ws.insert_s, res.ws.producer_wait_s,
                 res.ws.index_s);
     }
+    if (res.tiered) cli_state_report(&so, &res.state);
     if (rc == RN_EINTR) {
         fprintf(stderr, "ramtrace: %s\n", err.msg);
         return cli_interrupt_status();

@@ -2,7 +2,8 @@
  * the dense store on random models (prefill and step, CAPE on and off,
  * budgets from one slot to all of them, every online policy); the state
  * file holds the dense state after a flush; the counters equal the
- * simulator's replay of the same accesses; bad options are refused. */
+ * simulator's replay of the same accesses, in the library and through
+ * `trace --chunk 1` then `simulate`; bad options are refused. */
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,7 +17,7 @@
 #include "rn_runtime.h"
 #include "th.h"
 
-#define TT_FILE "/tmp/ramtrace-test-tiered.state"
+#define TT_FILE th_path("tiered.state")
 
 static void tiny_config(rn_config *c, uint64_t cape0, uint64_t cape1, float gamma)
 {
@@ -245,4 +246,81 @@ TH_TEST(test_tiered_refusals, "tiered state: bad options are refused with the op
     rn_runtime_free(rt);
     rn_model_free(&m);
     unlink(TT_FILE);
+}
+
+/* The first data row of a CSV output (after its header), "a,b,c,..." */
+static const char *csv_row(const char *out)
+{
+    const char *nl = strchr(out, '\n');
+    return nl ? nl + 1 : "";
+}
+
+TH_TEST(test_tiered_cli_trace_simulate, "trace --chunk 1 with a state budget: counters recorded equal simulate's")
+{
+    const char *in = th_path("in.txt"), *db = th_path("t.db"), *sf = th_path("cli.state");
+    char inb[512], dbb[512], sfb[512];
+    snprintf(inb, sizeof inb, "%s", in);
+    snprintf(dbb, sizeof dbb, "%s", db);
+    snprintf(sfb, sizeof sfb, "%s", sf);
+    CU_ASSERT_EQUAL_FATAL(th_write_verses(inb, 4), 0);
+    const char *pols[] = { "lru", "clock", "s3fifo", "arc" };
+    const char *budgets[] = { "3000", "40K" };
+    int run = 0;
+    for (int p = 0; p < 4; p++)
+        for (int b = 0; b < 2; b++) {
+            CU_ASSERT_EQUAL_FATAL(th_run("%s trace samples/kjv.bin %s -o %s --chunk 1 --state-budget %s "
+                                         "--state-file %s --state-policy %s -j 1",
+                                         th_bin(), inb, dbb, budgets[b], sfb, pols[p]), 0);
+            CU_ASSERT_PTR_NOT_NULL(strstr(th_err(), "state: "));
+            run++;
+            CU_ASSERT_EQUAL_FATAL(th_run("%s sql -F csv %s \"SELECT capacity, hits, misses, chunk FROM "
+                                         "state_counters WHERE run_id = %d\"", th_bin(), dbb, run), 0);
+            unsigned long long cap = 0, hits = 0, misses = 0;
+            int chunk = 0;
+            CU_ASSERT_EQUAL_FATAL(sscanf(csv_row(th_out()), "%llu,%llu,%llu,%d", &cap, &hits, &misses, &chunk), 4);
+            CU_ASSERT_EQUAL(chunk, 1);
+            CU_ASSERT(misses > 0 && hits > 0);
+            CU_ASSERT_EQUAL_FATAL(th_run("%s simulate %s --run %d --scope model --policy %s --capacity %llu -f csv",
+                                         th_bin(), dbb, run, pols[p], cap), 0);
+            char pol[32];
+            unsigned long long scap = 0, acc = 0, shits = 0, smisses = 0;
+            CU_ASSERT_EQUAL_FATAL(sscanf(csv_row(th_out()), "%31[^,],%llu,%llu,%llu,%llu", pol, &scap, &acc,
+                                         &shits, &smisses), 5);
+            CU_ASSERT_EQUAL(scap, cap);
+            CU_ASSERT_EQUAL(shits, hits);
+            CU_ASSERT_EQUAL(smisses, misses);
+        }
+}
+
+TH_TEST(test_tiered_cli_run, "run with a state budget prints what the dense run prints; bad options exit 2")
+{
+    const char *sf = th_path("run.state");
+    char sfb[512], dense[8192];
+    snprintf(sfb, sizeof sfb, "%s", sf);
+    CU_ASSERT_EQUAL_FATAL(th_run("%s run samples/kjv.bin samples/prompts/kjv.txt -n 60 --seed 3", th_bin()), 0);
+    snprintf(dense, sizeof dense, "%s", th_out());
+    const char *pols[] = { "lru", "fifo", "lfu", "s3fifo" };
+    for (int p = 0; p < 4; p++) {
+        CU_ASSERT_EQUAL(th_run("%s run samples/kjv.bin samples/prompts/kjv.txt -n 60 --seed 3 --state-budget 20K "
+                               "--state-file %s --state-policy %s", th_bin(), sfb, pols[p]), 0);
+        CU_ASSERT_STRING_EQUAL(th_out(), dense);
+        CU_ASSERT_PTR_NOT_NULL(strstr(th_err(), "state: "));
+    }
+    const char *bad[][2] = {
+        { "--state-budget 20K", "--state-file" },
+        { "--state-file %s", "--state-budget" },
+        { "--state-budget 0 --state-file %s", "--state-budget" },
+        { "--state-budget 1T7 --state-file %s", "--state-budget" },
+        { "--state-budget 20K --state-file %s --state-policy opt", "--state-policy" },
+        { "--state-budget 20K --state-file %s --state-policy nope", "--state-policy" },
+        { "--state-budget 20K --state-file %s --intervene 'ablate-head 0.0'", "--intervene" },
+        { "--state-budget 20K --state-file %s --device cuda", "cuda" },
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char opts[1024];
+        snprintf(opts, sizeof opts, bad[i][0], sfb);
+        CU_ASSERT_EQUAL(th_run("%s run samples/kjv.bin samples/prompts/kjv.txt -n 2 %s", th_bin(), opts), 2);
+        CU_ASSERT_PTR_NOT_NULL(strstr(th_err(), bad[i][1]));
+        CU_ASSERT_EQUAL(th_count_lines(th_err()), 1);
+    }
 }
