@@ -324,3 +324,30 @@ TH_TEST(test_tiered_cli_run, "run with a state budget prints what the dense run 
         CU_ASSERT_EQUAL(th_count_lines(th_err()), 1);
     }
 }
+
+TH_TEST(test_tiered_direct, "tiered state with O_DIRECT equals dense (skipped where the file system refuses O_DIRECT)")
+{
+    rn_config c;
+    tiny_config(&c, 6, 1, 0.5f);
+    rn_model m;
+    make_model(&m, &c, 21);
+    const size_t nl = (size_t)(T_PRE + T_GEN) * c.vocab_size;
+    float *ref = malloc(nl * 4), *got = malloc(nl * 4);
+    CU_ASSERT_EQUAL_FATAL(run_seq(&m, NULL, 5, ref, NULL, NULL), RN_OK);
+    rn_state_opts so = { 10 * 4 * (c.d_v + 1), TT_FILE, "clock", 1 };
+    rn_error err;
+    rn_runtime *rt;
+    if (rn_runtime_create_state(&m, 5, &so, &rt, &err) == RN_EINPUT && strstr(err.msg, "O_DIRECT")) {
+        fprintf(stderr, "(O_DIRECT refused here: %s) ", err.msg);
+    } else {
+        rn_runtime_free(rt);
+        rn_state_counters cnt;
+        CU_ASSERT_EQUAL(run_seq(&m, &so, 5, got, &cnt, NULL), RN_OK);
+        CU_ASSERT_EQUAL(memcmp(ref, got, nl * 4), 0);
+        CU_ASSERT_EQUAL(cnt.row_bytes, 4096);
+        CU_ASSERT(cnt.bytes_read > 0 && cnt.bytes_read % 4096 == 0);
+    }
+    free(ref); free(got);
+    rn_model_free(&m);
+    unlink(TT_FILE);
+}
