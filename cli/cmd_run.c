@@ -26,6 +26,8 @@ static void usage(void)
            "  -p, --top-p P         nucleus sampling mass in (0, 1] (default 0.9)\n"
            "  -s, --seed S          sampling seed (default 42)\n"
            "  -j, --threads N       threads (default: the free cores, rechecked as it runs)\n"
+           "      --chunk N         prompt rows per prefill chunk (default 256; 1024 with\n"
+           "                        --device cuda; 1: the step's access order)\n"
            "      --trace FILE      record every memory access into a trace database\n"
            "      --layers LIST     traced layers, e.g. 0-3,7 (default all)\n"
            "      --heads LIST      traced heads (default all)\n"
@@ -55,9 +57,9 @@ int cmd_run(int argc, char **argv)
         { "ops", required_argument, 0, 1003 }, { "name", required_argument, 0, 1004 },
         { "no-index", no_argument, 0, 1005 }, { "device", required_argument, 0, 1006 },
         { "weights", required_argument, 0, 1007 }, { "intervene", required_argument, 0, 1008 },
-        CLI_STATE_LONGOPTS, { 0, 0, 0, 0 }
+        { "chunk", required_argument, 0, 1009 }, CLI_STATE_LONGOPTS, { 0, 0, 0, 0 }
     };
-    long n_gen = 64, threads = 0;
+    long n_gen = 64, threads = 0, chunk = 0;
     double temperature = 0.8, top_p = 0.9;
     uint64_t seed = 42;
     rn_error err = { 0 };
@@ -93,6 +95,7 @@ int cmd_run(int argc, char **argv)
         case 1005: topt.build_index = 0; break;
         case 1006: device_arg = optarg; break;
         case 1007: topt.weights = optarg; break;
+        case 1009: rc = cli_parse_long("--chunk", optarg, 1, 1 << 16, &chunk, &err); break;
         case 1008:
             if (n_iv_args == MAX_IV_ARGS) return cli_usage_error("run", "more than %d --intervene options (use @FILE)", MAX_IV_ARGS);
             iv_args[n_iv_args++] = optarg;
@@ -126,8 +129,9 @@ int cmd_run(int argc, char **argv)
     rn_sampler sampler = { 0 };
     float *logits = NULL;
     rc = rn_tokenize_file(&model.cfg, prompt_path, &prompt, &n_prompt, &err);
-    if (!rc) rc = so.budget ? rn_runtime_create_state(&model, rn_device_default_chunk(device), &so, &rt, &err)
-                            : rn_runtime_create_on(&model, rn_device_default_chunk(device), device, &rt, &err);
+    if (!chunk) chunk = rn_device_default_chunk(device);
+    if (!rc) rc = so.budget ? rn_runtime_create_state(&model, (int)chunk, &so, &rt, &err)
+                            : rn_runtime_create_on(&model, (int)chunk, device, &rt, &err);
     if (!rc) rc = rn_sampler_init(&sampler, model.cfg.vocab_size, (float)temperature, (float)top_p, seed, &err);
     if (!rc && !(logits = malloc(sizeof(float) * model.cfg.vocab_size)))
         rc = rn_seterr(&err, RN_ENOMEM, "out of memory");
@@ -154,7 +158,7 @@ int cmd_run(int argc, char **argv)
     rn_runtime_set_stop_flag(rt, tw ? NULL : &cli_stop_flag);
 
     double t0 = cli_now();
-    rc = tw ? tr_record_prefill(rt, tw, &model.cfg, prompt, n_prompt, 256, logits, &cli_stop_flag,
+    rc = tw ? tr_record_prefill(rt, tw, &model.cfg, prompt, n_prompt, chunk < 256 ? (int)chunk : 256, logits, &cli_stop_flag,
                                 NULL, NULL, &err)
             : rn_prefill(rt, prompt, n_prompt, logits, 0, &err);
     double t1 = cli_now();
@@ -183,7 +187,7 @@ done:;
     if (rt && rn_runtime_state_counters(rt, &sc) && (!rc || rc == RN_EINTR)) {
         cli_state_report(&so, &sc);
         if (tw) {
-            tr_state_row sr = { so.policy, so.budget, so.direct, 256, sc };
+            tr_state_row sr = { so.policy, so.budget, so.direct, chunk < 256 ? (int)chunk : 256, sc };
             tr_writer_set_state(tw, &sr);
         }
     }
