@@ -143,6 +143,12 @@ int cli_state_option(int c, const char *arg, rn_state_opts *o, int *rc, rn_error
     case CLI_O_STATE_FILE: o->file = arg; return 1;
     case CLI_O_STATE_POLICY: o->policy = arg; return 1;
     case CLI_O_STATE_DIRECT: o->direct = 1; return 1;
+    case CLI_O_STATE_SCOPE:
+        if (!strcmp(arg, "model")) o->scope = RN_STATE_SCOPE_MODEL;
+        else if (!strcmp(arg, "layer")) o->scope = RN_STATE_SCOPE_LAYER;
+        else if (!strcmp(arg, "head")) o->scope = RN_STATE_SCOPE_HEAD;
+        else *rc = rn_seterr(err, RN_EINPUT, "--state-scope: '%s': expected model, layer or head", arg);
+        return 1;
     default: return 0;
     }
 }
@@ -150,9 +156,10 @@ int cli_state_option(int c, const char *arg, rn_state_opts *o, int *rc, rn_error
 void cli_state_report(const rn_state_opts *o, const rn_state_counters *c)
 {
     double acc = c->accesses ? (double)c->accesses : 1;
-    fprintf(stderr, "state: %s, budget %llu bytes (%llu slots of %llu bytes%s): %llu accesses, %llu hits (%.2f%%), "
+    static const char *scopes[] = { "", " per layer", " per head" };
+    fprintf(stderr, "state: %s, budget %llu bytes%s (%llu slots of %llu bytes%s): %llu accesses, %llu hits (%.2f%%), "
             "%llu misses, %llu evictions, %.1f MiB read, %.1f MiB written\n",
-            o->policy ? o->policy : "lru", (unsigned long long)o->budget, (unsigned long long)c->capacity,
+            o->policy ? o->policy : "lru", (unsigned long long)o->budget, scopes[o->scope], (unsigned long long)c->capacity,
             (unsigned long long)c->row_bytes, o->direct ? ", O_DIRECT" : "", (unsigned long long)c->accesses,
             (unsigned long long)c->hits, 100.0 * (double)c->hits / acc, (unsigned long long)c->misses,
             (unsigned long long)c->evictions, (double)c->bytes_read / 1048576.0,

@@ -56,13 +56,16 @@ int cli_parse_size(const char *opt, const char *s, uint64_t *out, rn_error *err)
     "      --state-file PATH the state file (created sparse; replaced)\n" \
     "      --state-policy P  which rows stay in memory: lru (default), clock, fifo,\n" \
     "                        lfu, arc, s3fifo\n" \
+    "      --state-scope S   one cache (and budget) for the model (default), each layer\n" \
+    "                        or each head, as simulate --scope\n" \
     "      --state-direct    read and write the state file with O_DIRECT (no page cache)\n"
-enum { CLI_O_STATE_BUDGET = 3000, CLI_O_STATE_FILE, CLI_O_STATE_POLICY, CLI_O_STATE_DIRECT };
+enum { CLI_O_STATE_BUDGET = 3000, CLI_O_STATE_FILE, CLI_O_STATE_POLICY, CLI_O_STATE_DIRECT, CLI_O_STATE_SCOPE };
 #define CLI_STATE_LONGOPTS \
     { "state-budget", required_argument, 0, CLI_O_STATE_BUDGET }, \
     { "state-file", required_argument, 0, CLI_O_STATE_FILE }, \
     { "state-policy", required_argument, 0, CLI_O_STATE_POLICY }, \
-    { "state-direct", no_argument, 0, CLI_O_STATE_DIRECT }
+    { "state-direct", no_argument, 0, CLI_O_STATE_DIRECT }, \
+    { "state-scope", required_argument, 0, CLI_O_STATE_SCOPE }
 /* Handle option c if it is one of the state options: 1 handled (*rc set),
  * 0 not a state option. */
 int cli_state_option(int c, const char *arg, rn_state_opts *o, int *rc, rn_error *err);

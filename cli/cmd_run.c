@@ -187,7 +187,7 @@ done:;
     if (rt && rn_runtime_state_counters(rt, &sc) && (!rc || rc == RN_EINTR)) {
         cli_state_report(&so, &sc);
         if (tw) {
-            tr_state_row sr = { so.policy, so.budget, so.direct, chunk < 256 ? (int)chunk : 256, sc };
+            tr_state_row sr = { so.policy, so.budget, so.direct, chunk < 256 ? (int)chunk : 256, so.scope, sc };
             tr_writer_set_state(tw, &sr);
         }
     }

@@ -22,14 +22,19 @@ struct rn_state {
     int tiered, fd, direct;
     char *path;
     const rn_policy *pol;
-    void *cache;
-    uint64_t cap, n_keys, stride; /* stride: bytes per row, in memory and in the file */
-    char *frames;                 /* [cap][stride]: d_v S values then z */
+    /* Cache g (of n_groups: 1, L or L·H by scope) holds the keys
+     * [g·gkeys, (g+1)·gkeys) as its local keys 0..gkeys-1, and the frames
+     * [g·cap, (g+1)·cap) with their free stack at free_frames + g·cap. */
+    uint64_t n_groups, gkeys;
+    void **caches;                /* [n_groups] */
+    uint64_t *n_free;             /* [n_groups] */
+    uint64_t g;                   /* the group of the access under way (for evicted) */
+    uint64_t cap, nf, n_keys, stride; /* cap per group; nf = cap·n_groups frames; stride: bytes per row */
+    char *frames;                 /* [nf][stride]: d_v S values then z */
     uint32_t *key_frame;          /* [n_keys]: frame of a cached key, or RN_CACHE_NONE */
-    uint32_t *frame_key;          /* [cap] */
-    uint32_t *free_frames;        /* stack of unused frames */
-    uint64_t n_free;
-    uint8_t *dirty;               /* [cap] */
+    uint32_t *frame_key;          /* [nf] */
+    uint32_t *free_frames;        /* [nf]: per group, a stack of unused frames */
+    uint8_t *dirty;               /* [nf] */
     uint8_t *on_disk;             /* [n_keys / 8]: the row was written to the file */
     rn_state_counters cnt;
     int bad;                      /* a victim had no frame (set by evicted) */
@@ -51,6 +56,8 @@ int rn_state_check(const rn_config *c, const rn_state_opts *o, rn_error *err)
         return RN_OK;
     }
     if (!o->file || !*o->file) return rn_seterr(err, RN_EINPUT, "--state-budget: needs --state-file PATH");
+    if (o->scope < RN_STATE_SCOPE_MODEL || o->scope > RN_STATE_SCOPE_HEAD)
+        return rn_seterr(err, RN_EINPUT, "--state-scope: expected model, layer or head");
     const char *name = o->policy ? o->policy : "lru";
     const rn_policy *p = rn_policy_find(name);
     if (!p) return rn_seterr(err, RN_EINPUT, "--state-policy: unknown policy '%s'", name);
@@ -68,8 +75,15 @@ int rn_state_check(const rn_config *c, const rn_state_opts *o, rn_error *err)
     return RN_OK;
 }
 
-/* The capacity in rows: what the budget holds of (d_v+1)·4-byte rows (the
- * unit of `simulate --capacity`), at most every key. */
+static uint64_t groups_of(const rn_config *c, const rn_state_opts *o)
+{
+    return o->scope == RN_STATE_SCOPE_HEAD ? (uint64_t)c->n_layers * c->n_heads
+         : o->scope == RN_STATE_SCOPE_LAYER ? (uint64_t)c->n_layers : 1;
+}
+
+/* The capacity of one cache in rows: what the budget holds of
+ * (d_v+1)·4-byte rows (the unit of `simulate --capacity`), at most every
+ * key of the cache. */
 static uint64_t capacity_of(const rn_config *c, const rn_state_opts *o, uint64_t n_keys)
 {
     uint64_t cap = o->budget / (sizeof(rn_real) * ((uint64_t)c->d_v + 1));
@@ -80,7 +94,8 @@ double rn_state_bytes(const rn_config *c, const rn_state_opts *o)
 {
     double keys = (double)c->n_layers * c->n_heads * (double)rn_config_slots(c);
     if (!is_tiered(o)) return sizeof(rn_real) * keys * (c->d_v + 1.0);
-    double cap = (double)capacity_of(c, o, (uint64_t)keys);
+    double groups = (double)groups_of(c, o);
+    double cap = groups * (double)capacity_of(c, o, (uint64_t)(keys / groups));
     /* frames, frame tables, key map and bitmap, and the policy's per-key
      * arrays (at most 20 bytes a key: LFU) */
     return cap * ((double)row_stride(c, o->direct) + 9) + keys * (4 + 0.125 + 20) + DIRECT_ALIGN;
@@ -89,7 +104,9 @@ double rn_state_bytes(const rn_config *c, const rn_state_opts *o)
 void rn_state_free(rn_state *st)
 {
     if (!st) return;
-    if (st->cache) st->pol->free(st->cache);
+    for (uint64_t g = 0; st->caches && g < st->n_groups; g++)
+        if (st->caches[g]) st->pol->free(st->caches[g]);
+    free(st->caches); free(st->n_free);
     if (st->fd >= 0) close(st->fd);
     free(st->path);
     free(st->S); free(st->z);
@@ -126,17 +143,22 @@ int rn_state_create(const rn_config *c, const rn_state_opts *o, rn_state **out, 
     st->direct = o->direct;
     st->pol = rn_policy_find(o->policy ? o->policy : "lru");
     st->n_keys = (uint64_t)heads * st->M;
-    st->cap = capacity_of(c, o, st->n_keys);
+    st->n_groups = groups_of(c, o);
+    st->gkeys = st->n_keys / st->n_groups;
+    st->cap = capacity_of(c, o, st->gkeys);
+    st->nf = st->cap * st->n_groups;
     st->stride = row_stride(c, o->direct);
     st->path = strdup(o->file);
-    st->frames = aligned_alloc(DIRECT_ALIGN, (st->cap * st->stride + DIRECT_ALIGN - 1) / DIRECT_ALIGN * DIRECT_ALIGN);
+    st->frames = aligned_alloc(DIRECT_ALIGN, (st->nf * st->stride + DIRECT_ALIGN - 1) / DIRECT_ALIGN * DIRECT_ALIGN);
     st->key_frame = malloc(st->n_keys * sizeof *st->key_frame);
-    st->frame_key = malloc(st->cap * sizeof *st->frame_key);
-    st->free_frames = malloc(st->cap * sizeof *st->free_frames);
-    st->dirty = malloc(st->cap);
+    st->frame_key = malloc(st->nf * sizeof *st->frame_key);
+    st->free_frames = malloc(st->nf * sizeof *st->free_frames);
+    st->dirty = malloc(st->nf);
     st->on_disk = malloc((st->n_keys + 7) / 8);
+    st->caches = calloc(st->n_groups, sizeof *st->caches);
+    st->n_free = calloc(st->n_groups, sizeof *st->n_free);
     if (!st->path || !st->frames || !st->key_frame || !st->frame_key || !st->free_frames ||
-        !st->dirty || !st->on_disk) {
+        !st->dirty || !st->on_disk || !st->caches || !st->n_free) {
         rn_state_free(st);
         return rn_seterr(err, RN_ENOMEM, "out of memory allocating the tiered memory state");
     }
@@ -172,16 +194,20 @@ void rn_state_reset(rn_state *st)
     /* Emptying the file frees its blocks; the new length is a hole. */
     if (ftruncate(st->fd, 0) || ftruncate(st->fd, (off_t)(st->n_keys * st->stride)))
         rn_seterr(&st->err, RN_EIO, "--state-file: %s: %s", st->path, strerror(errno));
-    if (st->cache) st->pol->free(st->cache);
-    st->cache = st->pol->init(st->cap, (uint32_t)st->n_keys);
-    if (!st->cache)
-        rn_seterr(&st->err, RN_ENOMEM, "out of memory for a %s cache of %llu slots", st->pol->name,
-                  (unsigned long long)st->cap);
+    for (uint64_t g = 0; g < st->n_groups; g++) {
+        if (st->caches[g]) st->pol->free(st->caches[g]);
+        st->caches[g] = st->pol->init(st->cap, (uint32_t)st->gkeys);
+        if (!st->caches[g] && !st->err.code)
+            rn_seterr(&st->err, RN_ENOMEM, "out of memory for a %s cache of %llu slots", st->pol->name,
+                      (unsigned long long)st->cap);
+        /* group g's frames, lowest on top of its stack */
+        for (uint64_t i = 0; i < st->cap; i++)
+            st->free_frames[g * st->cap + i] = (uint32_t)(g * st->cap + st->cap - 1 - i);
+        st->n_free[g] = st->cap;
+    }
     memset(st->key_frame, 0xff, st->n_keys * sizeof *st->key_frame);
     memset(st->on_disk, 0, (st->n_keys + 7) / 8);
-    memset(st->dirty, 0, st->cap);
-    for (uint64_t f = 0; f < st->cap; f++) st->free_frames[f] = (uint32_t)(st->cap - 1 - f);
-    st->n_free = st->cap;
+    memset(st->dirty, 0, st->nf);
     memset(&st->cnt, 0, sizeof st->cnt);
 }
 
@@ -226,17 +252,18 @@ static void write_back(rn_state *st, uint32_t f)
 
 /* A key left the cache (the policy's victims callback): write its row back
  * when dirty and free its frame. */
-static void evicted(void *user, uint32_t key)
+static void evicted(void *user, uint32_t local)
 {
     rn_state *st = user;
+    const uint64_t g = st->g, key = g * st->gkeys + local;
     uint32_t f = st->key_frame[key];
-    if (f == RN_CACHE_NONE || st->n_free >= st->cap) {
+    if (f == RN_CACHE_NONE || st->n_free[g] >= st->cap) {
         st->bad = 1;
         return;
     }
     if (st->dirty[f]) write_back(st, f);
     st->key_frame[key] = RN_CACHE_NONE;
-    st->free_frames[st->n_free++] = f;
+    st->free_frames[g * st->cap + st->n_free[g]++] = f;
     st->cnt.evictions++;
 }
 
@@ -247,8 +274,10 @@ static void evicted(void *user, uint32_t key)
 static rn_real *row(rn_state *st, uint32_t key, int write)
 {
     rn_victims v = { evicted, st };
+    const uint64_t g = st->n_groups == 1 ? 0 : key / st->gkeys;
     st->bad = 0;
-    int hit = st->pol->access(st->cache, key, RN_CACHE_NONE, &v);
+    st->g = g;
+    int hit = st->pol->access(st->caches[g], (uint32_t)(key - g * st->gkeys), RN_CACHE_NONE, &v);
     st->cnt.accesses++;
     uint32_t f = st->key_frame[key];
     int bad = st->bad || (hit ? f == RN_CACHE_NONE : f != RN_CACHE_NONE);
@@ -256,8 +285,8 @@ static rn_real *row(rn_state *st, uint32_t key, int write)
         st->cnt.hits++;
     } else if (!bad) {
         st->cnt.misses++;
-        if (st->n_free) {
-            f = st->free_frames[--st->n_free];
+        if (st->n_free[g]) {
+            f = st->free_frames[g * st->cap + --st->n_free[g]];
             st->key_frame[key] = f;
             st->frame_key[f] = key;
             st->dirty[f] = 0;
@@ -317,7 +346,7 @@ int rn_state_error(const rn_state *st, rn_error *err)
 int rn_state_flush(rn_state *st, rn_error *err)
 {
     if (!st->tiered) return RN_OK;
-    for (uint64_t f = 0; f < st->cap; f++)
+    for (uint64_t f = 0; f < st->nf; f++)
         if (st->dirty[f] && st->key_frame[st->frame_key[f]] == f) write_back(st, (uint32_t)f);
     if (!st->err.code && fsync(st->fd))
         rn_seterr(&st->err, RN_EIO, "--state-file: %s: fsync: %s", st->path, strerror(errno));
@@ -328,5 +357,6 @@ void rn_state_get_counters(const rn_state *st, rn_state_counters *out)
 {
     *out = st->cnt;
     out->capacity = st->tiered ? st->cap : 0;
+    out->caches = st->tiered ? st->n_groups : 0;
     out->row_bytes = st->tiered ? st->stride : 0;
 }

@@ -34,10 +34,17 @@ typedef struct {
     const char *file;     /* the state file (tiered: required) */
     const char *policy;   /* cache policy name (rn_policy_find); NULL: "lru" */
     int direct;           /* 1: open the file with O_DIRECT */
+    int scope;            /* enum rn_state_scope: one cache (and budget) per model, layer or head */
 } rn_state_opts;
 
+/* The caches of a tiered store, as `simulate --scope`: one for the model
+ * (default), one per layer, or one per head; the budget is per cache. */
+enum rn_state_scope { RN_STATE_SCOPE_MODEL = 0, RN_STATE_SCOPE_LAYER = 1, RN_STATE_SCOPE_HEAD = 2 };
+
 typedef struct {
-    uint64_t capacity;    /* slot rows held in memory (budget / row bytes, at most L·H·M) */
+    uint64_t capacity;    /* slot rows held in memory per cache (budget / row bytes, at most
+                           * the keys of the cache: L·H·M, H·M or M by scope) */
+    uint64_t caches;      /* 1, L or L·H by scope */
     uint64_t row_bytes;   /* bytes of one row: (d_v+1)·4, rounded up to 4096 with O_DIRECT */
     uint64_t accesses, hits, misses;
     uint64_t bytes_read, bytes_written; /* pread / pwrite bytes to the state file */

@@ -129,7 +129,8 @@ TH_TEST(test_tiered_bit_identical, "tiered state equals dense, bit for bit (poli
             CU_ASSERT_EQUAL_FATAL(run_seq(&m, NULL, chunks[k], ref, NULL, &dense), RN_OK);
             for (int p = 0; p < 6; p++)
                 for (int b = 0; b < 5; b++) {
-                    rn_state_opts so = { rows[b] * 4 * (c.d_v + 1) + (b & 1), TT_FILE, pols[p], 0 };
+                    /* the budget is per cache: one for the model, a layer or a head */
+                    rn_state_opts so = { rows[b] * 4 * (c.d_v + 1) + (b & 1), TT_FILE, pols[p], 0, b % 3 };
                     rn_runtime *rt = NULL;
                     rn_state_counters cnt;
                     memset(got, 0xff, nl * 4);
@@ -173,7 +174,7 @@ static void rec_access(void *user, int layer, int head, int pos, int op, int k,
                                     .rank = (uint16_t)j };
 }
 
-TH_TEST(test_tiered_counters_simulate, "tiered hits and misses equal simulate --scope model (step order)")
+TH_TEST(test_tiered_counters_simulate, "tiered hits and misses equal simulate's, per model, layer and head (step order)")
 {
     rn_config c;
     tiny_config(&c, 3, 4, 0.7f);
@@ -181,10 +182,12 @@ TH_TEST(test_tiered_counters_simulate, "tiered hits and misses equal simulate --
     make_model(&m, &c, 11);
     const char *pols[] = { "lru", "clock", "fifo", "lfu", "arc", "s3fifo" };
     const uint64_t rows[] = { 1, 2, 7, 30, 90, 162 };
+    const int an_scope[] = { AN_SCOPE_MODEL, AN_SCOPE_LAYER, AN_SCOPE_HEAD }; /* by RN_STATE_SCOPE_* */
     int bad = 0;
+    for (int sc = 0; sc < 3; sc++)
     for (int p = 0; p < 6; p++)
         for (int b = 0; b < 6; b++) {
-            rn_state_opts so = { rows[b] * 4 * (c.d_v + 1), TT_FILE, pols[p], 0 };
+            rn_state_opts so = { rows[b] * 4 * (c.d_v + 1), TT_FILE, pols[p], 0, sc };
             rn_error err;
             rn_runtime *rt;
             CU_ASSERT_EQUAL_FATAL(rn_runtime_create_state(&m, 1, &so, &rt, &err), RN_OK);
@@ -198,9 +201,11 @@ TH_TEST(test_tiered_counters_simulate, "tiered hits and misses equal simulate --
             rn_state_counters cnt;
             CU_ASSERT_EQUAL(rn_runtime_state_counters(rt, &cnt), 1);
             an_streams ss;
-            CU_ASSERT_EQUAL_FATAL(an_streams_build(r.ev, r.n, &c, AN_SCOPE_MODEL, RN_OPS_BOTH, &ss, &err), RN_OK);
+            CU_ASSERT_EQUAL_FATAL(an_streams_build(r.ev, r.n, &c, an_scope[sc], RN_OPS_BOTH, &ss, &err), RN_OK);
+            CU_ASSERT_EQUAL(cnt.caches, sc == 0 ? 1u : sc == 1 ? (uint64_t)c.n_layers : (uint64_t)c.n_layers * c.n_heads);
             an_sim_result res = { 0 };
-            CU_ASSERT_EQUAL(an_simulate(&ss.s[0], an_policy_find(pols[p]), cnt.capacity, 0, NULL, &res, &err), RN_OK);
+            for (int i = 0; i < ss.n; i++)
+                CU_ASSERT_EQUAL(an_simulate(&ss.s[i], an_policy_find(pols[p]), cnt.capacity, 0, NULL, &res, &err), RN_OK);
             if (res.hits != cnt.hits || res.misses != cnt.misses || res.accesses != cnt.accesses) {
                 bad++;
                 fprintf(stderr, "%s cap %llu: tiered %llu/%llu, simulate %llu/%llu\n", pols[p],
@@ -226,12 +231,13 @@ TH_TEST(test_tiered_refusals, "tiered state: bad options are refused with the op
     rn_error err;
     rn_runtime *rt = NULL;
     struct { rn_state_opts o; const char *word; } bad[] = {
-        { { 1000, NULL, NULL, 0 }, "--state-file" },
-        { { 1000, TT_FILE, "opt", 0 }, "--state-policy" },
-        { { 1000, TT_FILE, "bogus", 0 }, "bogus" },
-        { { 10, TT_FILE, NULL, 0 }, "--state-budget" },
-        { { 1000, "/nonexistent-dir/x.state", NULL, 0 }, "--state-file" },
-        { { 0, TT_FILE, NULL, 0 }, "--state-file" },
+        { { 1000, NULL, NULL, 0, 0 }, "--state-file" },
+        { { 1000, TT_FILE, "opt", 0, 0 }, "--state-policy" },
+        { { 1000, TT_FILE, "bogus", 0, 0 }, "bogus" },
+        { { 10, TT_FILE, NULL, 0, 0 }, "--state-budget" },
+        { { 1000, "/nonexistent-dir/x.state", NULL, 0, 0 }, "--state-file" },
+        { { 0, TT_FILE, NULL, 0, 0 }, "--state-file" },
+        { { 1000, TT_FILE, NULL, 0, 7 }, "--state-scope" },
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         CU_ASSERT_NOT_EQUAL(rn_runtime_create_state(&m, 4, &bad[i].o, &rt, &err), RN_OK);
@@ -239,7 +245,7 @@ TH_TEST(test_tiered_refusals, "tiered state: bad options are refused with the op
         CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, bad[i].word));
     }
     /* interventions and head state need the dense store */
-    rn_state_opts so = { 1000, TT_FILE, NULL, 0 };
+    rn_state_opts so = { 1000, TT_FILE, NULL, 0, 0 };
     CU_ASSERT_EQUAL_FATAL(rn_runtime_create_state(&m, 4, &so, &rt, &err), RN_OK);
     const rn_real *S, *z;
     CU_ASSERT_EQUAL(rn_runtime_head_state(rt, 0, 0, &S, &z, &err), RN_EINPUT);
@@ -265,23 +271,24 @@ TH_TEST(test_tiered_cli_trace_simulate, "trace --chunk 1 with a state budget: co
     CU_ASSERT_EQUAL_FATAL(th_write_verses(inb, 4), 0);
     const char *pols[] = { "lru", "clock", "s3fifo", "arc" };
     const char *budgets[] = { "3000", "40K" };
+    const char *scopes[] = { "model", "head", "layer", "model" }; /* by policy */
     int run = 0;
     for (int p = 0; p < 4; p++)
         for (int b = 0; b < 2; b++) {
             CU_ASSERT_EQUAL_FATAL(th_run("%s trace samples/kjv.bin %s -o %s --chunk 1 --state-budget %s "
-                                         "--state-file %s --state-policy %s -j 1",
-                                         th_bin(), inb, dbb, budgets[b], sfb, pols[p]), 0);
+                                         "--state-file %s --state-policy %s --state-scope %s -j 1",
+                                         th_bin(), inb, dbb, budgets[b], sfb, pols[p], scopes[p]), 0);
             CU_ASSERT_PTR_NOT_NULL(strstr(th_err(), "state: "));
             run++;
             CU_ASSERT_EQUAL_FATAL(th_run("%s sql -F csv %s \"SELECT capacity, hits, misses, chunk FROM "
-                                         "state_counters WHERE run_id = %d\"", th_bin(), dbb, run), 0);
+                                         "state_counters WHERE run_id = %d AND scope = '%s'\"", th_bin(), dbb, run, scopes[p]), 0);
             unsigned long long cap = 0, hits = 0, misses = 0;
             int chunk = 0;
             CU_ASSERT_EQUAL_FATAL(sscanf(csv_row(th_out()), "%llu,%llu,%llu,%d", &cap, &hits, &misses, &chunk), 4);
             CU_ASSERT_EQUAL(chunk, 1);
             CU_ASSERT(misses > 0 && hits > 0);
-            CU_ASSERT_EQUAL_FATAL(th_run("%s simulate %s --run %d --scope model --policy %s --capacity %llu -f csv",
-                                         th_bin(), dbb, run, pols[p], cap), 0);
+            CU_ASSERT_EQUAL_FATAL(th_run("%s simulate %s --run %d --scope %s --policy %s --capacity %llu -f csv",
+                                         th_bin(), dbb, run, scopes[p], pols[p], cap), 0);
             char pol[32];
             unsigned long long scap = 0, acc = 0, shits = 0, smisses = 0;
             CU_ASSERT_EQUAL_FATAL(sscanf(csv_row(th_out()), "%31[^,],%llu,%llu,%llu,%llu", pol, &scap, &acc,
@@ -315,6 +322,7 @@ TH_TEST(test_tiered_cli_run, "run with a state budget prints what the dense run 
         { "--state-budget 20K --state-file %s --state-policy nope", "--state-policy" },
         { "--state-budget 20K --state-file %s --intervene 'ablate-head 0.0'", "--intervene" },
         { "--state-budget 20K --state-file %s --device cuda", "cuda" },
+        { "--state-budget 20K --state-file %s --state-scope slot", "--state-scope" },
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         char opts[1024];
@@ -334,7 +342,7 @@ TH_TEST(test_tiered_direct, "tiered state with O_DIRECT equals dense (skipped wh
     const size_t nl = (size_t)(T_PRE + T_GEN) * c.vocab_size;
     float *ref = malloc(nl * 4), *got = malloc(nl * 4);
     CU_ASSERT_EQUAL_FATAL(run_seq(&m, NULL, 5, ref, NULL, NULL), RN_OK);
-    rn_state_opts so = { 10 * 4 * (c.d_v + 1), TT_FILE, "clock", 1 };
+    rn_state_opts so = { 10 * 4 * (c.d_v + 1), TT_FILE, "clock", 1, RN_STATE_SCOPE_HEAD };
     rn_error err;
     rn_runtime *rt;
     if (rn_runtime_create_state(&m, 5, &so, &rt, &err) == RN_EINPUT && strstr(err.msg, "O_DIRECT")) {

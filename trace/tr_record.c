@@ -169,7 +169,8 @@ int tr_trace_run(const tr_trace_job *job, tr_trace_result *res, rn_error *err)
                            job->user, err);
     res->seconds = mono() - t0;
     if ((res->tiered = rn_runtime_state_counters(rt, &res->state))) {
-        tr_state_row sr = { job->state->policy, job->state->budget, job->state->direct, chunk, res->state };
+        tr_state_row sr = { job->state->policy, job->state->budget, job->state->direct, chunk,
+                            job->state->scope, res->state };
         tr_writer_set_state(w, &sr);
     }
     rn_error ferr = { 0 };

@@ -362,7 +362,7 @@ static int insert_state(tr_writer *w, rn_error *err)
 {
     int rc = tr_exec_what(w->db, w->path,
                           "CREATE TABLE IF NOT EXISTS state_counters(run_id INTEGER PRIMARY KEY,"
-                          " policy TEXT NOT NULL, budget INTEGER NOT NULL, capacity INTEGER NOT NULL,"
+                          " policy TEXT NOT NULL, scope TEXT NOT NULL, budget INTEGER NOT NULL, capacity INTEGER NOT NULL,"
                           " row_bytes INTEGER NOT NULL, direct INTEGER NOT NULL, chunk INTEGER NOT NULL,"
                           " accesses INTEGER NOT NULL, hits INTEGER NOT NULL, misses INTEGER NOT NULL,"
                           " bytes_read INTEGER NOT NULL, bytes_written INTEGER NOT NULL,"
@@ -370,23 +370,25 @@ static int insert_state(tr_writer *w, rn_error *err)
                           "recording state counters", err);
     if (rc) return rc;
     sqlite3_stmt *st = NULL;
-    int src = sqlite3_prepare_v2(w->db, "INSERT OR REPLACE INTO state_counters VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)",
+    int src = sqlite3_prepare_v2(w->db, "INSERT OR REPLACE INTO state_counters VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                                  -1, &st, NULL);
     if (src == SQLITE_OK) {
         const tr_state_row *s = &w->state;
         sqlite3_bind_int64(st, 1, w->run_id);
+        static const char *scopes[] = { "model", "layer", "head" };
         sqlite3_bind_text(st, 2, s->policy, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(st, 3, (sqlite3_int64)s->budget);
-        sqlite3_bind_int64(st, 4, (sqlite3_int64)s->c.capacity);
-        sqlite3_bind_int64(st, 5, (sqlite3_int64)s->c.row_bytes);
-        sqlite3_bind_int(st, 6, s->direct);
-        sqlite3_bind_int(st, 7, s->chunk);
-        sqlite3_bind_int64(st, 8, (sqlite3_int64)s->c.accesses);
-        sqlite3_bind_int64(st, 9, (sqlite3_int64)s->c.hits);
-        sqlite3_bind_int64(st, 10, (sqlite3_int64)s->c.misses);
-        sqlite3_bind_int64(st, 11, (sqlite3_int64)s->c.bytes_read);
-        sqlite3_bind_int64(st, 12, (sqlite3_int64)s->c.bytes_written);
-        sqlite3_bind_int64(st, 13, (sqlite3_int64)s->c.evictions);
+        sqlite3_bind_text(st, 3, scopes[s->scope >= 0 && s->scope <= 2 ? s->scope : 0], -1, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 4, (sqlite3_int64)s->budget);
+        sqlite3_bind_int64(st, 5, (sqlite3_int64)s->c.capacity);
+        sqlite3_bind_int64(st, 6, (sqlite3_int64)s->c.row_bytes);
+        sqlite3_bind_int(st, 7, s->direct);
+        sqlite3_bind_int(st, 8, s->chunk);
+        sqlite3_bind_int64(st, 9, (sqlite3_int64)s->c.accesses);
+        sqlite3_bind_int64(st, 10, (sqlite3_int64)s->c.hits);
+        sqlite3_bind_int64(st, 11, (sqlite3_int64)s->c.misses);
+        sqlite3_bind_int64(st, 12, (sqlite3_int64)s->c.bytes_read);
+        sqlite3_bind_int64(st, 13, (sqlite3_int64)s->c.bytes_written);
+        sqlite3_bind_int64(st, 14, (sqlite3_int64)s->c.evictions);
         src = sqlite3_step(st);
         src = src == SQLITE_DONE ? SQLITE_OK : src;
     }
