@@ -163,10 +163,10 @@ int rn_state_create(const rn_config *c, const rn_state_opts *o, rn_state **out, 
         return rn_seterr(err, RN_ENOMEM, "out of memory allocating the tiered memory state");
     }
     st->fd = open(o->file, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | (o->direct ? O_DIRECT : 0), 0644);
-    if (st->fd < 0) {
-        rc = rn_seterr(err, errno == EINVAL && o->direct ? RN_EINPUT : RN_EIO, "--state-file: %s: %s%s",
-                       o->file, strerror(errno),
-                       errno == EINVAL && o->direct ? " (the file system does not take O_DIRECT)" : "");
+    if (st->fd < 0) { /* the option's path: bad input, whatever the reason */
+        int e = errno;
+        rc = rn_seterr(err, RN_EINPUT, "--state-file: %s: %s%s", o->file, strerror(e),
+                       e == EINVAL && o->direct ? " (the file system does not take O_DIRECT)" : "");
         rn_state_free(st);
         return rc;
     }

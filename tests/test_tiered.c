@@ -323,6 +323,7 @@ TH_TEST(test_tiered_cli_run, "run with a state budget prints what the dense run 
         { "--state-budget 20K --state-file %s --intervene 'ablate-head 0.0'", "--intervene" },
         { "--state-budget 20K --state-file %s --device cuda", "cuda" },
         { "--state-budget 20K --state-file %s --state-scope slot", "--state-scope" },
+        { "--state-budget 20K --state-file /nonexistent-dir/x.state", "--state-file" },
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         char opts[1024];
