@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -11,6 +12,23 @@
 #include "rn_layers.h"
 
 #define DIRECT_ALIGN 4096
+#define WB_THREADS 4   /* write-behind threads; a key always goes to thread key % WB_THREADS */
+#define WB_ROWS 64     /* rows queued per thread */
+
+/* One write-behind queue: evicted dirty rows wait here, oldest first, until
+ * its thread has written them; an entry leaves only after its pwrite, so a
+ * row is always in the queue or in the file. */
+typedef struct {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    pthread_t thread;
+    int started, stop;
+    struct rn_state *st;
+    char *buf;                /* [WB_ROWS][stride] */
+    uint32_t key[WB_ROWS];
+    int head, count;
+    rn_error err;             /* the thread's first failure */
+} wb_queue;
 
 struct rn_state {
     rn_config c;
@@ -36,6 +54,8 @@ struct rn_state {
     uint32_t *free_frames;        /* [nf]: per group, a stack of unused frames */
     uint8_t *dirty;               /* [nf] */
     uint8_t *on_disk;             /* [n_keys / 8]: the row was written to the file */
+    wb_queue wb[WB_THREADS];
+    char *wb_mem;
     rn_state_counters cnt;
     int bad;                      /* a victim had no frame (set by evicted) */
     rn_error err;                 /* first failure since create/reset */
@@ -96,14 +116,30 @@ double rn_state_bytes(const rn_config *c, const rn_state_opts *o)
     if (!is_tiered(o)) return sizeof(rn_real) * keys * (c->d_v + 1.0);
     double groups = (double)groups_of(c, o);
     double cap = groups * (double)capacity_of(c, o, (uint64_t)(keys / groups));
-    /* frames, frame tables, key map and bitmap, and the policy's per-key
-     * arrays (at most 20 bytes a key: LFU) */
-    return cap * ((double)row_stride(c, o->direct) + 9) + keys * (4 + 0.125 + 20) + DIRECT_ALIGN;
+    /* frames and the write-behind queues, frame tables, key map and bitmap,
+     * and the policy's per-key arrays (at most 20 bytes a key: LFU) */
+    return (cap + WB_THREADS * WB_ROWS) * ((double)row_stride(c, o->direct) + 9) + keys * (4 + 0.125 + 20) +
+           DIRECT_ALIGN;
 }
+
+static void wb_drain(rn_state *st);
+static void *wb_main(void *arg);
 
 void rn_state_free(rn_state *st)
 {
     if (!st) return;
+    for (int t = 0; t < WB_THREADS; t++) {
+        wb_queue *q = &st->wb[t];
+        if (!q->started) continue;
+        pthread_mutex_lock(&q->mu);
+        q->stop = 1;
+        pthread_cond_broadcast(&q->cv);
+        pthread_mutex_unlock(&q->mu);
+        pthread_join(q->thread, NULL);
+        pthread_mutex_destroy(&q->mu);
+        pthread_cond_destroy(&q->cv);
+    }
+    free(st->wb_mem);
     for (uint64_t g = 0; st->caches && g < st->n_groups; g++)
         if (st->caches[g]) st->pol->free(st->caches[g]);
     free(st->caches); free(st->n_free);
@@ -170,6 +206,25 @@ int rn_state_create(const rn_config *c, const rn_state_opts *o, rn_state **out, 
         rn_state_free(st);
         return rc;
     }
+    size_t wbb = (size_t)WB_THREADS * WB_ROWS * st->stride;
+    if (!(st->wb_mem = aligned_alloc(DIRECT_ALIGN, (wbb + DIRECT_ALIGN - 1) / DIRECT_ALIGN * DIRECT_ALIGN))) {
+        rn_state_free(st);
+        return rn_seterr(err, RN_ENOMEM, "out of memory allocating the tiered memory state");
+    }
+    for (int t = 0; t < WB_THREADS; t++) {
+        wb_queue *q = &st->wb[t];
+        q->st = st;
+        q->buf = st->wb_mem + (size_t)t * WB_ROWS * st->stride;
+        pthread_mutex_init(&q->mu, NULL);
+        pthread_cond_init(&q->cv, NULL);
+        if (pthread_create(&q->thread, NULL, wb_main, q)) {
+            pthread_mutex_destroy(&q->mu);
+            pthread_cond_destroy(&q->cv);
+            rn_state_free(st);
+            return rn_seterr(err, RN_ENOMEM, "tiered memory state: cannot start a write-behind thread");
+        }
+        q->started = 1;
+    }
     rn_state_reset(st);
     if (st->err.code) {
         rc = rn_seterr(err, st->err.code, "%s", st->err.msg);
@@ -191,6 +246,8 @@ void rn_state_reset(rn_state *st)
             rn_pdma_reset(st->S + i * st->M * st->dv, st->z + i * st->M, st->M, st->dv);
         return;
     }
+    wb_drain(st);
+    for (int t = 0; t < WB_THREADS; t++) memset(&st->wb[t].err, 0, sizeof st->wb[t].err);
     /* Emptying the file frees its blocks; the new length is a hole. */
     if (ftruncate(st->fd, 0) || ftruncate(st->fd, (off_t)(st->n_keys * st->stride)))
         rn_seterr(&st->err, RN_EIO, "--state-file: %s: %s", st->path, strerror(errno));
@@ -221,8 +278,9 @@ int rn_state_head(rn_state *st, int l, int h, rn_real **S, rn_real **z, rn_error
     return RN_OK;
 }
 
-/* Full pread/pwrite of one row at key's offset (short transfers retried). */
-static int row_io(rn_state *st, int wr, uint64_t key, char *buf)
+/* Full pread/pwrite of one row at key's offset (short transfers retried);
+ * a failure is set in *e unless one is there already. */
+static int row_io(rn_state *st, int wr, uint64_t key, char *buf, rn_error *e)
 {
     off_t off = (off_t)(key * st->stride);
     size_t done = 0;
@@ -231,8 +289,8 @@ static int row_io(rn_state *st, int wr, uint64_t key, char *buf)
                        : pread(st->fd, buf + done, st->stride - done, off + (off_t)done);
         if (r < 0 && errno == EINTR) continue;
         if (r <= 0) {
-            if (!st->err.code)
-                rn_seterr(&st->err, RN_EIO, "--state-file: %s: %s at offset %lld: %s", st->path,
+            if (!e->code)
+                rn_seterr(e, RN_EIO, "--state-file: %s: %s at offset %lld: %s", st->path,
                           wr ? "write" : "read", (long long)off, r < 0 ? strerror(errno) : "end of file");
             return RN_EIO;
         }
@@ -241,13 +299,76 @@ static int row_io(rn_state *st, int wr, uint64_t key, char *buf)
     return RN_OK;
 }
 
+/* A write-behind thread: write its queue's oldest row, then drop it. */
+static void *wb_main(void *arg)
+{
+    wb_queue *q = arg;
+    rn_state *st = q->st;
+    pthread_mutex_lock(&q->mu);
+    for (;;) {
+        while (!q->count && !q->stop) pthread_cond_wait(&q->cv, &q->mu);
+        if (!q->count) break;
+        int i = q->head;
+        pthread_mutex_unlock(&q->mu);
+        rn_error e = { 0 };
+        row_io(st, 1, q->key[i], q->buf + (size_t)i * st->stride, &e);
+        pthread_mutex_lock(&q->mu);
+        if (e.code && !q->err.code) q->err = e;
+        q->head = (q->head + 1) % WB_ROWS;
+        q->count--;
+        pthread_cond_broadcast(&q->cv);
+    }
+    pthread_mutex_unlock(&q->mu);
+    return NULL;
+}
+
+/* Wait until every queued row is in the file. */
+static void wb_drain(rn_state *st)
+{
+    for (int t = 0; t < WB_THREADS; t++) {
+        wb_queue *q = &st->wb[t];
+        if (!q->started) continue;
+        pthread_mutex_lock(&q->mu);
+        while (q->count) pthread_cond_wait(&q->cv, &q->mu);
+        pthread_mutex_unlock(&q->mu);
+    }
+}
+
+/* Hand frame f's row to its key's write-behind queue (waiting while the
+ * queue is full); the file holds it once the queue's thread has written it. */
 static void write_back(rn_state *st, uint32_t f)
 {
     uint32_t key = st->frame_key[f];
-    if (row_io(st, 1, key, st->frames + (size_t)f * st->stride)) return;
+    wb_queue *q = &st->wb[key % WB_THREADS];
+    pthread_mutex_lock(&q->mu);
+    while (q->count == WB_ROWS) pthread_cond_wait(&q->cv, &q->mu);
+    int i = (q->head + q->count) % WB_ROWS;
+    memcpy(q->buf + (size_t)i * st->stride, st->frames + (size_t)f * st->stride, st->stride);
+    q->key[i] = key;
+    q->count++;
+    pthread_cond_broadcast(&q->cv);
+    pthread_mutex_unlock(&q->mu);
     st->dirty[f] = 0;
     st->on_disk[key >> 3] |= (uint8_t)(1u << (key & 7));
     st->cnt.bytes_written += st->stride;
+}
+
+/* Read key's row into buf: the newest copy still queued for writing, else
+ * the file. */
+static void read_back(rn_state *st, uint32_t key, char *buf)
+{
+    wb_queue *q = &st->wb[key % WB_THREADS];
+    pthread_mutex_lock(&q->mu);
+    for (int n = q->count - 1; n >= 0; n--) {
+        int i = (q->head + n) % WB_ROWS;
+        if (q->key[i] == key) {
+            memcpy(buf, q->buf + (size_t)i * st->stride, st->stride);
+            pthread_mutex_unlock(&q->mu);
+            return;
+        }
+    }
+    pthread_mutex_unlock(&q->mu);
+    row_io(st, 0, key, buf, &st->err);
 }
 
 /* A key left the cache (the policy's victims callback): write its row back
@@ -292,7 +413,8 @@ static rn_real *row(rn_state *st, uint32_t key, int write)
             st->dirty[f] = 0;
             rn_real *r = (rn_real *)(st->frames + (size_t)f * st->stride);
             if (st->on_disk[key >> 3] & (1u << (key & 7))) {
-                if (!row_io(st, 0, key, (char *)r)) st->cnt.bytes_read += st->stride;
+                read_back(st, key, (char *)r);
+                st->cnt.bytes_read += st->stride;
             } else {
                 memset(r, 0, sizeof(rn_real) * st->dv);
                 r[st->dv] = (rn_real)(1.0 / (double)st->M); /* as rn_pdma_reset */
@@ -337,8 +459,15 @@ void rn_state_scan(rn_state *st, int l, int h, rn_real *o, const rn_real *v,
     }
 }
 
-int rn_state_error(const rn_state *st, rn_error *err)
+int rn_state_error(rn_state *st, rn_error *err)
 {
+    for (int t = 0; t < WB_THREADS && !st->err.code; t++) {
+        wb_queue *q = &st->wb[t];
+        if (!q->started) continue;
+        pthread_mutex_lock(&q->mu);
+        if (q->err.code) st->err = q->err;
+        pthread_mutex_unlock(&q->mu);
+    }
     if (st->err.code && err) *err = st->err;
     return st->err.code;
 }
@@ -348,7 +477,8 @@ int rn_state_flush(rn_state *st, rn_error *err)
     if (!st->tiered) return RN_OK;
     for (uint64_t f = 0; f < st->nf; f++)
         if (st->dirty[f] && st->key_frame[st->frame_key[f]] == f) write_back(st, (uint32_t)f);
-    if (!st->err.code && fsync(st->fd))
+    wb_drain(st);
+    if (!rn_state_error(st, NULL) && fsync(st->fd))
         rn_seterr(&st->err, RN_EIO, "--state-file: %s: fsync: %s", st->path, strerror(errno));
     return rn_state_error(st, err);
 }

@@ -6,8 +6,10 @@
  *           of core/rn_cache_*.c (the same code `ramtrace simulate` runs),
  *           and the full state in a sparse file: a row is read with pread on
  *           a miss when it was written back before (an untouched slot is
- *           S = 0, z = 1/M without any I/O) and written back with pwrite
- *           when it is evicted dirty.  Optionally O_DIRECT (no page cache).
+ *           S = 0, z = 1/M without any I/O), and handed to a write-behind
+ *           queue when it is evicted dirty (a few threads pwrite queued rows;
+ *           a miss on a queued row copies it from the queue).  Optionally
+ *           O_DIRECT (no page cache).
  *
  * Both compute with the same per-slot arithmetic (rn_pdma_write and
  * rn_pdma_read_acc on one row at a time, in rank order), so their outputs
@@ -83,7 +85,7 @@ void rn_state_scan(rn_state *st, int l, int h, rn_real *o, const rn_real *v,
                    const rn_real *rw, int n);
 
 /* The first failure since create/reset (RN_OK when none), copied into err. */
-int rn_state_error(const rn_state *st, rn_error *err);
+int rn_state_error(rn_state *st, rn_error *err);
 
 /* Tiered: write every dirty row back and fsync, so the file holds the whole
  * state; rows stay cached.  Dense: nothing. */
