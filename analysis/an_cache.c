@@ -4,25 +4,21 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "an_list.h"
-#include "an_policies.h" /* generated: an_policies[] */
 
-int an_policy_count(void) { return (int)(sizeof an_policies / sizeof an_policies[0]); }
+int an_policy_count(void) { return rn_policy_count(); }
 
-const an_policy *an_policy_at(int i) { return an_policies[i]; }
+const an_policy *an_policy_at(int i) { return rn_policy_at(i); }
 
 const an_policy *an_policy_find(const char *name)
 {
-    for (int i = 0; i < an_policy_count(); i++)
-        if (!strcmp(an_policies[i]->name, name)) return an_policies[i];
-    return NULL;
+    return rn_policy_find(name);
 }
 
 int an_policy_parse_list(const char *list, const an_policy **out, int cap, int *n, rn_error *err)
 {
     *n = 0;
     if (!strcmp(list, "all")) {
-        for (int i = 0; i < an_policy_count() && *n < cap; i++) out[(*n)++] = an_policies[i];
+        for (int i = 0; i < an_policy_count() && *n < cap; i++) out[(*n)++] = an_policy_at(i);
         return RN_OK;
     }
     const char *p = list;
@@ -39,7 +35,7 @@ int an_policy_parse_list(const char *list, const an_policy **out, int cap, int *
             char known[256] = "";
             for (int i = 0; i < an_policy_count(); i++) {
                 if (i) strncat(known, ", ", sizeof known - strlen(known) - 1);
-                strncat(known, an_policies[i]->name, sizeof known - strlen(known) - 1);
+                strncat(known, an_policy_at(i)->name, sizeof known - strlen(known) - 1);
             }
             return rn_seterr(err, RN_EINPUT, "--policy: unknown policy '%s' (known: %s)", name, known);
         }
@@ -67,16 +63,16 @@ int an_simulate(const an_stream *s, const an_policy *p, uint64_t capacity, int32
                              (unsigned long long)capacity);
     uint64_t hits = 0, counted = 0;
     const uint32_t *key = s->key;
-    int (*access)(void *, uint32_t, uint32_t) = p->access;
+    int (*access)(void *, uint32_t, uint32_t, rn_victims *) = p->access;
     if (!s->pos || warmup <= 0) {
         if (nxt)
-            for (size_t i = 0; i < s->n; i++) hits += (uint64_t)access(c, key[i], nxt[i]);
+            for (size_t i = 0; i < s->n; i++) hits += (uint64_t)access(c, key[i], nxt[i], NULL);
         else
-            for (size_t i = 0; i < s->n; i++) hits += (uint64_t)access(c, key[i], AN_NONE);
+            for (size_t i = 0; i < s->n; i++) hits += (uint64_t)access(c, key[i], AN_NONE, NULL);
         counted = s->n;
     } else {
         for (size_t i = 0; i < s->n; i++) {
-            int h = access(c, key[i], nxt ? nxt[i] : AN_NONE);
+            int h = access(c, key[i], nxt ? nxt[i] : AN_NONE, NULL);
             if (s->pos[i] >= warmup) { hits += (uint64_t)h; counted++; }
         }
     }
@@ -85,18 +81,4 @@ int an_simulate(const an_stream *s, const an_policy *p, uint64_t capacity, int32
     r->hits += hits;
     r->misses += counted - hits;
     return RN_OK;
-}
-
-int an_links_alloc(an_links *ln, uint32_t n)
-{
-    ln->prev = malloc((n ? n : 1) * sizeof *ln->prev);
-    ln->next = malloc((n ? n : 1) * sizeof *ln->next);
-    if (!ln->prev || !ln->next) { an_links_free(ln); return RN_ENOMEM; }
-    return RN_OK;
-}
-
-void an_links_free(an_links *ln)
-{
-    free(ln->prev); free(ln->next);
-    ln->prev = ln->next = NULL;
 }

@@ -1,11 +1,11 @@
-/* an_cache.h — the cache-policy interface and the simulator that replays an
- * access stream through one policy.
+/* an_cache.h — the simulator that replays an access stream through one
+ * cache policy.
  *
- * A policy is one file, analysis/an_policy_NAME.c, that defines
- * `const an_policy an_policy_NAME`; the registry (an_policy_find) is
- * generated from the file names by mk/analysis.mk, so adding a policy
- * touches one file.  A policy caches dense keys 0..n_keys-1 (see
- * an_stream.h) and allocates everything in init: access never allocates.
+ * The policies live in core (core/rn_cache_NAME.c, interface rn_cache.h),
+ * where the tiered memory state (rn_state.h) runs the same code on the
+ * model's real accesses; an_policy is their type here.  A policy caches
+ * dense keys 0..n_keys-1 (see an_stream.h) and allocates everything in
+ * init: access never allocates.
  *
  * Counting: every access is a hit (key cached) or a miss (key fetched; the
  * policy may then evict).  Bytes moved = misses × (d_v + 1) × 4: a slot's
@@ -18,22 +18,13 @@
 #include <stdint.h>
 
 #include "an_stream.h"
+#include "rn_cache.h"
 #include "rn_error.h"
 
-typedef struct {
-    const char *name;     /* as given to --policy */
-    const char *summary;  /* one line for --help */
-    int needs_next;       /* 1: access wants the next-use index (OPT) */
-    /* Allocate a cache of `capacity` keys over the key universe
-     * 0..n_keys-1; NULL when out of memory.  capacity >= 1. */
-    void *(*init)(uint64_t capacity, uint32_t n_keys);
-    /* Access key; `next` is the stream index of key's next access (AN_NONE
-     * if none; only meaningful when needs_next).  Returns 1 hit, 0 miss. */
-    int (*access)(void *cache, uint32_t key, uint32_t next);
-    void (*free)(void *cache);
-} an_policy;
+typedef rn_policy an_policy;
 
-/* Every policy, by name (NULL when unknown), and the whole table. */
+/* Every policy, by name (NULL when unknown), and the whole table
+ * (rn_policy_find and friends). */
 const an_policy *an_policy_find(const char *name);
 int an_policy_count(void);
 const an_policy *an_policy_at(int i);

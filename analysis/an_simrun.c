@@ -82,7 +82,7 @@ static int simulate_spilled(const an_spill *sp, int si, const an_policy *p, uint
     void *c = p->init(cap, s->n_keys);
     if (!c) return rn_seterr(err, RN_ENOMEM, "out of memory for a %s cache of %llu keys", p->name,
                              (unsigned long long)cap);
-    int (*access)(void *, uint32_t, uint32_t) = p->access;
+    int (*access)(void *, uint32_t, uint32_t, rn_victims *) = p->access;
     uint64_t hits = 0, counted = 0;
     int rc = RN_OK;
     for (uint64_t i0 = 0; i0 < s->n; i0 += SIM_CHUNK) {
@@ -90,12 +90,12 @@ static int simulate_spilled(const an_spill *sp, int si, const an_policy *p, uint
         if ((rc = an_spill_read(sp, si, i0, m, key, p->needs_next ? nxt : NULL, err))) break;
         /* accesses before n_warm warm the cache uncounted */
         size_t j = 0;
-        for (; j < m && i0 + j < s->n_warm; j++) access(c, key[j], p->needs_next ? nxt[j] : AN_NONE);
+        for (; j < m && i0 + j < s->n_warm; j++) access(c, key[j], p->needs_next ? nxt[j] : AN_NONE, NULL);
         uint64_t h = 0;
         if (p->needs_next)
-            for (; j < m; j++) h += (uint64_t)access(c, key[j], nxt[j]);
+            for (; j < m; j++) h += (uint64_t)access(c, key[j], nxt[j], NULL);
         else
-            for (; j < m; j++) h += (uint64_t)access(c, key[j], AN_NONE);
+            for (; j < m; j++) h += (uint64_t)access(c, key[j], AN_NONE, NULL);
         hits += h;
     }
     counted = s->n - s->n_warm;

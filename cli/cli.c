@@ -145,6 +145,60 @@ int cli_parse_u64(const char *opt, const char *s, uint64_t *out, rn_error *err)
     return RN_OK;
 }
 
+int cli_parse_size(const char *opt, const char *s, uint64_t *out, rn_error *err)
+{
+    char *end;
+    errno = 0;
+    double v = s && *s && *s != '-' ? strtod(s, &end) : -1;
+    if (v < 0 || errno || end == s)
+        return rn_seterr(err, RN_EINPUT, "%s: '%s' is not a size (bytes, or e.g. 64M, 2G)", opt, s ? s : "");
+    double mul = 1;
+    if (*end) {
+        const char *u = strchr("KMGT", *end);
+        if (!u || end[1]) return rn_seterr(err, RN_EINPUT, "%s: '%s' is not a size (bytes, or e.g. 64M, 2G)", opt, s);
+        for (const char *p = "KMGT"; p <= u; p++) mul *= 1024;
+    }
+    v *= mul;
+    if (v >= 18446744073709551615.0)
+        return rn_seterr(err, RN_EINPUT, "%s: '%s' is too large", opt, s);
+    *out = (uint64_t)v;
+    return RN_OK;
+}
+
+int cli_state_option(int c, const char *arg, rn_state_opts *o, int *rc, rn_error *err)
+{
+    *rc = RN_OK;
+    switch (c) {
+    case CLI_O_STATE_BUDGET:
+        if (!(*rc = cli_parse_size("--state-budget", arg, &o->budget, err)) && !o->budget)
+            *rc = rn_seterr(err, RN_EINPUT, "--state-budget: 0 holds no slot");
+        return 1;
+    case CLI_O_STATE_FILE: o->file = arg; return 1;
+    case CLI_O_STATE_POLICY: o->policy = arg; return 1;
+    case CLI_O_STATE_DIRECT: o->direct = 1; return 1;
+    case CLI_O_STATE_SCOPE:
+        if (!strcmp(arg, "model")) o->scope = RN_STATE_SCOPE_MODEL;
+        else if (!strcmp(arg, "layer")) o->scope = RN_STATE_SCOPE_LAYER;
+        else if (!strcmp(arg, "head")) o->scope = RN_STATE_SCOPE_HEAD;
+        else *rc = rn_seterr(err, RN_EINPUT, "--state-scope: '%s': expected model, layer or head", arg);
+        return 1;
+    default: return 0;
+    }
+}
+
+void cli_state_report(const rn_state_opts *o, const rn_state_counters *c)
+{
+    double acc = c->accesses ? (double)c->accesses : 1;
+    static const char *scopes[] = { "", " per layer", " per head" };
+    cli_info("state: %s, budget %llu bytes%s (%llu slots of %llu bytes%s): %llu accesses, %llu hits (%.2f%%), "
+            "%llu misses, %llu evictions, %.1f MiB read, %.1f MiB written\n",
+            o->policy ? o->policy : "lru", (unsigned long long)o->budget, scopes[o->scope], (unsigned long long)c->capacity,
+            (unsigned long long)c->row_bytes, o->direct ? ", O_DIRECT" : "", (unsigned long long)c->accesses,
+            (unsigned long long)c->hits, 100.0 * (double)c->hits / acc, (unsigned long long)c->misses,
+            (unsigned long long)c->evictions, (double)c->bytes_read / 1048576.0,
+            (double)c->bytes_written / 1048576.0);
+}
+
 void cli_set_threads(int n)
 {
     omp_set_num_threads(n);

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "rn_error.h"
+#include "rn_state.h"
 
 struct cli_command {
     const char *name;
@@ -58,6 +59,31 @@ int cli_wants_help(int argc, char **argv);
 int cli_parse_long(const char *opt, const char *s, long lo, long hi, long *out, rn_error *err);
 int cli_parse_double(const char *opt, const char *s, double lo, double hi, double *out, rn_error *err);
 int cli_parse_u64(const char *opt, const char *s, uint64_t *out, rn_error *err);
+/* A size in bytes: an integer, or a number with K/M/G/T (powers of 1024). */
+int cli_parse_size(const char *opt, const char *s, uint64_t *out, rn_error *err);
+
+/* The tiered memory state options shared by run and trace. */
+#define CLI_STATE_HELP \
+    "      --state-budget B  keep only B bytes of slot rows in memory (e.g. 64M) and\n" \
+    "                        the whole state in --state-file (CPU only; docs/tiered-state.md)\n" \
+    "      --state-file PATH the state file (created sparse; replaced)\n" \
+    "      --state-policy P  which rows stay in memory: lru (default), clock, fifo,\n" \
+    "                        lfu, arc, s3fifo\n" \
+    "      --state-scope S   one cache (and budget) for the model (default), each layer\n" \
+    "                        or each head, as simulate --scope\n" \
+    "      --state-direct    read and write the state file with O_DIRECT (no page cache)\n"
+enum { CLI_O_STATE_BUDGET = 3000, CLI_O_STATE_FILE, CLI_O_STATE_POLICY, CLI_O_STATE_DIRECT, CLI_O_STATE_SCOPE };
+#define CLI_STATE_LONGOPTS \
+    { "state-budget", required_argument, 0, CLI_O_STATE_BUDGET }, \
+    { "state-file", required_argument, 0, CLI_O_STATE_FILE }, \
+    { "state-policy", required_argument, 0, CLI_O_STATE_POLICY }, \
+    { "state-direct", no_argument, 0, CLI_O_STATE_DIRECT }, \
+    { "state-scope", required_argument, 0, CLI_O_STATE_SCOPE }
+/* Handle option c if it is one of the state options: 1 handled (*rc set),
+ * 0 not a state option. */
+int cli_state_option(int c, const char *arg, rn_state_opts *o, int *rc, rn_error *err);
+/* One line on stderr: the tiered state's counters. */
+void cli_state_report(const rn_state_opts *o, const rn_state_counters *c);
 
 /* Set OpenMP and OpenBLAS thread counts (n >= 1). */
 void cli_set_threads(int n);

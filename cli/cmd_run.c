@@ -26,6 +26,8 @@ static void usage(void)
            "  -p, --top-p P         nucleus sampling mass in (0, 1] (default 0.9)\n"
            "  -s, --seed S          sampling seed (default 42)\n"
            "  -j, --threads N       threads (default: the free cores, rechecked as it runs)\n"
+           "      --chunk N         prompt rows per prefill chunk (default 256; 1024 with\n"
+           "                        --device cuda; 1: the step's access order)\n"
            "      --trace FILE      record every memory access into a trace database\n"
            "      --layers LIST     traced layers, e.g. 0-3,7 (default all)\n"
            "      --heads LIST      traced heads (default all)\n"
@@ -34,6 +36,7 @@ static void usage(void)
            "      --weights FMT     trace weights: f32 exact (default) or f16 (rounded)\n"
            "      --no-index        accepted; has no effect since trace schema v2\n"
            "      --device DEV      cpu (default) or cuda (a CUDA build and a GPU)\n"
+           CLI_STATE_HELP
            "      --intervene SPEC  ablate, scale or patch slots, heads or layers while the\n"
            "                        model runs (repeatable; @FILE: one spec a line; CPU only):\n"
            "                          ablate-slots L.H:S1,S2,...[@T0-T1]  ablate-head L.H[@T0-T1]\n"
@@ -54,12 +57,13 @@ int cmd_run(int argc, char **argv)
         { "ops", required_argument, 0, 1003 }, { "name", required_argument, 0, 1004 },
         { "no-index", no_argument, 0, 1005 }, { "device", required_argument, 0, 1006 },
         { "weights", required_argument, 0, 1007 }, { "intervene", required_argument, 0, 1008 },
-        { 0, 0, 0, 0 }
+        { "chunk", required_argument, 0, 1009 }, CLI_STATE_LONGOPTS, { 0, 0, 0, 0 }
     };
-    long n_gen = 64, threads = 0;
+    long n_gen = 64, threads = 0, chunk = 0;
     double temperature = 0.8, top_p = 0.9;
     uint64_t seed = 42;
     rn_error err = { 0 };
+    rn_state_opts so = { 0 };
     tr_trace_opts topt = { .build_index = 1 };
     tr_writer *tw = NULL;
     char *prompt_text = NULL;
@@ -73,6 +77,10 @@ int cmd_run(int argc, char **argv)
     int c;
     while ((c = getopt_long(argc, argv, ":n:t:p:s:j:", opts, NULL)) != -1) {
         int rc = 0;
+        if (cli_state_option(c, optarg, &so, &rc, &err)) {
+            if (rc) return cli_usage_error("run", "%s", err.msg);
+            continue;
+        }
         switch (c) {
         case 'n': rc = cli_parse_long("--tokens", optarg, 0, 1L << 30, &n_gen, &err); break;
         case 't': rc = cli_parse_double("--temperature", optarg, 0, 100, &temperature, &err); break;
@@ -87,6 +95,7 @@ int cmd_run(int argc, char **argv)
         case 1005: topt.build_index = 0; break;
         case 1006: device_arg = optarg; break;
         case 1007: topt.weights = optarg; break;
+        case 1009: rc = cli_parse_long("--chunk", optarg, 1, 1 << 16, &chunk, &err); break;
         case 1008:
             if (n_iv_args == MAX_IV_ARGS) return cli_usage_error("run", "more than %d --intervene options (use @FILE)", MAX_IV_ARGS);
             iv_args[n_iv_args++] = optarg;
@@ -104,6 +113,9 @@ int cmd_run(int argc, char **argv)
     if (rn_device_select(device_arg, NULL, &device, &err)) return cli_fail(&err);
     if (n_iv_args && device != RN_DEVICE_CPU)
         return cli_usage_error("run", "--intervene: interventions run on the CPU only (--device cpu)");
+    if (tr_state_device_check(&so, device, &err)) return cli_usage_error("run", "%s", err.msg);
+    if (n_iv_args && so.budget)
+        return cli_usage_error("run", "--intervene: interventions need the dense memory state (no --state-budget)");
 
     rn_model model;
     int rc = rn_model_load(&model, model_path, &err);
@@ -118,7 +130,9 @@ int cmd_run(int argc, char **argv)
     rn_sampler sampler = { 0 };
     float *logits = NULL;
     rc = rn_tokenize_file(&model.cfg, prompt_path, &prompt, &n_prompt, &err);
-    if (!rc) rc = rn_runtime_create_on(&model, rn_device_default_chunk(device), device, &rt, &err);
+    if (!chunk) chunk = rn_device_default_chunk(device);
+    if (!rc) rc = so.budget ? rn_runtime_create_state(&model, (int)chunk, &so, &rt, &err)
+                            : rn_runtime_create_on(&model, (int)chunk, device, &rt, &err);
     if (!rc) rc = rn_sampler_init(&sampler, model.cfg.vocab_size, (float)temperature, (float)top_p, seed, &err);
     if (!rc && !(logits = malloc(sizeof(float) * model.cfg.vocab_size)))
         rc = rn_seterr(&err, RN_ENOMEM, "out of memory");
@@ -145,7 +159,7 @@ int cmd_run(int argc, char **argv)
     rn_runtime_set_stop_flag(rt, tw ? NULL : &cli_stop_flag);
 
     double t0 = cli_now();
-    rc = tw ? tr_record_prefill(rt, tw, &model.cfg, prompt, n_prompt, 256, logits, &cli_stop_flag,
+    rc = tw ? tr_record_prefill(rt, tw, &model.cfg, prompt, n_prompt, chunk < 256 ? (int)chunk : 256, logits, &cli_stop_flag,
                                 NULL, NULL, &err)
             : rn_prefill(rt, prompt, n_prompt, logits, 0, &err);
     double t1 = cli_now();
@@ -169,7 +183,15 @@ int cmd_run(int argc, char **argv)
             n_prompt, t1 - t0, n_prompt / (t1 - t0 > 0 ? t1 - t0 : 1e-9), made, t2 - t1,
             made / (t2 - t1 > 0 ? t2 - t1 : 1e-9));
     if (cli_interrupted) rc = rn_seterr(&err, RN_EINTR, "interrupted after %ld generated tokens", made);
-done:
+done:;
+    rn_state_counters sc;
+    if (rt && rn_runtime_state_counters(rt, &sc) && (!rc || rc == RN_EINTR)) {
+        cli_state_report(&so, &sc);
+        if (tw) {
+            tr_state_row sr = { so.policy, so.budget, so.direct, chunk < 256 ? (int)chunk : 256, so.scope, sc };
+            tr_writer_set_state(tw, &sr);
+        }
+    }
     if (tw) {
         rn_error ferr = { 0 };
         tr_writer_stats ws;

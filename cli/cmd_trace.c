@@ -29,6 +29,9 @@ static void usage(void)
            "      --no-index        accepted; has no effect since trace schema v2\n"
            "      --chunk N         prefill rows per chunk (default 256; 1024 with --device cuda)\n"
            "  -j, --threads N       threads (default: the free cores, rechecked as it runs)\n"
+           CLI_STATE_HELP
+           "                        (counters recorded in the table state_counters; with\n"
+           "                        --chunk 1 they equal simulate --scope model's)\n"
            "      --device DEV      cpu (default) or cuda (a CUDA build and a GPU)\n"
            "      --intervene SPEC  ablate, scale or patch slots, heads or layers while the\n"
            "                        model runs (repeatable; @FILE: one spec a line; CPU only;\n"
@@ -45,6 +48,7 @@ static void progress(void *user, int64_t done, int64_t total)
     double t = cli_now();
     if (done < total && t - p->last < (p->tty ? 0.2 : 5.0)) return;
     p->last = t;
+    if (cli_quiet) return;
     fprintf(stderr, "%strace: %lld/%lld tokens (%.0f%%), %.0f tok/s%s", p->tty ? "\r" : "",
             (long long)done, (long long)total, 100.0 * done / (total ? total : 1),
             done / (t - p->t0 > 0 ? t - p->t0 : 1e-9), p->tty ? "" : "\n");
@@ -61,7 +65,7 @@ int cmd_trace(int argc, char **argv)
         { "name", required_argument, 0, O_NAME }, { "no-index", no_argument, 0, O_NOINDEX },
         { "chunk", required_argument, 0, O_CHUNK }, { "threads", required_argument, 0, 'j' },
         { "device", required_argument, 0, O_DEVICE }, { "weights", required_argument, 0, O_WEIGHTS },
-        { "intervene", required_argument, 0, O_INTERVENE },
+        { "intervene", required_argument, 0, O_INTERVENE }, CLI_STATE_LONGOPTS,
         { 0, 0, 0, 0 }
     };
     tr_trace_job job = { .build_index = 1, .chunk = 256, .stop = &cli_stop_flag };
@@ -69,6 +73,7 @@ int cmd_trace(int argc, char **argv)
     const char *device_arg = NULL;
     rn_device device;
     rn_error err = { 0 };
+    rn_state_opts so = { 0 };
     enum { MAX_IV_ARGS = 256 };
     const char *iv_args[MAX_IV_ARGS];
     int n_iv_args = 0;
@@ -77,6 +82,10 @@ int cmd_trace(int argc, char **argv)
     int c;
     while ((c = getopt_long(argc, argv, ":o:j:", opts, NULL)) != -1) {
         int rc = 0;
+        if (cli_state_option(c, optarg, &so, &rc, &err)) {
+            if (rc) return cli_usage_error("trace", "%s", err.msg);
+            continue;
+        }
         switch (c) {
         case 'o': job.db_path = optarg; break;
         case O_LAYERS: job.layers = optarg; break;
@@ -103,6 +112,10 @@ int cmd_trace(int argc, char **argv)
         return cli_usage_error("trace", "-o -: a trace database cannot go to standard output; give a file name");
     if (rn_device_select(device_arg, NULL, &device, &err)) return cli_fail(&err);
     job.device = device;
+    job.state = &so;
+    if (tr_state_device_check(&so, device, &err)) return cli_usage_error("trace", "%s", err.msg);
+    if (n_iv_args && so.budget)
+        return cli_usage_error("trace", "--intervene: interventions need the dense memory state (no --state-budget)");
     if (n_iv_args && device != RN_DEVICE_CPU)
         return cli_usage_error("trace", "--intervene: interventions run on the CPU only (--device cpu)");
     job.intervene = iv_args;
@@ -119,12 +132,13 @@ int cmd_trace(int argc, char **argv)
     if (rc && rc != RN_EINTR) cli_hint_swapped(&err, job.model_path, job.input_path, "MODEL INPUT");
     if (res.run_id) {
         double s = res.seconds > 0 ? res.seconds : 1e-9;
-        fprintf(stderr, "trace: run %lld in %s: %lld tokens, %lld events in %.2f s (%.2fM events/s)"
+        cli_info("trace: run %lld in %s: %lld tokens, %lld events in %.2f s (%.2fM events/s)"
                 "%s; writer %.2f s, model waited %.2f s, index %.2f s\n", (long long)res.run_id, job.db_path, (long long)res.tokens,
                 (long long)res.events, res.seconds, res.events / s / 1e6,
                 rc == RN_EINTR ? " (interrupted)" : "", res.ws.insert_s, res.ws.producer_wait_s,
                 res.ws.index_s);
     }
+    if (res.tiered) cli_state_report(&so, &res.state);
     if (rc == RN_EINTR) {
         fprintf(stderr, "ramtrace: %s\n", err.msg);
         return cli_interrupt_status();

@@ -45,6 +45,9 @@ void rn_pdma_write(rn_real *S, rn_real *z, int d_v, const uint32_t *slot, const 
 /* PDMA read for one head: o[d_v] = Σ_j r_j · S[s_j] / (z[s_j] + eps). */
 void rn_pdma_read(rn_real *o, const rn_real *S, const rn_real *z, int d_v, const uint32_t *slot,
                   const rn_real *r, int K, rn_real eps);
+/* The same sum added to o (not cleared first). */
+void rn_pdma_read_acc(rn_real *o, const rn_real *S, const rn_real *z, int d_v, const uint32_t *slot,
+                      const rn_real *r, int K, rn_real eps);
 
 /* The memory scan of one head over n positions: for each row t, the writes
  * of wslot/ww[t·H+h] with value v[t, h·d_v..], then the read of

@@ -36,6 +36,14 @@ void rn_pdma_read(rn_real *o, const rn_real *S, const rn_real *z, int d_v, const
                   const rn_real *r, int K, rn_real eps)
 {
     for (int i = 0; i < d_v; i++) o[i] = 0;
+    rn_pdma_read_acc(o, S, z, d_v, slot, r, K, eps);
+}
+
+/* The read's sum without clearing o: the tiered state (rn_state.c) adds one
+ * slot at a time, with these same operations, so it equals rn_pdma_read. */
+void rn_pdma_read_acc(rn_real *o, const rn_real *S, const rn_real *z, int d_v, const uint32_t *slot,
+                      const rn_real *r, int K, rn_real eps)
+{
     for (int j = 0; j < K; j++) {
         rn_real c = r[j] / (z[slot[j]] + eps);
         const rn_real *row = S + (size_t)slot[j] * d_v;

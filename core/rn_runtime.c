@@ -11,6 +11,7 @@
 #include "cuda/rn_cuda.h"
 #include "rn_layers.h"
 #include "rn_memlimit.h"
+#include "rn_state.h"
 #include "rn_threads.h"
 
 struct rn_runtime {
@@ -23,8 +24,7 @@ struct rn_runtime {
     rn_probe probe_copy;
     const rn_iv_set *iv;       /* interventions (NULL: none) */
     volatile int *stop;
-    /* memory state: head (l, h) at S + ((l·H + h)·M·d_v), z + (l·H + h)·M */
-    rn_real *S, *z;
+    rn_state *st;              /* the memory state (rn_state.h): dense or tiered */
     /* activations for `chunk` rows */
     rn_real *x, *hb, *q, *k, *v, *o, *g, *u, *rstd;
     uint32_t *waddr, *wslot, *raddr, *rslot;
@@ -41,8 +41,16 @@ static size_t al64(size_t n) { return (n + 63) & ~(size_t)63; }
 
 int rn_runtime_create(const rn_model *m, int max_chunk, rn_runtime **out, rn_error *err)
 {
+    return rn_runtime_create_state(m, max_chunk, NULL, out, err);
+}
+
+int rn_runtime_create_state(const rn_model *m, int max_chunk, const rn_state_opts *so,
+                            rn_runtime **out, rn_error *err)
+{
     *out = NULL;
     if (max_chunk < 1) return rn_seterr(err, RN_EINPUT, "runtime: chunk size must be >= 1");
+    int rc = rn_state_check(&m->cfg, so, err);
+    if (rc) return rc;
     const rn_config *c = &m->cfg;
     rn_runtime *rt = calloc(1, sizeof *rt);
     if (!rt) return rn_seterr(err, RN_ENOMEM, "out of memory");
@@ -60,16 +68,20 @@ int rn_runtime_create(const rn_model *m, int max_chunk, rn_runtime **out, rn_err
     size_t wsb = al64(rn_decode_ws_bytes(c->order, c->d_p, c->top_k));
     double state = (double)L * H * (double)rt->M * (c->d_v + 1.0);
     double scratch = (double)C * (2.0 * D + 2.0 * hdk + 2.0 * hdv + 2.0 * F + 1 + 6.0 * H * K);
-    double need = sizeof(rn_real) * (state + scratch) + ((double)wsb + sizeof(void *) + 64) * rt->n_ws + 64 * 19;
-    char what[160];
-    snprintf(what, sizeof what, "model memory state (L*H*M*(d_v+1) = %.0f floats) with its scratch", state);
-    int rc = rn_memlimit_check(what, need, err);
+    double need = rn_state_bytes(c, so) + sizeof(rn_real) * scratch +
+                  ((double)wsb + sizeof(void *) + 64) * rt->n_ws + 64 * 17;
+    char what[200];
+    if (so && so->budget)
+        snprintf(what, sizeof what, "tiered memory state (budget %llu bytes, a map of %.0f slots) with its scratch",
+                 (unsigned long long)so->budget, L * H * (double)rt->M);
+    else
+        snprintf(what, sizeof what, "model memory state (L*H*M*(d_v+1) = %.0f floats) with its scratch", state);
+    rc = rn_memlimit_check(what, need, err);
     if (rc) {
         free(rt);
         return rc;
     }
     size_t sz[] = {
-        al64(sizeof(rn_real) * L * H * rt->M * c->d_v), al64(sizeof(rn_real) * L * H * rt->M),
         al64(sizeof(rn_real) * C * D), al64(sizeof(rn_real) * C * D),
         al64(sizeof(rn_real) * C * hdk), al64(sizeof(rn_real) * C * hdk),
         al64(sizeof(rn_real) * C * hdv), al64(sizeof(rn_real) * C * hdv),
@@ -82,15 +94,19 @@ int rn_runtime_create(const rn_model *m, int max_chunk, rn_runtime **out, rn_err
     size_t total = 0;
     for (size_t i = 0; i < sizeof sz / sizeof sz[0]; i++) total += sz[i];
     assert((double)total <= need); /* the limit check saw at least this much */
+    if ((rc = rn_state_create(c, so, &rt->st, err))) {
+        free(rt);
+        return rc;
+    }
     char *p = aligned_alloc(64, total);
     if (!p) {
+        rn_state_free(rt->st);
         free(rt);
         return rn_seterr(err, RN_ENOMEM, "out of memory allocating %zu bytes of runtime state", total);
     }
     rt->block = p;
     int i = 0;
 #define CARVE(field, type) rt->field = (type *)p; p += sz[i++];
-    CARVE(S, rn_real); CARVE(z, rn_real);
     CARVE(x, rn_real); CARVE(hb, rn_real); CARVE(q, rn_real); CARVE(k, rn_real);
     CARVE(v, rn_real); CARVE(o, rn_real); CARVE(g, rn_real); CARVE(u, rn_real); CARVE(rstd, rn_real);
     CARVE(waddr, uint32_t); CARVE(wslot, uint32_t); CARVE(raddr, uint32_t); CARVE(rslot, uint32_t);
@@ -132,6 +148,7 @@ void rn_runtime_free(rn_runtime *rt)
 {
     if (!rt) return;
     rn_cuda_rt_free(rt->gpu);
+    rn_state_free(rt->st);
     free(rt->block);
     free(rt);
 }
@@ -144,9 +161,7 @@ void rn_runtime_reset(rn_runtime *rt)
         rt->pos = 0;
         return;
     }
-    int64_t heads = (int64_t)rt->c.n_layers * rt->c.n_heads;
-    for (int64_t i = 0; i < heads; i++)
-        rn_pdma_reset(rt->S + i * rt->M * rt->c.d_v, rt->z + i * rt->M, rt->M, rt->c.d_v);
+    rn_state_reset(rt->st); /* a failure resurfaces at the next forward */
     rt->pos = 0;
 }
 
@@ -163,6 +178,8 @@ int rn_runtime_set_interventions(rn_runtime *rt, const rn_iv_set *set, rn_error 
 {
     if (set && set->n && rt->gpu)
         return rn_seterr(err, RN_EINPUT, "--intervene: interventions run on the CPU only (--device cpu)");
+    if (set && set->n && rn_state_tiered(rt->st))
+        return rn_seterr(err, RN_EINPUT, "--intervene: interventions need the dense memory state (no --state-budget)");
     if (set && !set->prepared)
         return rn_seterr(err, RN_EINPUT, "interventions: the patch sources have not been run (rn_iv_prepare)");
     rt->iv = set && set->n ? set : NULL;
@@ -180,9 +197,11 @@ int rn_runtime_head_state(const rn_runtime *rt, int layer, int head, const rn_re
     if (layer < 0 || layer >= rt->c.n_layers || head < 0 || head >= rt->c.n_heads)
         return rn_seterr(err, RN_EINPUT, "head %d.%d: the model has %d layers of %d heads", layer,
                          head, rt->c.n_layers, rt->c.n_heads);
-    size_t i = (size_t)layer * rt->c.n_heads + head;
-    *S = rt->S + i * rt->M * rt->c.d_v;
-    *z = rt->z + i * rt->M;
+    rn_real *s, *zz;
+    int rc = rn_state_head(rt->st, layer, head, &s, &zz, err);
+    if (rc) return rc;
+    *S = s;
+    *z = zz;
     return RN_OK;
 }
 
@@ -203,7 +222,8 @@ static void report(const rn_runtime *rt, int l, int n)
 
 /* Forward n <= chunk rows at positions pos..pos+n-1.  Shapes: x, hb [n,D];
  * q, k [n,H·dk]; v, o [n,H·dv]; g, u [n,F]; addresses [n,H,K]. */
-static void forward_rows(rn_runtime *rt, const int *tokens, int n, float *logits, int all_rows)
+static int forward_rows(rn_runtime *rt, const int *tokens, int n, float *logits, int all_rows,
+                        rn_error *err)
 {
     const rn_config *c = &rt->c;
     const rn_weights *w = &rt->m->w;
@@ -222,17 +242,24 @@ static void forward_rows(rn_runtime *rt, const int *tokens, int n, float *logits
                            n, rt->pos, rt->ws, rt->n_ws);
         rn_address_forward(rt->waddr, rt->wslot, rt->ww, rt->k, lw->k_alpha, c, c->cape_mask[l],
                            n, rt->pos, rt->ws, rt->n_ws);
-        rn_real *S = rt->S + (size_t)l * H * rt->M * dv, *z = rt->z + (size_t)l * H * rt->M;
         const rn_iv_set *iv = rt->iv;
-        #pragma omp parallel for if (n > 1) schedule(dynamic, 1)
-        for (int h = 0; h < H; h++) {
-            rn_real *Sh = S + (size_t)h * rt->M * dv, *zh = z + (size_t)h * rt->M;
-            if (iv && rn_iv_has_slots(iv, l, h))
-                rn_iv_scan(iv, l, h, rt->o, Sh, zh, rt->v, rt->wslot, rt->ww, rt->rslot, rt->rw, n,
-                           H, K, dv, c->gamma, c->eps, rt->pos);
-            else
-                rn_pdma_scan_forward(rt->o, Sh, zh, rt->v, rt->wslot, rt->ww, rt->rslot, rt->rw, n,
-                                     H, h, K, dv, c->gamma, c->eps);
+        if (rn_state_tiered(rt->st)) {
+            /* one policy over all heads: serial, head by head (rn_state.h) */
+            for (int h = 0; h < H; h++)
+                rn_state_scan(rt->st, l, h, rt->o, rt->v, rt->wslot, rt->ww, rt->rslot, rt->rw, n);
+            int rc = rn_state_error(rt->st, err);
+            if (rc) return rc;
+        } else {
+            #pragma omp parallel for if (n > 1) schedule(dynamic, 1)
+            for (int h = 0; h < H; h++) {
+                if (iv && rn_iv_has_slots(iv, l, h)) {
+                    rn_real *Sh, *zh;
+                    rn_state_head(rt->st, l, h, &Sh, &zh, NULL); /* dense: cannot fail */
+                    rn_iv_scan(iv, l, h, rt->o, Sh, zh, rt->v, rt->wslot, rt->ww, rt->rslot, rt->rw, n,
+                               H, K, dv, c->gamma, c->eps, rt->pos);
+                } else
+                    rn_state_scan(rt->st, l, h, rt->o, rt->v, rt->wslot, rt->ww, rt->rslot, rt->rw, n);
+            }
         }
         if (iv) rn_iv_apply_o(iv, l, rt->o, n, rt->pos);
         if (rt->probe) report(rt, l, n);
@@ -249,6 +276,7 @@ static void forward_rows(rn_runtime *rt, const int *tokens, int n, float *logits
         rn_matmul_forward(logits, rt->hb, w->lm_head, rows, D, c->vocab_size, 0);
     }
     rt->pos += n;
+    return RN_OK;
 }
 
 static int check_tokens(const rn_runtime *rt, const int *tokens, int T, rn_error *err)
@@ -277,8 +305,8 @@ int rn_prefill(rn_runtime *rt, const int *tokens, int T, float *logits, int all_
         if (rt->gpu) {
             if ((rc = rn_cuda_forward(rt->gpu, tokens + t0, n, rt->pos, lg, all_rows, rt->probe, err))) return rc;
             rt->pos += n;
-        } else
-            forward_rows(rt, tokens + t0, n, lg, all_rows);
+        } else if ((rc = forward_rows(rt, tokens + t0, n, lg, all_rows, err)))
+            return rc;
     }
     return RN_OK;
 }
@@ -293,6 +321,18 @@ int rn_step(rn_runtime *rt, int token, float *logits, rn_error *err)
         rt->pos++;
         return RN_OK;
     }
-    forward_rows(rt, &token, 1, logits, 0);
-    return RN_OK;
+    return forward_rows(rt, &token, 1, logits, 0, err);
+}
+
+int rn_runtime_state_counters(const rn_runtime *rt, rn_state_counters *out)
+{
+    memset(out, 0, sizeof *out);
+    if (!rt->st || !rn_state_tiered(rt->st)) return 0;
+    rn_state_get_counters(rt->st, out);
+    return 1;
+}
+
+int rn_runtime_flush_state(rn_runtime *rt, rn_error *err)
+{
+    return rt->st ? rn_state_flush(rt->st, err) : RN_OK;
 }

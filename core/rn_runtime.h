@@ -8,8 +8,9 @@
  *
  * Both continue from the runtime's current position, so a prompt can be
  * prefilled and then extended token by token.  All memory is allocated by
- * rn_runtime_create; nothing allocates per token.  The memory state is dense:
- * L·H·M·(d_v+1) floats (rn_config_total_state).
+ * rn_runtime_create; nothing allocates per token.  The memory state is dense,
+ * L·H·M·(d_v+1) floats (rn_config_total_state), or tiered: a budget of slot
+ * rows in memory and the rest in a file (rn_state.h, docs/tiered-state.md).
  */
 #ifndef RN_RUNTIME_H
 #define RN_RUNTIME_H
@@ -18,6 +19,7 @@
 #include "rn_intervene.h"
 #include "rn_model.h"
 #include "rn_probe.h"
+#include "rn_state.h"
 
 typedef struct rn_runtime rn_runtime;
 
@@ -29,7 +31,19 @@ int rn_runtime_create(const rn_model *m, int max_chunk, rn_runtime **out, rn_err
  * logits (and, with a probe, each layer's accesses in one batch) come back. */
 int rn_runtime_create_on(const rn_model *m, int max_chunk, rn_device dev, rn_runtime **out,
                          rn_error *err);
+/* The same (CPU) with the memory state store of opts (rn_state.h; NULL or
+ * budget 0: dense).  A tiered runtime scans heads serially and refuses
+ * interventions and rn_runtime_head_state. */
+int rn_runtime_create_state(const rn_model *m, int max_chunk, const rn_state_opts *opts,
+                            rn_runtime **out, rn_error *err);
 void rn_runtime_free(rn_runtime *rt);
+
+/* The tiered store's counters since the last reset into *out (zeros for a
+ * dense one); returns 1 when the runtime's state is tiered, else 0. */
+int rn_runtime_state_counters(const rn_runtime *rt, rn_state_counters *out);
+
+/* Tiered: write every dirty slot row back to the state file (rn_state_flush). */
+int rn_runtime_flush_state(rn_runtime *rt, rn_error *err);
 
 /* Forget the sequence: S = 0, z = 1/M, position 0. */
 void rn_runtime_reset(rn_runtime *rt);

@@ -250,7 +250,7 @@ static void run_policy(const char *name, const uint32_t *key, size_t n, uint64_t
     an_next_use(&s, nxt, last);
     void *c = p->init(C, s.n_keys);
     CU_ASSERT_PTR_NOT_NULL_FATAL(c);
-    for (size_t i = 0; i < n; i++) hit[i] = (uint8_t)p->access(c, key[i], nxt[i]);
+    for (size_t i = 0; i < n; i++) hit[i] = (uint8_t)p->access(c, key[i], nxt[i], NULL);
     p->free(c);
     free(nxt); free(last);
 }
@@ -588,4 +588,62 @@ TH_TEST(test_policy_names, "policy names")
     CU_ASSERT_EQUAL(n, 7);
     CU_ASSERT_EQUAL(an_policy_parse_list("lru,bogus", p, 16, &n, &err), RN_EINPUT);
     CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "bogus"));
+}
+
+/* The victims a policy names are exactly the keys that leave it: replaying
+ * the named victims into a membership set predicts every hit and miss, and
+ * the set never exceeds the capacity (the tiered memory state relies on it
+ * to free a frame per victim).  Online policies only: OPT may bypass. */
+typedef struct {
+    uint8_t *in;
+    uint64_t size;
+    uint32_t k;
+    int bad;
+} victim_rec;
+
+static void on_victim(void *user, uint32_t key)
+{
+    victim_rec *r = user;
+    if (!r->in[key] || key == r->k) r->bad++;
+    r->in[key] = 0;
+    r->size--;
+}
+
+TH_TEST(test_policy_victims, "policies name their evicted keys exactly")
+{
+    rn_rng r;
+    rn_rng_seed(&r, 19);
+    const size_t n = 4000;
+    const uint32_t universes[] = { 3, 20, 90, 400 };
+    const uint64_t caps[] = { 1, 2, 5, 9, 16, 50, 120, 500 };
+    victim_rec vr = { malloc(400), 0, 0, 0 };
+    uint64_t evictions = 0;
+    for (int p = 0; p < an_policy_count(); p++) {
+        const an_policy *pol = an_policy_at(p);
+        if (pol->needs_next) continue;
+        for (int u = 0; u < 4; u++)
+            for (int ci = 0; ci < 8; ci++) {
+                void *c = pol->init(caps[ci], universes[u]);
+                CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+                memset(vr.in, 0, 400);
+                vr.size = 0;
+                for (size_t i = 0; i < n; i++) {
+                    /* skewed keys: half the accesses to a small hot set */
+                    uint32_t k = (uint32_t)(rn_rng_u64(&r) % (rn_rng_u64(&r) % 2 ? universes[u]
+                                                                 : (universes[u] + 3) / 4));
+                    rn_victims v = { on_victim, &vr };
+                    vr.k = k;
+                    uint64_t before = vr.size;
+                    int h = pol->access(c, k, RN_CACHE_NONE, &v);
+                    evictions += before - vr.size;
+                    if (h != vr.in[k]) vr.bad++;
+                    if (!h) { vr.in[k] = 1; vr.size++; }
+                    if (vr.size > caps[ci]) vr.bad++;
+                }
+                pol->free(c);
+            }
+    }
+    CU_ASSERT_EQUAL(vr.bad, 0);
+    CU_ASSERT(evictions > 0);
+    free(vr.in);
 }

@@ -117,6 +117,14 @@ static double mono(void)
     return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+int tr_state_device_check(const rn_state_opts *so, rn_device dev, rn_error *err)
+{
+    if (so && so->file && !so->budget) return rn_seterr(err, RN_EINPUT, "--state-file: needs --state-budget");
+    if (so && so->budget && dev != RN_DEVICE_CPU)
+        return rn_seterr(err, RN_EINPUT, "--state-budget: the tiered memory state runs on the CPU only (--device cpu)");
+    return RN_OK;
+}
+
 int tr_trace_run(const tr_trace_job *job, tr_trace_result *res, rn_error *err)
 {
     memset(res, 0, sizeof *res);
@@ -139,7 +147,9 @@ int tr_trace_run(const tr_trace_job *job, tr_trace_result *res, rn_error *err)
     if (!rc && iv.n && !(specs = malloc(sizeof *specs * iv.n))) rc = rn_seterr(err, RN_ENOMEM, "out of memory");
     for (int i = 0; i < iv.n && !rc; i++) specs[i] = iv.iv[i].spec;
     if (!rc) rc = rn_tokenize_file(&m.cfg, job->input_path, &toks, &n, err);
-    if (!rc) rc = rn_runtime_create_on(&m, chunk, job->device, &rt, err);
+    if (!rc) rc = tr_state_device_check(job->state, job->device, err);
+    if (!rc) rc = job->state && job->state->budget ? rn_runtime_create_state(&m, chunk, job->state, &rt, err)
+                                                   : rn_runtime_create_on(&m, chunk, job->device, &rt, err);
     if (!rc) rc = rn_iv_prepare(&iv, &m, err);
     if (!rc) rc = rn_runtime_set_interventions(rt, &iv, err);
     if (rc) goto done;
@@ -158,6 +168,11 @@ int tr_trace_run(const tr_trace_job *job, tr_trace_result *res, rn_error *err)
     rc = tr_record_prefill(rt, w, &m.cfg, toks, n, chunk, NULL, job->stop, job->progress,
                            job->user, err);
     res->seconds = mono() - t0;
+    if ((res->tiered = rn_runtime_state_counters(rt, &res->state))) {
+        tr_state_row sr = { job->state->policy, job->state->budget, job->state->direct, chunk,
+                            job->state->scope, res->state };
+        tr_writer_set_state(w, &sr);
+    }
     rn_error ferr = { 0 };
     int frc = tr_writer_finish(w, rc ? TR_STATUS_INTERRUPTED : TR_STATUS_COMPLETE, &res->ws, &ferr);
     w = NULL;

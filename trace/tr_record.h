@@ -60,6 +60,7 @@ typedef struct {
     const char *weights;       /* "f32" (NULL: exact) or "f16" */
     const char *const *intervene; /* --intervene arguments (rn_iv_add_arg; CPU only) */
     int n_intervene;
+    const rn_state_opts *state; /* NULL or budget 0: dense memory state; else tiered (CPU only) */
     volatile int *stop;        /* polled between chunks (Ctrl-C) */
     tr_progress_fn progress;
     void *user;
@@ -70,7 +71,13 @@ typedef struct {
     int64_t tokens, events;    /* committed to the file (not merely produced) */
     double seconds;
     tr_writer_stats ws;
+    int tiered;                /* the run used a tiered state: its counters (also in state_counters) */
+    rn_state_counters state;
 } tr_trace_result;
+
+/* Check the tiered state options of a command: RN_EINPUT for a state file
+ * without a budget, or a budget on a non-CPU device. */
+int tr_state_device_check(const rn_state_opts *so, rn_device dev, rn_error *err);
 
 /* `ramtrace trace`: load the model, tokenize the input, prefill it all
  * with a writer attached (no generation).  Returns RN_EINTR (run marked

@@ -99,6 +99,9 @@ struct tr_writer {
     int64_t events, groups, tokens;           /* produced */
     int64_t committed_events, committed_tokens; /* written (thread) */
     double wait_s, insert_s, index_s;
+    int has_state;     /* tr_writer_set_state was called */
+    tr_state_row state;
+    char state_policy[32];
 };
 
 static double now_mono(void)
@@ -356,6 +359,54 @@ static void free_writer(tr_writer *w)
     pthread_cond_destroy(&w->cv_full);
     pthread_cond_destroy(&w->cv_free);
     free(w);
+}
+
+void tr_writer_set_state(tr_writer *w, const tr_state_row *row)
+{
+    w->state = *row;
+    snprintf(w->state_policy, sizeof w->state_policy, "%s", row->policy ? row->policy : "lru");
+    w->state.policy = w->state_policy;
+    w->has_state = 1;
+}
+
+/* The run's tiered-state counters, one row in a table created with the
+ * first run that has them. */
+static int insert_state(tr_writer *w, rn_error *err)
+{
+    int rc = tr_exec_what(w->db, w->path,
+                          "CREATE TABLE IF NOT EXISTS state_counters(run_id INTEGER PRIMARY KEY,"
+                          " policy TEXT NOT NULL, scope TEXT NOT NULL, budget INTEGER NOT NULL, capacity INTEGER NOT NULL,"
+                          " row_bytes INTEGER NOT NULL, direct INTEGER NOT NULL, chunk INTEGER NOT NULL,"
+                          " accesses INTEGER NOT NULL, hits INTEGER NOT NULL, misses INTEGER NOT NULL,"
+                          " bytes_read INTEGER NOT NULL, bytes_written INTEGER NOT NULL,"
+                          " evictions INTEGER NOT NULL)",
+                          "recording state counters", err);
+    if (rc) return rc;
+    sqlite3_stmt *st = NULL;
+    int src = sqlite3_prepare_v2(w->db, "INSERT OR REPLACE INTO state_counters VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                                 -1, &st, NULL);
+    if (src == SQLITE_OK) {
+        const tr_state_row *s = &w->state;
+        sqlite3_bind_int64(st, 1, w->run_id);
+        static const char *scopes[] = { "model", "layer", "head" };
+        sqlite3_bind_text(st, 2, s->policy, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 3, scopes[s->scope >= 0 && s->scope <= 2 ? s->scope : 0], -1, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 4, (sqlite3_int64)s->budget);
+        sqlite3_bind_int64(st, 5, (sqlite3_int64)s->c.capacity);
+        sqlite3_bind_int64(st, 6, (sqlite3_int64)s->c.row_bytes);
+        sqlite3_bind_int(st, 7, s->direct);
+        sqlite3_bind_int(st, 8, s->chunk);
+        sqlite3_bind_int64(st, 9, (sqlite3_int64)s->c.accesses);
+        sqlite3_bind_int64(st, 10, (sqlite3_int64)s->c.hits);
+        sqlite3_bind_int64(st, 11, (sqlite3_int64)s->c.misses);
+        sqlite3_bind_int64(st, 12, (sqlite3_int64)s->c.bytes_read);
+        sqlite3_bind_int64(st, 13, (sqlite3_int64)s->c.bytes_written);
+        sqlite3_bind_int64(st, 14, (sqlite3_int64)s->c.evictions);
+        src = sqlite3_step(st);
+        src = src == SQLITE_DONE ? SQLITE_OK : src;
+    }
+    sqlite3_finalize(st);
+    return src != SQLITE_OK ? tr_sqlerr(w->db, src, w->path, "recording state counters", err) : RN_OK;
 }
 
 /* The intervention specs of an intervened run, one row each, in a table
@@ -621,6 +672,7 @@ int tr_writer_finish(tr_writer *w, int status, tr_writer_stats *st, rn_error *er
     sqlite3_finalize(up);
     rn_error e2 = { 0 };
     if (src != SQLITE_OK && !rc) rc = tr_sqlerr(w->db, src, w->path, "finishing the run", err);
+    if (w->has_state && !rc) rc = insert_state(w, err);
     if (w->failed) repair_failed_run(w);
     if (!rc) {
         double t0 = now_mono();

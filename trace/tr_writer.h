@@ -27,6 +27,7 @@
 #include "rn_config.h"
 #include "rn_error.h"
 #include "rn_probe.h"
+#include "rn_state.h"
 #include "tr_select.h"
 
 enum { TR_STATUS_RUNNING = 0, TR_STATUS_COMPLETE = 1, TR_STATUS_INTERRUPTED = 2 };
@@ -100,6 +101,19 @@ void tr_writer_get_stats(const tr_writer *w, tr_writer_stats *st);
  * counts, and close.  Frees w in every case (st, if non-NULL, receives the
  * final statistics).  Returns the first error of the whole run. */
 int tr_writer_finish(tr_writer *w, int status, tr_writer_stats *st, rn_error *err);
+
+/* The tiered memory state of the run (rn_state.h) and its counters, kept
+ * by the writer and recorded by tr_writer_finish as the run's row of the
+ * table state_counters (docs/trace-schema.md).  Call before finish. */
+typedef struct {
+    const char *policy;        /* copied */
+    uint64_t budget;           /* --state-budget bytes */
+    int direct;                /* O_DIRECT */
+    int chunk;                 /* prefill rows per chunk: the access order */
+    int scope;                 /* enum rn_state_scope */
+    rn_state_counters c;
+} tr_state_row;
+void tr_writer_set_state(tr_writer *w, const tr_state_row *row);
 
 /* Make sure the block index of an existing database exists (every v2
  * file has it from creation; kept for callers of schema v1's per-run

@@ -1,4 +1,4 @@
-/* an_policy_s3fifo.c — S3-FIFO (Yang et al., SOSP 2023, Algorithm 1): a
+/* rn_cache_s3fifo.c — S3-FIFO (Yang et al., SOSP 2023, Algorithm 1): a
  * small FIFO S (10% of the capacity, at least 1 key), a main FIFO M (the
  * rest) and a ghost FIFO G of recently evicted keys (as many entries as M).
  * Each cached key has a 2-bit access count (capped at 3), bumped on hits.
@@ -9,15 +9,15 @@
  * its count decremented until a tail with count 0 leaves.  O(1) amortised. */
 #include <stdlib.h>
 
-#include "an_cache.h"
-#include "an_list.h"
+#include "rn_cache.h"
+#include "rn_list.h"
 
 enum { NONE = 0, S, M, G };
 
 typedef struct {
     uint64_t cap, cs, cm, cg;
-    an_links ln;
-    an_list l[4];
+    rn_links ln;
+    rn_list l[4];
     uint8_t *where, *freq;
 } s3;
 
@@ -25,7 +25,7 @@ static void s3_free(void *q)
 {
     s3 *c = q;
     if (!c) return;
-    an_links_free(&c->ln);
+    rn_links_free(&c->ln);
     free(c->where); free(c->freq); free(c);
 }
 
@@ -37,27 +37,28 @@ static void *s3_init(uint64_t capacity, uint32_t n_keys)
     c->cs = capacity / 10 ? capacity / 10 : 1;
     c->cm = capacity - c->cs;
     c->cg = c->cm ? c->cm : 1;
-    for (int i = 0; i < 4; i++) an_list_init(&c->l[i]);
+    for (int i = 0; i < 4; i++) rn_list_init(&c->l[i]);
     c->where = calloc(n_keys ? n_keys : 1, 1);
     c->freq = calloc(n_keys ? n_keys : 1, 1);
-    if (!c->where || !c->freq || an_links_alloc(&c->ln, n_keys)) { s3_free(c); return NULL; }
+    if (!c->where || !c->freq || rn_links_alloc(&c->ln, n_keys)) { s3_free(c); return NULL; }
     return c;
 }
 
 static void move_to(s3 *c, uint32_t k, int to)
 {
-    if (c->where[k]) an_list_remove(&c->l[c->where[k]], &c->ln, k);
+    if (c->where[k]) rn_list_remove(&c->l[c->where[k]], &c->ln, k);
     c->where[k] = (uint8_t)to;
-    if (to) an_list_push_head(&c->l[to], &c->ln, k);
+    if (to) rn_list_push_head(&c->l[to], &c->ln, k);
 }
 
-static void to_ghost(s3 *c, uint32_t k)
+static void to_ghost(s3 *c, uint32_t k, rn_victims *v)
 {
+    rn_victim(v, k);
     if (c->l[G].size >= c->cg) move_to(c, c->l[G].tail, NONE);
     move_to(c, k, G);
 }
 
-static void evict_m(s3 *c)
+static void evict_m(s3 *c, rn_victims *v)
 {
     while (c->l[M].size > 0) {
         uint32_t t = c->l[M].tail;
@@ -66,27 +67,28 @@ static void evict_m(s3 *c)
             move_to(c, t, M);
         } else {
             move_to(c, t, NONE);
+            rn_victim(v, t);
             return;
         }
     }
 }
 
-static void evict_s(s3 *c)
+static void evict_s(s3 *c, rn_victims *v)
 {
     while (c->l[S].size > 0) {
         uint32_t t = c->l[S].tail;
         if (c->freq[t] > 1) {
             c->freq[t] = 0;
             move_to(c, t, M);
-            if (c->l[M].size > c->cm) evict_m(c);
+            if (c->l[M].size > c->cm) evict_m(c, v);
         } else {
-            to_ghost(c, t);
+            to_ghost(c, t, v);
             return;
         }
     }
 }
 
-static int s3_access(void *q, uint32_t k, uint32_t next)
+static int s3_access(void *q, uint32_t k, uint32_t next, rn_victims *v)
 {
     s3 *c = q;
     (void)next;
@@ -96,13 +98,13 @@ static int s3_access(void *q, uint32_t k, uint32_t next)
         return 1;
     }
     while (c->l[S].size + c->l[M].size >= c->cap) {
-        if (c->l[S].size >= c->cs || c->l[M].size == 0) evict_s(c);
-        else evict_m(c);
+        if (c->l[S].size >= c->cs || c->l[M].size == 0) evict_s(c, v);
+        else evict_m(c, v);
     }
     c->freq[k] = 0;
     move_to(c, k, c->where[k] == G ? M : S); /* the ghost may have dropped k meanwhile */
     return 0;
 }
 
-const an_policy an_policy_s3fifo = { "s3fifo", "S3-FIFO: small, main and ghost FIFO queues", 0,
+const rn_policy rn_cache_s3fifo = { "s3fifo", "S3-FIFO: small, main and ghost FIFO queues", 0,
                                      s3_init, s3_access, s3_free };

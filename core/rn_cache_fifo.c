@@ -1,9 +1,9 @@
-/* an_policy_fifo.c — First In First Out: on a miss with a full cache, evict
+/* rn_cache_fifo.c — First In First Out: on a miss with a full cache, evict
  * the key inserted longest ago; hits do not change the order.  A ring of
  * the cached keys in insertion order; O(1) per access. */
 #include <stdlib.h>
 
-#include "an_cache.h"
+#include "rn_cache.h"
 
 typedef struct {
     uint64_t cap, size, head; /* head: oldest entry */
@@ -29,7 +29,7 @@ static void *fifo_init(uint64_t capacity, uint32_t n_keys)
     return c;
 }
 
-static int fifo_access(void *p, uint32_t k, uint32_t next)
+static int fifo_access(void *p, uint32_t k, uint32_t next, rn_victims *v)
 {
     fifo *c = p;
     (void)next;
@@ -38,6 +38,7 @@ static int fifo_access(void *p, uint32_t k, uint32_t next)
         c->ring[c->size++] = k; /* head stays 0 until the ring is full */
     } else {
         c->in[c->ring[c->head]] = 0;
+        rn_victim(v, c->ring[c->head]);
         c->ring[c->head] = k;
         if (++c->head == c->cap) c->head = 0;
     }
@@ -45,4 +46,4 @@ static int fifo_access(void *p, uint32_t k, uint32_t next)
     return 0;
 }
 
-const an_policy an_policy_fifo = { "fifo", "first in, first out", 0, fifo_init, fifo_access, fifo_free };
+const rn_policy rn_cache_fifo = { "fifo", "first in, first out", 0, fifo_init, fifo_access, fifo_free };

@@ -1,4 +1,4 @@
-/* an_policy_opt.c — Belady's OPT (MIN): on a miss with a full cache, evict
+/* rn_cache_opt.c — Belady's OPT (MIN): on a miss with a full cache, evict
  * the key whose next access is furthest in the future (never = infinitely
  * far).  When the missing key itself is the furthest it is not kept (it
  * would be evicted first anyway), so no other policy can miss less.  The
@@ -6,13 +6,13 @@
  * max-heap on next use; O(log C) per access. */
 #include <stdlib.h>
 
-#include "an_cache.h"
+#include "rn_cache.h"
 
 typedef struct {
     uint64_t cap, size;
     uint32_t *heap;     /* [min(cap, n_keys)] keys */
-    uint32_t *at;       /* per key: heap index or AN_NONE */
-    uint32_t *nx;       /* per key: next use (AN_NONE = never, the largest) */
+    uint32_t *at;       /* per key: heap index or RN_CACHE_NONE */
+    uint32_t *nx;       /* per key: next use (RN_CACHE_NONE = never, the largest) */
 } opt;
 
 static inline void put(opt *c, uint64_t i, uint32_t k) { c->heap[i] = k; c->at[k] = (uint32_t)i; }
@@ -58,14 +58,14 @@ static void *opt_init(uint64_t capacity, uint32_t n_keys)
     c->at = malloc(n * sizeof *c->at);
     c->nx = malloc(n * sizeof *c->nx);
     if (!c->heap || !c->at || !c->nx) { opt_free(c); return NULL; }
-    for (size_t i = 0; i < n; i++) c->at[i] = AN_NONE;
+    for (size_t i = 0; i < n; i++) c->at[i] = RN_CACHE_NONE;
     return c;
 }
 
-static int opt_access(void *p, uint32_t k, uint32_t next)
+static int opt_access(void *p, uint32_t k, uint32_t next, rn_victims *v)
 {
     opt *c = p;
-    if (c->at[k] != AN_NONE) {
+    if (c->at[k] != RN_CACHE_NONE) {
         c->nx[k] = next; /* next use only moves later: sift towards the root */
         sift_up(c, c->at[k]);
         return 1;
@@ -78,12 +78,13 @@ static int opt_access(void *p, uint32_t k, uint32_t next)
     }
     uint32_t far = c->heap[0];
     if (next >= c->nx[far]) return 0; /* the new key is the furthest: bypass */
-    c->at[far] = AN_NONE;
+    c->at[far] = RN_CACHE_NONE;
+    rn_victim(v, far);
     c->nx[k] = next;
     put(c, 0, k);
     sift_down(c, 0);
     return 0;
 }
 
-const an_policy an_policy_opt = { "opt", "Belady's optimal (clairvoyant) replacement", 1,
+const rn_policy rn_cache_opt = { "opt", "Belady's optimal (clairvoyant) replacement", 1,
                                   opt_init, opt_access, opt_free };

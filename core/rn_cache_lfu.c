@@ -1,16 +1,16 @@
-/* an_policy_lfu.c — Least Frequently Used: on a miss with a full cache,
+/* rn_cache_lfu.c — Least Frequently Used: on a miss with a full cache,
  * evict the cached key with the fewest accesses since it entered the cache,
  * ties broken towards the least recently used.  Counts start at 1 on
  * insertion and are forgotten on eviction (in-cache LFU).  A binary
  * min-heap on (count, last access); O(log C) per access. */
 #include <stdlib.h>
 
-#include "an_cache.h"
+#include "rn_cache.h"
 
 typedef struct {
     uint64_t cap, size, clock;
     uint32_t *heap;     /* [min(cap, n_keys)] keys */
-    uint32_t *at;       /* per key: heap index or AN_NONE */
+    uint32_t *at;       /* per key: heap index or RN_CACHE_NONE */
     uint64_t *freq, *last;
 } lfu;
 
@@ -63,16 +63,16 @@ static void *lfu_init(uint64_t capacity, uint32_t n_keys)
     c->freq = malloc(n * sizeof *c->freq);
     c->last = malloc(n * sizeof *c->last);
     if (!c->heap || !c->at || !c->freq || !c->last) { lfu_free(c); return NULL; }
-    for (size_t i = 0; i < n; i++) c->at[i] = AN_NONE;
+    for (size_t i = 0; i < n; i++) c->at[i] = RN_CACHE_NONE;
     return c;
 }
 
-static int lfu_access(void *p, uint32_t k, uint32_t next)
+static int lfu_access(void *p, uint32_t k, uint32_t next, rn_victims *v)
 {
     lfu *c = p;
     (void)next;
     c->clock++;
-    if (c->at[k] != AN_NONE) {
+    if (c->at[k] != RN_CACHE_NONE) {
         c->freq[k]++;
         c->last[k] = c->clock;
         sift_down(c, c->at[k]);
@@ -81,7 +81,8 @@ static int lfu_access(void *p, uint32_t k, uint32_t next)
     c->freq[k] = 1;
     c->last[k] = c->clock;
     if (c->size >= c->cap) { /* the new key replaces the root */
-        c->at[c->heap[0]] = AN_NONE;
+        c->at[c->heap[0]] = RN_CACHE_NONE;
+        rn_victim(v, c->heap[0]);
         put(c, 0, k);
         sift_down(c, 0);
     } else {
@@ -91,5 +92,5 @@ static int lfu_access(void *p, uint32_t k, uint32_t next)
     return 0;
 }
 
-const an_policy an_policy_lfu = { "lfu", "least frequently used (in-cache counts, LRU ties)", 0,
+const rn_policy rn_cache_lfu = { "lfu", "least frequently used (in-cache counts, LRU ties)", 0,
                                   lfu_init, lfu_access, lfu_free };

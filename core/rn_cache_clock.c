@@ -1,4 +1,4 @@
-/* an_policy_clock.c — CLOCK (second chance, Corbató 1968): the cached keys
+/* rn_cache_clock.c — CLOCK (second chance, Corbató 1968): the cached keys
  * sit in a circular buffer with one reference bit each.  A hit sets the
  * bit.  A miss with a full cache advances the hand, clearing set bits,
  * until it finds a clear bit; that key is evicted and the new key takes its
@@ -6,7 +6,7 @@
  * unreferenced, as in libCacheSim's Clock.)  Amortised O(1). */
 #include <stdlib.h>
 
-#include "an_cache.h"
+#include "rn_cache.h"
 
 typedef struct {
     uint64_t cap, size, hand;
@@ -32,7 +32,7 @@ static void *clock_init(uint64_t capacity, uint32_t n_keys)
     return c;
 }
 
-static int clock_access(void *p, uint32_t k, uint32_t next)
+static int clock_access(void *p, uint32_t k, uint32_t next, rn_victims *vic)
 {
     clk *c = p;
     (void)next;
@@ -46,6 +46,7 @@ static int clock_access(void *p, uint32_t k, uint32_t next)
             if (++c->hand == c->cap) c->hand = 0;
         }
         c->state[v] = 0;
+        rn_victim(vic, v);
         c->frame[c->hand] = k;
         if (++c->hand == c->cap) c->hand = 0;
     }
@@ -53,5 +54,5 @@ static int clock_access(void *p, uint32_t k, uint32_t next)
     return 0;
 }
 
-const an_policy an_policy_clock = { "clock", "CLOCK, one reference bit (second chance)", 0,
+const rn_policy rn_cache_clock = { "clock", "CLOCK, one reference bit (second chance)", 0,
                                     clock_init, clock_access, clock_free };

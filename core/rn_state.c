@@ -1,0 +1,492 @@
+/* rn_state.c — the dense and the tiered slot-state stores (rn_state.h). */
+#include "rn_state.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "rn_cache.h"
+#include "rn_layers.h"
+
+#define DIRECT_ALIGN 4096
+#define WB_THREADS 4   /* write-behind threads; a key always goes to thread key % WB_THREADS */
+#define WB_ROWS 64     /* rows queued per thread */
+
+/* One write-behind queue: evicted dirty rows wait here, oldest first, until
+ * its thread has written them; an entry leaves only after its pwrite, so a
+ * row is always in the queue or in the file. */
+typedef struct {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    pthread_t thread;
+    int started, stop;
+    struct rn_state *st;
+    char *buf;                /* [WB_ROWS][stride] */
+    uint32_t key[WB_ROWS];
+    int head, count;
+    rn_error err;             /* the thread's first failure */
+} wb_queue;
+
+struct rn_state {
+    rn_config c;
+    int64_t M;
+    int H, dv;
+    /* dense: head (l, h) at S + (l·H + h)·M·d_v, z + (l·H + h)·M */
+    rn_real *S, *z;
+    /* tiered */
+    int tiered, fd, direct;
+    char *path;
+    const rn_policy *pol;
+    /* Cache g (of n_groups: 1, L or L·H by scope) holds the keys
+     * [g·gkeys, (g+1)·gkeys) as its local keys 0..gkeys-1, and the frames
+     * [g·cap, (g+1)·cap) with their free stack at free_frames + g·cap. */
+    uint64_t n_groups, gkeys;
+    void **caches;                /* [n_groups] */
+    uint64_t *n_free;             /* [n_groups] */
+    uint64_t g;                   /* the group of the access under way (for evicted) */
+    uint64_t cap, nf, n_keys, stride; /* cap per group; nf = cap·n_groups frames; stride: bytes per row */
+    char *frames;                 /* [nf][stride]: d_v S values then z */
+    uint32_t *key_frame;          /* [n_keys]: frame of a cached key, or RN_CACHE_NONE */
+    uint32_t *frame_key;          /* [nf] */
+    uint32_t *free_frames;        /* [nf]: per group, a stack of unused frames */
+    uint8_t *dirty;               /* [nf] */
+    uint8_t *on_disk;             /* [n_keys / 8]: the row was written to the file */
+    wb_queue wb[WB_THREADS];
+    char *wb_mem;
+    rn_state_counters cnt;
+    int bad;                      /* a victim had no frame (set by evicted) */
+    rn_error err;                 /* first failure since create/reset */
+};
+
+static uint64_t row_stride(const rn_config *c, int direct)
+{
+    uint64_t b = sizeof(rn_real) * ((uint64_t)c->d_v + 1);
+    return direct ? (b + DIRECT_ALIGN - 1) / DIRECT_ALIGN * DIRECT_ALIGN : b;
+}
+
+static int is_tiered(const rn_state_opts *o) { return o && o->budget; }
+
+int rn_state_check(const rn_config *c, const rn_state_opts *o, rn_error *err)
+{
+    if (!is_tiered(o)) {
+        if (o && o->file) return rn_seterr(err, RN_EINPUT, "--state-file: needs --state-budget");
+        return RN_OK;
+    }
+    if (!o->file || !*o->file) return rn_seterr(err, RN_EINPUT, "--state-budget: needs --state-file PATH");
+    if (o->scope < RN_STATE_SCOPE_MODEL || o->scope > RN_STATE_SCOPE_HEAD)
+        return rn_seterr(err, RN_EINPUT, "--state-scope: expected model, layer or head");
+    const char *name = o->policy ? o->policy : "lru";
+    const rn_policy *p = rn_policy_find(name);
+    if (!p) return rn_seterr(err, RN_EINPUT, "--state-policy: unknown policy '%s'", name);
+    if (p->needs_next)
+        return rn_seterr(err, RN_EINPUT, "--state-policy: %s needs the future accesses (simulate only)", name);
+    uint64_t rb = sizeof(rn_real) * ((uint64_t)c->d_v + 1);
+    if (o->budget < rb)
+        return rn_seterr(err, RN_EINPUT, "--state-budget: %llu bytes hold no slot (one is %llu bytes)",
+                         (unsigned long long)o->budget, (unsigned long long)rb);
+    double keys = (double)c->n_layers * c->n_heads * (double)rn_config_slots(c);
+    if (rn_config_slots(c) < 0 || keys >= (double)UINT32_MAX)
+        return rn_seterr(err, RN_EINPUT, "--state-budget: the tiered state handles at most 2^32-1 slots in all (the model has %.0f)", keys);
+    if (sizeof(rn_real) != sizeof(rn_real))
+        return rn_seterr(err, RN_EINPUT, "--state-budget: float builds only");
+    return RN_OK;
+}
+
+static uint64_t groups_of(const rn_config *c, const rn_state_opts *o)
+{
+    return o->scope == RN_STATE_SCOPE_HEAD ? (uint64_t)c->n_layers * c->n_heads
+         : o->scope == RN_STATE_SCOPE_LAYER ? (uint64_t)c->n_layers : 1;
+}
+
+/* The capacity of one cache in rows: what the budget holds of
+ * (d_v+1)·4-byte rows (the unit of `simulate --capacity`), at most every
+ * key of the cache. */
+static uint64_t capacity_of(const rn_config *c, const rn_state_opts *o, uint64_t n_keys)
+{
+    uint64_t cap = o->budget / (sizeof(rn_real) * ((uint64_t)c->d_v + 1));
+    return cap < n_keys ? cap : n_keys;
+}
+
+double rn_state_bytes(const rn_config *c, const rn_state_opts *o)
+{
+    double keys = (double)c->n_layers * c->n_heads * (double)rn_config_slots(c);
+    if (!is_tiered(o)) return sizeof(rn_real) * keys * (c->d_v + 1.0);
+    double groups = (double)groups_of(c, o);
+    double cap = groups * (double)capacity_of(c, o, (uint64_t)(keys / groups));
+    /* frames and the write-behind queues, frame tables, key map and bitmap,
+     * and the policy's per-key arrays (at most 20 bytes a key: LFU) */
+    return (cap + WB_THREADS * WB_ROWS) * ((double)row_stride(c, o->direct) + 9) + keys * (4 + 0.125 + 20) +
+           DIRECT_ALIGN;
+}
+
+static void wb_drain(rn_state *st);
+static void *wb_main(void *arg);
+
+void rn_state_free(rn_state *st)
+{
+    if (!st) return;
+    for (int t = 0; t < WB_THREADS; t++) {
+        wb_queue *q = &st->wb[t];
+        if (!q->started) continue;
+        pthread_mutex_lock(&q->mu);
+        q->stop = 1;
+        pthread_cond_broadcast(&q->cv);
+        pthread_mutex_unlock(&q->mu);
+        pthread_join(q->thread, NULL);
+        pthread_mutex_destroy(&q->mu);
+        pthread_cond_destroy(&q->cv);
+    }
+    free(st->wb_mem);
+    for (uint64_t g = 0; st->caches && g < st->n_groups; g++)
+        if (st->caches[g]) st->pol->free(st->caches[g]);
+    free(st->caches); free(st->n_free);
+    if (st->fd >= 0) close(st->fd);
+    free(st->path);
+    free(st->S); free(st->z);
+    free(st->frames); free(st->key_frame); free(st->frame_key); free(st->free_frames);
+    free(st->dirty); free(st->on_disk);
+    free(st);
+}
+
+int rn_state_create(const rn_config *c, const rn_state_opts *o, rn_state **out, rn_error *err)
+{
+    *out = NULL;
+    int rc = rn_state_check(c, o, err);
+    if (rc) return rc;
+    rn_state *st = calloc(1, sizeof *st);
+    if (!st) return rn_seterr(err, RN_ENOMEM, "out of memory");
+    st->c = *c;
+    st->M = rn_config_slots(c);
+    st->H = c->n_heads;
+    st->dv = c->d_v;
+    st->fd = -1;
+    const size_t heads = (size_t)c->n_layers * c->n_heads;
+    if (!is_tiered(o)) {
+        st->S = malloc(sizeof(rn_real) * heads * st->M * st->dv);
+        st->z = malloc(sizeof(rn_real) * heads * st->M);
+        if (!st->S || !st->z) {
+            rn_state_free(st);
+            return rn_seterr(err, RN_ENOMEM, "out of memory allocating the memory state");
+        }
+        rn_state_reset(st);
+        *out = st;
+        return RN_OK;
+    }
+    st->tiered = 1;
+    st->direct = o->direct;
+    st->pol = rn_policy_find(o->policy ? o->policy : "lru");
+    st->n_keys = (uint64_t)heads * st->M;
+    st->n_groups = groups_of(c, o);
+    st->gkeys = st->n_keys / st->n_groups;
+    st->cap = capacity_of(c, o, st->gkeys);
+    st->nf = st->cap * st->n_groups;
+    st->stride = row_stride(c, o->direct);
+    st->path = strdup(o->file);
+    st->frames = aligned_alloc(DIRECT_ALIGN, (st->nf * st->stride + DIRECT_ALIGN - 1) / DIRECT_ALIGN * DIRECT_ALIGN);
+    st->key_frame = malloc(st->n_keys * sizeof *st->key_frame);
+    st->frame_key = malloc(st->nf * sizeof *st->frame_key);
+    st->free_frames = malloc(st->nf * sizeof *st->free_frames);
+    st->dirty = malloc(st->nf);
+    st->on_disk = malloc((st->n_keys + 7) / 8);
+    st->caches = calloc(st->n_groups, sizeof *st->caches);
+    st->n_free = calloc(st->n_groups, sizeof *st->n_free);
+    if (!st->path || !st->frames || !st->key_frame || !st->frame_key || !st->free_frames ||
+        !st->dirty || !st->on_disk || !st->caches || !st->n_free) {
+        rn_state_free(st);
+        return rn_seterr(err, RN_ENOMEM, "out of memory allocating the tiered memory state");
+    }
+    st->fd = open(o->file, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | (o->direct ? O_DIRECT : 0), 0644);
+    if (st->fd < 0) { /* the option's path: bad input, whatever the reason */
+        int e = errno;
+        rc = rn_seterr(err, RN_EINPUT, "--state-file: %s: %s%s", o->file, strerror(e),
+                       e == EINVAL && o->direct ? " (the file system does not take O_DIRECT)" : "");
+        rn_state_free(st);
+        return rc;
+    }
+    size_t wbb = (size_t)WB_THREADS * WB_ROWS * st->stride;
+    if (!(st->wb_mem = aligned_alloc(DIRECT_ALIGN, (wbb + DIRECT_ALIGN - 1) / DIRECT_ALIGN * DIRECT_ALIGN))) {
+        rn_state_free(st);
+        return rn_seterr(err, RN_ENOMEM, "out of memory allocating the tiered memory state");
+    }
+    for (int t = 0; t < WB_THREADS; t++) {
+        wb_queue *q = &st->wb[t];
+        q->st = st;
+        q->buf = st->wb_mem + (size_t)t * WB_ROWS * st->stride;
+        pthread_mutex_init(&q->mu, NULL);
+        pthread_cond_init(&q->cv, NULL);
+        if (pthread_create(&q->thread, NULL, wb_main, q)) {
+            pthread_mutex_destroy(&q->mu);
+            pthread_cond_destroy(&q->cv);
+            rn_state_free(st);
+            return rn_seterr(err, RN_ENOMEM, "tiered memory state: cannot start a write-behind thread");
+        }
+        q->started = 1;
+    }
+    rn_state_reset(st);
+    if (st->err.code) {
+        rc = rn_seterr(err, st->err.code, "%s", st->err.msg);
+        rn_state_free(st);
+        return rc;
+    }
+    *out = st;
+    return RN_OK;
+}
+
+int rn_state_tiered(const rn_state *st) { return st->tiered; }
+
+void rn_state_reset(rn_state *st)
+{
+    memset(&st->err, 0, sizeof st->err);
+    if (!st->tiered) {
+        int64_t heads = (int64_t)st->c.n_layers * st->H;
+        for (int64_t i = 0; i < heads; i++)
+            rn_pdma_reset(st->S + i * st->M * st->dv, st->z + i * st->M, st->M, st->dv);
+        return;
+    }
+    wb_drain(st);
+    for (int t = 0; t < WB_THREADS; t++) memset(&st->wb[t].err, 0, sizeof st->wb[t].err);
+    /* Emptying the file frees its blocks; the new length is a hole. */
+    if (ftruncate(st->fd, 0) || ftruncate(st->fd, (off_t)(st->n_keys * st->stride)))
+        rn_seterr(&st->err, RN_EIO, "--state-file: %s: %s", st->path, strerror(errno));
+    for (uint64_t g = 0; g < st->n_groups; g++) {
+        if (st->caches[g]) st->pol->free(st->caches[g]);
+        st->caches[g] = st->pol->init(st->cap, (uint32_t)st->gkeys);
+        if (!st->caches[g] && !st->err.code)
+            rn_seterr(&st->err, RN_ENOMEM, "out of memory for a %s cache of %llu slots", st->pol->name,
+                      (unsigned long long)st->cap);
+        /* group g's frames, lowest on top of its stack */
+        for (uint64_t i = 0; i < st->cap; i++)
+            st->free_frames[g * st->cap + i] = (uint32_t)(g * st->cap + st->cap - 1 - i);
+        st->n_free[g] = st->cap;
+    }
+    memset(st->key_frame, 0xff, st->n_keys * sizeof *st->key_frame);
+    memset(st->on_disk, 0, (st->n_keys + 7) / 8);
+    memset(st->dirty, 0, st->nf);
+    memset(&st->cnt, 0, sizeof st->cnt);
+}
+
+int rn_state_head(rn_state *st, int l, int h, rn_real **S, rn_real **z, rn_error *err)
+{
+    if (st->tiered)
+        return rn_seterr(err, RN_EINPUT, "the memory state of a head is read from the dense store only (no --state-budget)");
+    size_t i = (size_t)l * st->H + h;
+    *S = st->S + i * st->M * st->dv;
+    *z = st->z + i * st->M;
+    return RN_OK;
+}
+
+/* Full pread/pwrite of one row at key's offset (short transfers retried);
+ * a failure is set in *e unless one is there already. */
+static int row_io(rn_state *st, int wr, uint64_t key, char *buf, rn_error *e)
+{
+    off_t off = (off_t)(key * st->stride);
+    size_t done = 0;
+    while (done < st->stride) {
+        ssize_t r = wr ? pwrite(st->fd, buf + done, st->stride - done, off + (off_t)done)
+                       : pread(st->fd, buf + done, st->stride - done, off + (off_t)done);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) {
+            if (!e->code)
+                rn_seterr(e, RN_EIO, "--state-file: %s: %s at offset %lld: %s", st->path,
+                          wr ? "write" : "read", (long long)off, r < 0 ? strerror(errno) : "end of file");
+            return RN_EIO;
+        }
+        done += (size_t)r;
+    }
+    return RN_OK;
+}
+
+/* A write-behind thread: write its queue's oldest row, then drop it. */
+static void *wb_main(void *arg)
+{
+    wb_queue *q = arg;
+    rn_state *st = q->st;
+    pthread_mutex_lock(&q->mu);
+    for (;;) {
+        while (!q->count && !q->stop) pthread_cond_wait(&q->cv, &q->mu);
+        if (!q->count) break;
+        int i = q->head;
+        pthread_mutex_unlock(&q->mu);
+        rn_error e = { 0 };
+        row_io(st, 1, q->key[i], q->buf + (size_t)i * st->stride, &e);
+        pthread_mutex_lock(&q->mu);
+        if (e.code && !q->err.code) q->err = e;
+        q->head = (q->head + 1) % WB_ROWS;
+        q->count--;
+        pthread_cond_broadcast(&q->cv);
+    }
+    pthread_mutex_unlock(&q->mu);
+    return NULL;
+}
+
+/* Wait until every queued row is in the file. */
+static void wb_drain(rn_state *st)
+{
+    for (int t = 0; t < WB_THREADS; t++) {
+        wb_queue *q = &st->wb[t];
+        if (!q->started) continue;
+        pthread_mutex_lock(&q->mu);
+        while (q->count) pthread_cond_wait(&q->cv, &q->mu);
+        pthread_mutex_unlock(&q->mu);
+    }
+}
+
+/* Hand frame f's row to its key's write-behind queue (waiting while the
+ * queue is full); the file holds it once the queue's thread has written it. */
+static void write_back(rn_state *st, uint32_t f)
+{
+    uint32_t key = st->frame_key[f];
+    wb_queue *q = &st->wb[key % WB_THREADS];
+    pthread_mutex_lock(&q->mu);
+    while (q->count == WB_ROWS) pthread_cond_wait(&q->cv, &q->mu);
+    int i = (q->head + q->count) % WB_ROWS;
+    memcpy(q->buf + (size_t)i * st->stride, st->frames + (size_t)f * st->stride, st->stride);
+    q->key[i] = key;
+    q->count++;
+    pthread_cond_broadcast(&q->cv);
+    pthread_mutex_unlock(&q->mu);
+    st->dirty[f] = 0;
+    st->on_disk[key >> 3] |= (uint8_t)(1u << (key & 7));
+    st->cnt.bytes_written += st->stride;
+}
+
+/* Read key's row into buf: the newest copy still queued for writing, else
+ * the file. */
+static void read_back(rn_state *st, uint32_t key, char *buf)
+{
+    wb_queue *q = &st->wb[key % WB_THREADS];
+    pthread_mutex_lock(&q->mu);
+    for (int n = q->count - 1; n >= 0; n--) {
+        int i = (q->head + n) % WB_ROWS;
+        if (q->key[i] == key) {
+            memcpy(buf, q->buf + (size_t)i * st->stride, st->stride);
+            pthread_mutex_unlock(&q->mu);
+            return;
+        }
+    }
+    pthread_mutex_unlock(&q->mu);
+    row_io(st, 0, key, buf, &st->err);
+}
+
+/* A key left the cache (the policy's victims callback): write its row back
+ * when dirty and free its frame. */
+static void evicted(void *user, uint32_t local)
+{
+    rn_state *st = user;
+    const uint64_t g = st->g, key = g * st->gkeys + local;
+    uint32_t f = st->key_frame[key];
+    if (f == RN_CACHE_NONE || st->n_free[g] >= st->cap) {
+        st->bad = 1;
+        return;
+    }
+    if (st->dirty[f]) write_back(st, f);
+    st->key_frame[key] = RN_CACHE_NONE;
+    st->free_frames[g * st->cap + st->n_free[g]++] = f;
+    st->cnt.evictions++;
+}
+
+/* The row of key in memory ([d_v] S values then z), through the policy:
+ * a hit finds its frame; a miss frees the victims' frames (writing dirty
+ * ones back), takes a frame and fills it from the file or with the initial
+ * row.  `write`: the caller will modify it. */
+static rn_real *row(rn_state *st, uint32_t key, int write)
+{
+    rn_victims v = { evicted, st };
+    const uint64_t g = st->n_groups == 1 ? 0 : key / st->gkeys;
+    st->bad = 0;
+    st->g = g;
+    int hit = st->pol->access(st->caches[g], (uint32_t)(key - g * st->gkeys), RN_CACHE_NONE, &v);
+    st->cnt.accesses++;
+    uint32_t f = st->key_frame[key];
+    int bad = st->bad || (hit ? f == RN_CACHE_NONE : f != RN_CACHE_NONE);
+    if (hit) {
+        st->cnt.hits++;
+    } else if (!bad) {
+        st->cnt.misses++;
+        if (st->n_free[g]) {
+            f = st->free_frames[g * st->cap + --st->n_free[g]];
+            st->key_frame[key] = f;
+            st->frame_key[f] = key;
+            st->dirty[f] = 0;
+            rn_real *r = (rn_real *)(st->frames + (size_t)f * st->stride);
+            if (st->on_disk[key >> 3] & (1u << (key & 7))) {
+                read_back(st, key, (char *)r);
+                st->cnt.bytes_read += st->stride;
+            } else {
+                memset(r, 0, sizeof(rn_real) * st->dv);
+                r[st->dv] = (rn_real)(1.0 / (double)st->M); /* as rn_pdma_reset */
+            }
+        } else
+            bad = 1;
+    }
+    if (bad) {
+        if (!st->err.code)
+            rn_seterr(&st->err, RN_EINTERNAL, "tiered state: policy %s and the frame table disagree on slot key %u",
+                      st->pol->name, key);
+        f = 0; /* keep computing into frame 0; the run fails at the layer's end */
+    }
+    if (write) st->dirty[f] = 1;
+    return (rn_real *)(st->frames + (size_t)f * st->stride);
+}
+
+void rn_state_scan(rn_state *st, int l, int h, rn_real *o, const rn_real *v,
+                   const uint32_t *wslot, const rn_real *ww, const uint32_t *rslot,
+                   const rn_real *rw, int n)
+{
+    const int H = st->H, K = st->c.top_k, dv = st->dv;
+    const rn_real gamma = st->c.gamma, eps = st->c.eps;
+    if (!st->tiered) {
+        size_t i = (size_t)l * H + h;
+        rn_pdma_scan_forward(o, st->S + i * st->M * dv, st->z + i * st->M, v, wslot, ww, rslot, rw, n,
+                             H, h, K, dv, gamma, eps);
+        return;
+    }
+    const uint32_t base = (uint32_t)(((uint64_t)l * H + h) * (uint64_t)st->M), zero = 0;
+    for (int t = 0; t < n; t++) {
+        size_t a = ((size_t)t * H + h) * K, vv = (size_t)t * H * dv + (size_t)h * dv;
+        for (int j = 0; j < K; j++) {
+            rn_real *r = row(st, base + wslot[a + j], 1);
+            rn_pdma_write(r, r + dv, dv, &zero, ww + a + j, 1, v + vv, gamma);
+        }
+        for (int i = 0; i < dv; i++) o[vv + i] = 0;
+        for (int j = 0; j < K; j++) {
+            const rn_real *r = row(st, base + rslot[a + j], 0);
+            rn_pdma_read_acc(o + vv, r, r + dv, dv, &zero, rw + a + j, 1, eps);
+        }
+    }
+}
+
+int rn_state_error(rn_state *st, rn_error *err)
+{
+    for (int t = 0; t < WB_THREADS && !st->err.code; t++) {
+        wb_queue *q = &st->wb[t];
+        if (!q->started) continue;
+        pthread_mutex_lock(&q->mu);
+        if (q->err.code) st->err = q->err;
+        pthread_mutex_unlock(&q->mu);
+    }
+    if (st->err.code && err) *err = st->err;
+    return st->err.code;
+}
+
+int rn_state_flush(rn_state *st, rn_error *err)
+{
+    if (!st->tiered) return RN_OK;
+    for (uint64_t f = 0; f < st->nf; f++)
+        if (st->dirty[f] && st->key_frame[st->frame_key[f]] == f) write_back(st, (uint32_t)f);
+    wb_drain(st);
+    if (!rn_state_error(st, NULL) && fsync(st->fd))
+        rn_seterr(&st->err, RN_EIO, "--state-file: %s: fsync: %s", st->path, strerror(errno));
+    return rn_state_error(st, err);
+}
+
+void rn_state_get_counters(const rn_state *st, rn_state_counters *out)
+{
+    *out = st->cnt;
+    out->capacity = st->tiered ? st->cap : 0;
+    out->caches = st->tiered ? st->n_groups : 0;
+    out->row_bytes = st->tiered ? st->stride : 0;
+}

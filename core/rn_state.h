@@ -1,0 +1,97 @@
+/* rn_state.h — the runtime's per-head slot state (S rows and z, DESIGN.md
+ * §2 PDMA) behind one small interface, with two stores:
+ *
+ *   dense:  all L·H·M·(d_v+1) floats in memory (the default);
+ *   tiered: a fixed budget of slot rows in memory, chosen by a cache policy
+ *           of core/rn_cache_*.c (the same code `ramtrace simulate` runs),
+ *           and the full state in a sparse file: a row is read with pread on
+ *           a miss when it was written back before (an untouched slot is
+ *           S = 0, z = 1/M without any I/O), and handed to a write-behind
+ *           queue when it is evicted dirty (a few threads pwrite queued rows;
+ *           a miss on a queued row copies it from the queue).  Optionally
+ *           O_DIRECT (no page cache).
+ *
+ * Both compute with the same per-slot arithmetic (rn_pdma_write and
+ * rn_pdma_read_acc on one row at a time, in rank order), so their outputs
+ * are bit-identical.  The tiered store visits heads one after another: in a
+ * chunk of n rows, layer by layer, head by head, and for each position its K
+ * writes then its K reads by rank.  With n = 1 (a step, or prefill with
+ * chunk 1) that is the trace's replay order (pos, layer, head, op, rank), so
+ * its counters equal `simulate --scope model` at the same capacity and
+ * policy (docs/tiered-state.md).
+ *
+ * Everything is allocated by rn_state_create; nothing allocates per token.
+ */
+#ifndef RN_STATE_H
+#define RN_STATE_H
+
+#include <stdint.h>
+
+#include "rn_config.h"
+#include "rn_error.h"
+#include "rn_real.h"
+
+typedef struct {
+    uint64_t budget;      /* bytes of slot rows kept in memory; 0: dense store */
+    const char *file;     /* the state file (tiered: required) */
+    const char *policy;   /* cache policy name (rn_policy_find); NULL: "lru" */
+    int direct;           /* 1: open the file with O_DIRECT */
+    int scope;            /* enum rn_state_scope: one cache (and budget) per model, layer or head */
+} rn_state_opts;
+
+/* The caches of a tiered store, as `simulate --scope`: one for the model
+ * (default), one per layer, or one per head; the budget is per cache. */
+enum rn_state_scope { RN_STATE_SCOPE_MODEL = 0, RN_STATE_SCOPE_LAYER = 1, RN_STATE_SCOPE_HEAD = 2 };
+
+typedef struct {
+    uint64_t capacity;    /* slot rows held in memory per cache (budget / row bytes, at most
+                           * the keys of the cache: L·H·M, H·M or M by scope) */
+    uint64_t caches;      /* 1, L or L·H by scope */
+    uint64_t row_bytes;   /* bytes of one row: (d_v+1)·4, rounded up to 4096 with O_DIRECT */
+    uint64_t accesses, hits, misses;
+    uint64_t bytes_read, bytes_written; /* pread / pwrite bytes to the state file */
+    uint64_t evictions;   /* rows that left memory (written back when dirty) */
+} rn_state_counters;
+
+typedef struct rn_state rn_state;
+
+/* Check opts against the config (policy name, budget of at least one row,
+ * a file when tiered, at most 2^32 - 1 keys): RN_EINPUT naming the option. */
+int rn_state_check(const rn_config *c, const rn_state_opts *o, rn_error *err);
+
+/* Bytes of memory the store will allocate (for the memory limit).  o may be
+ * NULL (dense). */
+double rn_state_bytes(const rn_config *c, const rn_state_opts *o);
+
+/* Create a store at the initial state (S = 0, z = 1/M); o NULL or budget 0:
+ * dense.  Tiered: creates (truncates) the file, sparse. */
+int rn_state_create(const rn_config *c, const rn_state_opts *o, rn_state **out, rn_error *err);
+void rn_state_free(rn_state *st);
+
+int rn_state_tiered(const rn_state *st);
+
+/* Back to the initial state; tiered: the file is emptied (its blocks freed),
+ * the cache and the counters start over.  A failure is kept (rn_state_error). */
+void rn_state_reset(rn_state *st);
+
+/* Dense only: head (l, h)'s S [M, d_v] and z [M]; RN_EINPUT on a tiered store. */
+int rn_state_head(rn_state *st, int l, int h, rn_real **S, rn_real **z, rn_error *err);
+
+/* One head's memory scan over n positions (rn_pdma_scan_forward's layout:
+ * o, v [n, H·d_v]; slots and weights [n, H, K]).  An I/O failure of the
+ * tiered store is kept and reported by rn_state_error. */
+void rn_state_scan(rn_state *st, int l, int h, rn_real *o, const rn_real *v,
+                   const uint32_t *wslot, const rn_real *ww, const uint32_t *rslot,
+                   const rn_real *rw, int n);
+
+/* The first failure since create/reset (RN_OK when none), copied into err. */
+int rn_state_error(rn_state *st, rn_error *err);
+
+/* Tiered: write every dirty row back and fsync, so the file holds the whole
+ * state; rows stay cached.  Dense: nothing. */
+int rn_state_flush(rn_state *st, rn_error *err);
+
+/* Counters since create/reset (all 0 for a dense store). */
+void rn_state_get_counters(const rn_state *st, rn_state_counters *out);
+
+#endif

@@ -1,0 +1,362 @@
+/* test_tiered.c — the tiered memory state (rn_state.h): bit-identical to
+ * the dense store on random models (prefill and step, CAPE on and off,
+ * budgets from one slot to all of them, every online policy); the state
+ * file holds the dense state after a flush; the counters equal the
+ * simulator's replay of the same accesses, in the library and through
+ * `trace --chunk 1` then `simulate`; bad options are refused. */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "an_cache.h"
+#include "an_stream.h"
+#include "rn_model.h"
+#include "rn_params.h"
+#include "rn_runtime.h"
+#include "th.h"
+
+#define TT_FILE th_path("tiered.state")
+
+static void tiny_config(rn_config *c, uint64_t cape0, uint64_t cape1, float gamma)
+{
+    rn_config_default(c);
+    c->vocab_size = 300;
+    c->d_model = 32;
+    c->n_layers = 2;
+    c->n_heads = 3;
+    c->d_p = 3;
+    c->order = 3;   /* M = 27: a few slots, so small budgets evict often */
+    c->d_v = 6;
+    c->top_k = 4;
+    c->d_ff = 40;
+    c->gamma = gamma;
+    c->eps = 1e-4f;
+    memset(c->cape_mask, 0, sizeof c->cape_mask);
+    c->cape_mask[0] = cape0;
+    c->cape_mask[1] = cape1;
+}
+
+/* Larger-than-init address weights so that addresses differ across tokens. */
+static void make_model(rn_model *m, const rn_config *c, uint64_t seed)
+{
+    rn_error err;
+    CU_ASSERT_EQUAL_FATAL(rn_model_create_random(m, c, seed, &err), RN_OK);
+    rn_tensor_desc d[64];
+    int n = rn_params_count_tensors(c);
+    rn_params_layout(c, d);
+    for (int i = 0; i < n; i++)
+        if (strstr(d[i].name, "q_proj") || strstr(d[i].name, "k_proj") || strstr(d[i].name, "embed"))
+            for (int64_t j = 0; j < d[i].numel; j++) m->params[d[i].offset + j] *= 40.0f;
+}
+
+enum { T_PRE = 23, T_GEN = 9 };
+
+/* Prefill T_PRE tokens (all rows' logits) in chunks of `chunk`, then step
+ * T_GEN tokens; out [T_PRE + T_GEN, V]. */
+static int run_seq(const rn_model *m, const rn_state_opts *so, int chunk, float *out,
+                   rn_state_counters *cnt, rn_runtime **keep)
+{
+    rn_error err;
+    rn_runtime *rt;
+    int rc = rn_runtime_create_state(m, chunk, so, &rt, &err);
+    if (rc) { fprintf(stderr, "%s\n", err.msg); return rc; }
+    int tok[T_PRE + T_GEN];
+    for (int i = 0; i < T_PRE + T_GEN; i++) tok[i] = (i * 37 + 11) % m->cfg.vocab_size;
+    const int V = m->cfg.vocab_size;
+    /* twice: the second sequence after a reset must give the same result */
+    for (int rep = 0; rep < 2 && !rc; rep++) {
+        rn_runtime_reset(rt);
+        rc = rn_prefill(rt, tok, T_PRE, out, 1, &err);
+        for (int i = 0; i < T_GEN && !rc; i++) rc = rn_step(rt, tok[T_PRE + i], out + (size_t)(T_PRE + i) * V, &err);
+    }
+    if (rc) fprintf(stderr, "%s\n", err.msg);
+    if (cnt) rn_runtime_state_counters(rt, cnt);
+    if (keep) *keep = rt;
+    else rn_runtime_free(rt);
+    return rc;
+}
+
+/* The file, after a flush, holds the dense state: each row equals the dense
+ * row, or is a hole (zeros) where the dense row is still the initial one. */
+static int file_matches(rn_runtime *dense, rn_runtime *tiered, const rn_config *c)
+{
+    rn_error err;
+    if (rn_runtime_flush_state(tiered, &err)) return 0;
+    int fd = open(TT_FILE, O_RDONLY);
+    if (fd < 0) return 0;
+    const int64_t M = rn_config_slots(c);
+    const int dv = c->d_v;
+    float row[64];
+    int ok = 1;
+    for (int l = 0; l < c->n_layers; l++)
+        for (int h = 0; h < c->n_heads; h++) {
+            const rn_real *S, *z;
+            if (rn_runtime_head_state(dense, l, h, &S, &z, &err)) { ok = 0; continue; }
+            for (int64_t s = 0; s < M; s++) {
+                uint64_t key = ((uint64_t)l * c->n_heads + h) * M + s;
+                if (pread(fd, row, sizeof(float) * (dv + 1), (off_t)(key * sizeof(float) * (dv + 1))) !=
+                    (ssize_t)(sizeof(float) * (dv + 1))) { ok = 0; continue; }
+                int same = !memcmp(row, S + s * dv, sizeof(float) * dv) && row[dv] == z[s];
+                int hole = 1, initial = z[s] == (float)(1.0 / (double)M);
+                for (int i = 0; i <= dv; i++) hole &= row[i] == 0;
+                for (int i = 0; i < dv; i++) initial &= S[s * dv + i] == 0;
+                if (!same && !(hole && initial)) ok = 0;
+            }
+        }
+    close(fd);
+    return ok;
+}
+
+TH_TEST(test_tiered_bit_identical, "tiered state equals dense, bit for bit (policies, budgets, CAPE, chunks)")
+{
+    const char *pols[] = { "lru", "clock", "fifo", "lfu", "arc", "s3fifo" };
+    const uint64_t cape[][2] = { { 0, 0 }, { 5, 2 } };
+    const float gammas[] = { 1.0f, 0.5f };
+    const uint64_t rows[] = { 1, 3, 40, 100, 1u << 20 }; /* budgets in slot rows; the last holds all */
+    const int chunks[] = { 1, 7, 64 };
+    int bad = 0, files_bad = 0, runs = 0;
+    for (int ci = 0; ci < 2; ci++) {
+        rn_config c;
+        tiny_config(&c, cape[ci][0], cape[ci][1], gammas[ci]);
+        rn_model m;
+        make_model(&m, &c, 5 + ci);
+        const size_t nl = (size_t)(T_PRE + T_GEN) * c.vocab_size;
+        float *ref = malloc(nl * 4), *got = malloc(nl * 4);
+        for (int k = 0; k < 3; k++) {
+            rn_runtime *dense;
+            CU_ASSERT_EQUAL_FATAL(run_seq(&m, NULL, chunks[k], ref, NULL, &dense), RN_OK);
+            for (int p = 0; p < 6; p++)
+                for (int b = 0; b < 5; b++) {
+                    /* the budget is per cache: one for the model, a layer or a head */
+                    rn_state_opts so = { rows[b] * 4 * (c.d_v + 1) + (b & 1), TT_FILE, pols[p], 0, b % 3 };
+                    rn_runtime *rt = NULL;
+                    rn_state_counters cnt;
+                    memset(got, 0xff, nl * 4);
+                    int rc = run_seq(&m, &so, chunks[k], got, &cnt, &rt);
+                    CU_ASSERT_EQUAL(rc, RN_OK);
+                    runs++;
+                    if (rc || memcmp(ref, got, nl * 4)) bad++;
+                    uint64_t acc = 2ull * (T_PRE + T_GEN) * c.n_layers * c.n_heads * c.top_k;
+                    CU_ASSERT_EQUAL(cnt.accesses, acc);
+                    CU_ASSERT_EQUAL(cnt.hits + cnt.misses, acc);
+                    if (b == 4) { CU_ASSERT_EQUAL(cnt.bytes_read, 0); CU_ASSERT_EQUAL(cnt.evictions, 0); }
+                    if (b == 0) CU_ASSERT(cnt.bytes_read > 0 && cnt.bytes_written > 0);
+                    if (!file_matches(dense, rt, &c)) files_bad++;
+                    rn_runtime_free(rt);
+                }
+            rn_runtime_free(dense);
+        }
+        free(ref); free(got);
+        rn_model_free(&m);
+    }
+    CU_ASSERT_EQUAL(bad, 0);
+    CU_ASSERT_EQUAL(files_bad, 0);
+    CU_ASSERT_EQUAL(runs, 2 * 3 * 6 * 5);
+    unlink(TT_FILE);
+}
+
+/* ---- counters against the simulator ---- */
+
+typedef struct {
+    tr_event *ev;
+    size_t n, cap;
+} ev_rec;
+
+static void rec_access(void *user, int layer, int head, int pos, int op, int k,
+                       const uint32_t *slot, const uint32_t *addr, const float *weight)
+{
+    ev_rec *r = user;
+    for (int j = 0; j < k && r->n < r->cap; j++)
+        r->ev[r->n++] = (tr_event){ .pos = pos, .slot = slot[j], .addr = addr[j], .weight = weight[j],
+                                    .layer = (uint16_t)layer, .head = (uint16_t)head, .op = (uint8_t)op,
+                                    .rank = (uint16_t)j };
+}
+
+TH_TEST(test_tiered_counters_simulate, "tiered hits and misses equal simulate's, per model, layer and head (step order)")
+{
+    rn_config c;
+    tiny_config(&c, 3, 4, 0.7f);
+    rn_model m;
+    make_model(&m, &c, 11);
+    const char *pols[] = { "lru", "clock", "fifo", "lfu", "arc", "s3fifo" };
+    const uint64_t rows[] = { 1, 2, 7, 30, 90, 162 };
+    const int an_scope[] = { AN_SCOPE_MODEL, AN_SCOPE_LAYER, AN_SCOPE_HEAD }; /* by RN_STATE_SCOPE_* */
+    int bad = 0;
+    for (int sc = 0; sc < 3; sc++)
+    for (int p = 0; p < 6; p++)
+        for (int b = 0; b < 6; b++) {
+            rn_state_opts so = { rows[b] * 4 * (c.d_v + 1), TT_FILE, pols[p], 0, sc };
+            rn_error err;
+            rn_runtime *rt;
+            CU_ASSERT_EQUAL_FATAL(rn_runtime_create_state(&m, 1, &so, &rt, &err), RN_OK);
+            ev_rec r = { malloc(sizeof(tr_event) * 20000), 0, 20000 };
+            rn_probe pr = { &r, rec_access };
+            rn_runtime_set_probe(rt, &pr);
+            int tok[40];
+            for (int i = 0; i < 40; i++) tok[i] = (i * 53 + 7) % c.vocab_size;
+            CU_ASSERT_EQUAL(rn_prefill(rt, tok, 30, NULL, 0, &err), RN_OK);
+            for (int i = 30; i < 40; i++) CU_ASSERT_EQUAL(rn_step(rt, tok[i], NULL, &err), RN_OK);
+            rn_state_counters cnt;
+            CU_ASSERT_EQUAL(rn_runtime_state_counters(rt, &cnt), 1);
+            an_streams ss;
+            CU_ASSERT_EQUAL_FATAL(an_streams_build(r.ev, r.n, &c, an_scope[sc], RN_OPS_BOTH, &ss, &err), RN_OK);
+            CU_ASSERT_EQUAL(cnt.caches, sc == 0 ? 1u : sc == 1 ? (uint64_t)c.n_layers : (uint64_t)c.n_layers * c.n_heads);
+            an_sim_result res = { 0 };
+            for (int i = 0; i < ss.n; i++)
+                CU_ASSERT_EQUAL(an_simulate(&ss.s[i], an_policy_find(pols[p]), cnt.capacity, 0, NULL, &res, &err), RN_OK);
+            if (res.hits != cnt.hits || res.misses != cnt.misses || res.accesses != cnt.accesses) {
+                bad++;
+                fprintf(stderr, "%s cap %llu: tiered %llu/%llu, simulate %llu/%llu\n", pols[p],
+                        (unsigned long long)cnt.capacity, (unsigned long long)cnt.hits,
+                        (unsigned long long)cnt.misses, (unsigned long long)res.hits,
+                        (unsigned long long)res.misses);
+            }
+            an_streams_free(&ss);
+            free(r.ev);
+            rn_runtime_free(rt);
+        }
+    CU_ASSERT_EQUAL(bad, 0);
+    rn_model_free(&m);
+    unlink(TT_FILE);
+}
+
+TH_TEST(test_tiered_refusals, "tiered state: bad options are refused with the option's name")
+{
+    rn_config c;
+    tiny_config(&c, 0, 0, 1.0f);
+    rn_model m;
+    make_model(&m, &c, 1);
+    rn_error err;
+    rn_runtime *rt = NULL;
+    struct { rn_state_opts o; const char *word; } bad[] = {
+        { { 1000, NULL, NULL, 0, 0 }, "--state-file" },
+        { { 1000, TT_FILE, "opt", 0, 0 }, "--state-policy" },
+        { { 1000, TT_FILE, "bogus", 0, 0 }, "bogus" },
+        { { 10, TT_FILE, NULL, 0, 0 }, "--state-budget" },
+        { { 1000, "/nonexistent-dir/x.state", NULL, 0, 0 }, "--state-file" },
+        { { 0, TT_FILE, NULL, 0, 0 }, "--state-file" },
+        { { 1000, TT_FILE, NULL, 0, 7 }, "--state-scope" },
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        CU_ASSERT_NOT_EQUAL(rn_runtime_create_state(&m, 4, &bad[i].o, &rt, &err), RN_OK);
+        CU_ASSERT_PTR_NULL(rt);
+        CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, bad[i].word));
+    }
+    /* interventions and head state need the dense store */
+    rn_state_opts so = { 1000, TT_FILE, NULL, 0, 0 };
+    CU_ASSERT_EQUAL_FATAL(rn_runtime_create_state(&m, 4, &so, &rt, &err), RN_OK);
+    const rn_real *S, *z;
+    CU_ASSERT_EQUAL(rn_runtime_head_state(rt, 0, 0, &S, &z, &err), RN_EINPUT);
+    rn_runtime_free(rt);
+    rn_model_free(&m);
+    unlink(TT_FILE);
+}
+
+/* The first data row of a CSV output (after its header), "a,b,c,..." */
+static const char *csv_row(const char *out)
+{
+    const char *nl = strchr(out, '\n');
+    return nl ? nl + 1 : "";
+}
+
+TH_TEST(test_tiered_cli_trace_simulate, "trace --chunk 1 with a state budget: counters recorded equal simulate's")
+{
+    const char *in = th_path("in.txt"), *db = th_path("t.db"), *sf = th_path("cli.state");
+    char inb[512], dbb[512], sfb[512];
+    snprintf(inb, sizeof inb, "%s", in);
+    snprintf(dbb, sizeof dbb, "%s", db);
+    snprintf(sfb, sizeof sfb, "%s", sf);
+    CU_ASSERT_EQUAL_FATAL(th_write_verses(inb, 4), 0);
+    const char *pols[] = { "lru", "clock", "s3fifo", "arc" };
+    const char *budgets[] = { "3000", "40K" };
+    const char *scopes[] = { "model", "head", "layer", "model" }; /* by policy */
+    int run = 0;
+    for (int p = 0; p < 4; p++)
+        for (int b = 0; b < 2; b++) {
+            CU_ASSERT_EQUAL_FATAL(th_run("%s trace samples/kjv.bin %s -o %s --chunk 1 --state-budget %s "
+                                         "--state-file %s --state-policy %s --state-scope %s -j 1",
+                                         th_bin(), inb, dbb, budgets[b], sfb, pols[p], scopes[p]), 0);
+            CU_ASSERT_PTR_NOT_NULL(strstr(th_err(), "state: "));
+            run++;
+            CU_ASSERT_EQUAL_FATAL(th_run("%s sql -F csv %s \"SELECT capacity, hits, misses, chunk FROM "
+                                         "state_counters WHERE run_id = %d AND scope = '%s'\"", th_bin(), dbb, run, scopes[p]), 0);
+            unsigned long long cap = 0, hits = 0, misses = 0;
+            int chunk = 0;
+            CU_ASSERT_EQUAL_FATAL(sscanf(csv_row(th_out()), "%llu,%llu,%llu,%d", &cap, &hits, &misses, &chunk), 4);
+            CU_ASSERT_EQUAL(chunk, 1);
+            CU_ASSERT(misses > 0 && hits > 0);
+            CU_ASSERT_EQUAL_FATAL(th_run("%s simulate %s --run %d --scope %s --policy %s --capacity %llu -f csv",
+                                         th_bin(), dbb, run, scopes[p], pols[p], cap), 0);
+            char pol[32];
+            unsigned long long scap = 0, acc = 0, shits = 0, smisses = 0;
+            CU_ASSERT_EQUAL_FATAL(sscanf(csv_row(th_out()), "%31[^,],%llu,%llu,%llu,%llu", pol, &scap, &acc,
+                                         &shits, &smisses), 5);
+            CU_ASSERT_EQUAL(scap, cap);
+            CU_ASSERT_EQUAL(shits, hits);
+            CU_ASSERT_EQUAL(smisses, misses);
+        }
+}
+
+TH_TEST(test_tiered_cli_run, "run with a state budget prints what the dense run prints; bad options exit 2")
+{
+    const char *sf = th_path("run.state");
+    char sfb[512], dense[8192];
+    snprintf(sfb, sizeof sfb, "%s", sf);
+    CU_ASSERT_EQUAL_FATAL(th_run("%s run samples/kjv.bin samples/prompts/kjv.txt -n 60 --seed 3", th_bin()), 0);
+    snprintf(dense, sizeof dense, "%s", th_out());
+    const char *pols[] = { "lru", "fifo", "lfu", "s3fifo" };
+    for (int p = 0; p < 4; p++) {
+        CU_ASSERT_EQUAL(th_run("%s run samples/kjv.bin samples/prompts/kjv.txt -n 60 --seed 3 --state-budget 20K "
+                               "--state-file %s --state-policy %s", th_bin(), sfb, pols[p]), 0);
+        CU_ASSERT_STRING_EQUAL(th_out(), dense);
+        CU_ASSERT_PTR_NOT_NULL(strstr(th_err(), "state: "));
+    }
+    const char *bad[][2] = {
+        { "--state-budget 20K", "--state-file" },
+        { "--state-file %s", "--state-budget" },
+        { "--state-budget 0 --state-file %s", "--state-budget" },
+        { "--state-budget 1T7 --state-file %s", "--state-budget" },
+        { "--state-budget 20K --state-file %s --state-policy opt", "--state-policy" },
+        { "--state-budget 20K --state-file %s --state-policy nope", "--state-policy" },
+        { "--state-budget 20K --state-file %s --intervene 'ablate-head 0.0'", "--intervene" },
+        { "--state-budget 20K --state-file %s --device cuda", "cuda" },
+        { "--state-budget 20K --state-file %s --state-scope slot", "--state-scope" },
+        { "--state-budget 20K --state-file /nonexistent-dir/x.state", "--state-file" },
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char opts[1024];
+        snprintf(opts, sizeof opts, bad[i][0], sfb);
+        CU_ASSERT_EQUAL(th_run("%s run samples/kjv.bin samples/prompts/kjv.txt -n 2 %s", th_bin(), opts), 2);
+        CU_ASSERT_PTR_NOT_NULL(strstr(th_err(), bad[i][1]));
+        CU_ASSERT_EQUAL(th_count_lines(th_err()), 1);
+    }
+}
+
+TH_TEST(test_tiered_direct, "tiered state with O_DIRECT equals dense (skipped where the file system refuses O_DIRECT)")
+{
+    rn_config c;
+    tiny_config(&c, 6, 1, 0.5f);
+    rn_model m;
+    make_model(&m, &c, 21);
+    const size_t nl = (size_t)(T_PRE + T_GEN) * c.vocab_size;
+    float *ref = malloc(nl * 4), *got = malloc(nl * 4);
+    CU_ASSERT_EQUAL_FATAL(run_seq(&m, NULL, 5, ref, NULL, NULL), RN_OK);
+    rn_state_opts so = { 10 * 4 * (c.d_v + 1), TT_FILE, "clock", 1, RN_STATE_SCOPE_HEAD };
+    rn_error err;
+    rn_runtime *rt;
+    if (rn_runtime_create_state(&m, 5, &so, &rt, &err) == RN_EINPUT && strstr(err.msg, "O_DIRECT")) {
+        fprintf(stderr, "(O_DIRECT refused here: %s) ", err.msg);
+    } else {
+        rn_runtime_free(rt);
+        rn_state_counters cnt;
+        CU_ASSERT_EQUAL(run_seq(&m, &so, 5, got, &cnt, NULL), RN_OK);
+        CU_ASSERT_EQUAL(memcmp(ref, got, nl * 4), 0);
+        CU_ASSERT_EQUAL(cnt.row_bytes, 4096);
+        CU_ASSERT(cnt.bytes_read > 0 && cnt.bytes_read % 4096 == 0);
+    }
+    free(ref); free(got);
+    rn_model_free(&m);
+    unlink(TT_FILE);
+}
