@@ -104,6 +104,7 @@ int rn_train_opts_set(void *user, const char *key, const char *v, rn_error *err)
     D("eps_g", eps_g, 0, 0.999);
     IN("eval_every", eval_every, 0, 1e9);
     IN("ckpt_every", ckpt_every, 0, 1e9);
+    IN("ckpt_keep", ckpt_keep, 0, 1);
     IN("log_every", log_every, 1, 1e9);
     IN("seed", seed, 0, 9e15);
     IN("eval_examples", eval_examples, 1, 1e6);
@@ -745,6 +746,14 @@ static int checkpoint(run_state *s, int64_t step, int announce, rn_error *err)
     if (!rc)
         rc = rn_checkpoint_save(s->ckpt, s->c, s->recipe, step, s->o->seed, s->m.params, s->mom,
                                 s->mom + s->nb, s->nb, err);
+    if (!rc && announce && s->o->ckpt_keep) {
+        /* ckpt_keep: the periodic checkpoint also under its step's name, so
+         * the early steps of a run can be converted and traced one by one */
+        char kept[1200];
+        snprintf(kept, sizeof kept, "%s.%06lld", s->ckpt, (long long)step);
+        rc = rn_checkpoint_save(kept, s->c, s->recipe, step, s->o->seed, s->m.params, s->mom,
+                                s->mom + s->nb, s->nb, err);
+    }
     if (rc || !announce) return rc;
     rn_train_event ev = { .kind = RN_TRAIN_EV_CHECKPOINT, .step = step, .steps = s->o->opt.steps,
                           .text = s->ckpt };

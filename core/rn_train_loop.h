@@ -23,6 +23,7 @@ typedef struct {
     int grad_accum;           /* micro-batches per optimiser step */
     double eps_g;             /* proxy gradient ε (0 = exact) */
     int64_t eval_every, ckpt_every, log_every;
+    int ckpt_keep;            /* keep every periodic checkpoint as CKPT.STEP too (key ckpt_keep) */
     uint64_t seed;
     int eval_examples;        /* MQAR: examples per ladder segment */
     int eval_windows;         /* text: held-out windows (0 = all) */
@@ -53,7 +54,7 @@ void rn_train_opts_default(rn_train_opts *o, int task);
 
 /* rn_config_extra_fn for the training keys (lr, min_lr, warmup, steps,
  * batch, seq_len, grad_accum, weight_decay, clip, beta1, beta2, eps_g,
- * eval_every, ckpt_every, log_every, seed, eval_examples, eval_windows,
+ * eval_every, ckpt_every, ckpt_keep, log_every, seed, eval_examples, eval_windows,
  * val_frac, max_seconds, stop_after, top_k_start, top_k_read_start,
  * top_k_anneal, mqar_train = L:N,L:N,..., mqar_first = L:N,...,
  * mqar_first_steps, mqar_eval = L:N,...); user is an rn_train_opts. */
