@@ -716,6 +716,45 @@ TH_TEST(test_train_events, "the loop's events in order")
     CU_ASSERT_STRING_EQUAL(lg.seq, "start:0 step:2 eval:2");
 }
 
+
+/* ckpt_keep = 1: every periodic checkpoint also as CKPT.STEP (not the
+ * end's), each equal byte for byte to the checkpoint of a run stopped
+ * there. */
+TH_TEST(test_train_ckpt_keep, "ckpt_keep keeps each periodic checkpoint under its step's name")
+{
+    char *text = th_read_file(tiny_cfg(), NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(text);
+    rn_config c;
+    rn_train_opts o;
+    rn_config_default(&c);
+    rn_train_opts_default(&o, RN_TASK_MQAR);
+    rn_error err;
+    CU_ASSERT_EQUAL_FATAL(rn_config_parse_text(&c, text, "tiny.cfg", rn_train_opts_set, &o, &err), 0);
+    free(text);
+    CU_ASSERT_EQUAL_FATAL(rn_train_opts_set(&o, "ckpt_keep", "1", &err), 0);
+    CU_ASSERT_NOT_EQUAL(rn_train_opts_set(&o, "ckpt_keep", "2", &err), 0);
+    o.eval_every = 0;
+    o.ckpt_every = 2;
+    o.opt.steps = 6;
+    snprintf(o.out, sizeof o.out, "%s", P("keep.bin"));
+    CU_ASSERT_EQUAL_FATAL(rn_train_run(&o, &c, NULL, NULL, NULL, &err), RN_OK);
+    CU_ASSERT(th_file_exists(P("keep.bin.ckpt.000002")));
+    CU_ASSERT(th_file_exists(P("keep.bin.ckpt.000004")));
+    CU_ASSERT(!th_file_exists(P("keep.bin.ckpt.000006")));
+    o.ckpt_keep = 0;
+    o.stop_after = 4;
+    snprintf(o.out, sizeof o.out, "%s", P("keep4.bin"));
+    CU_ASSERT_EQUAL_FATAL(rn_train_run(&o, &c, NULL, NULL, NULL, &err), RN_OK);
+    CU_ASSERT(!th_file_exists(P("keep4.bin.ckpt.000002")));
+    size_t n1 = 0, n2 = 0;
+    char *a = th_read_file(P("keep.bin.ckpt.000004"), &n1), *b = th_read_file(P("keep4.bin.ckpt"), &n2);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(a);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(b);
+    CU_ASSERT(n1 == n2 && n1 > 0 && memcmp(a, b, n1) == 0);
+    free(a);
+    free(b);
+}
+
 /* Trainer and runtime hold per-thread workspaces sized when they are
  * created; raising the OpenMP thread count afterwards must neither overrun
  * them nor change any result. */
