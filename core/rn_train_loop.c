@@ -115,6 +115,8 @@ int rn_train_opts_set(void *user, const char *key, const char *v, rn_error *err)
     IN("top_k_start", top_k_start, 0, RN_MAX_TOPK);
     IN("top_k_read_start", top_k_read_start, 0, RN_MAX_TOPK);
     D("top_k_anneal", top_k_anneal, 0.001, 1);
+    D("alpha_init", alpha_init, -10, 10);
+    D("alpha_init_cape", alpha_init_cape, -10, 10);
     if (!strcmp(key, "mqar_train")) return parse_segs(key, o->segs, &o->n_segs, v, err);
     if (!strcmp(key, "mqar_eval")) return parse_segs(key, o->eval_segs, &o->n_eval_segs, v, err);
     if (!strcmp(key, "mqar_first")) return parse_segs(key, o->first_segs, &o->n_first_segs, v, err);
@@ -138,6 +140,9 @@ size_t rn_train_recipe(const rn_train_opts *o, char *buf, size_t n)
     ADD("eps_g = %.17g\n", o->eps_g);
     ADD("top_k_start = %d\ntop_k_read_start = %d\ntop_k_anneal = %.17g\n", o->top_k_start,
         o->top_k_read_start, o->top_k_anneal);
+    /* only when set, so checkpoints from before these keys still resume */
+    if (o->alpha_init != 0) ADD("alpha_init = %.17g\n", o->alpha_init);
+    if (o->alpha_init_cape != 0) ADD("alpha_init_cape = %.17g\n", o->alpha_init_cape);
     if (o->task == RN_TASK_MQAR) {
         ADD("mqar_train = ");
         for (int i = 0; i < o->n_segs; i++) ADD("%s%d:%d", i ? "," : "", o->segs[i].L, o->segs[i].N);
@@ -521,6 +526,23 @@ static int do_eval(run_state *s, double *metric, rn_error *err)
     return RN_OK;
 }
 
+/* alpha_init / alpha_init_cape: the per-head scalars α of q and k start at
+ * the given value instead of 0, so the addresses start e^α times sharper
+ * (α > 0) or flatter.  Only the initial parameters change (the forward and
+ * backward are the same, on either device); a resumed run overwrites them
+ * from its checkpoint. */
+static void init_alpha(rn_model *m, const rn_train_opts *o)
+{
+    for (int l = 0; l < m->cfg.n_layers; l++)
+        for (int h = 0; h < m->cfg.n_heads; h++) {
+            int cape = (m->cfg.cape_mask[l] >> h) & 1;
+            double a = cape && o->alpha_init_cape != 0 ? o->alpha_init_cape : o->alpha_init;
+            if (a == 0) continue;
+            m->w.layer[l].q_alpha[h] = (rn_real)a;
+            m->w.layer[l].k_alpha[h] = (rn_real)a;
+        }
+}
+
 /* Setup: check the options, build the model, trainer and buffers, resume
  * from a checkpoint and open the metrics log.  s is zeroed except for o, c
  * and the callback; whatever it allocates run_free releases, on success or
@@ -542,6 +564,7 @@ static int run_setup(run_state *s, rn_error *err)
         if ((rc = rn_text_load(&s->text, o->data, o->val_frac, o->seq_len, err))) return rc;
     }
     if ((rc = rn_model_create_random(&s->m, c, o->seed, err))) return rc;
+    init_alpha(&s->m, o);
     int max_rows = o->batch * o->seq_len, max_lab = max_rows;
     if (o->task == RN_TASK_MQAR) {
         for (int i = 0; i < o->n_eval_segs; i++)

@@ -717,6 +717,55 @@ TH_TEST(test_train_events, "the loop's events in order")
 }
 
 
+/* alpha_init / alpha_init_cape: the model starts with those α (one AdamW
+ * step of lr 3e-3 later they are within 0.01 of them); the recipe names
+ * them, so a resume with others is refused; without them the recipe is as
+ * before (older checkpoints still resume). */
+TH_TEST(test_train_alpha_init, "alpha_init and alpha_init_cape set the initial alphas and enter the recipe")
+{
+    char *text = th_read_file(tiny_cfg(), NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(text);
+    rn_config c;
+    rn_train_opts o;
+    rn_config_default(&c);
+    rn_train_opts_default(&o, RN_TASK_MQAR);
+    rn_error err;
+    CU_ASSERT_EQUAL_FATAL(rn_config_parse_text(&c, text, "tiny.cfg", rn_train_opts_set, &o, &err), 0);
+    free(text);
+    char rec0[4096], rec1[4096];
+    rn_train_recipe(&o, rec0, sizeof rec0);
+    CU_ASSERT_PTR_NULL(strstr(rec0, "alpha_init"));
+    CU_ASSERT_EQUAL_FATAL(rn_train_opts_set(&o, "alpha_init", "1", &err), 0);
+    CU_ASSERT_EQUAL_FATAL(rn_train_opts_set(&o, "alpha_init_cape", "2.5", &err), 0);
+    CU_ASSERT_NOT_EQUAL(rn_train_opts_set(&o, "alpha_init", "11", &err), 0);
+    rn_train_recipe(&o, rec1, sizeof rec1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(rec1, "alpha_init = 1\n"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(rec1, "alpha_init_cape = 2.5\n"));
+    o.opt.steps = 1;
+    o.opt.warmup = 0;
+    o.ckpt_every = 0;
+    snprintf(o.out, sizeof o.out, "%s", P("alpha.bin"));
+    int rc = rn_train_run(&o, &c, NULL, NULL, NULL, &err);
+    if (rc) fprintf(stderr, "%s\n", err.msg);
+    CU_ASSERT_EQUAL_FATAL(rc, RN_OK);
+    rn_model m;
+    CU_ASSERT_EQUAL_FATAL(rn_model_load(&m, P("alpha.bin"), &err), 0);
+    int bad = 0;
+    for (int l = 0; l < m.cfg.n_layers; l++)
+        for (int h = 0; h < m.cfg.n_heads; h++) {
+            double want = rn_config_cape(&m.cfg, l, h) ? 2.5 : 1.0;
+            if (fabs(m.w.layer[l].q_alpha[h] - want) > 0.01 || fabs(m.w.layer[l].k_alpha[h] - want) > 0.01) bad++;
+        }
+    CU_ASSERT_EQUAL(bad, 0);
+    CU_ASSERT(rn_config_cape(&m.cfg, 0, 0) && !rn_config_cape(&m.cfg, 1, 0));
+    rn_model_free(&m);
+    /* resuming its checkpoint with another alpha_init is refused */
+    o.alpha_init = 0.5;
+    snprintf(o.resume, sizeof o.resume, "%s", P("alpha.bin.ckpt"));
+    CU_ASSERT_EQUAL(rn_train_run(&o, &c, NULL, NULL, NULL, &err), RN_EINPUT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "alpha_init = 1"));
+}
+
 /* ckpt_keep = 1: every periodic checkpoint also as CKPT.STEP (not the
  * end's), each equal byte for byte to the checkpoint of a run stopped
  * there. */
