@@ -63,6 +63,25 @@ static int parse_segs(const char *key, rn_mqar_seg *segs, int *n_out, const char
     return RN_OK;
 }
 
+/* top_k_anneal_layers = 0 or 0,2 — a list of layer indices, as a bit mask. */
+static int parse_layers(const char *key, uint64_t *mask, const char *v, rn_error *err)
+{
+    uint64_t m = 0;
+    const char *p = v;
+    while (*p) {
+        int l, used;
+        if (sscanf(p, "%d%n", &l, &used) != 1 || l < 0 || l >= 64 || p[0] == '+' || p[0] == ' ')
+            return rn_seterr(err, RN_EINPUT, "%s: '%s' is not a list of layer indices (0..63)", key, v);
+        m |= 1ull << l;
+        p += used;
+        if (*p == ',') p++;
+        else if (*p) return rn_seterr(err, RN_EINPUT, "%s: '%s' is not a list of layer indices (0..63)", key, v);
+    }
+    if (!m) return rn_seterr(err, RN_EINPUT, "%s: empty list", key);
+    *mask = m;
+    return RN_OK;
+}
+
 static int num(const char *key, const char *v, double lo, double hi, double *out, rn_error *err)
 {
     char *end;
@@ -115,6 +134,7 @@ int rn_train_opts_set(void *user, const char *key, const char *v, rn_error *err)
     IN("top_k_start", top_k_start, 0, RN_MAX_TOPK);
     IN("top_k_read_start", top_k_read_start, 0, RN_MAX_TOPK);
     D("top_k_anneal", top_k_anneal, 0.001, 1);
+    if (!strcmp(key, "top_k_anneal_layers")) return parse_layers(key, &o->anneal_layers, v, err);
     D("alpha_init", alpha_init, -10, 10);
     D("alpha_init_cape", alpha_init_cape, -10, 10);
     if (!strcmp(key, "mqar_train")) return parse_segs(key, o->segs, &o->n_segs, v, err);
@@ -141,6 +161,12 @@ size_t rn_train_recipe(const rn_train_opts *o, char *buf, size_t n)
     ADD("top_k_start = %d\ntop_k_read_start = %d\ntop_k_anneal = %.17g\n", o->top_k_start,
         o->top_k_read_start, o->top_k_anneal);
     /* only when set, so checkpoints from before these keys still resume */
+    if (o->anneal_layers) {
+        ADD("top_k_anneal_layers = ");
+        for (int l = 0, first = 1; l < 64; l++)
+            if (o->anneal_layers >> l & 1) { ADD("%s%d", first ? "" : ",", l); first = 0; }
+        ADD("\n");
+    }
     if (o->alpha_init != 0) ADD("alpha_init = %.17g\n", o->alpha_init);
     if (o->alpha_init_cape != 0) ADD("alpha_init_cape = %.17g\n", o->alpha_init_cape);
     if (o->task == RN_TASK_MQAR) {
@@ -168,6 +194,11 @@ int rn_train_opts_validate(const rn_train_opts *o, const rn_config *c, rn_error 
         return rn_seterr(err, RN_EINPUT, "warmup (%lld) must not exceed steps (%lld)", (long long)o->opt.warmup, (long long)o->opt.steps);
     if ((int64_t)o->batch * o->seq_len > (1 << 22))
         return rn_seterr(err, RN_EINPUT, "batch x seq_len = %lld rows is too large (max 4194304)", (long long)o->batch * o->seq_len);
+    if (o->anneal_layers && (c->n_layers >= 64 || o->anneal_layers >> c->n_layers))
+        return rn_seterr(err, RN_EINPUT, "top_k_anneal_layers names a layer past the model's %d", c->n_layers);
+    if (o->anneal_layers && o->device == RN_DEVICE_CUDA)
+        return rn_seterr(err, RN_EINPUT, "top_k_anneal_layers: per-layer K is in the CPU trainer only; "
+                                         "the GPU trainer anneals every layer (leave the key out or use --device cpu)");
     if (o->top_k_start > 0 && o->top_k_start < c->top_k)
         return rn_seterr(err, RN_EINPUT, "top_k_start (%d) must not be below top_k (%d)", o->top_k_start, c->top_k);
     if (o->top_k_start > 0 && o->top_k_start > rn_config_slots(c))
@@ -637,6 +668,10 @@ static int step_trainer(run_state *s, int64_t step, rn_trainer **out, int *k, in
         s->tra_kr = *kr;
         int rows = o->batch * o->seq_len;
         int rc = rn_trainer_create_kr(&s->tra, &s->ma, rows, rows, o->eps_g, *kr, err);
+        if (rc) return rc;
+        /* top_k_anneal_layers: the layers not listed use the final K now */
+        for (int l = 0; l < s->c->n_layers && o->anneal_layers && !rc; l++)
+            if (!(o->anneal_layers >> l & 1)) rc = rn_trainer_set_layer_k(s->tra, l, k_final, k_final, err);
         if (rc) return rc;
     }
     *out = s->tra;

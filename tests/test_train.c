@@ -804,6 +804,79 @@ TH_TEST(test_train_ckpt_keep, "ckpt_keep keeps each periodic checkpoint under it
     free(b);
 }
 
+/* rn_trainer_set_layer_k: a trainer sized for K = 6 whose layers all use
+ * K = 3 gives the K = 3 trainer's loss and gradients exactly (the buffers
+ * and strides follow the layer's K); one layer at 6 and the other at 3
+ * differs from both; K above the trainer's is refused.  The loop key
+ * top_k_anneal_layers enters the recipe and is refused on the GPU. */
+TH_TEST(test_trainer_layer_k, "per-layer K: all layers at a smaller K equal a trainer made at it")
+{
+    rn_config c;
+    small_config(&c, 1, 0);
+    rn_model m;
+    rn_error err;
+    CU_ASSERT_EQUAL_FATAL(rn_model_create_random(&m, &c, 5, &err), 0);
+    for (int64_t i = 0; i < m.n_block; i++) m.params[i] *= 20;
+    rn_model wide = m; /* the training loop's shallow copy at another K */
+    wide.owned = NULL;
+    wide.map = NULL;
+    wide.cfg.top_k = 6;
+    enum { B = 3, T = 20 };
+    int tok[B * T], tgt[B * T];
+    rn_rng rng;
+    rn_rng_seed(&rng, 9);
+    for (int i = 0; i < B * T; i++) { tok[i] = (int)rn_rng_below(&rng, c.vocab_size); tgt[i] = (i * 5) % c.vocab_size; }
+    const size_t n = (size_t)m.n_block;
+    rn_real *g = malloc(sizeof(rn_real) * n);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    double l3 = 0, l6 = 0, lmix = 0, lsame = 0, worst = 0;
+    rn_trainer *tr;
+    CU_ASSERT_EQUAL_FATAL(rn_trainer_create(&tr, &m, B * T, B * T, 0.01, &err), 0);
+    CU_ASSERT_EQUAL(rn_trainer_forward(tr, tok, tgt, B, T, &l3, &err), 0);
+    rn_trainer_backward(tr, 1.0);
+    memcpy(g, rn_trainer_grads(tr), sizeof(rn_real) * n);
+    rn_trainer_free(tr);
+    CU_ASSERT_EQUAL_FATAL(rn_trainer_create(&tr, &wide, B * T, B * T, 0.01, &err), 0);
+    CU_ASSERT_EQUAL(rn_trainer_forward(tr, tok, tgt, B, T, &l6, &err), 0);
+    CU_ASSERT_NOT_EQUAL(rn_trainer_set_layer_k(tr, 0, 7, 3, &err), 0);
+    CU_ASSERT_NOT_EQUAL(rn_trainer_set_layer_k(tr, 2, 3, 3, &err), 0);
+    CU_ASSERT_EQUAL(rn_trainer_set_layer_k(tr, 1, 3, 3, &err), 0);
+    CU_ASSERT_EQUAL(rn_trainer_forward(tr, tok, tgt, B, T, &lmix, &err), 0);
+    CU_ASSERT_EQUAL(rn_trainer_set_layer_k(tr, 0, 3, 3, &err), 0);
+    CU_ASSERT_EQUAL(rn_trainer_forward(tr, tok, tgt, B, T, &lsame, &err), 0);
+    rn_trainer_backward(tr, 1.0);
+    for (size_t i = 0; i < n; i++) {
+        double d = fabs((double)g[i] - rn_trainer_grads(tr)[i]);
+        if (d > worst) worst = d;
+    }
+    rn_trainer_free(tr);
+    CU_ASSERT(fabs(lsame - l3) <= 1e-9 * fabs(l3));
+    CU_ASSERT(worst <= 1e-7);
+    CU_ASSERT(fabs(l6 - l3) > 1e-6 && fabs(lmix - l3) > 1e-6 && fabs(lmix - l6) > 1e-6);
+    free(g);
+    rn_model_free(&m);
+    /* the loop key */
+    rn_train_opts o;
+    rn_train_opts_default(&o, RN_TASK_MQAR);
+    CU_ASSERT_EQUAL(rn_train_opts_set(&o, "top_k_anneal_layers", "0", &err), 0);
+    CU_ASSERT_EQUAL(o.anneal_layers, 1u);
+    CU_ASSERT_NOT_EQUAL(rn_train_opts_set(&o, "top_k_anneal_layers", "0,x", &err), 0);
+    CU_ASSERT_NOT_EQUAL(rn_train_opts_set(&o, "top_k_anneal_layers", "64", &err), 0);
+    char rec[4096];
+    rn_train_recipe(&o, rec, sizeof rec);
+    CU_ASSERT_PTR_NOT_NULL(strstr(rec, "top_k_anneal_layers = 0\n"));
+    c.vocab_size = 600; /* room for the default MQAR segments */
+    int rc = rn_train_opts_validate(&o, &c, &err);
+    if (rc) fprintf(stderr, "%s\n", err.msg);
+    CU_ASSERT_EQUAL(rc, 0);
+    o.device = RN_DEVICE_CUDA;
+    CU_ASSERT_EQUAL(rn_train_opts_validate(&o, &c, &err), RN_EINPUT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "CPU trainer only"));
+    o.device = RN_DEVICE_CPU;
+    CU_ASSERT_EQUAL(rn_train_opts_set(&o, "top_k_anneal_layers", "2", &err), 0);
+    CU_ASSERT_EQUAL(rn_train_opts_validate(&o, &c, &err), RN_EINPUT);
+}
+
 /* Trainer and runtime hold per-thread workspaces sized when they are
  * created; raising the OpenMP thread count afterwards must neither overrun
  * them nor change any result. */
