@@ -7,7 +7,7 @@
  *   (b) layer 1, pairs (value 2i+1, query): share on the right pair's
  *       write minus the share on the other pair's (0 = the query cannot
  *       tell the pairs apart);
- *   (c) accuracy on (16,2) at the model's K.
+ *   (c) accuracy at the model's K (8), from the training log.
  * Shares are averaged over the layer's heads.
  *
  * usage: anneal_plot OUT.png|svg|pdf CSV...
@@ -102,9 +102,13 @@ int main(int argc, char **argv)
     viz_lineplot_style_default(&st);
     st.markers = 1;
     st.looks = 1;
-    st.legend = 1;
+    st.legend = 0;
     st.corner = VIZ_TOP_LEFT;
     st.x.label = "training step";
+    st.x.lo = 0; /* from step 0 to the last checkpoint */
+    for (int r = 0; r < NR; r++)
+        for (int i = 0; i < R[r].n; i++)
+            if (R[r].step[i] > st.x.hi) st.x.hi = R[r].step[i];
     int rc = 0;
     viz_rect page = viz_rect_make(0, 0, W, H);
     st.title = "(a) layer 0: read at p+1 on the write at p";
@@ -112,9 +116,10 @@ int main(int argc, char **argv)
     rc = rc ? rc : viz_lineplot_draw(s.cr, viz_rect_grid(page, 1, 3, 0, 8), sa, NR, &st, &err);
     st.title = "(b) layer 1: query on its pair's write";
     st.y.label = "share minus the other pair's";
-    st.legend = 0;
+    st.legend = 1; /* top left of (b): empty before the pairs separate */
     rc = rc ? rc : viz_lineplot_draw(s.cr, viz_rect_grid(page, 1, 3, 1, 8), sb, NR, &st, &err);
-    st.title = "(c) accuracy on (16,2)";
+    st.title = "(c) accuracy at K = 8";
+    st.legend = 0;
     st.y.label = "accuracy";
     st.y.lo = 0;
     st.y.hi = 1;
