@@ -1,0 +1,35 @@
+/work/wt-anneal/cli/cmd_patch.o: cli/cmd_patch.c analysis/an_patch.h \
+ core/rn_error.h core/rn_model.h core/rn_config.h core/rn_error.h \
+ core/rn_params.h core/rn_real.h \
+ /usr/include/x86_64-linux-gnu/openblas-openmp/cblas.h \
+ /usr/include/x86_64-linux-gnu/openblas-openmp/openblas_config.h \
+ figure/fig_patching.h core/rn_config.h cli/cli.h core/rn_state.h \
+ core/rn_atomic.h core/rn_modelfile.h core/rn_model.h core/rn_rows.h \
+ core/rn_tokenizer.h core/rn_file.h viz/viz_surface.h \
+ /usr/include/cairo/cairo.h /usr/include/cairo/cairo-version.h \
+ /usr/include/cairo/cairo-features.h \
+ /usr/include/cairo/cairo-deprecated.h
+analysis/an_patch.h:
+core/rn_error.h:
+core/rn_model.h:
+core/rn_config.h:
+core/rn_error.h:
+core/rn_params.h:
+core/rn_real.h:
+/usr/include/x86_64-linux-gnu/openblas-openmp/cblas.h:
+/usr/include/x86_64-linux-gnu/openblas-openmp/openblas_config.h:
+figure/fig_patching.h:
+core/rn_config.h:
+cli/cli.h:
+core/rn_state.h:
+core/rn_atomic.h:
+core/rn_modelfile.h:
+core/rn_model.h:
+core/rn_rows.h:
+core/rn_tokenizer.h:
+core/rn_file.h:
+viz/viz_surface.h:
+/usr/include/cairo/cairo.h:
+/usr/include/cairo/cairo-version.h:
+/usr/include/cairo/cairo-features.h:
+/usr/include/cairo/cairo-deprecated.h:

@@ -1,0 +1,17 @@
+/work/wt-anneal/cli/cmd_sql.o: cli/cmd_sql.c cli/cli.h core/rn_error.h \
+ core/rn_state.h core/rn_config.h core/rn_error.h core/rn_real.h \
+ /usr/include/x86_64-linux-gnu/openblas-openmp/cblas.h \
+ /usr/include/x86_64-linux-gnu/openblas-openmp/openblas_config.h \
+ core/rn_tokenizer.h core/rn_file.h trace/tr_query.h core/rn_rows.h
+cli/cli.h:
+core/rn_error.h:
+core/rn_state.h:
+core/rn_config.h:
+core/rn_error.h:
+core/rn_real.h:
+/usr/include/x86_64-linux-gnu/openblas-openmp/cblas.h:
+/usr/include/x86_64-linux-gnu/openblas-openmp/openblas_config.h:
+core/rn_tokenizer.h:
+core/rn_file.h:
+trace/tr_query.h:
+core/rn_rows.h:

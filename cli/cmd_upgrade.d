@@ -1,0 +1,15 @@
+/work/wt-anneal/cli/cmd_upgrade.o: cli/cmd_upgrade.c cli/cli.h \
+ core/rn_error.h core/rn_state.h core/rn_config.h core/rn_error.h \
+ core/rn_real.h /usr/include/x86_64-linux-gnu/openblas-openmp/cblas.h \
+ /usr/include/x86_64-linux-gnu/openblas-openmp/openblas_config.h \
+ trace/tr_schema.h trace/tr_upgrade.h
+cli/cli.h:
+core/rn_error.h:
+core/rn_state.h:
+core/rn_config.h:
+core/rn_error.h:
+core/rn_real.h:
+/usr/include/x86_64-linux-gnu/openblas-openmp/cblas.h:
+/usr/include/x86_64-linux-gnu/openblas-openmp/openblas_config.h:
+trace/tr_schema.h:
+trace/tr_upgrade.h:
