@@ -28,6 +28,8 @@ static void usage(void)
            "                        float16, 2 bytes less per event (recorded in runs)\n"
            "      --no-index        accepted; has no effect since trace schema v2\n"
            "      --chunk N         prefill rows per chunk (default 256; 1024 with --device cuda)\n"
+           "      --top-k K         read and write K slots per token instead of the model's\n"
+           "                        top_k (the run's config records K)\n"
            "  -j, --threads N       threads (default: the free cores, rechecked as it runs)\n"
            CLI_STATE_HELP
            "                        (counters recorded in the table state_counters; with\n"
@@ -58,18 +60,19 @@ static void progress(void *user, int64_t done, int64_t total)
 int cmd_trace(int argc, char **argv)
 {
     if (cli_wants_help(argc, argv)) { usage(); return 0; }
-    enum { O_LAYERS = 1000, O_HEADS, O_OPS, O_NAME, O_NOINDEX, O_CHUNK, O_DEVICE, O_WEIGHTS, O_INTERVENE };
+    enum { O_LAYERS = 1000, O_HEADS, O_OPS, O_NAME, O_NOINDEX, O_CHUNK, O_DEVICE, O_WEIGHTS, O_INTERVENE, O_TOPK };
     static const struct option opts[] = {
         { "output", required_argument, 0, 'o' }, { "layers", required_argument, 0, O_LAYERS },
         { "heads", required_argument, 0, O_HEADS }, { "ops", required_argument, 0, O_OPS },
         { "name", required_argument, 0, O_NAME }, { "no-index", no_argument, 0, O_NOINDEX },
         { "chunk", required_argument, 0, O_CHUNK }, { "threads", required_argument, 0, 'j' },
         { "device", required_argument, 0, O_DEVICE }, { "weights", required_argument, 0, O_WEIGHTS },
-        { "intervene", required_argument, 0, O_INTERVENE }, CLI_STATE_LONGOPTS,
+        { "intervene", required_argument, 0, O_INTERVENE }, { "top-k", required_argument, 0, O_TOPK },
+        CLI_STATE_LONGOPTS,
         { 0, 0, 0, 0 }
     };
     tr_trace_job job = { .build_index = 1, .chunk = 256, .stop = &cli_stop_flag };
-    long chunk = 0, threads = 0;
+    long chunk = 0, threads = 0, top_k = 0;
     const char *device_arg = NULL;
     rn_device device;
     rn_error err = { 0 };
@@ -95,6 +98,7 @@ int cmd_trace(int argc, char **argv)
         case O_NOINDEX: job.build_index = 0; break;
         case O_WEIGHTS: job.weights = optarg; break;
         case O_CHUNK: rc = cli_parse_long("--chunk", optarg, 1, 1 << 16, &chunk, &err); break;
+        case O_TOPK: rc = cli_parse_long("--top-k", optarg, 1, RN_MAX_TOPK, &top_k, &err); break;
         case O_DEVICE: device_arg = optarg; break;
         case O_INTERVENE:
             if (n_iv_args == MAX_IV_ARGS) return cli_usage_error("trace", "more than %d --intervene options (use @FILE)", MAX_IV_ARGS);
@@ -123,6 +127,7 @@ int cmd_trace(int argc, char **argv)
     job.model_path = argv[optind];
     job.input_path = argv[optind + 1];
     job.chunk = chunk ? (int)chunk : rn_device_default_chunk(device);
+    job.top_k = (int)top_k;
     cli_threads(threads);
     progress_state ps = { cli_now(), 0, cli_stderr_tty() };
     job.progress = progress;

@@ -44,6 +44,8 @@ struct rn_trainer {
     int64_t M;
     int max_rows, max_lab, nthreads;
     int Kr;                     /* top-K of the reads (c.top_k: of the writes) */
+    int lk[RN_MAX_LAYERS], lkr[RN_MAX_LAYERS]; /* per layer: K of the writes and reads
+                                * (<= c.top_k and Kr, which size the buffers) */
     double eps_g;
     int B, T, n_lab;
     double loss_sum;
@@ -147,6 +149,10 @@ int rn_trainer_create_kr(rn_trainer **out, const rn_model *m, int max_rows, int 
     tr->max_lab = max_lab < max_rows ? max_lab : max_rows;
     tr->nthreads = rn_threads_max(); /* the thread count may change later (rn_threads.h) */
     tr->Kr = read_k ? read_k : m->cfg.top_k;
+    for (int l = 0; l < RN_MAX_LAYERS; l++) {
+        tr->lk[l] = m->cfg.top_k;
+        tr->lkr[l] = tr->Kr;
+    }
     tr->eps_g = eps_g;
     tr->n_block = m->n_block;
     /* Bound the workspace by the memory limit (rn_memlimit.h) twice: first
@@ -223,9 +229,9 @@ typedef struct {
     size_t v, w, r, wsave, rsave;
 } scan_offsets;
 
-static scan_offsets scan_at(const rn_trainer *tr, int bh)
+static scan_offsets scan_at(const rn_trainer *tr, int bh, int K, int Kr)
 {
-    const int H = tr->c.n_heads, K = tr->c.top_k, Kr = tr->Kr, dv = tr->c.d_v, T = tr->T;
+    const int H = tr->c.n_heads, dv = tr->c.d_v, T = tr->T;
     const int b = bh / H, h = bh % H;
     const size_t r0 = (size_t)b * T;
     scan_offsets so;
@@ -248,13 +254,13 @@ static int scan_threads(const rn_trainer *tr)
 static void pdma_forward(rn_trainer *tr, layer_acts *a)
 {
     const rn_config *c = &tr->c;
-    const int H = c->n_heads, K = c->top_k, Kr = tr->Kr, dv = c->d_v;
+    const int l = (int)(a - tr->la), H = c->n_heads, K = tr->lk[l], Kr = tr->lkr[l], dv = c->d_v;
     const size_t per = (size_t)tr->M * (dv + 1);
     #pragma omp parallel for schedule(dynamic, 1) num_threads(scan_threads(tr))
     for (int bh = 0; bh < tr->B * H; bh++) {
         assert(omp_get_thread_num() < tr->nthreads); /* a PDMA state per thread */
         rn_real *S = tr->Sz + (size_t)omp_get_thread_num() * per, *z = S + (size_t)tr->M * dv;
-        const scan_offsets so = scan_at(tr, bh);
+        const scan_offsets so = scan_at(tr, bh, K, Kr);
         rn_pdma_train_forward(a->o + so.v, a->wsave + so.wsave, a->rsave + so.rsave, S, z, a->v + so.v,
                               a->wslot + so.w, a->ww + so.w, a->rslot + so.r, a->rw + so.r, tr->T,
                               H * dv, H * K, K, H * Kr, Kr, dv, tr->M, c->gamma, c->eps);
@@ -266,13 +272,13 @@ static void pdma_forward(rn_trainer *tr, layer_acts *a)
 static void pdma_backward(rn_trainer *tr, layer_acts *a)
 {
     const rn_config *c = &tr->c;
-    const int H = c->n_heads, K = c->top_k, Kr = tr->Kr, dv = c->d_v;
+    const int l = (int)(a - tr->la), H = c->n_heads, K = tr->lk[l], Kr = tr->lkr[l], dv = c->d_v;
     const size_t per = (size_t)tr->M * (dv + 1);
     #pragma omp parallel for schedule(dynamic, 1) num_threads(scan_threads(tr))
     for (int bh = 0; bh < tr->B * H; bh++) {
         assert(omp_get_thread_num() < tr->nthreads);
         rn_real *dS = tr->dSz + (size_t)omp_get_thread_num() * per, *dz = dS + (size_t)tr->M * dv;
-        const scan_offsets so = scan_at(tr, bh);
+        const scan_offsets so = scan_at(tr, bh, K, Kr);
         rn_pdma_train_backward(tr->dv + so.v, tr->dww + so.w, tr->drw + so.r, dS, dz, tr->dout + so.v,
                                a->wsave + so.wsave, a->rsave + so.rsave, a->v + so.v, a->wslot + so.w,
                                a->ww + so.w, a->rslot + so.r, a->rw + so.r, tr->T, H * dv, H * K, K,
@@ -324,8 +330,8 @@ int rn_trainer_forward(rn_trainer *tr, const int *tokens, const int *targets, in
         rn_matmul_forward(a->q, a->h1, lw->wq, n, D, hdk, 0);
         rn_matmul_forward(a->k, a->h1, lw->wk, n, D, hdk, 0);
         rn_matmul_forward(a->v, a->h1, lw->wv, n, D, hdv, 0);
-        rn_address_train_forward(a->raddr, a->rslot, a->rw, a->q, lw->q_alpha, c, tr->Kr, c->cape_mask[l], n, T, tr->ws, tr->nthreads);
-        rn_address_train_forward(a->waddr, a->wslot, a->ww, a->k, lw->k_alpha, c, c->top_k, c->cape_mask[l], n, T, tr->ws, tr->nthreads);
+        rn_address_train_forward(a->raddr, a->rslot, a->rw, a->q, lw->q_alpha, c, tr->lkr[l], c->cape_mask[l], n, T, tr->ws, tr->nthreads);
+        rn_address_train_forward(a->waddr, a->wslot, a->ww, a->k, lw->k_alpha, c, tr->lk[l], c->cape_mask[l], n, T, tr->ws, tr->nthreads);
         pdma_forward(tr, a);
         memcpy(a->xm, a->x, sizeof(rn_real) * (size_t)n * D);
         rn_matmul_forward(a->xm, a->o, lw->wo, n, hdv, D, 1);
@@ -399,8 +405,8 @@ void rn_trainer_backward(rn_trainer *tr, double scale)
         /* attention: xm = x + o·W_oᵀ */
         rn_matmul_backward(tr->dout, gl->wo, tr->dres, a->o, lw->wo, n, hdv, D, 0);
         pdma_backward(tr, a);
-        rn_address_backward(tr->dq, gl->q_alpha, tr->drw, a->q, a->raddr, a->rw, lw->q_alpha, c, tr->Kr, n, tr->lp, tr->nthreads);
-        rn_address_backward(tr->dk, gl->k_alpha, tr->dww, a->k, a->waddr, a->ww, lw->k_alpha, c, c->top_k, n, tr->lp, tr->nthreads);
+        rn_address_backward(tr->dq, gl->q_alpha, tr->drw, a->q, a->raddr, a->rw, lw->q_alpha, c, tr->lkr[l], n, tr->lp, tr->nthreads);
+        rn_address_backward(tr->dk, gl->k_alpha, tr->dww, a->k, a->waddr, a->ww, lw->k_alpha, c, tr->lk[l], n, tr->lp, tr->nthreads);
         rn_matmul_backward(tr->dh, gl->wq, tr->dq, a->h1, lw->wq, n, D, hdk, 0);
         rn_matmul_backward(tr->dh, gl->wk, tr->dk, a->h1, lw->wk, n, D, hdk, 1);
         rn_matmul_backward(tr->dh, gl->wv, tr->dv, a->h1, lw->wv, n, D, hdv, 1);
@@ -412,4 +418,16 @@ void rn_trainer_backward(rn_trainer *tr, double scale)
         const rn_real *d = tr->dres + (size_t)r * D;
         for (int i = 0; i < D; i++) ge[i] += d[i];
     }
+}
+
+int rn_trainer_set_layer_k(rn_trainer *tr, int layer, int k, int kr, rn_error *err)
+{
+    if (layer < 0 || layer >= tr->c.n_layers)
+        return rn_seterr(err, RN_EINPUT, "trainer: layer %d is outside [0, %d)", layer, tr->c.n_layers);
+    if (k < 1 || k > tr->c.top_k || kr < 1 || kr > tr->Kr)
+        return rn_seterr(err, RN_EINPUT, "trainer: layer %d's K %d/%d exceeds the trainer's %d/%d", layer, k, kr,
+                         tr->c.top_k, tr->Kr);
+    tr->lk[layer] = k;
+    tr->lkr[layer] = kr;
+    return RN_OK;
 }

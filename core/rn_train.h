@@ -38,6 +38,10 @@ int rn_trainer_create(rn_trainer **out, const rn_model *m, int max_rows, int max
  * alone (rn_train_loop.h).  The writes always use the model's top_k. */
 int rn_trainer_create_kr(rn_trainer **out, const rn_model *m, int max_rows, int max_lab,
                          double eps_g, int read_k, rn_error *err);
+/* Layer `layer` writes k and reads kr slots per token instead of the
+ * trainer's K and read K (which size its buffers: k and kr may not exceed
+ * them).  RN_EINPUT otherwise.  The CPU trainer only. */
+int rn_trainer_set_layer_k(rn_trainer *tr, int layer, int k, int kr, rn_error *err);
 void rn_trainer_free(rn_trainer *tr);
 /* Bytes of the trainer's one allocation (activations, PDMA saves, dense
  * per-thread state, gradients), checked against rn_memlimit.h at create. */

@@ -63,6 +63,25 @@ static int parse_segs(const char *key, rn_mqar_seg *segs, int *n_out, const char
     return RN_OK;
 }
 
+/* top_k_anneal_layers = 0 or 0,2 — a list of layer indices, as a bit mask. */
+static int parse_layers(const char *key, uint64_t *mask, const char *v, rn_error *err)
+{
+    uint64_t m = 0;
+    const char *p = v;
+    while (*p) {
+        int l, used;
+        if (sscanf(p, "%d%n", &l, &used) != 1 || l < 0 || l >= 64 || p[0] == '+' || p[0] == ' ')
+            return rn_seterr(err, RN_EINPUT, "%s: '%s' is not a list of layer indices (0..63)", key, v);
+        m |= 1ull << l;
+        p += used;
+        if (*p == ',') p++;
+        else if (*p) return rn_seterr(err, RN_EINPUT, "%s: '%s' is not a list of layer indices (0..63)", key, v);
+    }
+    if (!m) return rn_seterr(err, RN_EINPUT, "%s: empty list", key);
+    *mask = m;
+    return RN_OK;
+}
+
 static int num(const char *key, const char *v, double lo, double hi, double *out, rn_error *err)
 {
     char *end;
@@ -104,6 +123,7 @@ int rn_train_opts_set(void *user, const char *key, const char *v, rn_error *err)
     D("eps_g", eps_g, 0, 0.999);
     IN("eval_every", eval_every, 0, 1e9);
     IN("ckpt_every", ckpt_every, 0, 1e9);
+    IN("ckpt_keep", ckpt_keep, 0, 1);
     IN("log_every", log_every, 1, 1e9);
     IN("seed", seed, 0, 9e15);
     IN("eval_examples", eval_examples, 1, 1e6);
@@ -114,6 +134,9 @@ int rn_train_opts_set(void *user, const char *key, const char *v, rn_error *err)
     IN("top_k_start", top_k_start, 0, RN_MAX_TOPK);
     IN("top_k_read_start", top_k_read_start, 0, RN_MAX_TOPK);
     D("top_k_anneal", top_k_anneal, 0.001, 1);
+    if (!strcmp(key, "top_k_anneal_layers")) return parse_layers(key, &o->anneal_layers, v, err);
+    D("alpha_init", alpha_init, -10, 10);
+    D("alpha_init_cape", alpha_init_cape, -10, 10);
     if (!strcmp(key, "mqar_train")) return parse_segs(key, o->segs, &o->n_segs, v, err);
     if (!strcmp(key, "mqar_eval")) return parse_segs(key, o->eval_segs, &o->n_eval_segs, v, err);
     if (!strcmp(key, "mqar_first")) return parse_segs(key, o->first_segs, &o->n_first_segs, v, err);
@@ -137,6 +160,15 @@ size_t rn_train_recipe(const rn_train_opts *o, char *buf, size_t n)
     ADD("eps_g = %.17g\n", o->eps_g);
     ADD("top_k_start = %d\ntop_k_read_start = %d\ntop_k_anneal = %.17g\n", o->top_k_start,
         o->top_k_read_start, o->top_k_anneal);
+    /* only when set, so checkpoints from before these keys still resume */
+    if (o->anneal_layers) {
+        ADD("top_k_anneal_layers = ");
+        for (int l = 0, first = 1; l < 64; l++)
+            if (o->anneal_layers >> l & 1) { ADD("%s%d", first ? "" : ",", l); first = 0; }
+        ADD("\n");
+    }
+    if (o->alpha_init != 0) ADD("alpha_init = %.17g\n", o->alpha_init);
+    if (o->alpha_init_cape != 0) ADD("alpha_init_cape = %.17g\n", o->alpha_init_cape);
     if (o->task == RN_TASK_MQAR) {
         ADD("mqar_train = ");
         for (int i = 0; i < o->n_segs; i++) ADD("%s%d:%d", i ? "," : "", o->segs[i].L, o->segs[i].N);
@@ -162,6 +194,11 @@ int rn_train_opts_validate(const rn_train_opts *o, const rn_config *c, rn_error 
         return rn_seterr(err, RN_EINPUT, "warmup (%lld) must not exceed steps (%lld)", (long long)o->opt.warmup, (long long)o->opt.steps);
     if ((int64_t)o->batch * o->seq_len > (1 << 22))
         return rn_seterr(err, RN_EINPUT, "batch x seq_len = %lld rows is too large (max 4194304)", (long long)o->batch * o->seq_len);
+    if (o->anneal_layers && (c->n_layers >= 64 || o->anneal_layers >> c->n_layers))
+        return rn_seterr(err, RN_EINPUT, "top_k_anneal_layers names a layer past the model's %d", c->n_layers);
+    if (o->anneal_layers && o->device == RN_DEVICE_CUDA)
+        return rn_seterr(err, RN_EINPUT, "top_k_anneal_layers: per-layer K is in the CPU trainer only; "
+                                         "the GPU trainer anneals every layer (leave the key out or use --device cpu)");
     if (o->top_k_start > 0 && o->top_k_start < c->top_k)
         return rn_seterr(err, RN_EINPUT, "top_k_start (%d) must not be below top_k (%d)", o->top_k_start, c->top_k);
     if (o->top_k_start > 0 && o->top_k_start > rn_config_slots(c))
@@ -520,6 +557,23 @@ static int do_eval(run_state *s, double *metric, rn_error *err)
     return RN_OK;
 }
 
+/* alpha_init / alpha_init_cape: the per-head scalars α of q and k start at
+ * the given value instead of 0, so the addresses start e^α times sharper
+ * (α > 0) or flatter.  Only the initial parameters change (the forward and
+ * backward are the same, on either device); a resumed run overwrites them
+ * from its checkpoint. */
+static void init_alpha(rn_model *m, const rn_train_opts *o)
+{
+    for (int l = 0; l < m->cfg.n_layers; l++)
+        for (int h = 0; h < m->cfg.n_heads; h++) {
+            int cape = (m->cfg.cape_mask[l] >> h) & 1;
+            double a = cape && o->alpha_init_cape != 0 ? o->alpha_init_cape : o->alpha_init;
+            if (a == 0) continue;
+            m->w.layer[l].q_alpha[h] = (rn_real)a;
+            m->w.layer[l].k_alpha[h] = (rn_real)a;
+        }
+}
+
 /* Setup: check the options, build the model, trainer and buffers, resume
  * from a checkpoint and open the metrics log.  s is zeroed except for o, c
  * and the callback; whatever it allocates run_free releases, on success or
@@ -541,6 +595,7 @@ static int run_setup(run_state *s, rn_error *err)
         if ((rc = rn_text_load(&s->text, o->data, o->val_frac, o->seq_len, err))) return rc;
     }
     if ((rc = rn_model_create_random(&s->m, c, o->seed, err))) return rc;
+    init_alpha(&s->m, o);
     int max_rows = o->batch * o->seq_len, max_lab = max_rows;
     if (o->task == RN_TASK_MQAR) {
         for (int i = 0; i < o->n_eval_segs; i++)
@@ -613,6 +668,10 @@ static int step_trainer(run_state *s, int64_t step, rn_trainer **out, int *k, in
         s->tra_kr = *kr;
         int rows = o->batch * o->seq_len;
         int rc = rn_trainer_create_kr(&s->tra, &s->ma, rows, rows, o->eps_g, *kr, err);
+        if (rc) return rc;
+        /* top_k_anneal_layers: the layers not listed use the final K now */
+        for (int l = 0; l < s->c->n_layers && o->anneal_layers && !rc; l++)
+            if (!(o->anneal_layers >> l & 1)) rc = rn_trainer_set_layer_k(s->tra, l, k_final, k_final, err);
         if (rc) return rc;
     }
     *out = s->tra;
@@ -745,6 +804,14 @@ static int checkpoint(run_state *s, int64_t step, int announce, rn_error *err)
     if (!rc)
         rc = rn_checkpoint_save(s->ckpt, s->c, s->recipe, step, s->o->seed, s->m.params, s->mom,
                                 s->mom + s->nb, s->nb, err);
+    if (!rc && announce && s->o->ckpt_keep) {
+        /* ckpt_keep: the periodic checkpoint also under its step's name, so
+         * the early steps of a run can be converted and traced one by one */
+        char kept[1200];
+        snprintf(kept, sizeof kept, "%s.%06lld", s->ckpt, (long long)step);
+        rc = rn_checkpoint_save(kept, s->c, s->recipe, step, s->o->seed, s->m.params, s->mom,
+                                s->mom + s->nb, s->nb, err);
+    }
     if (rc || !announce) return rc;
     rn_train_event ev = { .kind = RN_TRAIN_EV_CHECKPOINT, .step = step, .steps = s->o->opt.steps,
                           .text = s->ckpt };

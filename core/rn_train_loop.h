@@ -23,6 +23,7 @@ typedef struct {
     int grad_accum;           /* micro-batches per optimiser step */
     double eps_g;             /* proxy gradient ε (0 = exact) */
     int64_t eval_every, ckpt_every, log_every;
+    int ckpt_keep;            /* keep every periodic checkpoint as CKPT.STEP too (key ckpt_keep) */
     uint64_t seed;
     int eval_examples;        /* MQAR: examples per ladder segment */
     int eval_windows;         /* text: held-out windows (0 = all) */
@@ -32,6 +33,10 @@ typedef struct {
     int top_k_start;          /* top-K annealing: K at step 0 (0 = off; key top_k_start) */
     int top_k_read_start;     /* the reads' K at step 0 (0 = top_k_start; key top_k_read_start) */
     double top_k_anneal;      /* fraction of the steps over which K halves down to top_k */
+    uint64_t anneal_layers;   /* layers whose K anneals, a bit each (key top_k_anneal_layers;
+                               * 0: all); the others use top_k from step 0.  CPU only */
+    double alpha_init;        /* initial α of every q and k (key alpha_init; 0: the model's init) */
+    double alpha_init_cape;   /* the same for CAPE heads only (key alpha_init_cape; 0: alpha_init) */
     rn_mqar_seg segs[16];     /* MQAR training segments (key mqar_train) */
     int n_segs;
     rn_mqar_seg first_segs[16]; /* MQAR segments of the first first_steps steps (key mqar_first) */
@@ -53,9 +58,9 @@ void rn_train_opts_default(rn_train_opts *o, int task);
 
 /* rn_config_extra_fn for the training keys (lr, min_lr, warmup, steps,
  * batch, seq_len, grad_accum, weight_decay, clip, beta1, beta2, eps_g,
- * eval_every, ckpt_every, log_every, seed, eval_examples, eval_windows,
+ * eval_every, ckpt_every, ckpt_keep, log_every, seed, eval_examples, eval_windows,
  * val_frac, max_seconds, stop_after, top_k_start, top_k_read_start,
- * top_k_anneal, mqar_train = L:N,L:N,..., mqar_first = L:N,...,
+ * top_k_anneal, top_k_anneal_layers, alpha_init, alpha_init_cape, mqar_train = L:N,L:N,..., mqar_first = L:N,...,
  * mqar_first_steps, mqar_eval = L:N,...); user is an rn_train_opts. */
 int rn_train_opts_set(void *user, const char *key, const char *value, rn_error *err);
 

@@ -125,6 +125,30 @@ TH_TEST(test_trace_and_sql, "trace, runs and sql commands")
     }
 }
 
+/* --top-k K traces the model at another K: K events per op; in layer 0,
+ * whose addresses depend on the tokens alone, the model's own top-K list
+ * cut at K (later layers see other memory contents); K recorded in the
+ * run's row; K outside 1..M exits 2. */
+TH_TEST(test_trace_top_k, "trace --top-k: the first K ranks of the model's own list")
+{
+    char small[512], db[512];
+    snprintf(small, sizeof small, "%s", th_path("topk.txt"));
+    snprintf(db, sizeof db, "%s", th_path("topk.db"));
+    th_write_file(small, "In the beginning God created the heaven and the earth.\n", 55);
+    CU_ASSERT_EQUAL_FATAL(th_run("%s trace %s %s -o %s", th_bin(), g_model, small, db), 0);
+    CU_ASSERT_EQUAL_FATAL(th_run("%s trace %s %s -o %s --top-k 3", th_bin(), g_model, small, db), 0);
+    CU_ASSERT_EQUAL(th_sql_int(db, "SELECT count(*) FROM main.events WHERE run_id = 2"), 56 * 2 * 4 * 2 * 3);
+    CU_ASSERT_EQUAL(th_sql_int(db, "SELECT count(*) FROM main.events a JOIN main.events b ON a.layer = b.layer"
+                                   " AND a.head = b.head AND a.pos = b.pos AND a.op = b.op AND a.rank = b.rank"
+                                   " WHERE a.run_id = 1 AND b.run_id = 2 AND a.layer = 0 AND a.slot = b.slot"),
+                    56 * 4 * 2 * 3);
+    CU_ASSERT_EQUAL(th_sql_int(db, "SELECT count(*) FROM runs WHERE run_id = 2 AND top_k = 3"), 1);
+    CU_ASSERT_EQUAL(th_run("%s trace %s %s -o %s --top-k 0", th_bin(), g_model, small, db), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(th_err(), "--top-k"));
+    CU_ASSERT_EQUAL(th_run("%s trace %s %s -o %s --top-k 99999", th_bin(), g_model, small, db), 2);
+    CU_ASSERT_EQUAL(th_sql_int(db, "SELECT count(*) FROM runs"), 2);
+}
+
 TH_TEST(test_run_trace, "run --trace records prompt and generated tokens")
 {
     char prompt[512], db[512];

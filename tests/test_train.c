@@ -716,6 +716,167 @@ TH_TEST(test_train_events, "the loop's events in order")
     CU_ASSERT_STRING_EQUAL(lg.seq, "start:0 step:2 eval:2");
 }
 
+
+/* alpha_init / alpha_init_cape: the model starts with those α (one AdamW
+ * step of lr 3e-3 later they are within 0.01 of them); the recipe names
+ * them, so a resume with others is refused; without them the recipe is as
+ * before (older checkpoints still resume). */
+TH_TEST(test_train_alpha_init, "alpha_init and alpha_init_cape set the initial alphas and enter the recipe")
+{
+    char *text = th_read_file(tiny_cfg(), NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(text);
+    rn_config c;
+    rn_train_opts o;
+    rn_config_default(&c);
+    rn_train_opts_default(&o, RN_TASK_MQAR);
+    rn_error err;
+    CU_ASSERT_EQUAL_FATAL(rn_config_parse_text(&c, text, "tiny.cfg", rn_train_opts_set, &o, &err), 0);
+    free(text);
+    char rec0[4096], rec1[4096];
+    rn_train_recipe(&o, rec0, sizeof rec0);
+    CU_ASSERT_PTR_NULL(strstr(rec0, "alpha_init"));
+    CU_ASSERT_EQUAL_FATAL(rn_train_opts_set(&o, "alpha_init", "1", &err), 0);
+    CU_ASSERT_EQUAL_FATAL(rn_train_opts_set(&o, "alpha_init_cape", "2.5", &err), 0);
+    CU_ASSERT_NOT_EQUAL(rn_train_opts_set(&o, "alpha_init", "11", &err), 0);
+    rn_train_recipe(&o, rec1, sizeof rec1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(rec1, "alpha_init = 1\n"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(rec1, "alpha_init_cape = 2.5\n"));
+    o.opt.steps = 1;
+    o.opt.warmup = 0;
+    o.ckpt_every = 0;
+    snprintf(o.out, sizeof o.out, "%s", P("alpha.bin"));
+    int rc = rn_train_run(&o, &c, NULL, NULL, NULL, &err);
+    if (rc) fprintf(stderr, "%s\n", err.msg);
+    CU_ASSERT_EQUAL_FATAL(rc, RN_OK);
+    rn_model m;
+    CU_ASSERT_EQUAL_FATAL(rn_model_load(&m, P("alpha.bin"), &err), 0);
+    int bad = 0;
+    for (int l = 0; l < m.cfg.n_layers; l++)
+        for (int h = 0; h < m.cfg.n_heads; h++) {
+            double want = rn_config_cape(&m.cfg, l, h) ? 2.5 : 1.0;
+            if (fabs(m.w.layer[l].q_alpha[h] - want) > 0.01 || fabs(m.w.layer[l].k_alpha[h] - want) > 0.01) bad++;
+        }
+    CU_ASSERT_EQUAL(bad, 0);
+    CU_ASSERT(rn_config_cape(&m.cfg, 0, 0) && !rn_config_cape(&m.cfg, 1, 0));
+    rn_model_free(&m);
+    /* resuming its checkpoint with another alpha_init is refused */
+    o.alpha_init = 0.5;
+    snprintf(o.resume, sizeof o.resume, "%s", P("alpha.bin.ckpt"));
+    CU_ASSERT_EQUAL(rn_train_run(&o, &c, NULL, NULL, NULL, &err), RN_EINPUT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "alpha_init = 1"));
+}
+
+/* ckpt_keep = 1: every periodic checkpoint also as CKPT.STEP (not the
+ * end's), each equal byte for byte to the checkpoint of a run stopped
+ * there. */
+TH_TEST(test_train_ckpt_keep, "ckpt_keep keeps each periodic checkpoint under its step's name")
+{
+    char *text = th_read_file(tiny_cfg(), NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(text);
+    rn_config c;
+    rn_train_opts o;
+    rn_config_default(&c);
+    rn_train_opts_default(&o, RN_TASK_MQAR);
+    rn_error err;
+    CU_ASSERT_EQUAL_FATAL(rn_config_parse_text(&c, text, "tiny.cfg", rn_train_opts_set, &o, &err), 0);
+    free(text);
+    CU_ASSERT_EQUAL_FATAL(rn_train_opts_set(&o, "ckpt_keep", "1", &err), 0);
+    CU_ASSERT_NOT_EQUAL(rn_train_opts_set(&o, "ckpt_keep", "2", &err), 0);
+    o.eval_every = 0;
+    o.ckpt_every = 2;
+    o.opt.steps = 6;
+    snprintf(o.out, sizeof o.out, "%s", P("keep.bin"));
+    CU_ASSERT_EQUAL_FATAL(rn_train_run(&o, &c, NULL, NULL, NULL, &err), RN_OK);
+    CU_ASSERT(th_file_exists(P("keep.bin.ckpt.000002")));
+    CU_ASSERT(th_file_exists(P("keep.bin.ckpt.000004")));
+    CU_ASSERT(!th_file_exists(P("keep.bin.ckpt.000006")));
+    o.ckpt_keep = 0;
+    o.stop_after = 4;
+    snprintf(o.out, sizeof o.out, "%s", P("keep4.bin"));
+    CU_ASSERT_EQUAL_FATAL(rn_train_run(&o, &c, NULL, NULL, NULL, &err), RN_OK);
+    CU_ASSERT(!th_file_exists(P("keep4.bin.ckpt.000002")));
+    size_t n1 = 0, n2 = 0;
+    char *a = th_read_file(P("keep.bin.ckpt.000004"), &n1), *b = th_read_file(P("keep4.bin.ckpt"), &n2);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(a);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(b);
+    CU_ASSERT(n1 == n2 && n1 > 0 && memcmp(a, b, n1) == 0);
+    free(a);
+    free(b);
+}
+
+/* rn_trainer_set_layer_k: a trainer sized for K = 6 whose layers all use
+ * K = 3 gives the K = 3 trainer's loss and gradients exactly (the buffers
+ * and strides follow the layer's K); one layer at 6 and the other at 3
+ * differs from both; K above the trainer's is refused.  The loop key
+ * top_k_anneal_layers enters the recipe and is refused on the GPU. */
+TH_TEST(test_trainer_layer_k, "per-layer K: all layers at a smaller K equal a trainer made at it")
+{
+    rn_config c;
+    small_config(&c, 1, 0);
+    rn_model m;
+    rn_error err;
+    CU_ASSERT_EQUAL_FATAL(rn_model_create_random(&m, &c, 5, &err), 0);
+    for (int64_t i = 0; i < m.n_block; i++) m.params[i] *= 20;
+    rn_model wide = m; /* the training loop's shallow copy at another K */
+    wide.owned = NULL;
+    wide.map = NULL;
+    wide.cfg.top_k = 6;
+    enum { B = 3, T = 20 };
+    int tok[B * T], tgt[B * T];
+    rn_rng rng;
+    rn_rng_seed(&rng, 9);
+    for (int i = 0; i < B * T; i++) { tok[i] = (int)rn_rng_below(&rng, c.vocab_size); tgt[i] = (i * 5) % c.vocab_size; }
+    const size_t n = (size_t)m.n_block;
+    rn_real *g = malloc(sizeof(rn_real) * n);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+    double l3 = 0, l6 = 0, lmix = 0, lsame = 0, worst = 0;
+    rn_trainer *tr;
+    CU_ASSERT_EQUAL_FATAL(rn_trainer_create(&tr, &m, B * T, B * T, 0.01, &err), 0);
+    CU_ASSERT_EQUAL(rn_trainer_forward(tr, tok, tgt, B, T, &l3, &err), 0);
+    rn_trainer_backward(tr, 1.0);
+    memcpy(g, rn_trainer_grads(tr), sizeof(rn_real) * n);
+    rn_trainer_free(tr);
+    CU_ASSERT_EQUAL_FATAL(rn_trainer_create(&tr, &wide, B * T, B * T, 0.01, &err), 0);
+    CU_ASSERT_EQUAL(rn_trainer_forward(tr, tok, tgt, B, T, &l6, &err), 0);
+    CU_ASSERT_NOT_EQUAL(rn_trainer_set_layer_k(tr, 0, 7, 3, &err), 0);
+    CU_ASSERT_NOT_EQUAL(rn_trainer_set_layer_k(tr, 2, 3, 3, &err), 0);
+    CU_ASSERT_EQUAL(rn_trainer_set_layer_k(tr, 1, 3, 3, &err), 0);
+    CU_ASSERT_EQUAL(rn_trainer_forward(tr, tok, tgt, B, T, &lmix, &err), 0);
+    CU_ASSERT_EQUAL(rn_trainer_set_layer_k(tr, 0, 3, 3, &err), 0);
+    CU_ASSERT_EQUAL(rn_trainer_forward(tr, tok, tgt, B, T, &lsame, &err), 0);
+    rn_trainer_backward(tr, 1.0);
+    for (size_t i = 0; i < n; i++) {
+        double d = fabs((double)g[i] - rn_trainer_grads(tr)[i]);
+        if (d > worst) worst = d;
+    }
+    rn_trainer_free(tr);
+    CU_ASSERT(fabs(lsame - l3) <= 1e-9 * fabs(l3));
+    CU_ASSERT(worst <= 1e-7);
+    CU_ASSERT(fabs(l6 - l3) > 1e-6 && fabs(lmix - l3) > 1e-6 && fabs(lmix - l6) > 1e-6);
+    free(g);
+    rn_model_free(&m);
+    /* the loop key */
+    rn_train_opts o;
+    rn_train_opts_default(&o, RN_TASK_MQAR);
+    CU_ASSERT_EQUAL(rn_train_opts_set(&o, "top_k_anneal_layers", "0", &err), 0);
+    CU_ASSERT_EQUAL(o.anneal_layers, 1u);
+    CU_ASSERT_NOT_EQUAL(rn_train_opts_set(&o, "top_k_anneal_layers", "0,x", &err), 0);
+    CU_ASSERT_NOT_EQUAL(rn_train_opts_set(&o, "top_k_anneal_layers", "64", &err), 0);
+    char rec[4096];
+    rn_train_recipe(&o, rec, sizeof rec);
+    CU_ASSERT_PTR_NOT_NULL(strstr(rec, "top_k_anneal_layers = 0\n"));
+    c.vocab_size = 600; /* room for the default MQAR segments */
+    int rc = rn_train_opts_validate(&o, &c, &err);
+    if (rc) fprintf(stderr, "%s\n", err.msg);
+    CU_ASSERT_EQUAL(rc, 0);
+    o.device = RN_DEVICE_CUDA;
+    CU_ASSERT_EQUAL(rn_train_opts_validate(&o, &c, &err), RN_EINPUT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "CPU trainer only"));
+    o.device = RN_DEVICE_CPU;
+    CU_ASSERT_EQUAL(rn_train_opts_set(&o, "top_k_anneal_layers", "2", &err), 0);
+    CU_ASSERT_EQUAL(rn_train_opts_validate(&o, &c, &err), RN_EINPUT);
+}
+
 /* Trainer and runtime hold per-thread workspaces sized when they are
  * created; raising the OpenMP thread count afterwards must neither overrun
  * them nor change any result. */

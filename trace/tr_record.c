@@ -131,6 +131,15 @@ int tr_trace_run(const tr_trace_job *job, tr_trace_result *res, rn_error *err)
     rn_model m;
     int rc = rn_model_load(&m, job->model_path, err);
     if (rc) return rc;
+    if (job->top_k) { /* only the forward's K: the parameters do not depend on it */
+        if (job->top_k < 1 || job->top_k > RN_MAX_TOPK || job->top_k > rn_config_slots(&m.cfg)) {
+            rc = rn_seterr(err, RN_EINPUT, "--top-k: %d is not in 1..min(%lld slots, %d)", job->top_k,
+                           (long long)rn_config_slots(&m.cfg), RN_MAX_TOPK);
+            rn_model_free(&m);
+            return rc;
+        }
+        m.cfg.top_k = job->top_k;
+    }
     int *toks = NULL, n = 0;
     rn_runtime *rt = NULL;
     tr_writer *w = NULL;

@@ -55,6 +55,8 @@ typedef struct {
     const char *name;          /* NULL: the input's file name */
     const char *layers, *heads, *ops; /* selection (NULL: all) */
     int chunk;                 /* prefill rows per chunk (default 256) */
+    int top_k;                 /* 0: the model's top_k; else K slots read and written per
+                                * token (the run's recorded config says which) */
     rn_device device;          /* where the model runs (default cpu) */
     int build_index;
     const char *weights;       /* "f32" (NULL: exact) or "f16" */
