@@ -26,8 +26,8 @@ static const char usage[] =
     "      --head H          only head H (default all)\n"
     "      --window W        working-set window in tokens (default 64)\n"
     "  -f, --format F        table (default), csv or json\n"
-    "  -j, --threads N       accepted, as on every command that computes; stats runs\n"
-    "                        on one thread for now\n"
+    "  -j, --threads N       summarise N heads at once (default: the free cores;\n"
+    "                        the output is the same)\n"
     "  -h, --help            this text\n"
     "\n"
     "example: ramtrace stats trace.db --format csv > heads.csv\n";
@@ -74,7 +74,7 @@ int cmd_stats(int argc, char **argv)
         case O_HEAD: rc = cli_parse_long("--head", optarg, 0, RN_MAX_HEADS - 1, &head, &err); break;
         case O_WINDOW: rc = cli_parse_long("--window", optarg, 1, INT32_MAX, &window, &err); break;
         case 'f': rc = rn_format_parse(optarg, &fmt, &err); break;
-        case 'j': rc = cli_parse_long("--threads", optarg, 1, 1024, &threads, &err); break; /* one thread for now */
+        case 'j': rc = cli_parse_long("--threads", optarg, 1, 1024, &threads, &err); break;
         case ':': return cli_usage_error(argv[0], "%s needs a value", argv[optind - 1]);
         default: return cli_usage_error(argv[0], "unknown option '%s'", argv[optind - 1]);
         }
@@ -86,6 +86,7 @@ int cmd_stats(int argc, char **argv)
     an_head_stats *hs = NULL;
     int nh = 0;
     uint64_t total = 0;
+    cli_threads(threads);
     double t0 = cli_now();
     int rc = an_run_open(path, run, &r, &err);
     if (rc) return cli_fail(&err);

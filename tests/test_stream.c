@@ -270,7 +270,7 @@ static void stats_prog(void *user, int done, int total)
     *r->total = total;
 }
 
-TH_TEST(test_stats_per_head, "stats streamed head by head equal stats of the whole loaded run")
+TH_TEST(test_stats_per_head, "stats streamed head by head (1, 2, 3 threads) equal stats of the whole loaded run")
 {
     an_run r;
     rn_error err;
@@ -284,10 +284,13 @@ TH_TEST(test_stats_per_head, "stats streamed head by head equal stats of the who
     /* the reuse times all counted in the array, then (a limit of 2 tokens)
      * nearly all listed, then each head loaded instead of streamed */
     const size_t dense[3] = { an_stats_dense_reuse, 2, an_stats_dense_reuse };
-    for (int d = 0; d < 3; d++) {
+    /* and the heads on 1, 2 and 3 threads (each head alone, gathered in order) */
+    const int saved = omp_get_max_threads();
+    for (int d = 0; d < 9; d++) {
+        omp_set_num_threads(1 + d / 3);
         size_t keep = an_stats_dense_reuse, keep_slots = an_stats_stream_max_slots;
-        an_stats_dense_reuse = dense[d];
-        if (d == 2) an_stats_stream_max_slots = 0; /* each head loaded instead */
+        an_stats_dense_reuse = dense[d % 3];
+        if (d % 3 == 2) an_stats_stream_max_slots = 0; /* each head loaded instead */
         an_head_stats *hs;
         int nh;
         uint64_t total;
@@ -304,6 +307,7 @@ TH_TEST(test_stats_per_head, "stats streamed head by head equal stats of the who
         }
         free(hs);
     }
+    omp_set_num_threads(saved);
     /* progress after every selected head, up to the total; stop interrupts */
     {
         int calls = 0, last = 0, total_heads = 0, monotone = 1;
