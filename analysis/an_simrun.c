@@ -1,7 +1,15 @@
 /* an_simrun.c — policy × capacity simulation grids (an_simrun.h), printed
- * through the row writer (core/rn_rows.h). */
+ * through the row writer (core/rn_rows.h).
+ *
+ * The cells of a grid replay the same stream into independent caches, so
+ * they run in parallel (OpenMP, up to omp_get_max_threads() threads):
+ * stream by stream, every cell of the stream at once, each cell its own
+ * cache and its own result.  A cell's result is added to stream by stream
+ * in stream order whatever thread ran it, so the results do not depend on
+ * the thread count. */
 #include "an_simrun.h"
 
+#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,6 +32,69 @@ void an_simgrid_free(an_simgrid *g)
 {
     free(g->policy); free(g->capacity); free(g->result);
     memset(g, 0, sizeof *g);
+}
+
+/* Threads for a grid of ncell cells: at most one per cell. */
+static int grid_threads(int ncell)
+{
+    int nt = omp_get_max_threads();
+    return nt < ncell ? nt : ncell > 0 ? ncell : 1;
+}
+
+/* What the cells of a grid share: their errors (the first cell's in cell
+ * order is reported), the progress count, the stop flag. */
+typedef struct {
+    int ncell, done, total;
+    volatile int stop;
+    int *rc;           /* [ncell] */
+    rn_error *err;     /* [ncell] */
+    an_progress_fn progress;
+    void *user;
+} grid_state;
+
+static int grid_state_init(grid_state *st, int ncell, int total, an_progress_fn progress, void *user)
+{
+    memset(st, 0, sizeof *st);
+    st->ncell = ncell;
+    st->total = total;
+    st->progress = progress;
+    st->user = user;
+    st->rc = calloc((size_t)(ncell > 0 ? ncell : 1), sizeof *st->rc);
+    st->err = calloc((size_t)(ncell > 0 ? ncell : 1), sizeof *st->err);
+    if (!st->rc || !st->err) { free(st->rc); free(st->err); return -1; }
+    return 0;
+}
+
+/* Cell k finished one stream with rc: record an error, or count it and
+ * report progress (one thread at a time); either can stop the grid. */
+static void grid_cell_done(grid_state *st, int k, int rc)
+{
+    if (rc) {
+        st->rc[k] = rc;
+        st->stop = 1;
+        return;
+    }
+    #pragma omp critical(an_simgrid_progress)
+    {
+        ++st->done;
+        if (st->progress && !st->stop && st->progress(st->user, st->done, st->total)) {
+            st->rc[k] = rn_seterr(&st->err[k], RN_EINTR, "simulate: interrupted");
+            st->stop = 1;
+        }
+    }
+}
+
+/* The first error in cell order (into err), or RN_OK; frees st. */
+static int grid_state_end(grid_state *st, rn_error *err)
+{
+    int rc = RN_OK;
+    for (int k = 0; k < st->ncell && !rc; k++)
+        if (st->rc[k]) {
+            rc = st->rc[k];
+            if (err) *err = st->err[k];
+        }
+    free(st->rc); free(st->err);
+    return rc;
 }
 
 int an_simgrid_run(const an_streams *ss, const an_policy **pol, int np, const uint64_t *caps, int nc,
@@ -53,17 +124,24 @@ int an_simgrid_run(const an_streams *ss, const an_policy **pol, int np, const ui
     }
     memcpy(g->policy, pol, sizeof *pol * (size_t)np);
     memcpy(g->capacity, caps, sizeof *caps * (size_t)nc);
-    int rc = RN_OK, done = 0, total = ss->n * np * nc;
-    for (int i = 0; i < ss->n && !rc; i++) {
-        if (need_next) an_next_use(&ss->s[i], nxt, last);
-        for (int p = 0; p < np && !rc; p++)
-            for (int c = 0; c < nc && !rc; c++) {
-                rc = an_simulate(&ss->s[i], pol[p], caps[c], warmup, pol[p]->needs_next ? nxt : NULL,
-                                 &g->result[p * nc + c], err);
-                if (!rc && progress && progress(user, ++done, total))
-                    rc = rn_seterr(err, RN_EINTR, "simulate: interrupted");
-            }
+    int ncell = np * nc;
+    grid_state st;
+    if (grid_state_init(&st, ncell, ss->n * ncell, progress, user)) {
+        free(nxt); free(last); an_simgrid_free(g);
+        return rn_seterr(err, RN_ENOMEM, "out of memory for the simulation");
     }
+    for (int i = 0; i < ss->n && !st.stop; i++) {
+        if (need_next) an_next_use(&ss->s[i], nxt, last);
+        #pragma omp parallel for schedule(dynamic, 1) num_threads(grid_threads(ncell))
+        for (int k = 0; k < ncell; k++) {
+            if (st.stop) continue;
+            const an_policy *p = pol[k / nc];
+            int rc = an_simulate(&ss->s[i], p, caps[k % nc], warmup, p->needs_next ? nxt : NULL, &g->result[k],
+                                 &st.err[k]);
+            grid_cell_done(&st, k, rc);
+        }
+    }
+    int rc = grid_state_end(&st, err);
     free(nxt); free(last);
     if (rc) an_simgrid_free(g);
     return rc;
@@ -118,9 +196,10 @@ int an_simgrid_run_spill(an_spill *sp, const an_policy **pol, int np, const uint
     g->policy = malloc(sizeof *g->policy * (size_t)(np ? np : 1));
     g->capacity = malloc(sizeof *g->capacity * (size_t)(nc ? nc : 1));
     g->result = calloc((size_t)(np * nc > 0 ? np * nc : 1), sizeof *g->result);
-    uint32_t *key = malloc(SIM_CHUNK * sizeof *key), *nxt = malloc(SIM_CHUNK * sizeof *nxt);
-    if (!g->policy || !g->capacity || !g->result || !key || !nxt) {
-        free(key); free(nxt); an_simgrid_free(g);
+    int ncell = np * nc;
+    grid_state st;
+    if (!g->policy || !g->capacity || !g->result || grid_state_init(&st, ncell, sp->n * ncell, progress, user)) {
+        an_simgrid_free(g);
         return rn_seterr(err, RN_ENOMEM, "out of memory for the simulation");
     }
     memcpy(g->policy, pol, sizeof *pol * (size_t)np);
@@ -128,15 +207,25 @@ int an_simgrid_run_spill(an_spill *sp, const an_policy **pol, int np, const uint
     int need_next = 0;
     for (int p = 0; p < np; p++) need_next |= pol[p]->needs_next;
     int rc = need_next ? an_spill_next_use(sp, err) : RN_OK;
-    int done = 0, total = sp->n * np * nc;
-    for (int i = 0; i < sp->n && !rc; i++)
-        for (int p = 0; p < np && !rc; p++)
-            for (int c = 0; c < nc && !rc; c++) {
-                rc = simulate_spilled(sp, i, pol[p], caps[c], key, nxt, &g->result[p * nc + c], err);
-                if (!rc && progress && progress(user, ++done, total))
-                    rc = rn_seterr(err, RN_EINTR, "simulate: interrupted");
+    if (rc) st.stop = 1;
+    /* each thread its own chunk buffers, for all the cells it runs */
+    #pragma omp parallel num_threads(grid_threads(ncell))
+    {
+        uint32_t *key = malloc(SIM_CHUNK * sizeof *key), *nxt = malloc(SIM_CHUNK * sizeof *nxt);
+        for (int i = 0; i < sp->n; i++) {
+            #pragma omp for schedule(dynamic, 1)
+            for (int k = 0; k < ncell; k++) {
+                if (st.stop) continue;
+                int crc = key && nxt ? simulate_spilled(sp, i, pol[k / nc], caps[k % nc], key, nxt, &g->result[k],
+                                                        &st.err[k])
+                                     : rn_seterr(&st.err[k], RN_ENOMEM, "out of memory for the simulation");
+                grid_cell_done(&st, k, crc);
             }
-    free(key); free(nxt);
+        }
+        free(key); free(nxt);
+    }
+    int grc = grid_state_end(&st, rc ? NULL : err);
+    if (!rc) rc = grc;
     if (rc) an_simgrid_free(g);
     return rc;
 }

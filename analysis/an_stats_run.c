@@ -12,6 +12,7 @@
  * sparse positions near 2^31 cost no memory), and the running mode of the
  * slot shifts with its tie rule. */
 #include <math.h>
+#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -262,6 +263,11 @@ static int head_stats(const an_run *r, int layer, int head, int window, an_head_
     return rc;
 }
 
+/* The heads run in parallel (OpenMP, up to omp_get_max_threads() threads,
+ * at most one per head): each thread reads through a connection of its
+ * own (the first thread through r's), each head is summarised alone into
+ * its own slot, and the heads are gathered in (layer, head) order, so the
+ * output does not depend on the thread count. */
 int an_stats_run(const an_run *r, int layer, int head, int window, const an_stats_ctl *ctl,
                  an_head_stats **out, int *n, uint64_t *events, rn_error *err)
 {
@@ -275,17 +281,48 @@ int an_stats_run(const an_run *r, int layer, int head, int window, const an_stat
     if (r->M <= 0) return rn_seterr(err, RN_EINPUT, "trace config has no valid slot count");
     int rc = tr_check_block_heads(r->db, r->run.run_id, err);
     if (rc) return rc;
-    an_head_stats *hs = calloc((size_t)((l1 - l0) * (h1 - h0)) + 1, sizeof *hs);
-    if (!hs) return rn_seterr(err, RN_ENOMEM, "out of memory");
-    for (int l = l0; l < l1 && !rc; l++)
-        for (int h = h0; h < h1 && !rc; h++) {
-            if (stop && *stop) { rc = rn_seterr(err, RN_EINTR, "stats: interrupted; nothing printed"); break; }
-            if ((rc = head_stats(r, l, h, window, &hs[*n], err))) break;
-            if (hs[*n].events) { *events += hs[*n].events; (*n)++; }
-            if (ctl && ctl->progress)
-                ctl->progress(ctl->user, (l - l0) * (h1 - h0) + (h - h0) + 1, (l1 - l0) * (h1 - h0));
+    int nh = (l1 - l0) * (h1 - h0), done = 0;
+    an_head_stats *hs = calloc((size_t)nh + 1, sizeof *hs);
+    int *hrc = calloc((size_t)nh + 1, sizeof *hrc);
+    rn_error *herr = calloc((size_t)nh + 1, sizeof *herr);
+    if (!hs || !hrc || !herr) {
+        free(hs); free(hrc); free(herr);
+        return rn_seterr(err, RN_ENOMEM, "out of memory");
+    }
+    volatile int failed = 0;
+    int nt = omp_get_max_threads();
+    if (nt > nh) nt = nh;
+    if (nt < 1) nt = 1;
+    #pragma omp parallel num_threads(nt)
+    {
+        an_run own, *rr = (an_run *)r;
+        int opened = 0, orc = RN_OK;
+        rn_error oerr = { 0 };
+        if (omp_get_thread_num() > 0) {
+            orc = an_run_open(r->path, r->run.run_id, &own, &oerr);
+            if (!orc) { rr = &own; opened = 1; }
         }
+        #pragma omp for schedule(dynamic, 1)
+        for (int k = 0; k < nh; k++) {
+            if (failed || (stop && *stop)) continue;
+            if (orc) { hrc[k] = orc; herr[k] = oerr; failed = 1; continue; }
+            hrc[k] = head_stats(rr, l0 + k / (h1 - h0), h0 + k % (h1 - h0), window, &hs[k], &herr[k]);
+            if (hrc[k]) { failed = 1; continue; }
+            #pragma omp critical(an_stats_progress)
+            {
+                ++done;
+                if (ctl && ctl->progress) ctl->progress(ctl->user, done, nh);
+            }
+        }
+        if (opened) an_run_close(&own);
+    }
+    for (int k = 0; k < nh && !rc; k++)
+        if (hrc[k]) { rc = hrc[k]; if (err) *err = herr[k]; }
     if (!rc && stop && *stop) rc = rn_seterr(err, RN_EINTR, "stats: interrupted; nothing printed");
+    /* the heads with events, in (layer, head) order */
+    for (int k = 0; k < nh && !rc; k++)
+        if (hs[k].events) { *events += hs[k].events; hs[(*n)++] = hs[k]; }
+    free(hrc); free(herr);
     if (rc) { free(hs); *n = 0; return rc; }
     *out = hs;
     return RN_OK;

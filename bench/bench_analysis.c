@@ -2,7 +2,11 @@
  * LRU miss-ratio curve and head statistics on a synthetic 10M-access
  * trace shaped like a RAM-Net model scope (skewed slot popularity with
  * reuse bursts over 64K keys).  Reports the median of 5 repetitions in
- * M accesses/s, and each policy's ratio to FIFO measured in the same run. */
+ * M accesses/s, and each policy's ratio to FIFO measured in the same run;
+ * then simulate's grid (lru, s3fifo, opt x 2 capacities, an_simgrid_run)
+ * on 1 and on 2 threads, alternating, with the ratio of the medians and
+ * a check that both give the same counts. */
+#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +15,7 @@
 #include "an_cache.h"
 #include "an_mrc.h"
 #include "an_reuse.h"
+#include "an_simrun.h"
 #include "an_stats.h"
 #include "rn_rng.h"
 #include "bench_util.h"
@@ -90,6 +95,32 @@ int main(void)
             t[k] = bench_now() - t0;
         }
         printf("  stats of a 10M-event head (in memory) %.2f s\n", bench_median(t, REPS));
+    }
+    {
+        /* simulate's policy x capacity grid, 1 thread against 2 (the cells run in parallel) */
+        const an_policy *pol[3] = { an_policy_find("lru"), an_policy_find("s3fifo"), an_policy_find("opt") };
+        an_streams ss = { AN_SCOPE_MODEL, 1, &s };
+        double t[2][REPS];
+        an_sim_result first[6];
+        int same = 1;
+        for (int k = 0; k < 2 * REPS; k++) {
+            int nt = 1 + k % 2;
+            omp_set_num_threads(nt);
+            an_simgrid g;
+            double t0 = bench_now();
+            if (an_simgrid_run(&ss, pol, 3, caps, 2, 0, 68, NULL, NULL, &g, &err)) {
+                fprintf(stderr, "bench_analysis: %s\n", err.msg);
+                return 1;
+            }
+            t[nt - 1][k / 2] = bench_now() - t0;
+            if (k == 0) memcpy(first, g.result, sizeof first);
+            else same &= !memcmp(first, g.result, sizeof first);
+            an_simgrid_free(&g);
+        }
+        double t1 = bench_median(t[0], REPS), t2 = bench_median(t[1], REPS);
+        printf("  simulate grid (lru,s3fifo,opt x C=1024,8192): 1 thread %.2f s, 2 threads %.2f s: "
+               "x%.2f faster; counts %s\n", t1, t2, t1 / t2, same ? "identical" : "DIFFER");
+        if (!same) return 1;
     }
     free(key); free(nxt); free(last); free(pos); free(op); free(id);
     return 0;

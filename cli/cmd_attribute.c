@@ -34,6 +34,8 @@ static const char usage[] =
     "  -o, --output FILE     write to FILE instead of stdout (atomically; - is stdout)\n"
     "  -f, --format F        table (default), csv or json (per-token output)\n"
     "      --run R           run id (default: the latest)\n"
+    "  -j, --threads N       accepted, as on every command that computes; attribute runs\n"
+    "                        on one thread for now\n"
     "  -h, --help            this text\n"
     "\n"
     "example: ramtrace attribute trace.db --layer 0 --head 1 --pos 200 --top 10\n";
@@ -48,14 +50,14 @@ int cmd_attribute(int argc, char **argv)
         { "top", required_argument, 0, O_TOP }, { "detail", no_argument, 0, O_DETAIL },
         { "matrix", no_argument, 0, O_MATRIX }, { "max-tokens", required_argument, 0, O_MAXTOK },
         { "output", required_argument, 0, 'o' }, { "format", required_argument, 0, 'f' },
-        { 0, 0, 0, 0 } };
-    long run = 0, layer = -1, head = -1, pos = -1, top = 20, maxtok = 4096;
+        { "threads", required_argument, 0, 'j' }, { 0, 0, 0, 0 } };
+    long run = 0, layer = -1, head = -1, pos = -1, top = 20, maxtok = 4096, threads = 0;
     int detail = 0, matrix = 0, fmt = RN_FMT_TABLE, c;
     const char *outp = NULL;
     rn_error err = { 0 };
     optind = 1;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, ":o:f:", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":o:f:j:", opts, NULL)) != -1) {
         int rc = RN_OK;
         switch (c) {
         case O_RUN: rc = cli_parse_long("--run", optarg, 1, INT32_MAX, &run, &err); break;
@@ -68,6 +70,7 @@ int cmd_attribute(int argc, char **argv)
         case O_MAXTOK: rc = cli_parse_long("--max-tokens", optarg, 1, 65536, &maxtok, &err); break;
         case 'o': outp = optarg; break;
         case 'f': rc = rn_format_parse(optarg, &fmt, &err); break;
+        case 'j': rc = cli_parse_long("--threads", optarg, 1, 1024, &threads, &err); break; /* one thread for now */
         case ':': return cli_usage_error(argv[0], "%s needs a value", argv[optind - 1]);
         default: return cli_usage_error(argv[0], "unknown option '%s'", argv[optind - 1]);
         }

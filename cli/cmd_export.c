@@ -31,6 +31,8 @@ static const char usage[] =
     "      --layer L         only layer L (default all)\n"
     "      --head H          only head H (default all)\n"
     "      --run R           run id (default: the latest)\n"
+    "  -j, --threads N       accepted, as on every command that computes; export runs\n"
+    "                        on one thread for now\n"
     "  -h, --help            this text\n"
     "\n"
     "example: ramtrace export trace.db -o trace.oracleGeneral.bin\n"
@@ -44,14 +46,14 @@ int cmd_export(int argc, char **argv)
         { "run", required_argument, 0, O_RUN }, { "layer", required_argument, 0, O_LAYER },
         { "head", required_argument, 0, O_HEAD }, { "ops", required_argument, 0, O_OPS },
         { "format", required_argument, 0, 'f' }, { "output", required_argument, 0, 'o' },
-        { 0, 0, 0, 0 } };
-    long run = 0, layer = -1, head = -1;
+        { "threads", required_argument, 0, 'j' }, { 0, 0, 0, 0 } };
+    long run = 0, layer = -1, head = -1, threads = 0;
     int fmt = AN_EXPORT_ORACLEGENERAL, ops = RN_OPS_BOTH, c;
     const char *outp = NULL;
     rn_error err = { 0 };
     optind = 1;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, ":f:o:", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":f:o:j:", opts, NULL)) != -1) {
         int rc = RN_OK;
         switch (c) {
         case O_RUN: rc = cli_parse_long("--run", optarg, 1, INT32_MAX, &run, &err); break;
@@ -60,6 +62,7 @@ int cmd_export(int argc, char **argv)
         case O_OPS: rc = rn_ops_parse(optarg, &ops, &err); break;
         case 'f': rc = an_export_format_parse(optarg, &fmt, &err); break;
         case 'o': outp = optarg; break;
+        case 'j': rc = cli_parse_long("--threads", optarg, 1, 1024, &threads, &err); break; /* one thread for now */
         case ':': return cli_usage_error(argv[0], "%s needs a value", argv[optind - 1]);
         default: return cli_usage_error(argv[0], "unknown option '%s'", argv[optind - 1]);
         }

@@ -52,6 +52,9 @@ static void usage(void)
            "                        as in simulate)\n"
            "      --warmup T        mrc: tokens that warm the caches uncounted (default 0)\n"
            "      --title TEXT      figure title\n"
+           "  -j, --threads N       mrc: run the policy x capacity simulations on N\n"
+           "                        threads at once (default: the free cores); the other\n"
+           "                        kinds draw on one thread\n"
            "  -h, --help            this text\n\n"
            "examples:\n"
            "  ramtrace plot trace run.db --layers 0,3 --heads 0,1 -o trace.png\n"
@@ -88,18 +91,18 @@ int cmd_plot(int argc, char **argv)
         { "cmap", required_argument, 0, O_CMAP }, { "policies", required_argument, 0, O_POLICIES },
         { "scope", required_argument, 0, O_SCOPE }, { "title", required_argument, 0, O_TITLE },
         { "warmup", required_argument, 0, O_WARMUP }, { "addr", no_argument, 0, O_ADDR },
-        { "palette", required_argument, 0, O_PALETTE },
+        { "palette", required_argument, 0, O_PALETTE }, { "threads", required_argument, 0, 'j' },
         { 0, 0, 0, 0 }
     };
     fig_opts o;
     fig_opts_default(&o);
     rn_error err = { 0 };
-    long v;
+    long v, threads = 0;
     uint64_t u;
     optind = 1;
     opterr = 0;
     int c;
-    while ((c = getopt_long(argc, argv, ":o:r:l:H:W:E:", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":o:r:l:H:W:E:j:", opts, NULL)) != -1) {
         int rc = 0;
         switch (c) {
         case 'o': o.out_path = optarg; break;
@@ -109,6 +112,7 @@ int cmd_plot(int argc, char **argv)
             o.run_id = (int64_t)u;
             break;
         case 'l': o.layers = optarg; break;
+        case 'j': rc = cli_parse_long("--threads", optarg, 1, 1024, &threads, &err); break;
         case 'H': o.heads = optarg; break;
         case O_OPS: o.ops = optarg; break;
         case O_FROM: rc = cli_parse_long("--from", optarg, 0, 1L << 40, &v, &err); o.pos_lo = v; break;
@@ -154,6 +158,7 @@ int cmd_plot(int argc, char **argv)
                                (long long)o.pos_lo);
     o.progress = stop_requested;
     cli_install_signals();
+    cli_threads(threads);
     int rc = fig_draw(&o, &err);
     /* drop cairo's font caches so leak checkers see a clean exit */
     cairo_debug_reset_static_data();

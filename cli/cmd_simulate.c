@@ -39,6 +39,8 @@ static const char usage[] =
     "      --mrc-out FILE    write the exact LRU curve at every capacity (CSV;\n"
     "                        - is stdout, and the table then goes to stderr)\n"
     "  -f, --format F        table (default), csv or json\n"
+    "  -j, --threads N       run the policy x capacity cells on N threads at once\n"
+    "                        (default: the free cores; the results are the same)\n"
     "  -h, --help            this text\n"
     "\n"
     "example: ramtrace simulate trace.db --policy lru,s3fifo,opt --capacity 256,1024 --scope head\n";
@@ -83,15 +85,15 @@ int cmd_simulate(int argc, char **argv)
         { "layer", required_argument, 0, O_LAYER }, { "head", required_argument, 0, O_HEAD },
         { "run", required_argument, 0, O_RUN }, { "mrc", no_argument, 0, O_MRC },
         { "mrc-out", required_argument, 0, O_MRCOUT }, { "format", required_argument, 0, 'f' },
-        { 0, 0, 0, 0 } };
+        { "threads", required_argument, 0, 'j' }, { 0, 0, 0, 0 } };
     const char *pol_s = "all", *cap_s = NULL, *mrc_out = NULL;
     int sweep = 0, scope = AN_SCOPE_MODEL, ops = RN_OPS_BOTH, fmt = RN_FMT_TABLE, want_mrc = 0;
-    long warmup = 0, layer = -1, head = -1, run = 0;
+    long warmup = 0, layer = -1, head = -1, run = 0, threads = 0;
     rn_error err = { 0 };
     int c;
     optind = 1;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, ":p:c:f:", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":p:c:f:j:", opts, NULL)) != -1) {
         int rc = RN_OK;
         switch (c) {
         case 'p': pol_s = optarg; break;
@@ -106,6 +108,7 @@ int cmd_simulate(int argc, char **argv)
         case O_MRC: want_mrc = 1; break;
         case O_MRCOUT: mrc_out = optarg; want_mrc = 1; break;
         case 'f': rc = rn_format_parse(optarg, &fmt, &err); break;
+        case 'j': rc = cli_parse_long("--threads", optarg, 1, 1024, &threads, &err); break;
         case ':': return cli_usage_error(argv[0], "%s needs a value", argv[optind - 1]);
         default: return cli_usage_error(argv[0], "unknown option '%s'", argv[optind - 1]);
         }
@@ -120,6 +123,7 @@ int cmd_simulate(int argc, char **argv)
     if (cap_s && parse_caps(cap_s, caps, 64, &nc, &err)) return cli_usage_error(argv[0], "%s", err.msg);
 
     cli_install_signals();
+    cli_threads(threads);
     const char *path = argv[optind];
     an_run r;
     an_spill sp = { .fd_key = -1, .fd_next = -1 };

@@ -26,6 +26,8 @@ static const char usage[] =
     "      --head H          only head H (default all)\n"
     "      --window W        working-set window in tokens (default 64)\n"
     "  -f, --format F        table (default), csv or json\n"
+    "  -j, --threads N       summarise N heads at once (default: the free cores;\n"
+    "                        the output is the same)\n"
     "  -h, --help            this text\n"
     "\n"
     "example: ramtrace stats trace.db --format csv > heads.csv\n";
@@ -57,13 +59,14 @@ int cmd_stats(int argc, char **argv)
     static const struct option opts[] = {
         { "run", required_argument, 0, O_RUN }, { "layer", required_argument, 0, O_LAYER },
         { "head", required_argument, 0, O_HEAD }, { "window", required_argument, 0, O_WINDOW },
-        { "format", required_argument, 0, 'f' }, { 0, 0, 0, 0 } };
-    long run = 0, layer = -1, head = -1, window = 64;
+        { "format", required_argument, 0, 'f' }, { "threads", required_argument, 0, 'j' },
+        { 0, 0, 0, 0 } };
+    long run = 0, layer = -1, head = -1, window = 64, threads = 0;
     int fmt = RN_FMT_TABLE, c;
     rn_error err = { 0 };
     optind = 1;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, ":f:", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":f:j:", opts, NULL)) != -1) {
         int rc = RN_OK;
         switch (c) {
         case O_RUN: rc = cli_parse_long("--run", optarg, 1, INT32_MAX, &run, &err); break;
@@ -71,6 +74,7 @@ int cmd_stats(int argc, char **argv)
         case O_HEAD: rc = cli_parse_long("--head", optarg, 0, RN_MAX_HEADS - 1, &head, &err); break;
         case O_WINDOW: rc = cli_parse_long("--window", optarg, 1, INT32_MAX, &window, &err); break;
         case 'f': rc = rn_format_parse(optarg, &fmt, &err); break;
+        case 'j': rc = cli_parse_long("--threads", optarg, 1, 1024, &threads, &err); break;
         case ':': return cli_usage_error(argv[0], "%s needs a value", argv[optind - 1]);
         default: return cli_usage_error(argv[0], "unknown option '%s'", argv[optind - 1]);
         }
@@ -82,6 +86,7 @@ int cmd_stats(int argc, char **argv)
     an_head_stats *hs = NULL;
     int nh = 0;
     uint64_t total = 0;
+    cli_threads(threads);
     double t0 = cli_now();
     int rc = an_run_open(path, run, &r, &err);
     if (rc) return cli_fail(&err);

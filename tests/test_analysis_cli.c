@@ -183,6 +183,38 @@ TH_TEST(test_simulate, "simulate equals brute-force LRU per scope")
     free(t);
 }
 
+static void expect_bad(const char *args, const char *needle);
+
+TH_TEST(test_threads_option, "-j on every analysis command: simulate's and stats' output byte-identical on 1 and 3 threads; bad counts exit 2")
+{
+    char *one = NULL;
+    const char *scopes[] = { "head", "model" };
+    for (int s = 0; s < 2; s++) {
+        for (int j = 1; j <= 3; j += 2) {
+            CU_ASSERT_EQUAL_FATAL(th_run("%s simulate %s --scope %s --policy lru,s3fifo,opt --capacity 3,8 --mrc -j %d",
+                                         th_bin(), DB, scopes[s], j), 0);
+            if (j == 1) one = strdup(th_out());
+            else CU_ASSERT_STRING_EQUAL(th_out(), one);
+        }
+        free(one);
+    }
+    for (int j = 1; j <= 3; j += 2) {
+        CU_ASSERT_EQUAL_FATAL(th_run("%s stats %s -j %d", th_bin(), DB, j), 0);
+        if (j == 1) one = strdup(th_out());
+        else CU_ASSERT_STRING_EQUAL(th_out(), one);
+    }
+    free(one);
+    CU_ASSERT_EQUAL(th_run("%s export %s --threads 2 -f csv -o %s", th_bin(), DB, th_path("j.csv")), 0);
+    CU_ASSERT_EQUAL(th_run("%s attribute %s --layer 0 --head 0 --pos 3 -j 2", th_bin(), DB), 0);
+    CU_ASSERT_EQUAL(th_run("%s plot mrc %s -j 2 -o %s", th_bin(), DB, th_path("j.png")), 0);
+    char a[8192];
+    const char *cmds[] = { "stats", "simulate", "export", "attribute", "plot mrc" };
+    for (int i = 0; i < 5; i++) {
+        snprintf(a, sizeof a, "%s %s -j 0 -o %s", cmds[i], DB, th_path("j0.out"));
+        expect_bad(a, "--threads");
+    }
+}
+
 TH_TEST(test_stats, "stats counts")
 {
     CU_ASSERT_EQUAL_FATAL(th_run("%s stats %s -f csv", th_bin(), DB), 0);

@@ -5,6 +5,7 @@
  * (head, layer and model scope, each op set, with and without warm-up),
  * OPT's next use against an_next_use, and per-head stats computed while
  * each head streams against stats of the whole loaded run. */
+#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -200,6 +201,65 @@ TH_TEST(test_spill_equals_memory, "spilled streams simulate exactly as loaded on
     an_run_close(&r);
 }
 
+/* Stops a grid after `after` simulations (test_simgrid_threads). */
+static int stop_after(void *user, int done, int total)
+{
+    (void)total;
+    return done >= *(int *)user;
+}
+
+TH_TEST(test_simgrid_threads, "simulate's policy x capacity cells on 1, 2 or 4 threads give the same counts as one cache at a time")
+{
+    an_run r;
+    rn_error err;
+    CU_ASSERT_EQUAL_FATAL(an_run_open(DB, 0, &r, &err), RN_OK);
+    const an_policy *pol[16];
+    int np = 0;
+    CU_ASSERT_EQUAL_FATAL(an_policy_parse_list("all", pol, 16, &np, &err), RN_OK);
+    const uint64_t caps[3] = { 2, 7, 30 };
+    const int nc = 3, saved = omp_get_max_threads();
+    for (int scope = AN_SCOPE_HEAD; scope <= AN_SCOPE_MODEL; scope++) {
+        tr_event *ev;
+        size_t n;
+        CU_ASSERT_EQUAL_FATAL(an_run_load(&r, -1, -1, RN_OPS_BOTH, &ev, &n, &err), RN_OK);
+        an_streams ss;
+        CU_ASSERT_EQUAL_FATAL(an_streams_build(ev, n, &r.run.cfg, scope, RN_OPS_BOTH, &ss, &err), RN_OK);
+        free(ev);
+        /* the reference: each (policy, capacity) through one cache per stream, in turn */
+        an_sim_result ref[16 * 3];
+        memset(ref, 0, sizeof ref);
+        for (int i = 0; i < ss.n; i++) {
+            uint32_t *nxt = malloc((ss.s[i].n + 1) * sizeof *nxt), *last = malloc((ss.s[i].n_keys + 1) * sizeof *last);
+            an_next_use(&ss.s[i], nxt, last);
+            for (int k = 0; k < np * nc; k++)
+                CU_ASSERT_EQUAL(an_simulate(&ss.s[i], pol[k / nc], caps[k % nc], 0, nxt, &ref[k], &err), RN_OK);
+            free(nxt); free(last);
+        }
+        an_spill sp;
+        CU_ASSERT_EQUAL_FATAL(an_spill_build(&r, -1, -1, scope, RN_OPS_BOTH, 0, NULL, &sp, &err), RN_OK);
+        const int threads[3] = { 1, 2, 4 };
+        for (int t = 0; t < 3; t++) {
+            omp_set_num_threads(threads[t]);
+            an_simgrid a, b;
+            CU_ASSERT_EQUAL_FATAL(an_simgrid_run(&ss, pol, np, caps, nc, 0, 36, NULL, NULL, &a, &err), RN_OK);
+            CU_ASSERT_EQUAL_FATAL(an_simgrid_run_spill(&sp, pol, np, caps, nc, 36, NULL, NULL, &b, &err), RN_OK);
+            CU_ASSERT(!memcmp(a.result, ref, sizeof *ref * (size_t)(np * nc)));
+            CU_ASSERT(!memcmp(b.result, ref, sizeof *ref * (size_t)(np * nc)));
+            an_simgrid_free(&a); an_simgrid_free(&b);
+            /* a progress callback that asks to stop: RN_EINTR, nothing kept */
+            int after = 3;
+            CU_ASSERT_EQUAL(an_simgrid_run_spill(&sp, pol, np, caps, nc, 36, stop_after, &after, &b, &err), RN_EINTR);
+            CU_ASSERT_PTR_NULL(b.result);
+            CU_ASSERT_EQUAL(an_simgrid_run(&ss, pol, np, caps, nc, 0, 36, stop_after, &after, &a, &err), RN_EINTR);
+            CU_ASSERT_PTR_NULL(a.result);
+        }
+        omp_set_num_threads(saved);
+        an_spill_free(&sp);
+        an_streams_free(&ss);
+    }
+    an_run_close(&r);
+}
+
 /* Records an_stats_run's progress calls (test_stats_stream). */
 static void stats_prog(void *user, int done, int total)
 {
@@ -210,7 +270,7 @@ static void stats_prog(void *user, int done, int total)
     *r->total = total;
 }
 
-TH_TEST(test_stats_per_head, "stats streamed head by head equal stats of the whole loaded run")
+TH_TEST(test_stats_per_head, "stats streamed head by head (1, 2, 3 threads) equal stats of the whole loaded run")
 {
     an_run r;
     rn_error err;
@@ -224,10 +284,13 @@ TH_TEST(test_stats_per_head, "stats streamed head by head equal stats of the who
     /* the reuse times all counted in the array, then (a limit of 2 tokens)
      * nearly all listed, then each head loaded instead of streamed */
     const size_t dense[3] = { an_stats_dense_reuse, 2, an_stats_dense_reuse };
-    for (int d = 0; d < 3; d++) {
+    /* and the heads on 1, 2 and 3 threads (each head alone, gathered in order) */
+    const int saved = omp_get_max_threads();
+    for (int d = 0; d < 9; d++) {
+        omp_set_num_threads(1 + d / 3);
         size_t keep = an_stats_dense_reuse, keep_slots = an_stats_stream_max_slots;
-        an_stats_dense_reuse = dense[d];
-        if (d == 2) an_stats_stream_max_slots = 0; /* each head loaded instead */
+        an_stats_dense_reuse = dense[d % 3];
+        if (d % 3 == 2) an_stats_stream_max_slots = 0; /* each head loaded instead */
         an_head_stats *hs;
         int nh;
         uint64_t total;
@@ -244,6 +307,7 @@ TH_TEST(test_stats_per_head, "stats streamed head by head equal stats of the who
         }
         free(hs);
     }
+    omp_set_num_threads(saved);
     /* progress after every selected head, up to the total; stop interrupts */
     {
         int calls = 0, last = 0, total_heads = 0, monotone = 1;

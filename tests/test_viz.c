@@ -211,6 +211,81 @@ TH_TEST(test_trace_binning, "trace: tokens binned when they outnumber columns")
     cairo_surface_destroy(sf);
 }
 
+/* Left and right ends of the ink in band r (-1, -1 when none). */
+static void ink_span(const vp_img *im, viz_rect r, int *x0, int *x1)
+{
+    *x0 = *x1 = -1;
+    for (int y = (int)r.y; y < (int)(r.y + r.h); y++)
+        for (int x = (int)r.x; x < (int)(r.x + r.w); x++)
+            if (!vp_white(vp_at(im, x, y))) {
+                if (*x0 < 0 || x < *x0) *x0 = x;
+                if (x > *x1) *x1 = x;
+            }
+}
+
+/* Render a one-panel trace of np positions (one write per position on a
+ * diagonal) at 640 x 400; the panel's x-axis title text, its width in the
+ * axis font, and the ink span of the band where that title is drawn. */
+static void render_binned(int64_t np, char *xt, size_t nxt, int64_t *bin, double *text_w, viz_rect *a_out,
+                          int *x0, int *x1)
+{
+    viz_access *ev = malloc((size_t)np * sizeof *ev);
+    for (int64_t p = 0; p < np; p++) ev[p] = (viz_access){ p, NS - 1 - p % NS, 1.0f, RN_OP_WRITE };
+    viz_trace_data d = { 0, np, NS, (size_t)np, ev, "binned", 0 };
+    viz_trace_style st;
+    viz_trace_style_default(&st);
+    const char *path = th_path("binned.png");
+    viz_surface s;
+    rn_error err = { 0 };
+    CU_ASSERT_EQUAL_FATAL(viz_surface_open(&s, path, 640, 400, 96, &err), RN_OK);
+    viz_rect cell;
+    CU_ASSERT_EQUAL(viz_trace_grid_draw(s.cr, viz_rect_make(0, 0, 640, 400), &d, 1, 0, &st, &cell, &err), RN_OK);
+    viz_rect a = viz_trace_area(cell, &d, &st);
+    *bin = viz_trace_bin(s.cr, np, a.w);
+    viz_trace_xtitle(xt, nxt, *bin);
+    viz_font(s.cr, st.font, 0);
+    *text_w = viz_text_width(s.cr, xt);
+    CU_ASSERT_EQUAL_FATAL(viz_surface_commit(&s, &err), RN_OK);
+    vp_img im;
+    CU_ASSERT_EQUAL_FATAL(vp_load(path, &im), 0);
+    /* the title sits a tick and 1.5 font sizes below the plot area, under
+     * the tick labels (viz_axes_draw); the band holds it and nothing else */
+    double top = a.y + a.h + st.font * 0.4 + st.font * 1.5;
+    ink_span(&im, viz_rect_make(cell.x, top - 1, cell.w, st.font * 1.4), x0, x1);
+    *a_out = a;
+    free(im.px);
+    free(ev);
+}
+
+TH_TEST(test_trace_bin_title_pixels, "trace: a binned panel's x-axis title names the bin width, and is drawn")
+{
+    char xt[96], want[96];
+    int64_t bin;
+    double tw;
+    viz_rect a;
+    int x0, x1;
+    /* 4096 tokens over a plot area a few hundred px wide: binned */
+    render_binned(4096, xt, sizeof xt, &bin, &tw, &a, &x0, &x1);
+    int64_t cols = (int64_t)ceil(a.w); /* an image surface at 96 DPI: one raster column per px */
+    CU_ASSERT(cols < 4096);
+    CU_ASSERT_EQUAL(bin, (4096 + cols - 1) / cols);
+    CU_ASSERT(bin > 1);
+    snprintf(want, sizeof want, "token position (%lld tokens per column)", (long long)((4096 + cols - 1) / cols));
+    CU_ASSERT_STRING_EQUAL(xt, want);
+    /* text pixels under the axis, as wide as the composed title, centred */
+    CU_ASSERT_FATAL(x0 >= 0);
+    CU_ASSERT(fabs((x1 - x0 + 1) - tw) < 6);
+    CU_ASSERT(fabs((x0 + x1) / 2.0 - (a.x + a.w / 2)) < 4);
+    double binned_w = x1 - x0 + 1;
+    /* 16 tokens: not binned; the plain title, and a narrower span of ink */
+    render_binned(16, xt, sizeof xt, &bin, &tw, &a, &x0, &x1);
+    CU_ASSERT_EQUAL(bin, 1);
+    CU_ASSERT_STRING_EQUAL(xt, "token position");
+    CU_ASSERT_FATAL(x0 >= 0);
+    CU_ASSERT(fabs((x1 - x0 + 1) - tw) < 6);
+    CU_ASSERT(binned_w > (x1 - x0 + 1) + 60);
+}
+
 /* Reuse panels: a tick under every labelled bin edge (the first bins' edges
  * are always labelled), the counts once in a summary line. */
 TH_TEST(test_reuse_edge_ticks_and_summary, "reuse: ticks on labelled bin edges; counts summarised once")

@@ -47,6 +47,12 @@ int64_t viz_trace_bin(cairo_t *cr, int64_t np, double extent)
     return W > 0 && np > W ? (np + W - 1) / W : 1;
 }
 
+void viz_trace_xtitle(char *buf, size_t n, int64_t bin)
+{
+    if (bin > 1) snprintf(buf, n, "token position (%lld tokens per column)", (long long)bin);
+    else snprintf(buf, n, "token position");
+}
+
 viz_rect viz_trace_area(viz_rect r, const viz_trace_data *d, const viz_trace_style *st)
 {
     return viz_axes_inner(r, st->font, d->title[0] != 0);
@@ -153,9 +159,7 @@ int viz_trace_draw(cairo_t *cr, viz_rect r, const viz_trace_data *d, const viz_t
         cairo_restore(cr);
     }
     char xl[96];
-    int64_t bin = viz_trace_bin(cr, d->pos_hi - d->pos_lo, a.w);
-    if (bin > 1) snprintf(xl, sizeof xl, "token position (%lld tokens per column)", (long long)bin);
-    else snprintf(xl, sizeof xl, "token position");
+    viz_trace_xtitle(xl, sizeof xl, viz_trace_bin(cr, d->pos_hi - d->pos_lo, a.w));
     viz_axis x = viz_axis_make((double)d->pos_lo, (double)d->pos_hi, 0, 1, st->x_title ? xl : NULL);
     viz_axis y = viz_axis_make(0, (double)d->n_slots, 0, 1, st->y_title ? st->ylabel : NULL);
     viz_axes_draw(cr, a, &x, &y, st->font, d->title, 0);

@@ -61,6 +61,11 @@ void viz_trace_style_paper(viz_trace_style *st);
  * title says so. */
 int64_t viz_trace_bin(cairo_t *cr, int64_t np, double extent);
 
+/* The x-axis title of a panel whose columns hold bin tokens each:
+ * "token position", or "token position (BIN tokens per column)" when bin
+ * > 1. */
+void viz_trace_xtitle(char *buf, size_t n, int64_t bin);
+
 void viz_trace_style_default(viz_trace_style *st);
 
 /* Plot area of a panel drawn in r (where cell (pos, slot) lands). */
