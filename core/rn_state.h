@@ -15,10 +15,10 @@
  * rn_pdma_read_acc on one row at a time, in rank order), so their outputs
  * are bit-identical.  The tiered store visits heads one after another: in a
  * chunk of n rows, layer by layer, head by head, and for each position its K
- * writes then its K reads by rank.  With n = 1 (a step, or prefill with
- * chunk 1) that is the trace's replay order (pos, layer, head, op, rank), so
- * its counters equal `simulate --scope model` at the same capacity and
- * policy (docs/tiered-state.md).
+ * writes then its K reads by rank: the order a traced run's probe reports
+ * (rn_probe.h), which the trace records (its prefill chunks) and `simulate`
+ * replays, so the counters equal `simulate --scope model` at the same
+ * capacity and policy (docs/tiered-state.md).
  *
  * Everything is allocated by rn_state_create; nothing allocates per token.
  */

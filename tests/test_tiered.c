@@ -222,6 +222,82 @@ TH_TEST(test_tiered_counters_simulate, "tiered hits and misses equal simulate's,
     unlink(TT_FILE);
 }
 
+/* The runtime's own order: the probe reports each forward call's accesses
+ * layer by layer, head by head, position by position (rn_probe.h), which is
+ * the order the tiered store accessed them in.  So a stream per cache, in
+ * the probe's order, keyed by the store's own (layer·H + head)·M + slot,
+ * replayed by the simulator, must give the store's counters: for prefill in
+ * chunks of 1, 7 and 64 rows followed by steps. */
+TH_TEST(test_tiered_counters_chunk_order, "tiered hits and misses equal simulate's in the runtime's chunk order")
+{
+    rn_config c;
+    tiny_config(&c, 3, 4, 0.7f);
+    rn_model m;
+    make_model(&m, &c, 12);
+    const char *pols[] = { "lru", "clock", "fifo", "lfu", "arc", "s3fifo" };
+    const uint64_t rows[] = { 2, 30, 90 };
+    const int chunks[] = { 1, 7, 64 };
+    const int64_t M = rn_config_slots(&c), H = c.n_heads;
+    int bad = 0, differs = 0;
+    uint32_t *key = malloc(sizeof *key * 20000);
+    for (int ci = 0; ci < 3; ci++)
+        for (int sc = 0; sc < 3; sc++)
+            for (int p = 0; p < 6; p++)
+                for (int b = 0; b < 3; b++) {
+                    rn_state_opts so = { rows[b] * 4 * (c.d_v + 1), TT_FILE, pols[p], 0, sc };
+                    rn_error err;
+                    rn_runtime *rt;
+                    CU_ASSERT_EQUAL_FATAL(rn_runtime_create_state(&m, chunks[ci], &so, &rt, &err), RN_OK);
+                    ev_rec r = { malloc(sizeof(tr_event) * 20000), 0, 20000 };
+                    rn_probe pr = { &r, rec_access };
+                    rn_runtime_set_probe(rt, &pr);
+                    int tok[80];
+                    for (int i = 0; i < 80; i++) tok[i] = (i * 53 + 7) % c.vocab_size;
+                    CU_ASSERT_EQUAL(rn_prefill(rt, tok, 70, NULL, 0, &err), RN_OK);
+                    for (int i = 70; i < 80; i++) CU_ASSERT_EQUAL(rn_step(rt, tok[i], NULL, &err), RN_OK);
+                    rn_state_counters cnt;
+                    CU_ASSERT_EQUAL(rn_runtime_state_counters(rt, &cnt), 1);
+                    CU_ASSERT_EQUAL_FATAL(r.n < r.cap, 1);
+                    /* one stream per cache: model, layer or head, in probe order */
+                    int64_t G = sc == 0 ? 1 : sc == 1 ? c.n_layers : c.n_layers * H;
+                    int64_t gkeys = c.n_layers * H * M / G;
+                    an_sim_result res = { 0 }, step = { 0 };
+                    for (int64_t g = 0; g < G; g++) {
+                        size_t n = 0;
+                        for (size_t i = 0; i < r.n; i++) {
+                            int64_t k = ((int64_t)r.ev[i].layer * H + r.ev[i].head) * M + r.ev[i].slot;
+                            if (k / gkeys == g) key[n++] = (uint32_t)(k - g * gkeys);
+                        }
+                        an_stream st = an_stream_from_keys(key, n, NULL);
+                        CU_ASSERT_EQUAL(an_simulate(&st, an_policy_find(pols[p]), cnt.capacity, 0, NULL, &res, &err),
+                                        RN_OK);
+                    }
+                    /* the step order of the same accesses (an_streams_build) */
+                    an_streams ss;
+                    CU_ASSERT_EQUAL_FATAL(an_streams_build(r.ev, r.n, &c, sc == 0 ? AN_SCOPE_MODEL : sc == 1 ?
+                                                           AN_SCOPE_LAYER : AN_SCOPE_HEAD, RN_OPS_BOTH, &ss, &err), RN_OK);
+                    for (int i = 0; i < ss.n; i++)
+                        an_simulate(&ss.s[i], an_policy_find(pols[p]), cnt.capacity, 0, NULL, &step, &err);
+                    an_streams_free(&ss);
+                    if (res.hits != cnt.hits || res.misses != cnt.misses || res.accesses != cnt.accesses) {
+                        bad++;
+                        fprintf(stderr, "chunk %d scope %d %s cap %llu: tiered %llu/%llu, simulate %llu/%llu\n",
+                                chunks[ci], sc, pols[p], (unsigned long long)cnt.capacity,
+                                (unsigned long long)cnt.hits, (unsigned long long)cnt.misses,
+                                (unsigned long long)res.hits, (unsigned long long)res.misses);
+                    }
+                    if (step.hits != cnt.hits) differs++;
+                    CU_ASSERT(ci > 0 || step.hits == cnt.hits); /* chunk 1: the step's order */
+                    free(r.ev);
+                    rn_runtime_free(rt);
+                }
+    CU_ASSERT_EQUAL(bad, 0);
+    CU_ASSERT(differs > 0); /* the order matters for chunks of 7 and 64 (so the check above has teeth) */
+    free(key);
+    rn_model_free(&m);
+    unlink(TT_FILE);
+}
+
 TH_TEST(test_tiered_refusals, "tiered state: bad options are refused with the option's name")
 {
     rn_config c;
@@ -297,6 +373,67 @@ TH_TEST(test_tiered_cli_trace_simulate, "trace --chunk 1 with a state budget: co
             CU_ASSERT_EQUAL(shits, hits);
             CU_ASSERT_EQUAL(smisses, misses);
         }
+}
+
+/* The chunks a traced run records, and simulate's default replay of them:
+ * run (prompt + generated tokens) and trace with --chunk 1, 7 and 64. */
+TH_TEST(test_tiered_cli_chunk_order, "run/trace --chunk 1, 7, 64 with a state budget: simulate replays the recorded chunks")
+{
+    const char *db = th_path("c.db"), *sf = th_path("c.state"), *in = th_path("c.txt");
+    char dbb[512], sfb[512], inb[512];
+    snprintf(dbb, sizeof dbb, "%s", db);
+    snprintf(sfb, sizeof sfb, "%s", sf);
+    snprintf(inb, sizeof inb, "%s", in);
+    CU_ASSERT_EQUAL_FATAL(th_write_verses(inb, 150), 0); /* 150 bytes: two whole chunks of 64 */
+    const int chunks[] = { 1, 7, 64 };
+    const char *pols[] = { "lru", "arc", "s3fifo" };
+    const char *scopes[] = { "model", "layer", "model" };
+    int run = 0, step_differs = 0;
+    for (int ci = 0; ci < 3; ci++)
+        for (int p = 0; p < 3; p++)
+            for (int cmd = 0; cmd < 2; cmd++) {
+                if (cmd == 0) {
+                    CU_ASSERT_EQUAL_FATAL(th_run("%s run samples/kjv.bin samples/prompts/kjv.txt -n 20 --seed 5 "
+                                                 "--chunk %d --trace %s --state-budget 20K --state-file %s "
+                                                 "--state-policy %s --state-scope %s -q", th_bin(), chunks[ci],
+                                                 dbb, sfb, pols[p], scopes[p]), 0);
+                } else {
+                    CU_ASSERT_EQUAL_FATAL(th_run("%s trace samples/kjv.bin %s -o %s --chunk %d --state-budget 8K "
+                                                 "--state-file %s --state-policy %s --state-scope %s -j 1 -q",
+                                                 th_bin(), inb, dbb, chunks[ci], sfb, pols[p], scopes[p]), 0);
+                }
+                run++;
+                /* no chunk recorded before the runs of 7: the table does not exist yet */
+                CU_ASSERT_EQUAL_FATAL(th_run("%s sql -F csv %s \"SELECT capacity, hits, misses, %s FROM "
+                                             "state_counters WHERE run_id = %d\"", th_bin(), dbb,
+                                             chunks[ci] == 1 ? "0" : "(SELECT count(*) FROM prefill_chunks "
+                                             "WHERE run_id = state_counters.run_id AND n = state_counters.chunk)", run), 0);
+                unsigned long long cap = 0, hits = 0, misses = 0;
+                int nch = -1;
+                CU_ASSERT_EQUAL_FATAL(sscanf(csv_row(th_out()), "%llu,%llu,%llu,%d", &cap, &hits, &misses, &nch), 4);
+                /* the prompt (157 tokens) and the input hold whole chunks */
+                CU_ASSERT(chunks[ci] == 1 || nch >= 1);
+                for (int order = 0; order < 2; order++) {
+                    CU_ASSERT_EQUAL_FATAL(th_run("%s simulate %s --run %d --scope %s --policy %s --capacity %llu "
+                                                 "-f csv%s", th_bin(), dbb, run, scopes[p], pols[p], cap,
+                                                 order ? " --order step" : ""), 0);
+                    char pol[32];
+                    unsigned long long scap = 0, acc = 0, shits = 0, smisses = 0;
+                    CU_ASSERT_EQUAL_FATAL(sscanf(csv_row(th_out()), "%31[^,],%llu,%llu,%llu,%llu", pol, &scap,
+                                                 &acc, &shits, &smisses), 5);
+                    if (order == 0) {
+                        CU_ASSERT_EQUAL(shits, hits);
+                        CU_ASSERT_EQUAL(smisses, misses);
+                    } else if (chunks[ci] == 1) {
+                        CU_ASSERT_EQUAL(shits, hits);
+                    } else
+                        step_differs += shits != hits;
+                }
+            }
+    CU_ASSERT(step_differs > 0);
+    CU_ASSERT_EQUAL(th_run("%s simulate %s --order chunky", th_bin(), dbb), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(th_err(), "--order"));
+    unlink(sfb);
 }
 
 TH_TEST(test_tiered_cli_run, "run with a state budget prints what the dense run prints; bad options exit 2")
