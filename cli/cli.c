@@ -176,6 +176,7 @@ int cli_state_option(int c, const char *arg, rn_state_opts *o, int *rc, rn_error
     case CLI_O_STATE_FILE: o->file = arg; return 1;
     case CLI_O_STATE_POLICY: o->policy = arg; return 1;
     case CLI_O_STATE_DIRECT: o->direct = 1; return 1;
+    case CLI_O_STATE_DISCARD: o->discard = 1; return 1;
     case CLI_O_STATE_SCOPE:
         if (!strcmp(arg, "model")) o->scope = RN_STATE_SCOPE_MODEL;
         else if (!strcmp(arg, "layer")) o->scope = RN_STATE_SCOPE_LAYER;

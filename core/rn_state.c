@@ -10,6 +10,7 @@
 
 #include "rn_cache.h"
 #include "rn_layers.h"
+#include "rn_statefile.h"
 
 #define DIRECT_ALIGN 4096
 #define WB_THREADS 4   /* write-behind threads; a key always goes to thread key % WB_THREADS */
@@ -54,6 +55,8 @@ struct rn_state {
     uint32_t *free_frames;        /* [nf]: per group, a stack of unused frames */
     uint8_t *dirty;               /* [nf] */
     uint8_t *on_disk;             /* [n_keys / 8]: the row was written to the file */
+    void *hdr_buf;                /* [RN_STATEFILE_DATA] aligned: header I/O */
+    rn_statefile_info info;       /* the header as on disk */
     wb_queue wb[WB_THREADS];
     char *wb_mem;
     rn_state_counters cnt;
@@ -68,6 +71,13 @@ static uint64_t row_stride(const rn_config *c, int direct)
 }
 
 static int is_tiered(const rn_state_opts *o) { return o && o->budget; }
+
+/* Bytes of the written-rows bitmap, rounded up to whole 4096-byte blocks
+ * (it is written to the file at a flush, with O_DIRECT too). */
+static size_t bitmap_bytes(uint64_t n_keys)
+{
+    return (size_t)(((n_keys + 7) / 8 + DIRECT_ALIGN - 1) / DIRECT_ALIGN * DIRECT_ALIGN);
+}
 
 int rn_state_check(const rn_config *c, const rn_state_opts *o, rn_error *err)
 {
@@ -136,10 +146,18 @@ void rn_state_free(rn_state *st)
         pthread_cond_broadcast(&q->cv);
         pthread_mutex_unlock(&q->mu);
         pthread_join(q->thread, NULL);
+        if (q->err.code && !st->err.code) st->err = q->err;
+        q->started = 0;
         pthread_mutex_destroy(&q->mu);
         pthread_cond_destroy(&q->cv);
     }
     free(st->wb_mem);
+    /* every queued row is written (the threads drain before they stop) */
+    if (st->fd >= 0 && st->hdr_buf && st->info.state == RN_STATEFILE_DIRTY && !st->err.code) {
+        st->info.state = RN_STATEFILE_CLOSED;
+        rn_statefile_write(st->fd, st->path, &st->info, st->hdr_buf, &st->err);
+    }
+    free(st->hdr_buf);
     for (uint64_t g = 0; st->caches && g < st->n_groups; g++)
         if (st->caches[g]) st->pol->free(st->caches[g]);
     free(st->caches); free(st->n_free);
@@ -190,15 +208,16 @@ int rn_state_create(const rn_config *c, const rn_state_opts *o, rn_state **out, 
     st->frame_key = malloc(st->nf * sizeof *st->frame_key);
     st->free_frames = malloc(st->nf * sizeof *st->free_frames);
     st->dirty = malloc(st->nf);
-    st->on_disk = malloc((st->n_keys + 7) / 8);
+    st->on_disk = aligned_alloc(DIRECT_ALIGN, bitmap_bytes(st->n_keys));
+    st->hdr_buf = aligned_alloc(DIRECT_ALIGN, RN_STATEFILE_DATA);
     st->caches = calloc(st->n_groups, sizeof *st->caches);
     st->n_free = calloc(st->n_groups, sizeof *st->n_free);
     if (!st->path || !st->frames || !st->key_frame || !st->frame_key || !st->free_frames ||
-        !st->dirty || !st->on_disk || !st->caches || !st->n_free) {
+        !st->dirty || !st->on_disk || !st->hdr_buf || !st->caches || !st->n_free) {
         rn_state_free(st);
         return rn_seterr(err, RN_ENOMEM, "out of memory allocating the tiered memory state");
     }
-    st->fd = open(o->file, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | (o->direct ? O_DIRECT : 0), 0644);
+    st->fd = open(o->file, O_RDWR | O_CREAT | O_CLOEXEC | (o->direct ? O_DIRECT : 0), 0644);
     if (st->fd < 0) { /* the option's path: bad input, whatever the reason */
         int e = errno;
         rc = rn_seterr(err, RN_EINPUT, "--state-file: %s: %s%s", o->file, strerror(e),
@@ -206,6 +225,13 @@ int rn_state_create(const rn_config *c, const rn_state_opts *o, rn_state **out, 
         rn_state_free(st);
         return rc;
     }
+    if ((rc = rn_statefile_check(st->fd, o->file, o->discard, st->hdr_buf, err))) {
+        close(st->fd);
+        st->fd = -1;  /* the file is left as it is */
+        rn_state_free(st);
+        return rc;
+    }
+    st->info = (rn_statefile_info){ 0, 0, rn_statefile_shape(c), st->stride, st->n_keys, 0 };
     size_t wbb = (size_t)WB_THREADS * WB_ROWS * st->stride;
     if (!(st->wb_mem = aligned_alloc(DIRECT_ALIGN, (wbb + DIRECT_ALIGN - 1) / DIRECT_ALIGN * DIRECT_ALIGN))) {
         rn_state_free(st);
@@ -248,9 +274,13 @@ void rn_state_reset(rn_state *st)
     }
     wb_drain(st);
     for (int t = 0; t < WB_THREADS; t++) memset(&st->wb[t].err, 0, sizeof st->wb[t].err);
-    /* Emptying the file frees its blocks; the new length is a hole. */
-    if (ftruncate(st->fd, 0) || ftruncate(st->fd, (off_t)(st->n_keys * st->stride)))
+    /* Emptying the file frees its blocks; the new length is a hole.  The
+     * header says dirty before any row is written. */
+    if (ftruncate(st->fd, 0) || ftruncate(st->fd, (off_t)(RN_STATEFILE_DATA + st->n_keys * st->stride)))
         rn_seterr(&st->err, RN_EIO, "--state-file: %s: %s", st->path, strerror(errno));
+    st->info.state = RN_STATEFILE_DIRTY;
+    st->info.bitmap_off = 0;
+    if (!st->err.code) rn_statefile_write(st->fd, st->path, &st->info, st->hdr_buf, &st->err);
     for (uint64_t g = 0; g < st->n_groups; g++) {
         if (st->caches[g]) st->pol->free(st->caches[g]);
         st->caches[g] = st->pol->init(st->cap, (uint32_t)st->gkeys);
@@ -263,7 +293,7 @@ void rn_state_reset(rn_state *st)
         st->n_free[g] = st->cap;
     }
     memset(st->key_frame, 0xff, st->n_keys * sizeof *st->key_frame);
-    memset(st->on_disk, 0, (st->n_keys + 7) / 8);
+    memset(st->on_disk, 0, bitmap_bytes(st->n_keys));
     memset(st->dirty, 0, st->nf);
     memset(&st->cnt, 0, sizeof st->cnt);
 }
@@ -282,7 +312,7 @@ int rn_state_head(rn_state *st, int l, int h, rn_real **S, rn_real **z, rn_error
  * a failure is set in *e unless one is there already. */
 static int row_io(rn_state *st, int wr, uint64_t key, char *buf, rn_error *e)
 {
-    off_t off = (off_t)(key * st->stride);
+    off_t off = (off_t)(RN_STATEFILE_DATA + key * st->stride);
     size_t done = 0;
     while (done < st->stride) {
         ssize_t r = wr ? pwrite(st->fd, buf + done, st->stride - done, off + (off_t)done)
@@ -339,6 +369,11 @@ static void wb_drain(rn_state *st)
 static void write_back(rn_state *st, uint32_t f)
 {
     uint32_t key = st->frame_key[f];
+    if (st->info.state != RN_STATEFILE_DIRTY) { /* the first row write since a flush */
+        st->info.state = RN_STATEFILE_DIRTY;
+        st->info.bitmap_off = 0;
+        if (!st->err.code) rn_statefile_write(st->fd, st->path, &st->info, st->hdr_buf, &st->err);
+    }
     wb_queue *q = &st->wb[key % WB_THREADS];
     pthread_mutex_lock(&q->mu);
     while (q->count == WB_ROWS) pthread_cond_wait(&q->cv, &q->mu);
@@ -478,8 +513,26 @@ int rn_state_flush(rn_state *st, rn_error *err)
     for (uint64_t f = 0; f < st->nf; f++)
         if (st->dirty[f] && st->key_frame[st->frame_key[f]] == f) write_back(st, (uint32_t)f);
     wb_drain(st);
-    if (!rn_state_error(st, NULL) && fsync(st->fd))
+    if (st->info.state != RN_STATEFILE_DIRTY || rn_state_error(st, NULL)) return rn_state_error(st, err);
+    /* the rows, then the bitmap after them, on disk before the header says clean */
+    uint64_t boff = RN_STATEFILE_DATA + st->n_keys * st->stride;
+    boff = (boff + DIRECT_ALIGN - 1) / DIRECT_ALIGN * DIRECT_ALIGN;
+    size_t len = bitmap_bytes(st->n_keys), done = 0;
+    while (done < len && !st->err.code) {
+        ssize_t w = pwrite(st->fd, st->on_disk + done, len - done, (off_t)(boff + done));
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) rn_seterr(&st->err, RN_EIO, "--state-file: %s: writing the bitmap: %s", st->path,
+                              w < 0 ? strerror(errno) : "short write");
+        else done += (size_t)w;
+    }
+    if (!st->err.code && fsync(st->fd))
         rn_seterr(&st->err, RN_EIO, "--state-file: %s: fsync: %s", st->path, strerror(errno));
+    if (!st->err.code) {
+        st->info.state = RN_STATEFILE_CLEAN;
+        st->info.generation++;
+        st->info.bitmap_off = boff;
+        rn_statefile_write(st->fd, st->path, &st->info, st->hdr_buf, &st->err);
+    }
     return rn_state_error(st, err);
 }
 

@@ -37,6 +37,8 @@ typedef struct {
     const char *policy;   /* cache policy name (rn_policy_find); NULL: "lru" */
     int direct;           /* 1: open the file with O_DIRECT */
     int scope;            /* enum rn_state_scope: one cache (and budget) per model, layer or head */
+    int discard;          /* 1: replace the file even when it is dirty or not a state file */
+    int no_prefetch;      /* 1: fetch each missing row only when it is accessed */
 } rn_state_opts;
 
 /* The caches of a tiered store, as `simulate --scope`: one for the model
@@ -64,8 +66,13 @@ int rn_state_check(const rn_config *c, const rn_state_opts *o, rn_error *err);
 double rn_state_bytes(const rn_config *c, const rn_state_opts *o);
 
 /* Create a store at the initial state (S = 0, z = 1/M); o NULL or budget 0:
- * dense.  Tiered: creates (truncates) the file, sparse. */
+ * dense.  Tiered: creates (replaces) the file, sparse, with a header marked
+ * dirty (core/rn_statefile.h); an existing file that is dirty (left by a
+ * killed run) or not a state file is refused (RN_EINPUT naming it) unless
+ * o->discard. */
 int rn_state_create(const rn_config *c, const rn_state_opts *o, rn_state **out, rn_error *err);
+/* Tiered: the file is marked closed (not a state, but nothing cut short)
+ * unless it is clean or an I/O error happened. */
 void rn_state_free(rn_state *st);
 
 int rn_state_tiered(const rn_state *st);
@@ -87,8 +94,9 @@ void rn_state_scan(rn_state *st, int l, int h, rn_real *o, const rn_real *v,
 /* The first failure since create/reset (RN_OK when none), copied into err. */
 int rn_state_error(rn_state *st, rn_error *err);
 
-/* Tiered: write every dirty row back and fsync, so the file holds the whole
- * state; rows stay cached.  Dense: nothing. */
+/* Tiered: write every dirty row back, then the written-rows bitmap, fsync,
+ * and mark the file clean, so it holds the whole state; rows stay cached
+ * (the next write-back marks it dirty again).  Dense: nothing. */
 int rn_state_flush(rn_state *st, rn_error *err);
 
 /* Counters since create/reset (all 0 for a dense store). */

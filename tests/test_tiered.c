@@ -15,6 +15,7 @@
 #include "rn_model.h"
 #include "rn_params.h"
 #include "rn_runtime.h"
+#include "rn_statefile.h"
 #include "th.h"
 
 #define TT_FILE th_path("tiered.state")
@@ -78,8 +79,10 @@ static int run_seq(const rn_model *m, const rn_state_opts *so, int chunk, float 
     return rc;
 }
 
-/* The file, after a flush, holds the dense state: each row equals the dense
- * row, or is a hole (zeros) where the dense row is still the initial one. */
+/* The file, after a flush, holds the dense state: its header says clean,
+ * and each row equals the dense row where the bitmap after the rows says it
+ * was written, else is a hole (zeros) and the dense row still the initial
+ * one (core/rn_statefile.h). */
 static int file_matches(rn_runtime *dense, rn_runtime *tiered, const rn_config *c)
 {
     rn_error err;
@@ -89,20 +92,27 @@ static int file_matches(rn_runtime *dense, rn_runtime *tiered, const rn_config *
     const int64_t M = rn_config_slots(c);
     const int dv = c->d_v;
     float row[64];
-    int ok = 1;
-    for (int l = 0; l < c->n_layers; l++)
+    char hb[RN_STATEFILE_DATA];
+    rn_statefile_info info;
+    uint64_t nk = (uint64_t)c->n_layers * c->n_heads * M;
+    uint8_t bits[512];
+    int ok = pread(fd, hb, sizeof hb, 0) == (ssize_t)sizeof hb && rn_statefile_decode(hb, &info) &&
+             info.state == RN_STATEFILE_CLEAN && info.n_keys == nk && info.shape == rn_statefile_shape(c) &&
+             info.bitmap_off >= RN_STATEFILE_DATA + nk * info.row_bytes && nk <= 8 * sizeof bits &&
+             pread(fd, bits, (nk + 7) / 8, (off_t)info.bitmap_off) == (ssize_t)((nk + 7) / 8);
+    for (int l = 0; l < c->n_layers && ok; l++)
         for (int h = 0; h < c->n_heads; h++) {
             const rn_real *S, *z;
             if (rn_runtime_head_state(dense, l, h, &S, &z, &err)) { ok = 0; continue; }
             for (int64_t s = 0; s < M; s++) {
                 uint64_t key = ((uint64_t)l * c->n_heads + h) * M + s;
-                if (pread(fd, row, sizeof(float) * (dv + 1), (off_t)(key * sizeof(float) * (dv + 1))) !=
+                if (pread(fd, row, sizeof(float) * (dv + 1), (off_t)(RN_STATEFILE_DATA + key * info.row_bytes)) !=
                     (ssize_t)(sizeof(float) * (dv + 1))) { ok = 0; continue; }
                 int same = !memcmp(row, S + s * dv, sizeof(float) * dv) && row[dv] == z[s];
                 int hole = 1, initial = z[s] == (float)(1.0 / (double)M);
                 for (int i = 0; i <= dv; i++) hole &= row[i] == 0;
                 for (int i = 0; i < dv; i++) initial &= S[s * dv + i] == 0;
-                if (!same && !(hole && initial)) ok = 0;
+                if ((bits[key >> 3] >> (key & 7)) & 1 ? !same : !(hole && initial)) ok = 0;
             }
         }
     close(fd);
@@ -130,7 +140,7 @@ TH_TEST(test_tiered_bit_identical, "tiered state equals dense, bit for bit (poli
             for (int p = 0; p < 6; p++)
                 for (int b = 0; b < 5; b++) {
                     /* the budget is per cache: one for the model, a layer or a head */
-                    rn_state_opts so = { rows[b] * 4 * (c.d_v + 1) + (b & 1), TT_FILE, pols[p], 0, b % 3 };
+                    rn_state_opts so = { rows[b] * 4 * (c.d_v + 1) + (b & 1), TT_FILE, pols[p], 0, b % 3, 0, 0 };
                     rn_runtime *rt = NULL;
                     rn_state_counters cnt;
                     memset(got, 0xff, nl * 4);
@@ -187,7 +197,7 @@ TH_TEST(test_tiered_counters_simulate, "tiered hits and misses equal simulate's,
     for (int sc = 0; sc < 3; sc++)
     for (int p = 0; p < 6; p++)
         for (int b = 0; b < 6; b++) {
-            rn_state_opts so = { rows[b] * 4 * (c.d_v + 1), TT_FILE, pols[p], 0, sc };
+            rn_state_opts so = { rows[b] * 4 * (c.d_v + 1), TT_FILE, pols[p], 0, sc, 0, 0 };
             rn_error err;
             rn_runtime *rt;
             CU_ASSERT_EQUAL_FATAL(rn_runtime_create_state(&m, 1, &so, &rt, &err), RN_OK);
@@ -244,7 +254,7 @@ TH_TEST(test_tiered_counters_chunk_order, "tiered hits and misses equal simulate
         for (int sc = 0; sc < 3; sc++)
             for (int p = 0; p < 6; p++)
                 for (int b = 0; b < 3; b++) {
-                    rn_state_opts so = { rows[b] * 4 * (c.d_v + 1), TT_FILE, pols[p], 0, sc };
+                    rn_state_opts so = { rows[b] * 4 * (c.d_v + 1), TT_FILE, pols[p], 0, sc, 0, 0 };
                     rn_error err;
                     rn_runtime *rt;
                     CU_ASSERT_EQUAL_FATAL(rn_runtime_create_state(&m, chunks[ci], &so, &rt, &err), RN_OK);
@@ -307,13 +317,13 @@ TH_TEST(test_tiered_refusals, "tiered state: bad options are refused with the op
     rn_error err;
     rn_runtime *rt = NULL;
     struct { rn_state_opts o; const char *word; } bad[] = {
-        { { 1000, NULL, NULL, 0, 0 }, "--state-file" },
-        { { 1000, TT_FILE, "opt", 0, 0 }, "--state-policy" },
-        { { 1000, TT_FILE, "bogus", 0, 0 }, "bogus" },
-        { { 10, TT_FILE, NULL, 0, 0 }, "--state-budget" },
-        { { 1000, "/nonexistent-dir/x.state", NULL, 0, 0 }, "--state-file" },
-        { { 0, TT_FILE, NULL, 0, 0 }, "--state-file" },
-        { { 1000, TT_FILE, NULL, 0, 7 }, "--state-scope" },
+        { { 1000, NULL, NULL, 0, 0, 0, 0 }, "--state-file" },
+        { { 1000, TT_FILE, "opt", 0, 0, 0, 0 }, "--state-policy" },
+        { { 1000, TT_FILE, "bogus", 0, 0, 0, 0 }, "bogus" },
+        { { 10, TT_FILE, NULL, 0, 0, 0, 0 }, "--state-budget" },
+        { { 1000, "/nonexistent-dir/x.state", NULL, 0, 0, 0, 0 }, "--state-file" },
+        { { 0, TT_FILE, NULL, 0, 0, 0, 0 }, "--state-file" },
+        { { 1000, TT_FILE, NULL, 0, 7, 0, 0 }, "--state-scope" },
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         CU_ASSERT_NOT_EQUAL(rn_runtime_create_state(&m, 4, &bad[i].o, &rt, &err), RN_OK);
@@ -321,7 +331,7 @@ TH_TEST(test_tiered_refusals, "tiered state: bad options are refused with the op
         CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, bad[i].word));
     }
     /* interventions and head state need the dense store */
-    rn_state_opts so = { 1000, TT_FILE, NULL, 0, 0 };
+    rn_state_opts so = { 1000, TT_FILE, NULL, 0, 0, 0, 0 };
     CU_ASSERT_EQUAL_FATAL(rn_runtime_create_state(&m, 4, &so, &rt, &err), RN_OK);
     const rn_real *S, *z;
     CU_ASSERT_EQUAL(rn_runtime_head_state(rt, 0, 0, &S, &z, &err), RN_EINPUT);
@@ -480,7 +490,7 @@ TH_TEST(test_tiered_direct, "tiered state with O_DIRECT equals dense (skipped wh
     const size_t nl = (size_t)(T_PRE + T_GEN) * c.vocab_size;
     float *ref = malloc(nl * 4), *got = malloc(nl * 4);
     CU_ASSERT_EQUAL_FATAL(run_seq(&m, NULL, 5, ref, NULL, NULL), RN_OK);
-    rn_state_opts so = { 10 * 4 * (c.d_v + 1), TT_FILE, "clock", 1, RN_STATE_SCOPE_HEAD };
+    rn_state_opts so = { 10 * 4 * (c.d_v + 1), TT_FILE, "clock", 1, RN_STATE_SCOPE_HEAD, 0, 0 };
     rn_error err;
     rn_runtime *rt;
     if (rn_runtime_create_state(&m, 5, &so, &rt, &err) == RN_EINPUT && strstr(err.msg, "O_DIRECT")) {
@@ -496,4 +506,108 @@ TH_TEST(test_tiered_direct, "tiered state with O_DIRECT equals dense (skipped wh
     free(ref); free(got);
     rn_model_free(&m);
     unlink(TT_FILE);
+}
+
+/* The header of TT_FILE: its state (RN_STATEFILE_*), or 0 when unreadable. */
+static uint32_t file_state(uint64_t *generation)
+{
+    char hb[RN_STATEFILE_DATA];
+    rn_statefile_info info;
+    int fd = open(TT_FILE, O_RDONLY);
+    if (fd < 0) return 0;
+    int ok = pread(fd, hb, sizeof hb, 0) == (ssize_t)sizeof hb && rn_statefile_decode(hb, &info);
+    close(fd);
+    if (ok && generation) *generation = info.generation;
+    return ok ? info.state : 0;
+}
+
+TH_TEST(test_tiered_file_header, "state file: dirty while written, clean after a flush, closed at the end; a dirty or foreign file is refused")
+{
+    rn_config c;
+    tiny_config(&c, 1, 0, 1.0f);
+    rn_model m;
+    make_model(&m, &c, 31);
+    rn_state_opts so = { 5 * 4 * (c.d_v + 1), TT_FILE, "lru", 0, 0, 0, 0 };
+    rn_error err;
+    rn_runtime *rt;
+    unlink(TT_FILE);
+    CU_ASSERT_EQUAL_FATAL(rn_runtime_create_state(&m, 4, &so, &rt, &err), RN_OK);
+    uint64_t gen = 99;
+    CU_ASSERT_EQUAL(file_state(&gen), RN_STATEFILE_DIRTY);
+    CU_ASSERT_EQUAL(gen, 0);
+    int tok[20];
+    for (int i = 0; i < 20; i++) tok[i] = (i * 31 + 3) % c.vocab_size;
+    CU_ASSERT_EQUAL(rn_prefill(rt, tok, 10, NULL, 0, &err), RN_OK);
+    CU_ASSERT_EQUAL(rn_runtime_flush_state(rt, &err), RN_OK);
+    CU_ASSERT_EQUAL(file_state(&gen), RN_STATEFILE_CLEAN);
+    CU_ASSERT_EQUAL(gen, 1);
+    /* a step with 5 rows in memory evicts dirty rows: the header says dirty again */
+    CU_ASSERT_EQUAL(rn_step(rt, tok[10], NULL, &err), RN_OK);
+    CU_ASSERT_EQUAL(file_state(&gen), RN_STATEFILE_DIRTY);
+    CU_ASSERT_EQUAL(gen, 1);
+    rn_runtime_free(rt);
+    CU_ASSERT_EQUAL(file_state(NULL), RN_STATEFILE_CLOSED);
+    /* closed: replaced freely */
+    CU_ASSERT_EQUAL_FATAL(rn_runtime_create_state(&m, 4, &so, &rt, &err), RN_OK);
+    rn_runtime_free(rt);
+    /* a clean file is replaced too */
+    CU_ASSERT_EQUAL_FATAL(rn_runtime_create_state(&m, 4, &so, &rt, &err), RN_OK);
+    CU_ASSERT_EQUAL(rn_runtime_flush_state(rt, &err), RN_OK);
+    rn_runtime_free(rt);
+    CU_ASSERT_EQUAL(file_state(NULL), RN_STATEFILE_CLEAN);
+    CU_ASSERT_EQUAL_FATAL(rn_runtime_create_state(&m, 4, &so, &rt, &err), RN_OK);
+    rn_runtime_free(rt);
+    /* a dirty header (what a killed run leaves) is refused, naming the file,
+     * and the file is left alone; discard replaces it */
+    char hb[RN_STATEFILE_DATA];
+    rn_statefile_info info = { RN_STATEFILE_DIRTY, 3, rn_statefile_shape(&c), 28, 162, 0 };
+    int fd = open(TT_FILE, O_RDWR);
+    CU_ASSERT_FATAL(fd >= 0);
+    CU_ASSERT_EQUAL(rn_statefile_write(fd, TT_FILE, &info, hb, &err), RN_OK);
+    close(fd);
+    rt = NULL;
+    CU_ASSERT_EQUAL(rn_runtime_create_state(&m, 4, &so, &rt, &err), RN_EINPUT);
+    CU_ASSERT_PTR_NULL(rt);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, TT_FILE));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "dirty"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "after 3 flushes"));
+    CU_ASSERT_EQUAL(file_state(NULL), RN_STATEFILE_DIRTY);
+    so.discard = 1;
+    CU_ASSERT_EQUAL_FATAL(rn_runtime_create_state(&m, 4, &so, &rt, &err), RN_OK);
+    rn_runtime_free(rt);
+    so.discard = 0;
+    /* a file that is not a state file (or a corrupt header) is not replaced */
+    CU_ASSERT_EQUAL_FATAL(th_write_file(TT_FILE, "precious data\n", 14), 0);
+    CU_ASSERT_EQUAL(rn_runtime_create_state(&m, 4, &so, &rt, &err), RN_EINPUT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "not a ramtrace state file"));
+    size_t len = 0;
+    char *txt = th_read_file(TT_FILE, &len);
+    CU_ASSERT(txt && len == 14 && !memcmp(txt, "precious data\n", 14));
+    free(txt);
+    rn_model_free(&m);
+    unlink(TT_FILE);
+}
+
+TH_TEST(test_tiered_cli_killed, "a run killed mid-way (SIGKILL) leaves its state file flagged: the next run refuses it (exit 2)")
+{
+    const char *sf = th_path("killed.state");
+    char sfb[512];
+    snprintf(sfb, sizeof sfb, "%s", sf);
+    unlink(sfb);
+    /* wait for the file's header, let it run a little, then SIGKILL */
+    int rc = th_run("%s run samples/kjv.bin samples/prompts/kjv.txt -n 100000 --state-budget 4K --state-file %s "
+                    "-q >/dev/null 2>&1 & pid=$!; i=0; while [ ! -s %s ] && [ $i -lt 200 ]; do sleep 0.05; "
+                    "i=$((i+1)); done; sleep 0.5; kill -9 $pid; wait $pid", th_bin(), sfb, sfb);
+    CU_ASSERT_EQUAL(rc, 128 + 9);
+    CU_ASSERT_EQUAL(th_run("%s run samples/kjv.bin samples/prompts/kjv.txt -n 5 --state-budget 4K --state-file %s",
+                           th_bin(), sfb), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(th_err(), sfb));
+    CU_ASSERT_PTR_NOT_NULL(strstr(th_err(), "dirty"));
+    CU_ASSERT_EQUAL(th_count_lines(th_err()), 1);
+    CU_ASSERT_EQUAL(th_run("%s run samples/kjv.bin samples/prompts/kjv.txt -n 5 --state-budget 4K --state-file %s "
+                           "--state-discard", th_bin(), sfb), 0);
+    /* a normal end leaves it closed: the next run replaces it */
+    CU_ASSERT_EQUAL(th_run("%s run samples/kjv.bin samples/prompts/kjv.txt -n 5 --state-budget 4K --state-file %s",
+                           th_bin(), sfb), 0);
+    unlink(sfb);
 }
