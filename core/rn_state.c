@@ -10,11 +10,14 @@
 
 #include "rn_cache.h"
 #include "rn_layers.h"
+#include "rn_prefetch.h"
 #include "rn_statefile.h"
 
 #define DIRECT_ALIGN 4096
 #define WB_THREADS 4   /* write-behind threads; a key always goes to thread key % WB_THREADS */
 #define WB_ROWS 64     /* rows queued per thread */
+#define PF_THREADS 16  /* read-ahead threads: the queue depth of the reads */
+#define PF_SLOTS 256   /* rows read ahead at most (a step's layer touches H·2K rows) */
 
 /* One write-behind queue: evicted dirty rows wait here, oldest first, until
  * its thread has written them; an entry leaves only after its pwrite, so a
@@ -59,6 +62,12 @@ struct rn_state {
     rn_statefile_info info;       /* the header as on disk */
     wb_queue wb[WB_THREADS];
     char *wb_mem;
+    /* read-ahead of the layer being scanned (rn_state_layer): its accesses,
+     * numbered in scan order, are examined up to pf_cur */
+    rn_prefetch *pf;              /* NULL: no read-ahead */
+    const uint32_t *pf_w, *pf_r;  /* the layer's write and read slots [n, H, K] */
+    int pf_l, pf_n;               /* the layer (-1: none) and its positions */
+    uint64_t pf_cur, pf_total;
     rn_state_counters cnt;
     int bad;                      /* a victim had no frame (set by evicted) */
     rn_error err;                 /* first failure since create/reset */
@@ -138,6 +147,7 @@ static void *wb_main(void *arg);
 void rn_state_free(rn_state *st)
 {
     if (!st) return;
+    rn_prefetch_free(st->pf); /* its threads read the file */
     for (int t = 0; t < WB_THREADS; t++) {
         wb_queue *q = &st->wb[t];
         if (!q->started) continue;
@@ -251,6 +261,11 @@ int rn_state_create(const rn_config *c, const rn_state_opts *o, rn_state **out, 
         }
         q->started = 1;
     }
+    if (!o->no_prefetch && (rc = rn_prefetch_create(st->fd, st->path, st->stride, PF_THREADS, PF_SLOTS, &st->pf, err))) {
+        rn_state_free(st);
+        return rc;
+    }
+    st->pf_l = -1;
     rn_state_reset(st);
     if (st->err.code) {
         rc = rn_seterr(err, st->err.code, "%s", st->err.msg);
@@ -272,6 +287,8 @@ void rn_state_reset(rn_state *st)
             rn_pdma_reset(st->S + i * st->M * st->dv, st->z + i * st->M, st->M, st->dv);
         return;
     }
+    if (st->pf) rn_prefetch_drop(st->pf);
+    st->pf_l = -1;
     wb_drain(st);
     for (int t = 0; t < WB_THREADS; t++) memset(&st->wb[t].err, 0, sizeof st->wb[t].err);
     /* Emptying the file frees its blocks; the new length is a hole.  The
@@ -448,7 +465,13 @@ static rn_real *row(rn_state *st, uint32_t key, int write)
             st->dirty[f] = 0;
             rn_real *r = (rn_real *)(st->frames + (size_t)f * st->stride);
             if (st->on_disk[key >> 3] & (1u << (key & 7))) {
-                read_back(st, key, (char *)r);
+                int s = st->pf ? rn_prefetch_find(st->pf, key) : -1;
+                if (s >= 0) {
+                    rn_error e = { 0 };
+                    if (rn_prefetch_take(st->pf, s, r, &e) && !st->err.code) st->err = e;
+                    st->cnt.prefetched++;
+                } else
+                    read_back(st, key, (char *)r);
                 st->cnt.bytes_read += st->stride;
             } else {
                 memset(r, 0, sizeof(rn_real) * st->dv);
@@ -467,6 +490,56 @@ static rn_real *row(rn_state *st, uint32_t key, int write)
     return (rn_real *)(st->frames + (size_t)f * st->stride);
 }
 
+/* Is key's row in a write-behind queue (so the file does not hold it yet)? */
+static int queued(rn_state *st, uint32_t key)
+{
+    wb_queue *q = &st->wb[key % WB_THREADS];
+    int found = 0;
+    pthread_mutex_lock(&q->mu);
+    for (int n = 0; n < q->count && !found; n++) found = q->key[(q->head + n) % WB_ROWS] == key;
+    pthread_mutex_unlock(&q->mu);
+    return found;
+}
+
+/* Read ahead: examine the layer's accesses from max(pf_cur, cur) on, in
+ * scan order, and issue a read for each row that is neither in memory nor
+ * queued nor read already but is in the file, while slots are free.  Such
+ * a row stays out of memory until its own access (only an access brings a
+ * row in), so its bytes in the file cannot change before that access takes
+ * them: read ahead changes no hit, miss or byte count, only when the bytes
+ * arrive. */
+static void read_ahead(rn_state *st, uint64_t cur)
+{
+    if (st->pf_cur < cur) st->pf_cur = cur;
+    const int H = st->H, K = st->c.top_k, n = st->pf_n;
+    while (st->pf_cur < st->pf_total && !rn_prefetch_full(st->pf)) {
+        uint64_t i = st->pf_cur++;
+        int h = (int)(i / ((uint64_t)n * 2 * K));
+        uint64_t rem = i % ((uint64_t)n * 2 * K);
+        int t = (int)(rem / (2 * (uint64_t)K)), j = (int)(rem % (2 * (uint64_t)K));
+        size_t a = ((size_t)t * H + h) * K;
+        uint32_t slot = j < K ? st->pf_w[a + j] : st->pf_r[a + j - K];
+        uint32_t key = (uint32_t)(((uint64_t)st->pf_l * H + h) * (uint64_t)st->M + slot);
+        if (st->key_frame[key] != RN_CACHE_NONE || !(st->on_disk[key >> 3] & (1u << (key & 7))) ||
+            rn_prefetch_find(st->pf, key) >= 0 || queued(st, key))
+            continue;
+        rn_prefetch_issue(st->pf, key, (off_t)(RN_STATEFILE_DATA + (uint64_t)key * st->stride));
+    }
+}
+
+void rn_state_layer(rn_state *st, int l, const uint32_t *wslot, const uint32_t *rslot, int n)
+{
+    if (!st->tiered || !st->pf) return;
+    rn_prefetch_drop(st->pf); /* the last layer's reads not taken (none, normally) */
+    st->pf_l = l;
+    st->pf_w = wslot;
+    st->pf_r = rslot;
+    st->pf_n = n;
+    st->pf_cur = 0;
+    st->pf_total = (uint64_t)st->H * (uint64_t)n * 2 * (uint64_t)st->c.top_k;
+    read_ahead(st, 0);
+}
+
 void rn_state_scan(rn_state *st, int l, int h, rn_real *o, const rn_real *v,
                    const uint32_t *wslot, const rn_real *ww, const uint32_t *rslot,
                    const rn_real *rw, int n)
@@ -480,8 +553,10 @@ void rn_state_scan(rn_state *st, int l, int h, rn_real *o, const rn_real *v,
         return;
     }
     const uint32_t base = (uint32_t)(((uint64_t)l * H + h) * (uint64_t)st->M), zero = 0;
+    const int ahead = st->pf && st->pf_l == l && st->pf_n == n && st->pf_w == wslot && st->pf_r == rslot;
     for (int t = 0; t < n; t++) {
         size_t a = ((size_t)t * H + h) * K, vv = (size_t)t * H * dv + (size_t)h * dv;
+        if (ahead) read_ahead(st, ((uint64_t)h * n + t) * 2 * K); /* keep the slots busy */
         for (int j = 0; j < K; j++) {
             rn_real *r = row(st, base + wslot[a + j], 1);
             rn_pdma_write(r, r + dv, dv, &zero, ww + a + j, 1, v + vv, gamma);

@@ -53,6 +53,8 @@ typedef struct {
     uint64_t accesses, hits, misses;
     uint64_t bytes_read, bytes_written; /* pread / pwrite bytes to the state file */
     uint64_t evictions;   /* rows that left memory (written back when dirty) */
+    uint64_t prefetched;  /* misses whose row had been read ahead (rn_state_layer); counted in
+                           * misses and bytes_read as any other */
 } rn_state_counters;
 
 typedef struct rn_state rn_state;
@@ -83,6 +85,12 @@ void rn_state_reset(rn_state *st);
 
 /* Dense only: head (l, h)'s S [M, d_v] and z [M]; RN_EINPUT on a tiered store. */
 int rn_state_head(rn_state *st, int l, int h, rn_real **S, rn_real **z, rn_error *err);
+
+/* Layer l's addresses (slots [n, H, K], valid until the layer's last
+ * rn_state_scan), before its heads are scanned: the tiered store starts
+ * reading the rows of the file it will miss, several at a time (read-ahead
+ * threads; off with rn_state_opts.no_prefetch).  Dense: nothing. */
+void rn_state_layer(rn_state *st, int l, const uint32_t *wslot, const uint32_t *rslot, int n);
 
 /* One head's memory scan over n positions (rn_pdma_scan_forward's layout:
  * o, v [n, H·d_v]; slots and weights [n, H, K]).  An I/O failure of the

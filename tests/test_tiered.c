@@ -611,3 +611,39 @@ TH_TEST(test_tiered_cli_killed, "a run killed mid-way (SIGKILL) leaves its state
                            th_bin(), sfb), 0);
     unlink(sfb);
 }
+
+TH_TEST(test_tiered_prefetch, "read-ahead changes neither outputs nor counters, and serves misses (page cache and O_DIRECT)")
+{
+    rn_config c;
+    tiny_config(&c, 5, 2, 0.9f);
+    rn_model m;
+    make_model(&m, &c, 41);
+    const size_t nl = (size_t)(T_PRE + T_GEN) * c.vocab_size;
+    float *ref = malloc(nl * 4), *got = malloc(nl * 4);
+    const char *pols[] = { "lru", "arc", "s3fifo" };
+    const uint64_t rows[] = { 3, 20, 60 };
+    int served = 0;
+    for (int direct = 0; direct < 2; direct++)
+        for (int p = 0; p < 3; p++)
+            for (int b = 0; b < 3; b++)
+                for (int chunk = 1; chunk <= 9; chunk += 8) {
+                    rn_state_opts so = { rows[b] * 4 * (c.d_v + 1), TT_FILE, pols[p], direct, 0, 0, 1 };
+                    rn_state_counters off, on;
+                    int rc = run_seq(&m, &so, chunk, ref, &off, NULL);
+                    if (direct && rc) { fprintf(stderr, "(O_DIRECT refused here) "); goto done; }
+                    CU_ASSERT_EQUAL_FATAL(rc, RN_OK);
+                    so.no_prefetch = 0;
+                    CU_ASSERT_EQUAL_FATAL(run_seq(&m, &so, chunk, got, &on, NULL), RN_OK);
+                    CU_ASSERT_EQUAL(memcmp(ref, got, nl * 4), 0);
+                    CU_ASSERT_EQUAL(off.prefetched, 0);
+                    CU_ASSERT(on.prefetched <= on.misses);
+                    served += on.prefetched > 0;
+                    on.prefetched = 0;
+                    CU_ASSERT_EQUAL(memcmp(&on, &off, sizeof on), 0);
+                }
+done:
+    CU_ASSERT(served > 0);
+    free(ref); free(got);
+    rn_model_free(&m);
+    unlink(TT_FILE);
+}
