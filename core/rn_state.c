@@ -14,8 +14,9 @@
 #include "rn_statefile.h"
 
 #define DIRECT_ALIGN 4096
-#define WB_THREADS 4   /* write-behind threads; a key always goes to thread key % WB_THREADS */
-#define WB_ROWS 64     /* rows queued per thread */
+#define WB_THREADS 16  /* write-behind threads (the writes' queue depth); a key always goes to
+                        * thread key % WB_THREADS */
+#define WB_ROWS 32     /* rows queued per thread */
 #define PF_THREADS 16  /* read-ahead threads: the queue depth of the reads */
 #define PF_SLOTS 256   /* rows read ahead at most (a step's layer touches H·2K rows) */
 
@@ -73,10 +74,13 @@ struct rn_state {
     rn_error err;                 /* first failure since create/reset */
 };
 
-static uint64_t row_stride(const rn_config *c, int direct)
+/* Bytes of a row in memory and in the file: (d_v+1)·4, rounded up to the
+ * file's O_DIRECT alignment `align` (rn_statefile_dio_align; 0: no
+ * O_DIRECT). */
+static uint64_t row_stride(const rn_config *c, uint32_t align)
 {
     uint64_t b = sizeof(rn_real) * ((uint64_t)c->d_v + 1);
-    return direct ? (b + DIRECT_ALIGN - 1) / DIRECT_ALIGN * DIRECT_ALIGN : b;
+    return align ? (b + align - 1) / align * align : b;
 }
 
 static int is_tiered(const rn_state_opts *o) { return o && o->budget; }
@@ -137,7 +141,7 @@ double rn_state_bytes(const rn_config *c, const rn_state_opts *o)
     double cap = groups * (double)capacity_of(c, o, (uint64_t)(keys / groups));
     /* frames and the write-behind queues, frame tables, key map and bitmap,
      * and the policy's per-key arrays (at most 20 bytes a key: LFU) */
-    return (cap + WB_THREADS * WB_ROWS) * ((double)row_stride(c, o->direct) + 9) + keys * (4 + 0.125 + 20) +
+    return (cap + WB_THREADS * WB_ROWS) * ((double)row_stride(c, o->direct ? DIRECT_ALIGN : 0) + 9) + keys * (4 + 0.125 + 20) +
            DIRECT_ALIGN;
 }
 
@@ -211,19 +215,9 @@ int rn_state_create(const rn_config *c, const rn_state_opts *o, rn_state **out, 
     st->gkeys = st->n_keys / st->n_groups;
     st->cap = capacity_of(c, o, st->gkeys);
     st->nf = st->cap * st->n_groups;
-    st->stride = row_stride(c, o->direct);
     st->path = strdup(o->file);
-    st->frames = aligned_alloc(DIRECT_ALIGN, (st->nf * st->stride + DIRECT_ALIGN - 1) / DIRECT_ALIGN * DIRECT_ALIGN);
-    st->key_frame = malloc(st->n_keys * sizeof *st->key_frame);
-    st->frame_key = malloc(st->nf * sizeof *st->frame_key);
-    st->free_frames = malloc(st->nf * sizeof *st->free_frames);
-    st->dirty = malloc(st->nf);
-    st->on_disk = aligned_alloc(DIRECT_ALIGN, bitmap_bytes(st->n_keys));
     st->hdr_buf = aligned_alloc(DIRECT_ALIGN, RN_STATEFILE_DATA);
-    st->caches = calloc(st->n_groups, sizeof *st->caches);
-    st->n_free = calloc(st->n_groups, sizeof *st->n_free);
-    if (!st->path || !st->frames || !st->key_frame || !st->frame_key || !st->free_frames ||
-        !st->dirty || !st->on_disk || !st->hdr_buf || !st->caches || !st->n_free) {
+    if (!st->path || !st->hdr_buf) {
         rn_state_free(st);
         return rn_seterr(err, RN_ENOMEM, "out of memory allocating the tiered memory state");
     }
@@ -240,6 +234,21 @@ int rn_state_create(const rn_config *c, const rn_state_opts *o, rn_state **out, 
         st->fd = -1;  /* the file is left as it is */
         rn_state_free(st);
         return rc;
+    }
+    /* under O_DIRECT a row takes whole blocks of the device's alignment (often 512 bytes) */
+    st->stride = row_stride(c, o->direct ? rn_statefile_dio_align(st->fd) : 0);
+    st->frames = aligned_alloc(DIRECT_ALIGN, (st->nf * st->stride + DIRECT_ALIGN - 1) / DIRECT_ALIGN * DIRECT_ALIGN);
+    st->key_frame = malloc(st->n_keys * sizeof *st->key_frame);
+    st->frame_key = malloc(st->nf * sizeof *st->frame_key);
+    st->free_frames = malloc(st->nf * sizeof *st->free_frames);
+    st->dirty = malloc(st->nf);
+    st->on_disk = aligned_alloc(DIRECT_ALIGN, bitmap_bytes(st->n_keys));
+    st->caches = calloc(st->n_groups, sizeof *st->caches);
+    st->n_free = calloc(st->n_groups, sizeof *st->n_free);
+    if (!st->frames || !st->key_frame || !st->frame_key || !st->free_frames ||
+        !st->dirty || !st->on_disk || !st->caches || !st->n_free) {
+        rn_state_free(st);
+        return rn_seterr(err, RN_ENOMEM, "out of memory allocating the tiered memory state");
     }
     st->info = (rn_statefile_info){ 0, 0, rn_statefile_shape(c), st->stride, st->n_keys, 0 };
     size_t wbb = (size_t)WB_THREADS * WB_ROWS * st->stride;

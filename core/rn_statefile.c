@@ -4,7 +4,11 @@
 #include <errno.h>
 #include <stddef.h>
 #include <string.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 static const char magic[8] = { 'R', 'N', 'S', 'T', 'A', 'T', 'E', 0 };
@@ -100,4 +104,40 @@ int rn_statefile_write(int fd, const char *path, const rn_statefile_info *info, 
     }
     if (fdatasync(fd)) return rn_seterr(err, RN_EIO, "--state-file: %s: fdatasync: %s", path, strerror(errno));
     return RN_OK;
+}
+
+/* A power of two in [512, 4096]? */
+static int good_align(uint64_t a) { return a >= 512 && a <= 4096 && !(a & (a - 1)); }
+
+uint32_t rn_statefile_dio_align(int fd)
+{
+#ifdef SYS_statx
+    /* the kernel's struct statx (256 bytes): stx_mask at 0, stx_dev_major
+     * and _minor at 136 and 140, stx_dio_mem_align and _offset_align at
+     * 152 and 156 (read raw: libc headers may predate the fields) */
+    uint32_t sx[64] = { 0 };
+    if (syscall(SYS_statx, fd, "", AT_EMPTY_PATH, 0x2000u /* STATX_DIOALIGN */, sx) == 0 && (sx[0] & 0x2000u)) {
+        uint32_t mem = sx[152 / 4], off = sx[156 / 4];
+        if (off) {
+            uint32_t a = off > mem ? off : mem;
+            return good_align(a) ? a : 4096;
+        }
+    }
+#endif
+    struct stat sb;
+    if (fstat(fd, &sb)) return 4096;
+    char path[96];
+    snprintf(path, sizeof path, "/sys/dev/block/%u:%u/queue/logical_block_size", major(sb.st_dev), minor(sb.st_dev));
+    FILE *f = fopen(path, "r");
+    if (!f) { /* a partition: the disk's queue is one level up */
+        snprintf(path, sizeof path, "/sys/dev/block/%u:%u/../queue/logical_block_size", major(sb.st_dev),
+                 minor(sb.st_dev));
+        f = fopen(path, "r");
+    }
+    unsigned long v = 0;
+    if (f) {
+        if (fscanf(f, "%lu", &v) != 1) v = 0;
+        fclose(f);
+    }
+    return good_align(v) ? (uint32_t)v : 4096;
 }

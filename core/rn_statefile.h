@@ -28,7 +28,7 @@
 #include "rn_config.h"
 #include "rn_error.h"
 
-#define RN_STATEFILE_DATA 4096u   /* header bytes: the rows' offset */
+#define RN_STATEFILE_DATA 4096u   /* header bytes: the rows' offset (any O_DIRECT alignment divides it) */
 #define RN_STATEFILE_VERSION 1u
 
 enum { RN_STATEFILE_DIRTY = 1, RN_STATEFILE_CLEAN = 2, RN_STATEFILE_CLOSED = 3 };
@@ -57,6 +57,12 @@ int rn_statefile_decode(const void *buf, rn_statefile_info *info);
  * else: RN_EINPUT with a one-line message naming the file, unless discard.
  * buf: a 4096-byte block aligned for O_DIRECT (scratch). */
 int rn_statefile_check(int fd, const char *path, int discard, void *buf, rn_error *err);
+
+/* The offset and length alignment O_DIRECT needs on fd's file: statx's
+ * STATX_DIOALIGN (Linux 6.1+), else the logical block size of the device
+ * (/sys/dev/block/MAJ:MIN), else 4096; at least the memory alignment, at
+ * most 4096. */
+uint32_t rn_statefile_dio_align(int fd);
 
 /* Write info's header at offset 0 and fdatasync; RN_EIO naming path. */
 int rn_statefile_write(int fd, const char *path, const rn_statefile_info *info, void *buf, rn_error *err);
