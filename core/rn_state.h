@@ -68,7 +68,7 @@ int rn_state_check(const rn_config *c, const rn_state_opts *o, rn_error *err);
 double rn_state_bytes(const rn_config *c, const rn_state_opts *o);
 
 /* Create a store at the initial state (S = 0, z = 1/M); o NULL or budget 0:
- * dense.  Tiered: creates (replaces) the file, sparse, with a header marked
+ * dense.  Tiered: creates (replaces, keeping its blocks) the file, sparse, with a header marked
  * dirty (core/rn_statefile.h); an existing file that is dirty (left by a
  * killed run) or not a state file is refused (RN_EINPUT naming it) unless
  * o->discard. */
@@ -79,8 +79,9 @@ void rn_state_free(rn_state *st);
 
 int rn_state_tiered(const rn_state *st);
 
-/* Back to the initial state; tiered: the file is emptied (its blocks freed),
- * the cache and the counters start over.  A failure is kept (rn_state_error). */
+/* Back to the initial state; tiered: the file's rows are emptied (the
+ * written-rows bitmap is cleared; their blocks are kept, not freed), the
+ * cache and the counters start over.  A failure is kept (rn_state_error). */
 void rn_state_reset(rn_state *st);
 
 /* Dense only: head (l, h)'s S [M, d_v] and z [M]; RN_EINPUT on a tiered store. */
