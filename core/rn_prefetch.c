@@ -11,7 +11,7 @@
 #define ALIGN 4096
 #define MAX_THREADS 64
 
-enum { S_FREE = 0, S_QUEUED, S_READING, S_DONE, S_FAILED };
+enum { S_FREE = 0, S_QUEUED, S_READING, S_DONE, S_FAILED, S_TAKEN /* read by rn_prefetch_take itself */ };
 
 struct rn_prefetch {
     int fd;
@@ -44,6 +44,7 @@ static void *pf_main(void *arg)
         int s = p->ring[p->rhead];
         p->rhead = (p->rhead + 1) % p->n_slots;
         p->rcount--;
+        if (p->state[s] != S_QUEUED) continue; /* taken over by its caller (rn_prefetch_take) */
         p->state[s] = S_READING;
         p->in_flight++;
         off_t off = p->off[s];
@@ -156,7 +157,27 @@ static void release(rn_prefetch *p, int s)
 int rn_prefetch_take(rn_prefetch *p, int s, void *dst, rn_error *err)
 {
     pthread_mutex_lock(&p->mu);
-    while (p->state[s] == S_QUEUED || p->state[s] == S_READING) pthread_cond_wait(&p->cv_done, &p->mu);
+    if (p->state[s] == S_QUEUED) {
+        /* no thread got to it yet: read it here rather than wait for one to
+         * be scheduled (its ring entry is skipped) */
+        p->state[s] = S_TAKEN;
+        off_t off = p->off[s];
+        pthread_mutex_unlock(&p->mu);
+        size_t done = 0;
+        int e = 0;
+        while (done < p->row) {
+            ssize_t r = pread(p->fd, (char *)dst + done, p->row - done, off + (off_t)done);
+            if (r < 0 && errno == EINTR) continue;
+            if (r <= 0) { e = r < 0 ? errno : EIO; break; }
+            done += (size_t)r;
+        }
+        pthread_mutex_lock(&p->mu);
+        release(p, s);
+        pthread_mutex_unlock(&p->mu);
+        if (e) return rn_seterr(err, RN_EIO, "--state-file: %s: read: %s", p->path, strerror(e));
+        return RN_OK;
+    }
+    while (p->state[s] == S_READING) pthread_cond_wait(&p->cv_done, &p->mu);
     int failed = p->state[s] == S_FAILED, e = p->err_no;
     if (!failed) memcpy(dst, p->buf + (size_t)s * p->row, p->row);
     release(p, s);

@@ -41,14 +41,16 @@ void rn_prefetch_issue(rn_prefetch *p, uint32_t key, off_t off);
 /* The slot holding (or reading) key's row, or -1. */
 int rn_prefetch_find(const rn_prefetch *p, uint32_t key);
 
-/* Wait for slot s's read, copy its row to dst and free the slot.  RN_EIO
- * (naming the file) when the read failed: dst is then not written. */
+/* Slot s's row into dst, and free the slot: copied once its read is done
+ * (waiting for a read under way), or read here when no thread has started
+ * it (so a busy machine's scheduling delays cost no more than reading it
+ * without read-ahead).  RN_EIO (naming the file) when the read failed. */
 int rn_prefetch_take(rn_prefetch *p, int s, void *dst, rn_error *err);
 
 /* Wait for every read under way and free every slot. */
 void rn_prefetch_drop(rn_prefetch *p);
 
-/* Rows taken since create (for tests and the docs' measurements). */
+/* Rows taken from a read ahead (not read by rn_prefetch_take itself) since create. */
 uint64_t rn_prefetch_taken(const rn_prefetch *p);
 
 #endif

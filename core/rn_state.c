@@ -484,8 +484,9 @@ static rn_real *row(rn_state *st, uint32_t key, int write)
                 int s = st->pf ? rn_prefetch_find(st->pf, key) : -1;
                 if (s >= 0) {
                     rn_error e = { 0 };
+                    uint64_t t0 = rn_prefetch_taken(st->pf);
                     if (rn_prefetch_take(st->pf, s, r, &e) && !st->err.code) st->err = e;
-                    st->cnt.prefetched++;
+                    st->cnt.prefetched += rn_prefetch_taken(st->pf) - t0; /* 0: it read the row itself */
                 } else
                     read_back(st, key, (char *)r);
                 st->cnt.bytes_read += st->stride;
