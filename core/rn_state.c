@@ -55,7 +55,11 @@ struct rn_state {
     uint64_t g;                   /* the group of the access under way (for evicted) */
     uint64_t cap, nf, n_keys, stride; /* cap per group; nf = cap·n_groups frames; stride: bytes per row */
     char *frames;                 /* [nf][stride]: d_v S values then z */
-    uint32_t *key_frame;          /* [n_keys]: frame of a cached key, or RN_CACHE_NONE */
+    /* key -> frame of the cached keys: open addressing with linear probing
+     * over map_mask + 1 >= 2·nf entries (memory by the budget, not by the
+     * model's L·H·M keys) */
+    uint32_t *map_key, *map_frame; /* map_key RN_CACHE_NONE: empty */
+    uint64_t map_mask;
     uint32_t *frame_key;          /* [nf] */
     uint32_t *free_frames;        /* [nf]: per group, a stack of unused frames */
     uint8_t *dirty;               /* [nf] */
@@ -140,10 +144,11 @@ double rn_state_bytes(const rn_config *c, const rn_state_opts *o)
     if (!is_tiered(o)) return sizeof(rn_real) * keys * (c->d_v + 1.0);
     double groups = (double)groups_of(c, o);
     double cap = groups * (double)capacity_of(c, o, (uint64_t)(keys / groups));
-    /* frames and the write-behind queues, frame tables, key map and bitmap,
-     * and the policy's per-key arrays (at most 20 bytes a key: LFU) */
-    return (cap + WB_THREADS * WB_ROWS) * ((double)row_stride(c, o->direct ? DIRECT_ALIGN : 0) + 9) + keys * (4 + 0.125 + 20) +
-           DIRECT_ALIGN;
+    /* frames, the write-behind and read-ahead buffers and the frame tables,
+     * the key map (at most 4 entries of 8 bytes a frame), the bitmap, and
+     * the policy's per-key arrays (at most 20 bytes a key: LFU) */
+    return (cap + WB_THREADS * WB_ROWS + PF_SLOTS) * ((double)row_stride(c, o->direct ? DIRECT_ALIGN : 0) + 9) +
+           cap * 32 + keys * (0.125 + 20) + 2 * DIRECT_ALIGN;
 }
 
 static void wb_drain(rn_state *st);
@@ -179,7 +184,7 @@ void rn_state_free(rn_state *st)
     if (st->fd >= 0) close(st->fd);
     free(st->path);
     free(st->S); free(st->z);
-    free(st->frames); free(st->key_frame); free(st->frame_key); free(st->free_frames);
+    free(st->frames); free(st->map_key); free(st->map_frame); free(st->frame_key); free(st->free_frames);
     free(st->dirty); free(st->on_disk);
     free(st);
 }
@@ -239,14 +244,17 @@ int rn_state_create(const rn_config *c, const rn_state_opts *o, rn_state **out, 
     /* under O_DIRECT a row takes whole blocks of the device's alignment (often 512 bytes) */
     st->stride = row_stride(c, o->direct ? rn_statefile_dio_align(st->fd) : 0);
     st->frames = aligned_alloc(DIRECT_ALIGN, (st->nf * st->stride + DIRECT_ALIGN - 1) / DIRECT_ALIGN * DIRECT_ALIGN);
-    st->key_frame = malloc(st->n_keys * sizeof *st->key_frame);
+    st->map_mask = 1;
+    while (st->map_mask + 1 < 2 * st->nf) st->map_mask = 2 * st->map_mask + 1;
+    st->map_key = malloc((st->map_mask + 1) * sizeof *st->map_key);
+    st->map_frame = malloc((st->map_mask + 1) * sizeof *st->map_frame);
     st->frame_key = malloc(st->nf * sizeof *st->frame_key);
     st->free_frames = malloc(st->nf * sizeof *st->free_frames);
     st->dirty = malloc(st->nf);
     st->on_disk = aligned_alloc(DIRECT_ALIGN, bitmap_bytes(st->n_keys));
     st->caches = calloc(st->n_groups, sizeof *st->caches);
     st->n_free = calloc(st->n_groups, sizeof *st->n_free);
-    if (!st->frames || !st->key_frame || !st->frame_key || !st->free_frames ||
+    if (!st->frames || !st->map_key || !st->map_frame || !st->frame_key || !st->free_frames ||
         !st->dirty || !st->on_disk || !st->caches || !st->n_free) {
         rn_state_free(st);
         return rn_seterr(err, RN_ENOMEM, "out of memory allocating the tiered memory state");
@@ -325,7 +333,7 @@ void rn_state_reset(rn_state *st)
             st->free_frames[g * st->cap + i] = (uint32_t)(g * st->cap + st->cap - 1 - i);
         st->n_free[g] = st->cap;
     }
-    memset(st->key_frame, 0xff, st->n_keys * sizeof *st->key_frame);
+    memset(st->map_key, 0xff, (st->map_mask + 1) * sizeof *st->map_key);
     memset(st->on_disk, 0, bitmap_bytes(st->n_keys));
     memset(st->dirty, 0, st->nf);
     memset(&st->cnt, 0, sizeof st->cnt);
@@ -439,19 +447,62 @@ static void read_back(rn_state *st, uint32_t key, char *buf)
     row_io(st, 0, key, buf, &st->err);
 }
 
+static inline uint64_t map_home(const rn_state *st, uint32_t key)
+{
+    return ((uint64_t)key * 0x9E3779B97F4A7C15ull >> 29) & st->map_mask;
+}
+
+/* The frame of a cached key, or RN_CACHE_NONE. */
+static uint32_t frame_of(const rn_state *st, uint32_t key)
+{
+    for (uint64_t i = map_home(st, key);; i = (i + 1) & st->map_mask) {
+        if (st->map_key[i] == key) return st->map_frame[i];
+        if (st->map_key[i] == RN_CACHE_NONE) return RN_CACHE_NONE;
+    }
+}
+
+/* Record key's frame (key not in the map; the map is at most half full). */
+static void map_put(rn_state *st, uint32_t key, uint32_t f)
+{
+    uint64_t i = map_home(st, key);
+    while (st->map_key[i] != RN_CACHE_NONE) i = (i + 1) & st->map_mask;
+    st->map_key[i] = key;
+    st->map_frame[i] = f;
+}
+
+/* Remove key (present), shifting back the entries after it that would
+ * otherwise be cut off from their home slot. */
+static void map_del(rn_state *st, uint32_t key)
+{
+    uint64_t i = map_home(st, key);
+    while (st->map_key[i] != key) i = (i + 1) & st->map_mask;
+    for (uint64_t j = i;;) {
+        j = (j + 1) & st->map_mask;
+        if (st->map_key[j] == RN_CACHE_NONE) break;
+        uint64_t h = map_home(st, st->map_key[j]);
+        /* entry j may fill the hole at i when its home is not in (i, j] (cyclically) */
+        if (i <= j ? (h <= i || h > j) : (h <= i && h > j)) {
+            st->map_key[i] = st->map_key[j];
+            st->map_frame[i] = st->map_frame[j];
+            i = j;
+        }
+    }
+    st->map_key[i] = RN_CACHE_NONE;
+}
+
 /* A key left the cache (the policy's victims callback): write its row back
  * when dirty and free its frame. */
 static void evicted(void *user, uint32_t local)
 {
     rn_state *st = user;
     const uint64_t g = st->g, key = g * st->gkeys + local;
-    uint32_t f = st->key_frame[key];
+    uint32_t f = frame_of(st, (uint32_t)key);
     if (f == RN_CACHE_NONE || st->n_free[g] >= st->cap) {
         st->bad = 1;
         return;
     }
     if (st->dirty[f]) write_back(st, f);
-    st->key_frame[key] = RN_CACHE_NONE;
+    map_del(st, (uint32_t)key);
     st->free_frames[g * st->cap + st->n_free[g]++] = f;
     st->cnt.evictions++;
 }
@@ -468,7 +519,7 @@ static rn_real *row(rn_state *st, uint32_t key, int write)
     st->g = g;
     int hit = st->pol->access(st->caches[g], (uint32_t)(key - g * st->gkeys), RN_CACHE_NONE, &v);
     st->cnt.accesses++;
-    uint32_t f = st->key_frame[key];
+    uint32_t f = frame_of(st, key);
     int bad = st->bad || (hit ? f == RN_CACHE_NONE : f != RN_CACHE_NONE);
     if (hit) {
         st->cnt.hits++;
@@ -476,7 +527,7 @@ static rn_real *row(rn_state *st, uint32_t key, int write)
         st->cnt.misses++;
         if (st->n_free[g]) {
             f = st->free_frames[g * st->cap + --st->n_free[g]];
-            st->key_frame[key] = f;
+            map_put(st, key, f);
             st->frame_key[f] = key;
             st->dirty[f] = 0;
             rn_real *r = (rn_real *)(st->frames + (size_t)f * st->stride);
@@ -537,7 +588,7 @@ static void read_ahead(rn_state *st, uint64_t cur)
         size_t a = ((size_t)t * H + h) * K;
         uint32_t slot = j < K ? st->pf_w[a + j] : st->pf_r[a + j - K];
         uint32_t key = (uint32_t)(((uint64_t)st->pf_l * H + h) * (uint64_t)st->M + slot);
-        if (st->key_frame[key] != RN_CACHE_NONE || !(st->on_disk[key >> 3] & (1u << (key & 7))) ||
+        if (frame_of(st, key) != RN_CACHE_NONE || !(st->on_disk[key >> 3] & (1u << (key & 7))) ||
             rn_prefetch_find(st->pf, key) >= 0 || queued(st, key))
             continue;
         rn_prefetch_issue(st->pf, key, (off_t)(RN_STATEFILE_DATA + (uint64_t)key * st->stride));
@@ -603,7 +654,7 @@ int rn_state_flush(rn_state *st, rn_error *err)
 {
     if (!st->tiered) return RN_OK;
     for (uint64_t f = 0; f < st->nf; f++)
-        if (st->dirty[f] && st->key_frame[st->frame_key[f]] == f) write_back(st, (uint32_t)f);
+        if (st->dirty[f] && frame_of(st, st->frame_key[f]) == f) write_back(st, (uint32_t)f);
     wb_drain(st);
     if (st->info.state != RN_STATEFILE_DIRTY || rn_state_error(st, NULL)) return rn_state_error(st, err);
     /* the rows, then the bitmap after them, on disk before the header says clean */
