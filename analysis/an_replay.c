@@ -9,8 +9,11 @@ struct an_replay {
     tr_event *peek;    /* [n] each reader's next event */
     uint8_t *live;     /* [n] peek holds an event */
     int g;             /* the head being emitted */
-    int64_t pos;       /* the position being emitted */
+    int64_t pos;       /* the unit being emitted: positions [pos, end) */
+    int64_t end, unit; /* unit: the chunk's first position (pos outside chunks) */
     int started;
+    const tr_chunk *chunk; /* [n_chunks] by pos0 (an_replay_set_chunks) */
+    int n_chunks, ci;  /* ci: the first chunk that may hold a later unit */
 };
 
 void an_replay_close(an_replay *r)
@@ -57,10 +60,19 @@ int an_replay_open(tr_db *db, int64_t run_id, int l0, int l1, int h0, int h1, in
     return RN_OK;
 }
 
+void an_replay_set_chunks(an_replay *r, const tr_chunk *chunks, int n)
+{
+    r->chunk = chunks;
+    r->n_chunks = n;
+    r->ci = 0;
+}
+
+int64_t an_replay_unit(const an_replay *r) { return r->unit; }
+
 int an_replay_next(an_replay *r, tr_event *ev, rn_error *err)
 {
     for (;;) {
-        if (r->started && r->g < r->n && r->live[r->g] && r->peek[r->g].pos == r->pos) {
+        if (r->started && r->g < r->n && r->live[r->g] && r->peek[r->g].pos < r->end) {
             *ev = r->peek[r->g];
             int rc = advance(r, r->g, err);
             return rc ? rc : 1;
@@ -71,6 +83,11 @@ int an_replay_next(an_replay *r, tr_event *ev, rn_error *err)
         for (int i = 0; i < r->n; i++)
             if (r->live[i] && r->peek[i].pos < next) next = r->peek[i].pos;
         if (next == INT64_MAX) return 0;
+        /* units start in increasing order: the chunks before one are done */
+        while (r->ci < r->n_chunks && r->chunk[r->ci].pos0 + r->chunk[r->ci].n <= next) r->ci++;
+        int in = r->ci < r->n_chunks && r->chunk[r->ci].pos0 <= next;
+        r->unit = in ? r->chunk[r->ci].pos0 : next;
+        r->end = in ? r->chunk[r->ci].pos0 + r->chunk[r->ci].n : next + 1;
         r->pos = next;
         r->g = 0;
         r->started = 1;

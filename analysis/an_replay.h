@@ -24,6 +24,15 @@ typedef struct an_replay an_replay;
 int an_replay_open(tr_db *db, int64_t run_id, int l0, int l1, int h0, int h1, int ops, an_replay **out,
                    rn_error *err);
 
+/* Replay the positions of each of the n chunks (sorted by pos0, not
+ * overlapping; kept by reference until close) as one unit.  Call before
+ * the first an_replay_next. */
+void an_replay_set_chunks(an_replay *r, const tr_chunk *chunks, int n);
+
+/* The first position of the unit (chunk or position) of the event last
+ * returned: its position in step order. */
+int64_t an_replay_unit(const an_replay *r);
+
 /* 1 and the next event in *ev, 0 at the end, or an error code. */
 int an_replay_next(an_replay *r, tr_event *ev, rn_error *err);
 

@@ -62,6 +62,13 @@ void an_spill_free(an_spill *sp)
 int an_spill_build(const an_run *r, int layer, int head, int scope, int ops, int32_t warmup,
                    volatile const int *stop, an_spill *out, rn_error *err)
 {
+    return an_spill_build_order(r, layer, head, scope, ops, warmup, NULL, 0, stop, out, err);
+}
+
+int an_spill_build_order(const an_run *r, int layer, int head, int scope, int ops, int32_t warmup,
+                         const tr_chunk *chunks, int n_chunks, volatile const int *stop, an_spill *out,
+                         rn_error *err)
+{
     memset(out, 0, sizeof *out);
     out->scope = scope;
     out->fd_key = out->fd_next = -1;
@@ -101,6 +108,7 @@ int an_spill_build(const an_run *r, int layer, int head, int scope, int ops, int
         if (scope == AN_SCOPE_HEAD) { gl0 = l0 + g / (h1 - h0); gl1 = gl0 + 1; gh0 = h0 + g % (h1 - h0); gh1 = gh0 + 1; }
         else if (scope == AN_SCOPE_LAYER) { gl0 = l0 + g; gl1 = gl0 + 1; }
         if ((rc = an_replay_open(r->db, r->run.run_id, gl0, gl1, gh0, gh1, ops, &rp, err))) break;
+        an_replay_set_chunks(rp, chunks, n_chunks);
         an_idmap_clear(&map);
         an_spill_stream *s = &out->s[out->n];
         s->layer = scope == AN_SCOPE_MODEL ? -1 : gl0;
@@ -125,7 +133,7 @@ int an_spill_build(const an_run *r, int layer, int head, int scope, int ops, int
                 }
                 nk += (uint32_t)isnew;
             }
-            if (e.pos < warmup) s->n_warm++;
+            if (an_replay_unit(rp) < warmup) s->n_warm++; /* e.pos without chunks */
             buf[nb++] = key;
             if (++s->n >= (uint64_t)UINT32_MAX - 1) {
                 rc = rn_seterr(err, RN_EINPUT, "too many events in one stream (at most 2^32-2)");

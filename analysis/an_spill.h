@@ -50,6 +50,14 @@ typedef struct {
 int an_spill_build(const an_run *r, int layer, int head, int scope, int ops, int32_t warmup,
                    volatile const int *stop, an_spill *out, rn_error *err);
 
+/* an_spill_build in the order the run was computed: the prefill chunks of
+ * the run (tr_load_chunks; n_chunks 0: every position alone, the step's
+ * order) replay as units (an_replay.h), the tiered state's order of access.
+ * The warm-up then counts whole units: those starting before warmup. */
+int an_spill_build_order(const an_run *r, int layer, int head, int scope, int ops, int32_t warmup,
+                         const tr_chunk *chunks, int n_chunks, volatile const int *stop, an_spill *out,
+                         rn_error *err);
+
 /* Compute every access's next use (an_next_use) into the second file. */
 int an_spill_next_use(an_spill *sp, rn_error *err);
 

@@ -66,19 +66,26 @@ int cli_parse_size(const char *opt, const char *s, uint64_t *out, rn_error *err)
 #define CLI_STATE_HELP \
     "      --state-budget B  keep only B bytes of slot rows in memory (e.g. 64M) and\n" \
     "                        the whole state in --state-file (CPU only; docs/tiered-state.md)\n" \
-    "      --state-file PATH the state file (created sparse; replaced)\n" \
+    "      --state-file PATH the state file (created sparse; replaced, unless a killed\n" \
+    "                        run left it dirty or it is not a state file)\n" \
+    "      --state-discard   replace --state-file even then\n" \
     "      --state-policy P  which rows stay in memory: lru (default), clock, fifo,\n" \
     "                        lfu, arc, s3fifo\n" \
     "      --state-scope S   one cache (and budget) for the model (default), each layer\n" \
     "                        or each head, as simulate --scope\n" \
-    "      --state-direct    read and write the state file with O_DIRECT (no page cache)\n"
-enum { CLI_O_STATE_BUDGET = 3000, CLI_O_STATE_FILE, CLI_O_STATE_POLICY, CLI_O_STATE_DIRECT, CLI_O_STATE_SCOPE };
+    "      --state-direct    read and write the state file with O_DIRECT (no page cache)\n" \
+    "      --state-no-prefetch  read a missing row only when it is needed (default:\n" \
+    "                        a layer's missing rows are read ahead, several at once)\n"
+enum { CLI_O_STATE_BUDGET = 3000, CLI_O_STATE_FILE, CLI_O_STATE_POLICY, CLI_O_STATE_DIRECT, CLI_O_STATE_SCOPE,
+       CLI_O_STATE_DISCARD, CLI_O_STATE_NO_PREFETCH };
 #define CLI_STATE_LONGOPTS \
     { "state-budget", required_argument, 0, CLI_O_STATE_BUDGET }, \
     { "state-file", required_argument, 0, CLI_O_STATE_FILE }, \
     { "state-policy", required_argument, 0, CLI_O_STATE_POLICY }, \
     { "state-direct", no_argument, 0, CLI_O_STATE_DIRECT }, \
-    { "state-scope", required_argument, 0, CLI_O_STATE_SCOPE }
+    { "state-scope", required_argument, 0, CLI_O_STATE_SCOPE }, \
+    { "state-discard", no_argument, 0, CLI_O_STATE_DISCARD }, \
+    { "state-no-prefetch", no_argument, 0, CLI_O_STATE_NO_PREFETCH }
 /* Handle option c if it is one of the state options: 1 handled (*rc set),
  * 0 not a state option. */
 int cli_state_option(int c, const char *arg, rn_state_opts *o, int *rc, rn_error *err);

@@ -7,6 +7,7 @@
 
 #include "cli.h"
 #include "fig_figure.h"
+#include "fig_tiered.h"
 
 const char cmd_plot_summary[] = "draw a trace, heatmap, hit-ratio, reuse or attribution plot";
 
@@ -22,6 +23,9 @@ static void usage(void)
            "  mrc          hit ratio against cache capacity for several policies\n"
            "  reuse        reuse-time and stack-distance histograms and CDFs\n"
            "  attribution  one head's token x token attribution matrix\n"
+           "  tiered       the tiered state's tokens/s against its budget, beside the\n"
+           "               disk's read-rate bound: ramtrace plot tiered BENCH.csv -o FILE\n"
+           "               (the CSV of scripts/bench-tiered; docs/tiered-state.md)\n"
            "  patching     a patching sweep: ramtrace plot patching MODEL CLEAN CORRUPT\n"
            "               --answer TOKEN -o FILE (the figure of ramtrace patch)\n\n"
            "options:\n"
@@ -147,6 +151,12 @@ int cmd_plot(int argc, char **argv)
         if (rc) return cli_usage_error("plot", "%s", err.msg);
     }
     if (argc - optind != 2) return cli_usage_error("plot", "expected KIND and TRACE.db");
+    if (!strcmp(argv[optind], "tiered")) { /* a bench CSV, not a trace */
+        if (!o.out_path) return cli_usage_error("plot", "-o FILE is required");
+        int rc = fig_tiered(argv[optind + 1], o.out_path, o.width, o.height, o.dpi, o.font, o.title, &err);
+        cairo_debug_reset_static_data();
+        return rc ? cli_fail(&err) : 0;
+    }
     o.kind = fig_kind_from_name(argv[optind]);
     if (o.kind < 0)
         return cli_usage_error("plot", "unknown plot kind '%s' (trace, heatmap, mrc, reuse, attribution)",

@@ -18,7 +18,9 @@ static const char usage[] =
     "\n"
     "Replay a run's memory accesses through cache policies and report hit\n"
     "ratio, misses and bytes moved ((d_v+1)*4 bytes per miss) per capacity.\n"
-    "Capacity is in slots per cache.  Accesses replay in the model's order:\n"
+    "Capacity is in slots per cache.  Accesses replay in the order the run\n"
+    "computed them: a prefill chunk layer by layer, head by head, position by\n"
+    "position (the chunks are recorded in the trace); a step (and --chunk 1)\n"
     "(pos, layer, head, op, rank).\n"
     "\n"
     "options:\n"
@@ -30,7 +32,10 @@ static const char usage[] =
     "      --scope S         head (a cache per head), layer (per layer) or model\n"
     "                        (one cache for all heads; default, as in plot mrc)\n"
     "      --ops OPS         rw (default), r (reads only) or w\n"
-    "      --warmup T        tokens that warm the caches uncounted (default 0)\n"
+    "      --order O         run (default: the recorded chunks, the tiered state's\n"
+    "                        order) or step (every position alone)\n"
+    "      --warmup T        tokens that warm the caches uncounted (default 0; in\n"
+    "                        run order, the chunks that start before T)\n"
     "      --layer L         only layer L (default all)\n"
     "      --head H          only head H (default all)\n"
     "      --run R           run id (default: the latest)\n"
@@ -77,7 +82,7 @@ static int parse_caps(const char *s, uint64_t *out, int cap, int *n, rn_error *e
 int cmd_simulate(int argc, char **argv)
 {
     if (cli_wants_help(argc, argv)) { fputs(usage, stdout); return 0; }
-    enum { O_SWEEP = 256, O_SCOPE, O_OPS, O_WARMUP, O_LAYER, O_HEAD, O_RUN, O_MRC, O_MRCOUT };
+    enum { O_SWEEP = 256, O_SCOPE, O_OPS, O_WARMUP, O_LAYER, O_HEAD, O_RUN, O_MRC, O_MRCOUT, O_ORDER };
     static const struct option opts[] = {
         { "policy", required_argument, 0, 'p' }, { "capacity", required_argument, 0, 'c' },
         { "sweep", no_argument, 0, O_SWEEP }, { "scope", required_argument, 0, O_SCOPE },
@@ -85,8 +90,10 @@ int cmd_simulate(int argc, char **argv)
         { "layer", required_argument, 0, O_LAYER }, { "head", required_argument, 0, O_HEAD },
         { "run", required_argument, 0, O_RUN }, { "mrc", no_argument, 0, O_MRC },
         { "mrc-out", required_argument, 0, O_MRCOUT }, { "format", required_argument, 0, 'f' },
-        { "threads", required_argument, 0, 'j' }, { 0, 0, 0, 0 } };
+        { "threads", required_argument, 0, 'j' }, { "order", required_argument, 0, O_ORDER },
+        { 0, 0, 0, 0 } };
     const char *pol_s = "all", *cap_s = NULL, *mrc_out = NULL;
+    int step_order = 0;
     int sweep = 0, scope = AN_SCOPE_MODEL, ops = RN_OPS_BOTH, fmt = RN_FMT_TABLE, want_mrc = 0;
     long warmup = 0, layer = -1, head = -1, run = 0, threads = 0;
     rn_error err = { 0 };
@@ -106,6 +113,10 @@ int cmd_simulate(int argc, char **argv)
         case O_HEAD: rc = cli_parse_long("--head", optarg, 0, RN_MAX_HEADS - 1, &head, &err); break;
         case O_RUN: rc = cli_parse_long("--run", optarg, 1, INT32_MAX, &run, &err); break;
         case O_MRC: want_mrc = 1; break;
+        case O_ORDER:
+            if (!strcmp(optarg, "run") || !strcmp(optarg, "step")) step_order = !strcmp(optarg, "step");
+            else rc = rn_seterr(&err, RN_EINPUT, "--order: expected run or step, not '%s'", optarg);
+            break;
         case O_MRCOUT: mrc_out = optarg; want_mrc = 1; break;
         case 'f': rc = rn_format_parse(optarg, &fmt, &err); break;
         case 'j': rc = cli_parse_long("--threads", optarg, 1, 1024, &threads, &err); break;
@@ -129,16 +140,20 @@ int cmd_simulate(int argc, char **argv)
     an_spill sp = { .fd_key = -1, .fd_next = -1 };
     an_simgrid g = { 0 };
     an_mrc mrc = { 0 };
+    tr_chunk *chunks = NULL;
+    int n_chunks = 0;
     int rc = an_run_open(path, run, &r, &err);
     if (rc) return cli_fail(&err);
     if ((rc = an_run_check_head(&r, (int)layer, (int)head, &err))) goto out;
+    if (!step_order && (rc = tr_load_chunks(r.db, r.run.run_id, &chunks, &n_chunks, &err))) goto out;
     double t0 = cli_now();
     /* the accesses stream from the trace into a temporary key file */
-    if ((rc = an_spill_build(&r, (int)layer, (int)head, scope, ops, (int32_t)warmup, &cli_stop_flag, &sp, &err)))
+    if ((rc = an_spill_build_order(&r, (int)layer, (int)head, scope, ops, (int32_t)warmup, chunks, n_chunks,
+                                   &cli_stop_flag, &sp, &err)))
         goto out;
-    cli_info("simulate: run %lld, %llu accesses, %d %s cache(s), loaded in %.2f s\n",
+    cli_info("simulate: run %lld, %llu accesses, %d %s cache(s), %s order (%d prefill chunks), loaded in %.2f s\n",
             (long long)r.run.run_id, (unsigned long long)an_spill_total(&sp), sp.n, an_scope_name(scope),
-            cli_now() - t0);
+            step_order ? "step" : "run", n_chunks, cli_now() - t0);
     if (sp.n == 0) { rc = rn_seterr(&err, RN_EINPUT, "%s: the selection has no events", path); goto out; }
     uint64_t universe = sp.s[0].universe;
     if (!cap_s) nc = an_sweep_capacities_upto(an_spill_max_keys(&sp), caps, 64);
@@ -163,6 +178,7 @@ int cmd_simulate(int argc, char **argv)
     /* with --mrc-out - the curve has stdout; the table goes to stderr */
     rc = an_simgrid_print(mrc_out && !strcmp(mrc_out, "-") ? stderr : stdout, fmt, &g, want_mrc ? &mrc : NULL, &err);
 out:
+    free(chunks);
     an_mrc_free(&mrc);
     an_simgrid_free(&g);
     an_spill_free(&sp);

@@ -32,8 +32,9 @@ static void usage(void)
            "                        top_k (the run's config records K)\n"
            "  -j, --threads N       threads (default: the free cores, rechecked as it runs)\n"
            CLI_STATE_HELP
-           "                        (counters recorded in the table state_counters; with\n"
-           "                        --chunk 1 they equal simulate --scope model's)\n"
+           "                        (counters recorded in the table state_counters; they\n"
+           "                        equal simulate --scope model's, which replays the\n"
+           "                        prefill chunks the run recorded)\n"
            "      --device DEV      cpu (default) or cuda (a CUDA build and a GPU)\n"
            "      --intervene SPEC  ablate, scale or patch slots, heads or layers while the\n"
            "                        model runs (repeatable; @FILE: one spec a line; CPU only;\n"

@@ -244,7 +244,9 @@ static int forward_rows(rn_runtime *rt, const int *tokens, int n, float *logits,
                            n, rt->pos, rt->ws, rt->n_ws);
         const rn_iv_set *iv = rt->iv;
         if (rn_state_tiered(rt->st)) {
-            /* one policy over all heads: serial, head by head (rn_state.h) */
+            /* one policy over all heads: serial, head by head (rn_state.h);
+             * the rows it will miss are read ahead meanwhile */
+            rn_state_layer(rt->st, l, rt->wslot, rt->rslot, n);
             for (int h = 0; h < H; h++)
                 rn_state_scan(rt->st, l, h, rt->o, rt->v, rt->wslot, rt->ww, rt->rslot, rt->rw, n);
             int rc = rn_state_error(rt->st, err);

@@ -6,14 +6,20 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "rn_cache.h"
 #include "rn_layers.h"
+#include "rn_prefetch.h"
+#include "rn_statefile.h"
 
 #define DIRECT_ALIGN 4096
-#define WB_THREADS 4   /* write-behind threads; a key always goes to thread key % WB_THREADS */
-#define WB_ROWS 64     /* rows queued per thread */
+#define WB_THREADS 16  /* write-behind threads (the writes' queue depth); a key always goes to
+                        * thread key % WB_THREADS */
+#define WB_ROWS 32     /* rows queued per thread */
+#define PF_THREADS 16  /* read-ahead threads: the queue depth of the reads */
+#define PF_SLOTS 256   /* rows read ahead at most (a step's layer touches H·2K rows) */
 
 /* One write-behind queue: evicted dirty rows wait here, oldest first, until
  * its thread has written them; an entry leaves only after its pwrite, so a
@@ -49,25 +55,47 @@ struct rn_state {
     uint64_t g;                   /* the group of the access under way (for evicted) */
     uint64_t cap, nf, n_keys, stride; /* cap per group; nf = cap·n_groups frames; stride: bytes per row */
     char *frames;                 /* [nf][stride]: d_v S values then z */
-    uint32_t *key_frame;          /* [n_keys]: frame of a cached key, or RN_CACHE_NONE */
+    /* key -> frame of the cached keys: open addressing with linear probing
+     * over map_mask + 1 >= 2·nf entries (memory by the budget, not by the
+     * model's L·H·M keys) */
+    uint32_t *map_key, *map_frame; /* map_key RN_CACHE_NONE: empty */
+    uint64_t map_mask;
     uint32_t *frame_key;          /* [nf] */
     uint32_t *free_frames;        /* [nf]: per group, a stack of unused frames */
     uint8_t *dirty;               /* [nf] */
     uint8_t *on_disk;             /* [n_keys / 8]: the row was written to the file */
+    void *hdr_buf;                /* [RN_STATEFILE_DATA] aligned: header I/O */
+    rn_statefile_info info;       /* the header as on disk */
     wb_queue wb[WB_THREADS];
     char *wb_mem;
+    /* read-ahead of the layer being scanned (rn_state_layer): its accesses,
+     * numbered in scan order, are examined up to pf_cur */
+    rn_prefetch *pf;              /* NULL: no read-ahead */
+    const uint32_t *pf_w, *pf_r;  /* the layer's write and read slots [n, H, K] */
+    int pf_l, pf_n;               /* the layer (-1: none) and its positions */
+    uint64_t pf_cur, pf_total;
     rn_state_counters cnt;
     int bad;                      /* a victim had no frame (set by evicted) */
     rn_error err;                 /* first failure since create/reset */
 };
 
-static uint64_t row_stride(const rn_config *c, int direct)
+/* Bytes of a row in memory and in the file: (d_v+1)·4, rounded up to the
+ * file's O_DIRECT alignment `align` (rn_statefile_dio_align; 0: no
+ * O_DIRECT). */
+static uint64_t row_stride(const rn_config *c, uint32_t align)
 {
     uint64_t b = sizeof(rn_real) * ((uint64_t)c->d_v + 1);
-    return direct ? (b + DIRECT_ALIGN - 1) / DIRECT_ALIGN * DIRECT_ALIGN : b;
+    return align ? (b + align - 1) / align * align : b;
 }
 
 static int is_tiered(const rn_state_opts *o) { return o && o->budget; }
+
+/* Bytes of the written-rows bitmap, rounded up to whole 4096-byte blocks
+ * (it is written to the file at a flush, with O_DIRECT too). */
+static size_t bitmap_bytes(uint64_t n_keys)
+{
+    return (size_t)(((n_keys + 7) / 8 + DIRECT_ALIGN - 1) / DIRECT_ALIGN * DIRECT_ALIGN);
+}
 
 int rn_state_check(const rn_config *c, const rn_state_opts *o, rn_error *err)
 {
@@ -116,10 +144,11 @@ double rn_state_bytes(const rn_config *c, const rn_state_opts *o)
     if (!is_tiered(o)) return sizeof(rn_real) * keys * (c->d_v + 1.0);
     double groups = (double)groups_of(c, o);
     double cap = groups * (double)capacity_of(c, o, (uint64_t)(keys / groups));
-    /* frames and the write-behind queues, frame tables, key map and bitmap,
-     * and the policy's per-key arrays (at most 20 bytes a key: LFU) */
-    return (cap + WB_THREADS * WB_ROWS) * ((double)row_stride(c, o->direct) + 9) + keys * (4 + 0.125 + 20) +
-           DIRECT_ALIGN;
+    /* frames, the write-behind and read-ahead buffers and the frame tables,
+     * the key map (at most 4 entries of 8 bytes a frame), the bitmap, and
+     * the policy's per-key arrays (at most 20 bytes a key: LFU) */
+    return (cap + WB_THREADS * WB_ROWS + PF_SLOTS) * ((double)row_stride(c, o->direct ? DIRECT_ALIGN : 0) + 9) +
+           cap * 32 + keys * (0.125 + 20) + 2 * DIRECT_ALIGN;
 }
 
 static void wb_drain(rn_state *st);
@@ -128,6 +157,7 @@ static void *wb_main(void *arg);
 void rn_state_free(rn_state *st)
 {
     if (!st) return;
+    rn_prefetch_free(st->pf); /* its threads read the file */
     for (int t = 0; t < WB_THREADS; t++) {
         wb_queue *q = &st->wb[t];
         if (!q->started) continue;
@@ -136,17 +166,25 @@ void rn_state_free(rn_state *st)
         pthread_cond_broadcast(&q->cv);
         pthread_mutex_unlock(&q->mu);
         pthread_join(q->thread, NULL);
+        if (q->err.code && !st->err.code) st->err = q->err;
+        q->started = 0;
         pthread_mutex_destroy(&q->mu);
         pthread_cond_destroy(&q->cv);
     }
     free(st->wb_mem);
+    /* every queued row is written (the threads drain before they stop) */
+    if (st->fd >= 0 && st->hdr_buf && st->info.state == RN_STATEFILE_DIRTY && !st->err.code) {
+        st->info.state = RN_STATEFILE_CLOSED;
+        rn_statefile_write(st->fd, st->path, &st->info, st->hdr_buf, &st->err);
+    }
+    free(st->hdr_buf);
     for (uint64_t g = 0; st->caches && g < st->n_groups; g++)
         if (st->caches[g]) st->pol->free(st->caches[g]);
     free(st->caches); free(st->n_free);
     if (st->fd >= 0) close(st->fd);
     free(st->path);
     free(st->S); free(st->z);
-    free(st->frames); free(st->key_frame); free(st->frame_key); free(st->free_frames);
+    free(st->frames); free(st->map_key); free(st->map_frame); free(st->frame_key); free(st->free_frames);
     free(st->dirty); free(st->on_disk);
     free(st);
 }
@@ -183,22 +221,13 @@ int rn_state_create(const rn_config *c, const rn_state_opts *o, rn_state **out, 
     st->gkeys = st->n_keys / st->n_groups;
     st->cap = capacity_of(c, o, st->gkeys);
     st->nf = st->cap * st->n_groups;
-    st->stride = row_stride(c, o->direct);
     st->path = strdup(o->file);
-    st->frames = aligned_alloc(DIRECT_ALIGN, (st->nf * st->stride + DIRECT_ALIGN - 1) / DIRECT_ALIGN * DIRECT_ALIGN);
-    st->key_frame = malloc(st->n_keys * sizeof *st->key_frame);
-    st->frame_key = malloc(st->nf * sizeof *st->frame_key);
-    st->free_frames = malloc(st->nf * sizeof *st->free_frames);
-    st->dirty = malloc(st->nf);
-    st->on_disk = malloc((st->n_keys + 7) / 8);
-    st->caches = calloc(st->n_groups, sizeof *st->caches);
-    st->n_free = calloc(st->n_groups, sizeof *st->n_free);
-    if (!st->path || !st->frames || !st->key_frame || !st->frame_key || !st->free_frames ||
-        !st->dirty || !st->on_disk || !st->caches || !st->n_free) {
+    st->hdr_buf = aligned_alloc(DIRECT_ALIGN, RN_STATEFILE_DATA);
+    if (!st->path || !st->hdr_buf) {
         rn_state_free(st);
         return rn_seterr(err, RN_ENOMEM, "out of memory allocating the tiered memory state");
     }
-    st->fd = open(o->file, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | (o->direct ? O_DIRECT : 0), 0644);
+    st->fd = open(o->file, O_RDWR | O_CREAT | O_CLOEXEC | (o->direct ? O_DIRECT : 0), 0644);
     if (st->fd < 0) { /* the option's path: bad input, whatever the reason */
         int e = errno;
         rc = rn_seterr(err, RN_EINPUT, "--state-file: %s: %s%s", o->file, strerror(e),
@@ -206,6 +235,31 @@ int rn_state_create(const rn_config *c, const rn_state_opts *o, rn_state **out, 
         rn_state_free(st);
         return rc;
     }
+    if ((rc = rn_statefile_check(st->fd, o->file, o->discard, st->hdr_buf, err))) {
+        close(st->fd);
+        st->fd = -1;  /* the file is left as it is */
+        rn_state_free(st);
+        return rc;
+    }
+    /* under O_DIRECT a row takes whole blocks of the device's alignment (often 512 bytes) */
+    st->stride = row_stride(c, o->direct ? rn_statefile_dio_align(st->fd) : 0);
+    st->frames = aligned_alloc(DIRECT_ALIGN, (st->nf * st->stride + DIRECT_ALIGN - 1) / DIRECT_ALIGN * DIRECT_ALIGN);
+    st->map_mask = 1;
+    while (st->map_mask + 1 < 2 * st->nf) st->map_mask = 2 * st->map_mask + 1;
+    st->map_key = malloc((st->map_mask + 1) * sizeof *st->map_key);
+    st->map_frame = malloc((st->map_mask + 1) * sizeof *st->map_frame);
+    st->frame_key = malloc(st->nf * sizeof *st->frame_key);
+    st->free_frames = malloc(st->nf * sizeof *st->free_frames);
+    st->dirty = malloc(st->nf);
+    st->on_disk = aligned_alloc(DIRECT_ALIGN, bitmap_bytes(st->n_keys));
+    st->caches = calloc(st->n_groups, sizeof *st->caches);
+    st->n_free = calloc(st->n_groups, sizeof *st->n_free);
+    if (!st->frames || !st->map_key || !st->map_frame || !st->frame_key || !st->free_frames ||
+        !st->dirty || !st->on_disk || !st->caches || !st->n_free) {
+        rn_state_free(st);
+        return rn_seterr(err, RN_ENOMEM, "out of memory allocating the tiered memory state");
+    }
+    st->info = (rn_statefile_info){ 0, 0, rn_statefile_shape(c), st->stride, st->n_keys, 0 };
     size_t wbb = (size_t)WB_THREADS * WB_ROWS * st->stride;
     if (!(st->wb_mem = aligned_alloc(DIRECT_ALIGN, (wbb + DIRECT_ALIGN - 1) / DIRECT_ALIGN * DIRECT_ALIGN))) {
         rn_state_free(st);
@@ -225,6 +279,11 @@ int rn_state_create(const rn_config *c, const rn_state_opts *o, rn_state **out, 
         }
         q->started = 1;
     }
+    if (!o->no_prefetch && (rc = rn_prefetch_create(st->fd, st->path, st->stride, PF_THREADS, PF_SLOTS, &st->pf, err))) {
+        rn_state_free(st);
+        return rc;
+    }
+    st->pf_l = -1;
     rn_state_reset(st);
     if (st->err.code) {
         rc = rn_seterr(err, st->err.code, "%s", st->err.msg);
@@ -246,11 +305,23 @@ void rn_state_reset(rn_state *st)
             rn_pdma_reset(st->S + i * st->M * st->dv, st->z + i * st->M, st->M, st->dv);
         return;
     }
+    if (st->pf) rn_prefetch_drop(st->pf);
+    st->pf_l = -1;
     wb_drain(st);
     for (int t = 0; t < WB_THREADS; t++) memset(&st->wb[t].err, 0, sizeof st->wb[t].err);
-    /* Emptying the file frees its blocks; the new length is a hole. */
-    if (ftruncate(st->fd, 0) || ftruncate(st->fd, (off_t)(st->n_keys * st->stride)))
+    /* The rows are emptied by the bitmap alone: a row is read from the file
+     * only once written since, so the file's old rows are never read and
+     * its blocks are kept (freeing them costs a discard per extent on file
+     * systems mounted with discard: minutes for 10^5 scattered rows).  A
+     * new file is a hole of the right length.  The header says dirty
+     * before any row is written. */
+    struct stat sb;
+    off_t len = (off_t)(RN_STATEFILE_DATA + st->n_keys * st->stride);
+    if (fstat(st->fd, &sb) || (sb.st_size != len && ftruncate(st->fd, len)))
         rn_seterr(&st->err, RN_EIO, "--state-file: %s: %s", st->path, strerror(errno));
+    st->info.state = RN_STATEFILE_DIRTY;
+    st->info.bitmap_off = 0;
+    if (!st->err.code) rn_statefile_write(st->fd, st->path, &st->info, st->hdr_buf, &st->err);
     for (uint64_t g = 0; g < st->n_groups; g++) {
         if (st->caches[g]) st->pol->free(st->caches[g]);
         st->caches[g] = st->pol->init(st->cap, (uint32_t)st->gkeys);
@@ -262,8 +333,8 @@ void rn_state_reset(rn_state *st)
             st->free_frames[g * st->cap + i] = (uint32_t)(g * st->cap + st->cap - 1 - i);
         st->n_free[g] = st->cap;
     }
-    memset(st->key_frame, 0xff, st->n_keys * sizeof *st->key_frame);
-    memset(st->on_disk, 0, (st->n_keys + 7) / 8);
+    memset(st->map_key, 0xff, (st->map_mask + 1) * sizeof *st->map_key);
+    memset(st->on_disk, 0, bitmap_bytes(st->n_keys));
     memset(st->dirty, 0, st->nf);
     memset(&st->cnt, 0, sizeof st->cnt);
 }
@@ -282,7 +353,7 @@ int rn_state_head(rn_state *st, int l, int h, rn_real **S, rn_real **z, rn_error
  * a failure is set in *e unless one is there already. */
 static int row_io(rn_state *st, int wr, uint64_t key, char *buf, rn_error *e)
 {
-    off_t off = (off_t)(key * st->stride);
+    off_t off = (off_t)(RN_STATEFILE_DATA + key * st->stride);
     size_t done = 0;
     while (done < st->stride) {
         ssize_t r = wr ? pwrite(st->fd, buf + done, st->stride - done, off + (off_t)done)
@@ -339,6 +410,11 @@ static void wb_drain(rn_state *st)
 static void write_back(rn_state *st, uint32_t f)
 {
     uint32_t key = st->frame_key[f];
+    if (st->info.state != RN_STATEFILE_DIRTY) { /* the first row write since a flush */
+        st->info.state = RN_STATEFILE_DIRTY;
+        st->info.bitmap_off = 0;
+        if (!st->err.code) rn_statefile_write(st->fd, st->path, &st->info, st->hdr_buf, &st->err);
+    }
     wb_queue *q = &st->wb[key % WB_THREADS];
     pthread_mutex_lock(&q->mu);
     while (q->count == WB_ROWS) pthread_cond_wait(&q->cv, &q->mu);
@@ -371,19 +447,62 @@ static void read_back(rn_state *st, uint32_t key, char *buf)
     row_io(st, 0, key, buf, &st->err);
 }
 
+static inline uint64_t map_home(const rn_state *st, uint32_t key)
+{
+    return ((uint64_t)key * 0x9E3779B97F4A7C15ull >> 29) & st->map_mask;
+}
+
+/* The frame of a cached key, or RN_CACHE_NONE. */
+static uint32_t frame_of(const rn_state *st, uint32_t key)
+{
+    for (uint64_t i = map_home(st, key);; i = (i + 1) & st->map_mask) {
+        if (st->map_key[i] == key) return st->map_frame[i];
+        if (st->map_key[i] == RN_CACHE_NONE) return RN_CACHE_NONE;
+    }
+}
+
+/* Record key's frame (key not in the map; the map is at most half full). */
+static void map_put(rn_state *st, uint32_t key, uint32_t f)
+{
+    uint64_t i = map_home(st, key);
+    while (st->map_key[i] != RN_CACHE_NONE) i = (i + 1) & st->map_mask;
+    st->map_key[i] = key;
+    st->map_frame[i] = f;
+}
+
+/* Remove key (present), shifting back the entries after it that would
+ * otherwise be cut off from their home slot. */
+static void map_del(rn_state *st, uint32_t key)
+{
+    uint64_t i = map_home(st, key);
+    while (st->map_key[i] != key) i = (i + 1) & st->map_mask;
+    for (uint64_t j = i;;) {
+        j = (j + 1) & st->map_mask;
+        if (st->map_key[j] == RN_CACHE_NONE) break;
+        uint64_t h = map_home(st, st->map_key[j]);
+        /* entry j may fill the hole at i when its home is not in (i, j] (cyclically) */
+        if (i <= j ? (h <= i || h > j) : (h <= i && h > j)) {
+            st->map_key[i] = st->map_key[j];
+            st->map_frame[i] = st->map_frame[j];
+            i = j;
+        }
+    }
+    st->map_key[i] = RN_CACHE_NONE;
+}
+
 /* A key left the cache (the policy's victims callback): write its row back
  * when dirty and free its frame. */
 static void evicted(void *user, uint32_t local)
 {
     rn_state *st = user;
     const uint64_t g = st->g, key = g * st->gkeys + local;
-    uint32_t f = st->key_frame[key];
+    uint32_t f = frame_of(st, (uint32_t)key);
     if (f == RN_CACHE_NONE || st->n_free[g] >= st->cap) {
         st->bad = 1;
         return;
     }
     if (st->dirty[f]) write_back(st, f);
-    st->key_frame[key] = RN_CACHE_NONE;
+    map_del(st, (uint32_t)key);
     st->free_frames[g * st->cap + st->n_free[g]++] = f;
     st->cnt.evictions++;
 }
@@ -400,7 +519,7 @@ static rn_real *row(rn_state *st, uint32_t key, int write)
     st->g = g;
     int hit = st->pol->access(st->caches[g], (uint32_t)(key - g * st->gkeys), RN_CACHE_NONE, &v);
     st->cnt.accesses++;
-    uint32_t f = st->key_frame[key];
+    uint32_t f = frame_of(st, key);
     int bad = st->bad || (hit ? f == RN_CACHE_NONE : f != RN_CACHE_NONE);
     if (hit) {
         st->cnt.hits++;
@@ -408,12 +527,19 @@ static rn_real *row(rn_state *st, uint32_t key, int write)
         st->cnt.misses++;
         if (st->n_free[g]) {
             f = st->free_frames[g * st->cap + --st->n_free[g]];
-            st->key_frame[key] = f;
+            map_put(st, key, f);
             st->frame_key[f] = key;
             st->dirty[f] = 0;
             rn_real *r = (rn_real *)(st->frames + (size_t)f * st->stride);
             if (st->on_disk[key >> 3] & (1u << (key & 7))) {
-                read_back(st, key, (char *)r);
+                int s = st->pf ? rn_prefetch_find(st->pf, key) : -1;
+                if (s >= 0) {
+                    rn_error e = { 0 };
+                    uint64_t t0 = rn_prefetch_taken(st->pf);
+                    if (rn_prefetch_take(st->pf, s, r, &e) && !st->err.code) st->err = e;
+                    st->cnt.prefetched += rn_prefetch_taken(st->pf) - t0; /* 0: it read the row itself */
+                } else
+                    read_back(st, key, (char *)r);
                 st->cnt.bytes_read += st->stride;
             } else {
                 memset(r, 0, sizeof(rn_real) * st->dv);
@@ -432,6 +558,56 @@ static rn_real *row(rn_state *st, uint32_t key, int write)
     return (rn_real *)(st->frames + (size_t)f * st->stride);
 }
 
+/* Is key's row in a write-behind queue (so the file does not hold it yet)? */
+static int queued(rn_state *st, uint32_t key)
+{
+    wb_queue *q = &st->wb[key % WB_THREADS];
+    int found = 0;
+    pthread_mutex_lock(&q->mu);
+    for (int n = 0; n < q->count && !found; n++) found = q->key[(q->head + n) % WB_ROWS] == key;
+    pthread_mutex_unlock(&q->mu);
+    return found;
+}
+
+/* Read ahead: examine the layer's accesses from max(pf_cur, cur) on, in
+ * scan order, and issue a read for each row that is neither in memory nor
+ * queued nor read already but is in the file, while slots are free.  Such
+ * a row stays out of memory until its own access (only an access brings a
+ * row in), so its bytes in the file cannot change before that access takes
+ * them: read ahead changes no hit, miss or byte count, only when the bytes
+ * arrive. */
+static void read_ahead(rn_state *st, uint64_t cur)
+{
+    if (st->pf_cur < cur) st->pf_cur = cur;
+    const int H = st->H, K = st->c.top_k, n = st->pf_n;
+    while (st->pf_cur < st->pf_total && !rn_prefetch_full(st->pf)) {
+        uint64_t i = st->pf_cur++;
+        int h = (int)(i / ((uint64_t)n * 2 * K));
+        uint64_t rem = i % ((uint64_t)n * 2 * K);
+        int t = (int)(rem / (2 * (uint64_t)K)), j = (int)(rem % (2 * (uint64_t)K));
+        size_t a = ((size_t)t * H + h) * K;
+        uint32_t slot = j < K ? st->pf_w[a + j] : st->pf_r[a + j - K];
+        uint32_t key = (uint32_t)(((uint64_t)st->pf_l * H + h) * (uint64_t)st->M + slot);
+        if (frame_of(st, key) != RN_CACHE_NONE || !(st->on_disk[key >> 3] & (1u << (key & 7))) ||
+            rn_prefetch_find(st->pf, key) >= 0 || queued(st, key))
+            continue;
+        rn_prefetch_issue(st->pf, key, (off_t)(RN_STATEFILE_DATA + (uint64_t)key * st->stride));
+    }
+}
+
+void rn_state_layer(rn_state *st, int l, const uint32_t *wslot, const uint32_t *rslot, int n)
+{
+    if (!st->tiered || !st->pf) return;
+    rn_prefetch_drop(st->pf); /* the last layer's reads not taken (none, normally) */
+    st->pf_l = l;
+    st->pf_w = wslot;
+    st->pf_r = rslot;
+    st->pf_n = n;
+    st->pf_cur = 0;
+    st->pf_total = (uint64_t)st->H * (uint64_t)n * 2 * (uint64_t)st->c.top_k;
+    read_ahead(st, 0);
+}
+
 void rn_state_scan(rn_state *st, int l, int h, rn_real *o, const rn_real *v,
                    const uint32_t *wslot, const rn_real *ww, const uint32_t *rslot,
                    const rn_real *rw, int n)
@@ -445,8 +621,10 @@ void rn_state_scan(rn_state *st, int l, int h, rn_real *o, const rn_real *v,
         return;
     }
     const uint32_t base = (uint32_t)(((uint64_t)l * H + h) * (uint64_t)st->M), zero = 0;
+    const int ahead = st->pf && st->pf_l == l && st->pf_n == n && st->pf_w == wslot && st->pf_r == rslot;
     for (int t = 0; t < n; t++) {
         size_t a = ((size_t)t * H + h) * K, vv = (size_t)t * H * dv + (size_t)h * dv;
+        if (ahead) read_ahead(st, ((uint64_t)h * n + t) * 2 * K); /* keep the slots busy */
         for (int j = 0; j < K; j++) {
             rn_real *r = row(st, base + wslot[a + j], 1);
             rn_pdma_write(r, r + dv, dv, &zero, ww + a + j, 1, v + vv, gamma);
@@ -476,10 +654,28 @@ int rn_state_flush(rn_state *st, rn_error *err)
 {
     if (!st->tiered) return RN_OK;
     for (uint64_t f = 0; f < st->nf; f++)
-        if (st->dirty[f] && st->key_frame[st->frame_key[f]] == f) write_back(st, (uint32_t)f);
+        if (st->dirty[f] && frame_of(st, st->frame_key[f]) == f) write_back(st, (uint32_t)f);
     wb_drain(st);
-    if (!rn_state_error(st, NULL) && fsync(st->fd))
+    if (st->info.state != RN_STATEFILE_DIRTY || rn_state_error(st, NULL)) return rn_state_error(st, err);
+    /* the rows, then the bitmap after them, on disk before the header says clean */
+    uint64_t boff = RN_STATEFILE_DATA + st->n_keys * st->stride;
+    boff = (boff + DIRECT_ALIGN - 1) / DIRECT_ALIGN * DIRECT_ALIGN;
+    size_t len = bitmap_bytes(st->n_keys), done = 0;
+    while (done < len && !st->err.code) {
+        ssize_t w = pwrite(st->fd, st->on_disk + done, len - done, (off_t)(boff + done));
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) rn_seterr(&st->err, RN_EIO, "--state-file: %s: writing the bitmap: %s", st->path,
+                              w < 0 ? strerror(errno) : "short write");
+        else done += (size_t)w;
+    }
+    if (!st->err.code && fsync(st->fd))
         rn_seterr(&st->err, RN_EIO, "--state-file: %s: fsync: %s", st->path, strerror(errno));
+    if (!st->err.code) {
+        st->info.state = RN_STATEFILE_CLEAN;
+        st->info.generation++;
+        st->info.bitmap_off = boff;
+        rn_statefile_write(st->fd, st->path, &st->info, st->hdr_buf, &st->err);
+    }
     return rn_state_error(st, err);
 }
 

@@ -15,10 +15,10 @@
  * rn_pdma_read_acc on one row at a time, in rank order), so their outputs
  * are bit-identical.  The tiered store visits heads one after another: in a
  * chunk of n rows, layer by layer, head by head, and for each position its K
- * writes then its K reads by rank.  With n = 1 (a step, or prefill with
- * chunk 1) that is the trace's replay order (pos, layer, head, op, rank), so
- * its counters equal `simulate --scope model` at the same capacity and
- * policy (docs/tiered-state.md).
+ * writes then its K reads by rank: the order a traced run's probe reports
+ * (rn_probe.h), which the trace records (its prefill chunks) and `simulate`
+ * replays, so the counters equal `simulate --scope model` at the same
+ * capacity and policy (docs/tiered-state.md).
  *
  * Everything is allocated by rn_state_create; nothing allocates per token.
  */
@@ -37,6 +37,8 @@ typedef struct {
     const char *policy;   /* cache policy name (rn_policy_find); NULL: "lru" */
     int direct;           /* 1: open the file with O_DIRECT */
     int scope;            /* enum rn_state_scope: one cache (and budget) per model, layer or head */
+    int discard;          /* 1: replace the file even when it is dirty or not a state file */
+    int no_prefetch;      /* 1: fetch each missing row only when it is accessed */
 } rn_state_opts;
 
 /* The caches of a tiered store, as `simulate --scope`: one for the model
@@ -51,6 +53,8 @@ typedef struct {
     uint64_t accesses, hits, misses;
     uint64_t bytes_read, bytes_written; /* pread / pwrite bytes to the state file */
     uint64_t evictions;   /* rows that left memory (written back when dirty) */
+    uint64_t prefetched;  /* misses whose row had been read ahead (rn_state_layer); counted in
+                           * misses and bytes_read as any other */
 } rn_state_counters;
 
 typedef struct rn_state rn_state;
@@ -64,18 +68,30 @@ int rn_state_check(const rn_config *c, const rn_state_opts *o, rn_error *err);
 double rn_state_bytes(const rn_config *c, const rn_state_opts *o);
 
 /* Create a store at the initial state (S = 0, z = 1/M); o NULL or budget 0:
- * dense.  Tiered: creates (truncates) the file, sparse. */
+ * dense.  Tiered: creates (replaces, keeping its blocks) the file, sparse, with a header marked
+ * dirty (core/rn_statefile.h); an existing file that is dirty (left by a
+ * killed run) or not a state file is refused (RN_EINPUT naming it) unless
+ * o->discard. */
 int rn_state_create(const rn_config *c, const rn_state_opts *o, rn_state **out, rn_error *err);
+/* Tiered: the file is marked closed (not a state, but nothing cut short)
+ * unless it is clean or an I/O error happened. */
 void rn_state_free(rn_state *st);
 
 int rn_state_tiered(const rn_state *st);
 
-/* Back to the initial state; tiered: the file is emptied (its blocks freed),
- * the cache and the counters start over.  A failure is kept (rn_state_error). */
+/* Back to the initial state; tiered: the file's rows are emptied (the
+ * written-rows bitmap is cleared; their blocks are kept, not freed), the
+ * cache and the counters start over.  A failure is kept (rn_state_error). */
 void rn_state_reset(rn_state *st);
 
 /* Dense only: head (l, h)'s S [M, d_v] and z [M]; RN_EINPUT on a tiered store. */
 int rn_state_head(rn_state *st, int l, int h, rn_real **S, rn_real **z, rn_error *err);
+
+/* Layer l's addresses (slots [n, H, K], valid until the layer's last
+ * rn_state_scan), before its heads are scanned: the tiered store starts
+ * reading the rows of the file it will miss, several at a time (read-ahead
+ * threads; off with rn_state_opts.no_prefetch).  Dense: nothing. */
+void rn_state_layer(rn_state *st, int l, const uint32_t *wslot, const uint32_t *rslot, int n);
 
 /* One head's memory scan over n positions (rn_pdma_scan_forward's layout:
  * o, v [n, H·d_v]; slots and weights [n, H, K]).  An I/O failure of the
@@ -87,8 +103,9 @@ void rn_state_scan(rn_state *st, int l, int h, rn_real *o, const rn_real *v,
 /* The first failure since create/reset (RN_OK when none), copied into err. */
 int rn_state_error(rn_state *st, rn_error *err);
 
-/* Tiered: write every dirty row back and fsync, so the file holds the whole
- * state; rows stay cached.  Dense: nothing. */
+/* Tiered: write every dirty row back, then the written-rows bitmap, fsync,
+ * and mark the file clean, so it holds the whole state; rows stay cached
+ * (the next write-back marks it dirty again).  Dense: nothing. */
 int rn_state_flush(rn_state *st, rn_error *err);
 
 /* Counters since create/reset (all 0 for a dense store). */

@@ -15,6 +15,7 @@
 #include "rn_model.h"
 #include "rn_params.h"
 #include "rn_runtime.h"
+#include "rn_statefile.h"
 #include "th.h"
 
 #define TT_FILE th_path("tiered.state")
@@ -78,8 +79,10 @@ static int run_seq(const rn_model *m, const rn_state_opts *so, int chunk, float 
     return rc;
 }
 
-/* The file, after a flush, holds the dense state: each row equals the dense
- * row, or is a hole (zeros) where the dense row is still the initial one. */
+/* The file, after a flush, holds the dense state: its header says clean,
+ * each row equals the dense row where the bitmap after the rows says it was
+ * written, and every other dense row is still the initial one
+ * (core/rn_statefile.h). */
 static int file_matches(rn_runtime *dense, rn_runtime *tiered, const rn_config *c)
 {
     rn_error err;
@@ -89,20 +92,28 @@ static int file_matches(rn_runtime *dense, rn_runtime *tiered, const rn_config *
     const int64_t M = rn_config_slots(c);
     const int dv = c->d_v;
     float row[64];
-    int ok = 1;
-    for (int l = 0; l < c->n_layers; l++)
+    char hb[RN_STATEFILE_DATA];
+    rn_statefile_info info;
+    uint64_t nk = (uint64_t)c->n_layers * c->n_heads * M;
+    uint8_t bits[512];
+    int ok = pread(fd, hb, sizeof hb, 0) == (ssize_t)sizeof hb && rn_statefile_decode(hb, &info) &&
+             info.state == RN_STATEFILE_CLEAN && info.n_keys == nk && info.shape == rn_statefile_shape(c) &&
+             info.bitmap_off >= RN_STATEFILE_DATA + nk * info.row_bytes && nk <= 8 * sizeof bits &&
+             pread(fd, bits, (nk + 7) / 8, (off_t)info.bitmap_off) == (ssize_t)((nk + 7) / 8);
+    for (int l = 0; l < c->n_layers && ok; l++)
         for (int h = 0; h < c->n_heads; h++) {
             const rn_real *S, *z;
             if (rn_runtime_head_state(dense, l, h, &S, &z, &err)) { ok = 0; continue; }
             for (int64_t s = 0; s < M; s++) {
                 uint64_t key = ((uint64_t)l * c->n_heads + h) * M + s;
-                if (pread(fd, row, sizeof(float) * (dv + 1), (off_t)(key * sizeof(float) * (dv + 1))) !=
+                if (pread(fd, row, sizeof(float) * (dv + 1), (off_t)(RN_STATEFILE_DATA + key * info.row_bytes)) !=
                     (ssize_t)(sizeof(float) * (dv + 1))) { ok = 0; continue; }
                 int same = !memcmp(row, S + s * dv, sizeof(float) * dv) && row[dv] == z[s];
-                int hole = 1, initial = z[s] == (float)(1.0 / (double)M);
-                for (int i = 0; i <= dv; i++) hole &= row[i] == 0;
+                int initial = z[s] == (float)(1.0 / (double)M);
                 for (int i = 0; i < dv; i++) initial &= S[s * dv + i] == 0;
-                if (!same && !(hole && initial)) ok = 0;
+                /* a row not marked written is the initial one (what the file holds
+                 * there is not read: a hole, or a row of a run before) */
+                if ((bits[key >> 3] >> (key & 7)) & 1 ? !same : !initial) ok = 0;
             }
         }
     close(fd);
@@ -130,7 +141,7 @@ TH_TEST(test_tiered_bit_identical, "tiered state equals dense, bit for bit (poli
             for (int p = 0; p < 6; p++)
                 for (int b = 0; b < 5; b++) {
                     /* the budget is per cache: one for the model, a layer or a head */
-                    rn_state_opts so = { rows[b] * 4 * (c.d_v + 1) + (b & 1), TT_FILE, pols[p], 0, b % 3 };
+                    rn_state_opts so = { rows[b] * 4 * (c.d_v + 1) + (b & 1), TT_FILE, pols[p], 0, b % 3, 0, 0 };
                     rn_runtime *rt = NULL;
                     rn_state_counters cnt;
                     memset(got, 0xff, nl * 4);
@@ -187,7 +198,7 @@ TH_TEST(test_tiered_counters_simulate, "tiered hits and misses equal simulate's,
     for (int sc = 0; sc < 3; sc++)
     for (int p = 0; p < 6; p++)
         for (int b = 0; b < 6; b++) {
-            rn_state_opts so = { rows[b] * 4 * (c.d_v + 1), TT_FILE, pols[p], 0, sc };
+            rn_state_opts so = { rows[b] * 4 * (c.d_v + 1), TT_FILE, pols[p], 0, sc, 0, 0 };
             rn_error err;
             rn_runtime *rt;
             CU_ASSERT_EQUAL_FATAL(rn_runtime_create_state(&m, 1, &so, &rt, &err), RN_OK);
@@ -222,6 +233,82 @@ TH_TEST(test_tiered_counters_simulate, "tiered hits and misses equal simulate's,
     unlink(TT_FILE);
 }
 
+/* The runtime's own order: the probe reports each forward call's accesses
+ * layer by layer, head by head, position by position (rn_probe.h), which is
+ * the order the tiered store accessed them in.  So a stream per cache, in
+ * the probe's order, keyed by the store's own (layer·H + head)·M + slot,
+ * replayed by the simulator, must give the store's counters: for prefill in
+ * chunks of 1, 7 and 64 rows followed by steps. */
+TH_TEST(test_tiered_counters_chunk_order, "tiered hits and misses equal simulate's in the runtime's chunk order")
+{
+    rn_config c;
+    tiny_config(&c, 3, 4, 0.7f);
+    rn_model m;
+    make_model(&m, &c, 12);
+    const char *pols[] = { "lru", "clock", "fifo", "lfu", "arc", "s3fifo" };
+    const uint64_t rows[] = { 2, 30, 90 };
+    const int chunks[] = { 1, 7, 64 };
+    const int64_t M = rn_config_slots(&c), H = c.n_heads;
+    int bad = 0, differs = 0;
+    uint32_t *key = malloc(sizeof *key * 20000);
+    for (int ci = 0; ci < 3; ci++)
+        for (int sc = 0; sc < 3; sc++)
+            for (int p = 0; p < 6; p++)
+                for (int b = 0; b < 3; b++) {
+                    rn_state_opts so = { rows[b] * 4 * (c.d_v + 1), TT_FILE, pols[p], 0, sc, 0, 0 };
+                    rn_error err;
+                    rn_runtime *rt;
+                    CU_ASSERT_EQUAL_FATAL(rn_runtime_create_state(&m, chunks[ci], &so, &rt, &err), RN_OK);
+                    ev_rec r = { malloc(sizeof(tr_event) * 20000), 0, 20000 };
+                    rn_probe pr = { &r, rec_access };
+                    rn_runtime_set_probe(rt, &pr);
+                    int tok[80];
+                    for (int i = 0; i < 80; i++) tok[i] = (i * 53 + 7) % c.vocab_size;
+                    CU_ASSERT_EQUAL(rn_prefill(rt, tok, 70, NULL, 0, &err), RN_OK);
+                    for (int i = 70; i < 80; i++) CU_ASSERT_EQUAL(rn_step(rt, tok[i], NULL, &err), RN_OK);
+                    rn_state_counters cnt;
+                    CU_ASSERT_EQUAL(rn_runtime_state_counters(rt, &cnt), 1);
+                    CU_ASSERT_EQUAL_FATAL(r.n < r.cap, 1);
+                    /* one stream per cache: model, layer or head, in probe order */
+                    int64_t G = sc == 0 ? 1 : sc == 1 ? c.n_layers : c.n_layers * H;
+                    int64_t gkeys = c.n_layers * H * M / G;
+                    an_sim_result res = { 0 }, step = { 0 };
+                    for (int64_t g = 0; g < G; g++) {
+                        size_t n = 0;
+                        for (size_t i = 0; i < r.n; i++) {
+                            int64_t k = ((int64_t)r.ev[i].layer * H + r.ev[i].head) * M + r.ev[i].slot;
+                            if (k / gkeys == g) key[n++] = (uint32_t)(k - g * gkeys);
+                        }
+                        an_stream st = an_stream_from_keys(key, n, NULL);
+                        CU_ASSERT_EQUAL(an_simulate(&st, an_policy_find(pols[p]), cnt.capacity, 0, NULL, &res, &err),
+                                        RN_OK);
+                    }
+                    /* the step order of the same accesses (an_streams_build) */
+                    an_streams ss;
+                    CU_ASSERT_EQUAL_FATAL(an_streams_build(r.ev, r.n, &c, sc == 0 ? AN_SCOPE_MODEL : sc == 1 ?
+                                                           AN_SCOPE_LAYER : AN_SCOPE_HEAD, RN_OPS_BOTH, &ss, &err), RN_OK);
+                    for (int i = 0; i < ss.n; i++)
+                        an_simulate(&ss.s[i], an_policy_find(pols[p]), cnt.capacity, 0, NULL, &step, &err);
+                    an_streams_free(&ss);
+                    if (res.hits != cnt.hits || res.misses != cnt.misses || res.accesses != cnt.accesses) {
+                        bad++;
+                        fprintf(stderr, "chunk %d scope %d %s cap %llu: tiered %llu/%llu, simulate %llu/%llu\n",
+                                chunks[ci], sc, pols[p], (unsigned long long)cnt.capacity,
+                                (unsigned long long)cnt.hits, (unsigned long long)cnt.misses,
+                                (unsigned long long)res.hits, (unsigned long long)res.misses);
+                    }
+                    if (step.hits != cnt.hits) differs++;
+                    CU_ASSERT(ci > 0 || step.hits == cnt.hits); /* chunk 1: the step's order */
+                    free(r.ev);
+                    rn_runtime_free(rt);
+                }
+    CU_ASSERT_EQUAL(bad, 0);
+    CU_ASSERT(differs > 0); /* the order matters for chunks of 7 and 64 (so the check above has teeth) */
+    free(key);
+    rn_model_free(&m);
+    unlink(TT_FILE);
+}
+
 TH_TEST(test_tiered_refusals, "tiered state: bad options are refused with the option's name")
 {
     rn_config c;
@@ -231,13 +318,13 @@ TH_TEST(test_tiered_refusals, "tiered state: bad options are refused with the op
     rn_error err;
     rn_runtime *rt = NULL;
     struct { rn_state_opts o; const char *word; } bad[] = {
-        { { 1000, NULL, NULL, 0, 0 }, "--state-file" },
-        { { 1000, TT_FILE, "opt", 0, 0 }, "--state-policy" },
-        { { 1000, TT_FILE, "bogus", 0, 0 }, "bogus" },
-        { { 10, TT_FILE, NULL, 0, 0 }, "--state-budget" },
-        { { 1000, "/nonexistent-dir/x.state", NULL, 0, 0 }, "--state-file" },
-        { { 0, TT_FILE, NULL, 0, 0 }, "--state-file" },
-        { { 1000, TT_FILE, NULL, 0, 7 }, "--state-scope" },
+        { { 1000, NULL, NULL, 0, 0, 0, 0 }, "--state-file" },
+        { { 1000, TT_FILE, "opt", 0, 0, 0, 0 }, "--state-policy" },
+        { { 1000, TT_FILE, "bogus", 0, 0, 0, 0 }, "bogus" },
+        { { 10, TT_FILE, NULL, 0, 0, 0, 0 }, "--state-budget" },
+        { { 1000, "/nonexistent-dir/x.state", NULL, 0, 0, 0, 0 }, "--state-file" },
+        { { 0, TT_FILE, NULL, 0, 0, 0, 0 }, "--state-file" },
+        { { 1000, TT_FILE, NULL, 0, 7, 0, 0 }, "--state-scope" },
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         CU_ASSERT_NOT_EQUAL(rn_runtime_create_state(&m, 4, &bad[i].o, &rt, &err), RN_OK);
@@ -245,7 +332,7 @@ TH_TEST(test_tiered_refusals, "tiered state: bad options are refused with the op
         CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, bad[i].word));
     }
     /* interventions and head state need the dense store */
-    rn_state_opts so = { 1000, TT_FILE, NULL, 0, 0 };
+    rn_state_opts so = { 1000, TT_FILE, NULL, 0, 0, 0, 0 };
     CU_ASSERT_EQUAL_FATAL(rn_runtime_create_state(&m, 4, &so, &rt, &err), RN_OK);
     const rn_real *S, *z;
     CU_ASSERT_EQUAL(rn_runtime_head_state(rt, 0, 0, &S, &z, &err), RN_EINPUT);
@@ -299,6 +386,67 @@ TH_TEST(test_tiered_cli_trace_simulate, "trace --chunk 1 with a state budget: co
         }
 }
 
+/* The chunks a traced run records, and simulate's default replay of them:
+ * run (prompt + generated tokens) and trace with --chunk 1, 7 and 64. */
+TH_TEST(test_tiered_cli_chunk_order, "run/trace --chunk 1, 7, 64 with a state budget: simulate replays the recorded chunks")
+{
+    const char *db = th_path("c.db"), *sf = th_path("c.state"), *in = th_path("c.txt");
+    char dbb[512], sfb[512], inb[512];
+    snprintf(dbb, sizeof dbb, "%s", db);
+    snprintf(sfb, sizeof sfb, "%s", sf);
+    snprintf(inb, sizeof inb, "%s", in);
+    CU_ASSERT_EQUAL_FATAL(th_write_verses(inb, 150), 0); /* 150 bytes: two whole chunks of 64 */
+    const int chunks[] = { 1, 7, 64 };
+    const char *pols[] = { "lru", "arc", "s3fifo" };
+    const char *scopes[] = { "model", "layer", "model" };
+    int run = 0, step_differs = 0;
+    for (int ci = 0; ci < 3; ci++)
+        for (int p = 0; p < 3; p++)
+            for (int cmd = 0; cmd < 2; cmd++) {
+                if (cmd == 0) {
+                    CU_ASSERT_EQUAL_FATAL(th_run("%s run samples/kjv.bin samples/prompts/kjv.txt -n 20 --seed 5 "
+                                                 "--chunk %d --trace %s --state-budget 20K --state-file %s "
+                                                 "--state-policy %s --state-scope %s -q", th_bin(), chunks[ci],
+                                                 dbb, sfb, pols[p], scopes[p]), 0);
+                } else {
+                    CU_ASSERT_EQUAL_FATAL(th_run("%s trace samples/kjv.bin %s -o %s --chunk %d --state-budget 8K "
+                                                 "--state-file %s --state-policy %s --state-scope %s -j 1 -q",
+                                                 th_bin(), inb, dbb, chunks[ci], sfb, pols[p], scopes[p]), 0);
+                }
+                run++;
+                /* no chunk recorded before the runs of 7: the table does not exist yet */
+                CU_ASSERT_EQUAL_FATAL(th_run("%s sql -F csv %s \"SELECT capacity, hits, misses, %s FROM "
+                                             "state_counters WHERE run_id = %d\"", th_bin(), dbb,
+                                             chunks[ci] == 1 ? "0" : "(SELECT count(*) FROM prefill_chunks "
+                                             "WHERE run_id = state_counters.run_id AND n = state_counters.chunk)", run), 0);
+                unsigned long long cap = 0, hits = 0, misses = 0;
+                int nch = -1;
+                CU_ASSERT_EQUAL_FATAL(sscanf(csv_row(th_out()), "%llu,%llu,%llu,%d", &cap, &hits, &misses, &nch), 4);
+                /* the prompt (157 tokens) and the input hold whole chunks */
+                CU_ASSERT(chunks[ci] == 1 || nch >= 1);
+                for (int order = 0; order < 2; order++) {
+                    CU_ASSERT_EQUAL_FATAL(th_run("%s simulate %s --run %d --scope %s --policy %s --capacity %llu "
+                                                 "-f csv%s", th_bin(), dbb, run, scopes[p], pols[p], cap,
+                                                 order ? " --order step" : ""), 0);
+                    char pol[32];
+                    unsigned long long scap = 0, acc = 0, shits = 0, smisses = 0;
+                    CU_ASSERT_EQUAL_FATAL(sscanf(csv_row(th_out()), "%31[^,],%llu,%llu,%llu,%llu", pol, &scap,
+                                                 &acc, &shits, &smisses), 5);
+                    if (order == 0) {
+                        CU_ASSERT_EQUAL(shits, hits);
+                        CU_ASSERT_EQUAL(smisses, misses);
+                    } else if (chunks[ci] == 1) {
+                        CU_ASSERT_EQUAL(shits, hits);
+                    } else
+                        step_differs += shits != hits;
+                }
+            }
+    CU_ASSERT(step_differs > 0);
+    CU_ASSERT_EQUAL(th_run("%s simulate %s --order chunky", th_bin(), dbb), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(th_err(), "--order"));
+    unlink(sfb);
+}
+
 TH_TEST(test_tiered_cli_run, "run with a state budget prints what the dense run prints; bad options exit 2")
 {
     const char *sf = th_path("run.state");
@@ -343,7 +491,7 @@ TH_TEST(test_tiered_direct, "tiered state with O_DIRECT equals dense (skipped wh
     const size_t nl = (size_t)(T_PRE + T_GEN) * c.vocab_size;
     float *ref = malloc(nl * 4), *got = malloc(nl * 4);
     CU_ASSERT_EQUAL_FATAL(run_seq(&m, NULL, 5, ref, NULL, NULL), RN_OK);
-    rn_state_opts so = { 10 * 4 * (c.d_v + 1), TT_FILE, "clock", 1, RN_STATE_SCOPE_HEAD };
+    rn_state_opts so = { 10 * 4 * (c.d_v + 1), TT_FILE, "clock", 1, RN_STATE_SCOPE_HEAD, 0, 0 };
     rn_error err;
     rn_runtime *rt;
     if (rn_runtime_create_state(&m, 5, &so, &rt, &err) == RN_EINPUT && strstr(err.msg, "O_DIRECT")) {
@@ -353,10 +501,186 @@ TH_TEST(test_tiered_direct, "tiered state with O_DIRECT equals dense (skipped wh
         rn_state_counters cnt;
         CU_ASSERT_EQUAL(run_seq(&m, &so, 5, got, &cnt, NULL), RN_OK);
         CU_ASSERT_EQUAL(memcmp(ref, got, nl * 4), 0);
-        CU_ASSERT_EQUAL(cnt.row_bytes, 4096);
-        CU_ASSERT(cnt.bytes_read > 0 && cnt.bytes_read % 4096 == 0);
+        /* a row takes one block of the file's O_DIRECT alignment (512 on most disks) */
+        int fd = open(TT_FILE, O_RDONLY);
+        uint32_t al = fd >= 0 ? rn_statefile_dio_align(fd) : 0;
+        if (fd >= 0) close(fd);
+        CU_ASSERT(al == 512 || al == 1024 || al == 2048 || al == 4096);
+        CU_ASSERT_EQUAL(cnt.row_bytes, al);
+        CU_ASSERT(cnt.bytes_read > 0 && cnt.bytes_read % al == 0);
     }
     free(ref); free(got);
     rn_model_free(&m);
     unlink(TT_FILE);
+}
+
+/* The header of TT_FILE: its state (RN_STATEFILE_*), or 0 when unreadable. */
+static uint32_t file_state(uint64_t *generation)
+{
+    char hb[RN_STATEFILE_DATA];
+    rn_statefile_info info;
+    int fd = open(TT_FILE, O_RDONLY);
+    if (fd < 0) return 0;
+    int ok = pread(fd, hb, sizeof hb, 0) == (ssize_t)sizeof hb && rn_statefile_decode(hb, &info);
+    close(fd);
+    if (ok && generation) *generation = info.generation;
+    return ok ? info.state : 0;
+}
+
+TH_TEST(test_tiered_file_header, "state file: dirty while written, clean after a flush, closed at the end; a dirty or foreign file is refused")
+{
+    rn_config c;
+    tiny_config(&c, 1, 0, 1.0f);
+    rn_model m;
+    make_model(&m, &c, 31);
+    rn_state_opts so = { 5 * 4 * (c.d_v + 1), TT_FILE, "lru", 0, 0, 0, 0 };
+    rn_error err;
+    rn_runtime *rt;
+    unlink(TT_FILE);
+    CU_ASSERT_EQUAL_FATAL(rn_runtime_create_state(&m, 4, &so, &rt, &err), RN_OK);
+    uint64_t gen = 99;
+    CU_ASSERT_EQUAL(file_state(&gen), RN_STATEFILE_DIRTY);
+    CU_ASSERT_EQUAL(gen, 0);
+    int tok[20];
+    for (int i = 0; i < 20; i++) tok[i] = (i * 31 + 3) % c.vocab_size;
+    CU_ASSERT_EQUAL(rn_prefill(rt, tok, 10, NULL, 0, &err), RN_OK);
+    CU_ASSERT_EQUAL(rn_runtime_flush_state(rt, &err), RN_OK);
+    CU_ASSERT_EQUAL(file_state(&gen), RN_STATEFILE_CLEAN);
+    CU_ASSERT_EQUAL(gen, 1);
+    /* a step with 5 rows in memory evicts dirty rows: the header says dirty again */
+    CU_ASSERT_EQUAL(rn_step(rt, tok[10], NULL, &err), RN_OK);
+    CU_ASSERT_EQUAL(file_state(&gen), RN_STATEFILE_DIRTY);
+    CU_ASSERT_EQUAL(gen, 1);
+    rn_runtime_free(rt);
+    CU_ASSERT_EQUAL(file_state(NULL), RN_STATEFILE_CLOSED);
+    /* closed: replaced freely */
+    CU_ASSERT_EQUAL_FATAL(rn_runtime_create_state(&m, 4, &so, &rt, &err), RN_OK);
+    rn_runtime_free(rt);
+    /* a clean file is replaced too */
+    CU_ASSERT_EQUAL_FATAL(rn_runtime_create_state(&m, 4, &so, &rt, &err), RN_OK);
+    CU_ASSERT_EQUAL(rn_runtime_flush_state(rt, &err), RN_OK);
+    rn_runtime_free(rt);
+    CU_ASSERT_EQUAL(file_state(NULL), RN_STATEFILE_CLEAN);
+    CU_ASSERT_EQUAL_FATAL(rn_runtime_create_state(&m, 4, &so, &rt, &err), RN_OK);
+    rn_runtime_free(rt);
+    /* a dirty header (what a killed run leaves) is refused, naming the file,
+     * and the file is left alone; discard replaces it */
+    char hb[RN_STATEFILE_DATA];
+    rn_statefile_info info = { RN_STATEFILE_DIRTY, 3, rn_statefile_shape(&c), 28, 162, 0 };
+    int fd = open(TT_FILE, O_RDWR);
+    CU_ASSERT_FATAL(fd >= 0);
+    CU_ASSERT_EQUAL(rn_statefile_write(fd, TT_FILE, &info, hb, &err), RN_OK);
+    close(fd);
+    rt = NULL;
+    CU_ASSERT_EQUAL(rn_runtime_create_state(&m, 4, &so, &rt, &err), RN_EINPUT);
+    CU_ASSERT_PTR_NULL(rt);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, TT_FILE));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "dirty"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "after 3 flushes"));
+    CU_ASSERT_EQUAL(file_state(NULL), RN_STATEFILE_DIRTY);
+    so.discard = 1;
+    CU_ASSERT_EQUAL_FATAL(rn_runtime_create_state(&m, 4, &so, &rt, &err), RN_OK);
+    rn_runtime_free(rt);
+    so.discard = 0;
+    /* a file that is not a state file (or a corrupt header) is not replaced */
+    CU_ASSERT_EQUAL_FATAL(th_write_file(TT_FILE, "precious data\n", 14), 0);
+    CU_ASSERT_EQUAL(rn_runtime_create_state(&m, 4, &so, &rt, &err), RN_EINPUT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "not a ramtrace state file"));
+    size_t len = 0;
+    char *txt = th_read_file(TT_FILE, &len);
+    CU_ASSERT(txt && len == 14 && !memcmp(txt, "precious data\n", 14));
+    free(txt);
+    rn_model_free(&m);
+    unlink(TT_FILE);
+}
+
+TH_TEST(test_tiered_cli_killed, "a run killed mid-way (SIGKILL) leaves its state file flagged: the next run refuses it (exit 2)")
+{
+    const char *sf = th_path("killed.state");
+    char sfb[512];
+    snprintf(sfb, sizeof sfb, "%s", sf);
+    unlink(sfb);
+    /* wait for the file's header, let it run a little, then SIGKILL */
+    int rc = th_run("%s run samples/kjv.bin samples/prompts/kjv.txt -n 100000 --state-budget 4K --state-file %s "
+                    "-q >/dev/null 2>&1 & pid=$!; i=0; while [ ! -s %s ] && [ $i -lt 200 ]; do sleep 0.05; "
+                    "i=$((i+1)); done; sleep 0.5; kill -9 $pid; wait $pid", th_bin(), sfb, sfb);
+    CU_ASSERT_EQUAL(rc, 128 + 9);
+    CU_ASSERT_EQUAL(th_run("%s run samples/kjv.bin samples/prompts/kjv.txt -n 5 --state-budget 4K --state-file %s",
+                           th_bin(), sfb), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(th_err(), sfb));
+    CU_ASSERT_PTR_NOT_NULL(strstr(th_err(), "dirty"));
+    CU_ASSERT_EQUAL(th_count_lines(th_err()), 1);
+    CU_ASSERT_EQUAL(th_run("%s run samples/kjv.bin samples/prompts/kjv.txt -n 5 --state-budget 4K --state-file %s "
+                           "--state-discard", th_bin(), sfb), 0);
+    /* a normal end leaves it closed: the next run replaces it */
+    CU_ASSERT_EQUAL(th_run("%s run samples/kjv.bin samples/prompts/kjv.txt -n 5 --state-budget 4K --state-file %s",
+                           th_bin(), sfb), 0);
+    unlink(sfb);
+}
+
+TH_TEST(test_tiered_prefetch, "read-ahead changes neither outputs nor counters, and serves misses (page cache and O_DIRECT)")
+{
+    rn_config c;
+    tiny_config(&c, 5, 2, 0.9f);
+    rn_model m;
+    make_model(&m, &c, 41);
+    const size_t nl = (size_t)(T_PRE + T_GEN) * c.vocab_size;
+    float *ref = malloc(nl * 4), *got = malloc(nl * 4);
+    const char *pols[] = { "lru", "arc", "s3fifo" };
+    const uint64_t rows[] = { 3, 20, 60 };
+    int served = 0;
+    for (int direct = 0; direct < 2; direct++)
+        for (int p = 0; p < 3; p++)
+            for (int b = 0; b < 3; b++)
+                for (int chunk = 1; chunk <= 9; chunk += 8) {
+                    rn_state_opts so = { rows[b] * 4 * (c.d_v + 1), TT_FILE, pols[p], direct, 0, 0, 1 };
+                    rn_state_counters off, on;
+                    int rc = run_seq(&m, &so, chunk, ref, &off, NULL);
+                    if (direct && rc) { fprintf(stderr, "(O_DIRECT refused here) "); goto done; }
+                    CU_ASSERT_EQUAL_FATAL(rc, RN_OK);
+                    so.no_prefetch = 0;
+                    CU_ASSERT_EQUAL_FATAL(run_seq(&m, &so, chunk, got, &on, NULL), RN_OK);
+                    CU_ASSERT_EQUAL(memcmp(ref, got, nl * 4), 0);
+                    CU_ASSERT_EQUAL(off.prefetched, 0);
+                    CU_ASSERT(on.prefetched <= on.misses);
+                    served += on.prefetched > 0;
+                    on.prefetched = 0;
+                    CU_ASSERT_EQUAL(memcmp(&on, &off, sizeof on), 0);
+                }
+done:
+    CU_ASSERT(served > 0);
+    free(ref); free(got);
+    rn_model_free(&m);
+    unlink(TT_FILE);
+}
+
+TH_TEST(test_tiered_plot, "plot tiered draws a bench CSV; a CSV without its columns or with a bad number exits 2 naming it")
+{
+    char csv[512], png[512], bad[512];
+    snprintf(csv, sizeof csv, "%s", th_path("b.csv"));
+    snprintf(png, sizeof png, "%s", th_path("b.png"));
+    snprintf(bad, sizeof bad, "%s", th_path("bad.csv"));
+    const char *ok = "budget_bytes,policy,slots,predicted_hit,hit,tokens,reads,tok_s_cache,tok_s_direct,"
+                     "tok_s_direct_noprefetch,read_rate\n"
+                     "8388608,lru,32263,35.46,35.46,457,6600,210,70,60,11019\n"
+                     "2097152,lru,8065,27.99,27.99,457,15309,200,50,40,11019\n"
+                     "33554432,lru,129055,41.12,41.12,457,0,300,230,220,11019\n"
+                     "2097152,s3fifo,8065,29.99,29.99,457,14000,190,52,41,11019\n";
+    CU_ASSERT_EQUAL_FATAL(th_write_file(csv, ok, strlen(ok)), 0);
+    CU_ASSERT_EQUAL(th_run("%s plot tiered %s -o %s", th_bin(), csv, png), 0);
+    size_t len = 0;
+    char *img = th_read_file(png, &len);
+    CU_ASSERT(img && len > 1000 && !memcmp(img, "\x89PNG", 4));
+    free(img);
+    const char *nocol = "budget_bytes,policy,tokens\n1,lru,3\n";
+    CU_ASSERT_EQUAL_FATAL(th_write_file(bad, nocol, strlen(nocol)), 0);
+    CU_ASSERT_EQUAL(th_run("%s plot tiered %s -o %s", th_bin(), bad, png), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(th_err(), "no column reads"));
+    char badnum[1024];
+    snprintf(badnum, sizeof badnum, "%.*s2097152,lru,8065,27.99,27.99,457,many,200,50,40,11019\n",
+             (int)(strchr(ok, '\n') - ok + 1), ok);
+    CU_ASSERT_EQUAL_FATAL(th_write_file(bad, badnum, strlen(badnum)), 0);
+    CU_ASSERT_EQUAL(th_run("%s plot tiered %s -o %s", th_bin(), bad, png), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(th_err(), "bad.csv:2: reads 'many'"));
+    CU_ASSERT_EQUAL(th_count_lines(th_err()), 1);
 }

@@ -276,6 +276,51 @@ int tr_load_tokens(tr_db *d, int64_t run_id, tr_token **toks, int64_t *n, rn_err
     return RN_OK;
 }
 
+int tr_load_chunks(tr_db *d, int64_t run_id, tr_chunk **chunks, int *n, rn_error *err)
+{
+    *chunks = NULL;
+    *n = 0;
+    int rc = resolve_run(d, &run_id, err);
+    if (rc) return rc;
+    sqlite3_stmt *st;
+    if ((rc = prep(d, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'prefill_chunks'",
+                   &st, err)))
+        return rc;
+    int have = sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int(st, 0) > 0;
+    sqlite3_finalize(st);
+    if (!have) return RN_OK;
+    char sql[160];
+    snprintf(sql, sizeof sql, "SELECT pos0, n FROM prefill_chunks WHERE run_id = %lld ORDER BY pos0",
+             (long long)run_id);
+    if ((rc = prep(d, sql, &st, err))) return rc;
+    int cap = 0, src;
+    tr_chunk *a = NULL;
+    while ((src = sqlite3_step(st)) == SQLITE_ROW) {
+        tr_chunk c = { sqlite3_column_int64(st, 0), 0 };
+        sqlite3_int64 len = sqlite3_column_int64(st, 1);
+        if (sqlite3_column_type(st, 0) != SQLITE_INTEGER || sqlite3_column_type(st, 1) != SQLITE_INTEGER ||
+            c.pos0 < 0 || c.pos0 > INT32_MAX || len < 2 || len > INT32_MAX - c.pos0 ||
+            (*n && c.pos0 < a[*n - 1].pos0 + a[*n - 1].n)) {
+            rc = rn_seterr(err, RN_EINPUT, "%s: corrupt trace: run %lld has a bad prefill chunk at position %lld",
+                           d->path, (long long)run_id, (long long)c.pos0);
+            break;
+        }
+        c.n = (int32_t)len;
+        if (*n == cap) {
+            cap = cap ? 2 * cap : 64;
+            tr_chunk *b = realloc(a, sizeof *a * (size_t)cap);
+            if (!b) { rc = rn_seterr(err, RN_ENOMEM, "out of memory"); break; }
+            a = b;
+        }
+        a[(*n)++] = c;
+    }
+    sqlite3_finalize(st);
+    if (!rc && src != SQLITE_DONE) rc = tr_sqlerr(d->db, src, d->path, "loading prefill chunks", err);
+    if (rc) { free(a); *n = 0; return rc; }
+    *chunks = a;
+    return RN_OK;
+}
+
 /* The WHERE clause over event_blocks for a run and filter (integers only,
  * so literals are safe). */
 static void where_clause(int64_t run_id, const tr_filter *f, char *buf, size_t cap)

@@ -71,6 +71,20 @@ int tr_list_heads(tr_db *db, int64_t run_id, tr_head_info **heads, int *n, rn_er
 /* Traced tokens of a run, by pos (malloc'd; free()). */
 int tr_load_tokens(tr_db *db, int64_t run_id, tr_token **toks, int64_t *n, rn_error *err);
 
+/* A prefill chunk of a run: n > 1 positions [pos0, pos0 + n) that the
+ * runtime computed in one forward call, so their accesses ran layer by
+ * layer, head by head, then position by position (table prefill_chunks,
+ * docs/trace-schema.md).  Positions in no chunk ran alone (a step). */
+typedef struct {
+    int64_t pos0;
+    int32_t n;
+} tr_chunk;
+
+/* The run's prefill chunks by pos0 (malloc'd; free()); *n = 0 when every
+ * position ran alone or the trace predates the table.  Overlapping chunks
+ * or n < 2 are a corrupt trace (RN_EINPUT). */
+int tr_load_chunks(tr_db *db, int64_t run_id, tr_chunk **chunks, int *n, rn_error *err);
+
 /* Selection for bulk loads and iterators: layer/head -1 = all; ops an
  * RN_OPS_* set; pos range [pos_lo, pos_hi) with pos_hi < 0 meaning no upper
  * bound. */

@@ -99,6 +99,11 @@ struct tr_writer {
     int64_t events, groups, tokens;           /* produced */
     int64_t committed_events, committed_tokens; /* written (thread) */
     double wait_s, insert_s, index_s;
+    /* prefill chunks, told from the probe's calls (note_chunk) */
+    int ch_cont;       /* the last call was layer 0, head 0, a read, at position ch_last */
+    int64_t ch_last, ch_pos0, ch_n; /* the chunk under way: [ch_pos0, ch_pos0 + ch_n) */
+    int64_t *chunks;   /* [n_chunks][2]: pos0, n of the chunks of more than one row */
+    int n_chunks, cap_chunks, ch_oom; /* ch_oom: a chunk could not be kept */
     int has_state;     /* tr_writer_set_state was called */
     tr_state_row state;
     char state_policy[32];
@@ -257,6 +262,47 @@ static void seal(tr_writer *w, open_block *ob, int layer, int head)
     ob->npos = 0;
 }
 
+/* End the chunk under way, keeping it when it has more than one row (an
+ * allocation once the capacity doubles: between prefill chunks, never per
+ * step).  Out of memory sets ch_oom, which finish reports. */
+static void end_chunk(tr_writer *w)
+{
+    int64_t n = w->ch_n;
+    w->ch_n = 0;
+    if (n < 2) return;
+    if (w->n_chunks == w->cap_chunks) {
+        int cap = w->cap_chunks ? 2 * w->cap_chunks : 64;
+        int64_t *b = realloc(w->chunks, sizeof *b * 2 * (size_t)cap);
+        if (!b) { w->ch_oom = 1; return; }
+        w->chunks = b;
+        w->cap_chunks = cap;
+    }
+    w->chunks[2 * w->n_chunks] = w->ch_pos0;
+    w->chunks[2 * w->n_chunks + 1] = n;
+    w->n_chunks++;
+}
+
+/* The runtime's order of computation, from its probe calls (rn_probe.h):
+ * prefill reports a layer head-major after its scan, so a chunk of n rows
+ * shows layer 0, head 0 at n consecutive positions in a row, while a step
+ * reports each (layer, head) once.  With one layer and one head the two
+ * orders are the same, and so are the chunks recorded. */
+static void note_chunk(tr_writer *w, int layer, int head, int pos, int op)
+{
+    int first = layer == 0 && head == 0;
+    if (first && op == RN_OP_WRITE) {
+        if (w->ch_cont && w->ch_n && pos == w->ch_last + 1) {
+            w->ch_n++;
+        } else {
+            end_chunk(w);
+            w->ch_pos0 = pos;
+            w->ch_n = 1;
+        }
+    }
+    w->ch_cont = first && op == RN_OP_READ;
+    w->ch_last = pos;
+}
+
 /* rn_probe callback: encode one selected group into its head's open block. */
 static void probe_access(void *user, int layer, int head, int pos, int op, int k,
                          const uint32_t *slot, const uint32_t *addr, const float *weight)
@@ -267,6 +313,7 @@ static void probe_access(void *user, int layer, int head, int pos, int op, int k
      * config the writer was opened with */
     assert(layer >= 0 && layer < w->L && head >= 0 && head < w->H);
     assert((op == RN_OP_WRITE || op == RN_OP_READ) && k == w->K);
+    note_chunk(w, layer, head, pos, op);
     if (!tr_select_has(&w->sel, layer, head, op) || k != w->K) return;
     open_block *ob = &w->open[layer * w->H + head];
     int64_t next = ob->pos0 + ob->npos;   /* the position being filled */
@@ -354,6 +401,7 @@ static void free_writer(tr_writer *w)
     free(w->fullq);
     free(w->freeq);
     free(w->cape_m);
+    free(w->chunks);
     free(w->path);
     pthread_mutex_destroy(&w->mu);
     pthread_cond_destroy(&w->cv_full);
@@ -407,6 +455,34 @@ static int insert_state(tr_writer *w, rn_error *err)
     }
     sqlite3_finalize(st);
     return src != SQLITE_OK ? tr_sqlerr(w->db, src, w->path, "recording state counters", err) : RN_OK;
+}
+
+/* The run's prefill chunks of more than one row, in a table created with
+ * the first run that has them (docs/trace-schema.md). */
+static int insert_chunks(tr_writer *w, rn_error *err)
+{
+    int rc = tr_exec_what(w->db, w->path,
+                          "CREATE TABLE IF NOT EXISTS prefill_chunks(run_id INTEGER NOT NULL,"
+                          " pos0 INTEGER NOT NULL, n INTEGER NOT NULL, PRIMARY KEY(run_id, pos0))",
+                          "recording prefill chunks", err);
+    if (!rc) rc = tr_exec_what(w->db, w->path, "BEGIN", "recording prefill chunks", err);
+    if (rc) return rc;
+    sqlite3_stmt *st = NULL;
+    int src = sqlite3_prepare_v2(w->db, "INSERT OR REPLACE INTO prefill_chunks VALUES(?,?,?)", -1, &st, NULL);
+    for (int i = 0; i < w->n_chunks && src == SQLITE_OK; i++) {
+        sqlite3_bind_int64(st, 1, w->run_id);
+        sqlite3_bind_int64(st, 2, w->chunks[2 * i]);
+        sqlite3_bind_int64(st, 3, w->chunks[2 * i + 1]);
+        src = sqlite3_step(st);
+        sqlite3_reset(st);
+        src = src == SQLITE_DONE ? SQLITE_OK : src;
+    }
+    sqlite3_finalize(st);
+    if (src != SQLITE_OK) {
+        sqlite3_exec(w->db, "ROLLBACK", NULL, NULL, NULL);
+        return tr_sqlerr(w->db, src, w->path, "recording prefill chunks", err);
+    }
+    return tr_exec_what(w->db, w->path, "COMMIT", "recording prefill chunks", err);
 }
 
 /* The intervention specs of an intervened run, one row each, in a table
@@ -673,6 +749,9 @@ int tr_writer_finish(tr_writer *w, int status, tr_writer_stats *st, rn_error *er
     rn_error e2 = { 0 };
     if (src != SQLITE_OK && !rc) rc = tr_sqlerr(w->db, src, w->path, "finishing the run", err);
     if (w->has_state && !rc) rc = insert_state(w, err);
+    end_chunk(w);
+    if (w->ch_oom && !rc) rc = rn_seterr(err, RN_ENOMEM, "out of memory recording prefill chunks");
+    if (w->n_chunks && !rc) rc = insert_chunks(w, err);
     if (w->failed) repair_failed_run(w);
     if (!rc) {
         double t0 = now_mono();

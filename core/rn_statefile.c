@@ -1,0 +1,143 @@
+/* rn_statefile.c — the tiered state file's header (rn_statefile.h). */
+#include "rn_statefile.h"
+
+#include <errno.h>
+#include <stddef.h>
+#include <string.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+static const char magic[8] = { 'R', 'N', 'S', 'T', 'A', 'T', 'E', 0 };
+
+/* The header's bytes: magic, version, then the fields, then a checksum of
+ * everything before it. */
+typedef struct {
+    char magic[8];
+    uint32_t version, state;
+    uint64_t generation, shape, row_bytes, n_keys, data_off, bitmap_off;
+    uint64_t check;
+} hdr;
+
+static uint64_t fnv(const void *p, size_t n, uint64_t h)
+{
+    const unsigned char *b = p;
+    for (size_t i = 0; i < n; i++) { h ^= b[i]; h *= 1099511628211ull; }
+    return h;
+}
+
+uint64_t rn_statefile_shape(const rn_config *c)
+{
+    int64_t v[4] = { c->n_layers, c->n_heads, rn_config_slots(c), c->d_v };
+    return fnv(v, sizeof v, 14695981039346656037ull);
+}
+
+void rn_statefile_encode(const rn_statefile_info *info, void *buf)
+{
+    hdr h;
+    memset(&h, 0, sizeof h);
+    memcpy(h.magic, magic, sizeof magic);
+    h.version = RN_STATEFILE_VERSION;
+    h.state = info->state;
+    h.generation = info->generation;
+    h.shape = info->shape;
+    h.row_bytes = info->row_bytes;
+    h.n_keys = info->n_keys;
+    h.data_off = RN_STATEFILE_DATA;
+    h.bitmap_off = info->bitmap_off;
+    h.check = fnv(&h, offsetof(hdr, check), 14695981039346656037ull);
+    memset(buf, 0, RN_STATEFILE_DATA);
+    memcpy(buf, &h, sizeof h);
+}
+
+int rn_statefile_decode(const void *buf, rn_statefile_info *info)
+{
+    hdr h;
+    memcpy(&h, buf, sizeof h);
+    if (memcmp(h.magic, magic, sizeof magic) || h.version != RN_STATEFILE_VERSION ||
+        h.check != fnv(&h, offsetof(hdr, check), 14695981039346656037ull) || h.data_off != RN_STATEFILE_DATA ||
+        h.state < RN_STATEFILE_DIRTY || h.state > RN_STATEFILE_CLOSED)
+        return 0;
+    info->state = h.state;
+    info->generation = h.generation;
+    info->shape = h.shape;
+    info->row_bytes = h.row_bytes;
+    info->n_keys = h.n_keys;
+    info->bitmap_off = h.bitmap_off;
+    return 1;
+}
+
+int rn_statefile_check(int fd, const char *path, int discard, void *buf, rn_error *err)
+{
+    struct stat sb;
+    if (fstat(fd, &sb)) return rn_seterr(err, RN_EINPUT, "--state-file: %s: %s", path, strerror(errno));
+    if (sb.st_size == 0 || discard) return RN_OK;
+    ssize_t r;
+    do r = pread(fd, buf, RN_STATEFILE_DATA, 0); while (r < 0 && errno == EINTR);
+    if (r < 0) return rn_seterr(err, RN_EINPUT, "--state-file: %s: %s", path, strerror(errno));
+    if (r < (ssize_t)RN_STATEFILE_DATA) memset((char *)buf + r, 0, RN_STATEFILE_DATA - (size_t)r);
+    rn_statefile_info info;
+    if (!rn_statefile_decode(buf, &info))
+        return rn_seterr(err, RN_EINPUT, "--state-file: %s: not a ramtrace state file; not replacing it "
+                         "(--state-discard replaces it)", path);
+    if (info.state == RN_STATEFILE_DIRTY)
+        return rn_seterr(err, RN_EINPUT, "--state-file: %s: left dirty by a run that did not finish (killed or "
+                         "crashed after %llu flushes): its rows are not a consistent state; --state-discard "
+                         "replaces it", path, (unsigned long long)info.generation);
+    return RN_OK;
+}
+
+int rn_statefile_write(int fd, const char *path, const rn_statefile_info *info, void *buf, rn_error *err)
+{
+    rn_statefile_encode(info, buf);
+    size_t done = 0;
+    while (done < RN_STATEFILE_DATA) {
+        ssize_t w = pwrite(fd, (char *)buf + done, RN_STATEFILE_DATA - done, (off_t)done);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0)
+            return rn_seterr(err, RN_EIO, "--state-file: %s: writing the header: %s", path,
+                             w < 0 ? strerror(errno) : "short write");
+        done += (size_t)w;
+    }
+    if (fdatasync(fd)) return rn_seterr(err, RN_EIO, "--state-file: %s: fdatasync: %s", path, strerror(errno));
+    return RN_OK;
+}
+
+/* A power of two in [512, 4096]? */
+static int good_align(uint64_t a) { return a >= 512 && a <= 4096 && !(a & (a - 1)); }
+
+uint32_t rn_statefile_dio_align(int fd)
+{
+#ifdef SYS_statx
+    /* the kernel's struct statx (256 bytes): stx_mask at 0, stx_dev_major
+     * and _minor at 136 and 140, stx_dio_mem_align and _offset_align at
+     * 152 and 156 (read raw: libc headers may predate the fields) */
+    uint32_t sx[64] = { 0 };
+    if (syscall(SYS_statx, fd, "", AT_EMPTY_PATH, 0x2000u /* STATX_DIOALIGN */, sx) == 0 && (sx[0] & 0x2000u)) {
+        uint32_t mem = sx[152 / 4], off = sx[156 / 4];
+        if (off) {
+            uint32_t a = off > mem ? off : mem;
+            return good_align(a) ? a : 4096;
+        }
+    }
+#endif
+    struct stat sb;
+    if (fstat(fd, &sb)) return 4096;
+    char path[96];
+    snprintf(path, sizeof path, "/sys/dev/block/%u:%u/queue/logical_block_size", major(sb.st_dev), minor(sb.st_dev));
+    FILE *f = fopen(path, "r");
+    if (!f) { /* a partition: the disk's queue is one level up */
+        snprintf(path, sizeof path, "/sys/dev/block/%u:%u/../queue/logical_block_size", major(sb.st_dev),
+                 minor(sb.st_dev));
+        f = fopen(path, "r");
+    }
+    unsigned long v = 0;
+    if (f) {
+        if (fscanf(f, "%lu", &v) != 1) v = 0;
+        fclose(f);
+    }
+    return good_align(v) ? (uint32_t)v : 4096;
+}
