@@ -18,10 +18,10 @@ static const char usage[] =
     "\n"
     "Replay a run's memory accesses through cache policies and report hit\n"
     "ratio, misses and bytes moved ((d_v+1)*4 bytes per miss) per capacity.\n"
-    "Capacity is in slots per cache.  Accesses replay in the order the run\n"
-    "computed them: a prefill chunk layer by layer, head by head, position by\n"
-    "position (the chunks are recorded in the trace); a step (and --chunk 1)\n"
-    "(pos, layer, head, op, rank).\n"
+    "Capacity is in slots per cache.  Accesses replay in the one-token step's\n"
+    "order, (pos, layer, head, op, rank), whatever chunks the run used;\n"
+    "--order run replays its prefill chunks as they ran (layer by layer, head\n"
+    "by head, position by position), the order to predict a --state-budget run.\n"
     "\n"
     "options:\n"
     "  -p, --policy LIST     comma-separated: lru,fifo,clock,lfu,arc,s3fifo,opt\n"
@@ -32,8 +32,10 @@ static const char usage[] =
     "      --scope S         head (a cache per head), layer (per layer) or model\n"
     "                        (one cache for all heads; default, as in plot mrc)\n"
     "      --ops OPS         rw (default), r (reads only) or w\n"
-    "      --order O         run (default: the recorded chunks, the tiered state's\n"
-    "                        order) or step (every position alone)\n"
+    "      --order O         step (default: every position alone, the order of a\n"
+    "                        one-token step, as plot mrc and stats use) or run\n"
+    "                        (the recorded prefill chunks, layer by layer: the\n"
+    "                        order a --state-budget run touches its rows in)\n"
     "      --warmup T        tokens that warm the caches uncounted (default 0; in\n"
     "                        run order, the chunks that start before T)\n"
     "      --layer L         only layer L (default all)\n"
@@ -93,7 +95,7 @@ int cmd_simulate(int argc, char **argv)
         { "threads", required_argument, 0, 'j' }, { "order", required_argument, 0, O_ORDER },
         { 0, 0, 0, 0 } };
     const char *pol_s = "all", *cap_s = NULL, *mrc_out = NULL;
-    int step_order = 0;
+    int step_order = 1;
     int sweep = 0, scope = AN_SCOPE_MODEL, ops = RN_OPS_BOTH, fmt = RN_FMT_TABLE, want_mrc = 0;
     long warmup = 0, layer = -1, head = -1, run = 0, threads = 0;
     rn_error err = { 0 };
@@ -151,9 +153,13 @@ int cmd_simulate(int argc, char **argv)
     if ((rc = an_spill_build_order(&r, (int)layer, (int)head, scope, ops, (int32_t)warmup, chunks, n_chunks,
                                    &cli_stop_flag, &sp, &err)))
         goto out;
-    cli_info("simulate: run %lld, %llu accesses, %d %s cache(s), %s order (%d prefill chunks), loaded in %.2f s\n",
-            (long long)r.run.run_id, (unsigned long long)an_spill_total(&sp), sp.n, an_scope_name(scope),
-            step_order ? "step" : "run", n_chunks, cli_now() - t0);
+    if (step_order)
+        cli_info("simulate: run %lld, %llu accesses, %d %s cache(s), loaded in %.2f s\n", (long long)r.run.run_id,
+                 (unsigned long long)an_spill_total(&sp), sp.n, an_scope_name(scope), cli_now() - t0);
+    else
+        cli_info("simulate: run %lld, %llu accesses, %d %s cache(s), run order (%d prefill chunks), loaded in "
+                 "%.2f s\n", (long long)r.run.run_id, (unsigned long long)an_spill_total(&sp), sp.n,
+                 an_scope_name(scope), n_chunks, cli_now() - t0);
     if (sp.n == 0) { rc = rn_seterr(&err, RN_EINPUT, "%s: the selection has no events", path); goto out; }
     uint64_t universe = sp.s[0].universe;
     if (!cap_s) nc = an_sweep_capacities_upto(an_spill_max_keys(&sp), caps, 64);

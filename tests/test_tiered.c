@@ -386,7 +386,7 @@ TH_TEST(test_tiered_cli_trace_simulate, "trace --chunk 1 with a state budget: co
         }
 }
 
-/* The chunks a traced run records, and simulate's default replay of them:
+/* The chunks a traced run records, and simulate --order run replaying them:
  * run (prompt + generated tokens) and trace with --chunk 1, 7 and 64. */
 TH_TEST(test_tiered_cli_chunk_order, "run/trace --chunk 1, 7, 64 with a state budget: simulate replays the recorded chunks")
 {
@@ -427,7 +427,7 @@ TH_TEST(test_tiered_cli_chunk_order, "run/trace --chunk 1, 7, 64 with a state bu
                 for (int order = 0; order < 2; order++) {
                     CU_ASSERT_EQUAL_FATAL(th_run("%s simulate %s --run %d --scope %s --policy %s --capacity %llu "
                                                  "-f csv%s", th_bin(), dbb, run, scopes[p], pols[p], cap,
-                                                 order ? " --order step" : ""), 0);
+                                                 order ? " --order step" : " --order run"), 0);
                     char pol[32];
                     unsigned long long scap = 0, acc = 0, shits = 0, smisses = 0;
                     CU_ASSERT_EQUAL_FATAL(sscanf(csv_row(th_out()), "%31[^,],%llu,%llu,%llu,%llu", pol, &scap,
