@@ -385,6 +385,15 @@ TH_TEST(test_cli_bad_input, "train/eval CLI bad input")
     /* another K runs the model with it: 2·K·(d_v+1) floats per head and layer */
     CU_ASSERT_EQUAL(th_run("%s eval samples/mqar.bin --task mqar --examples 2 --top-k 16", th_bin()), 0);
     CU_ASSERT(strstr(th_out(), "active 4224 floats per token") != NULL);
+    /* --segments: other settings than the ladder, checked like the ladder's */
+    CU_ASSERT_EQUAL(th_run("%s eval samples/mqar.bin --task mqar --examples 2 --segments 512:64,1024:64 -f csv",
+                           th_bin()), 0);
+    CU_ASSERT(strstr(th_out(), "\"(1024,64)\",1024,64,") != NULL && strstr(th_out(), "(64,4)") == NULL);
+    CU_ASSERT_EQUAL(th_count_lines(th_out()), 4); /* header, two settings, mean */
+    CU_ASSERT_EQUAL(th_run("%s eval samples/mqar.bin --task mqar --segments 64:40", th_bin()), 2);
+    CU_ASSERT(strstr(th_err(), "--segments") != NULL && th_count_lines(th_err()) == 1);
+    CU_ASSERT_EQUAL(th_run("%s eval samples/mqar.bin --task mqar --segments 64", th_bin()), 2);
+    CU_ASSERT(strstr(th_err(), "--segments") != NULL);
     CU_ASSERT_EQUAL(th_run("%s eval %s --task mqar", th_bin(), P("nope.bin")), 2);
     CU_ASSERT_EQUAL(th_run("%s eval %s --task chess", th_bin(), P("nope.bin")), 2);
 }
