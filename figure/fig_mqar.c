@@ -2,6 +2,7 @@
 #include "fig_mqar.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -96,30 +97,36 @@ done:
     return rc;
 }
 
-/* One panel of the scaling figure: both metrics against key. */
-static int scaling_panel(cairo_t *cr, viz_rect box, const an_result *r, int n, const char *tag, const char *key,
-                         viz_axis x, const char *title, double font, int legend, rn_error *err)
+/* One panel of the scaling figure: both metrics against key, for each of
+ * the tags (one sweep each; label prefixes name them). */
+static int scaling_panel(cairo_t *cr, viz_rect box, const an_result *r, int n, const char *const *tags,
+                         const char *const *names, int ntags, const char *key, viz_axis x, const char *title,
+                         double font, rn_error *err)
 {
-    double gx[2][32], gm[2][32], gl[2][32], gh[2][32];
-    int gc[2][32], m[2];
+    double gx[4][32], gm[4][32], gl[4][32], gh[4][32];
+    int gc[4][32], ns = 0;
     static const char *const metric[2] = { "mean_l64", "mean7" };
     static const char *const label[2] = { "mean of the L = 64 settings", "seven-setting mean" };
-    viz_series s[2];
-    for (int k = 0; k < 2; k++) {
-        m[k] = an_results_by(r, n, tag, key, metric[k], gx[k], gc[k], gm[k], gl[k], gh[k], 32);
-        s[k] = (viz_series){ label[k], (size_t)(m[k] > 0 ? m[k] : 0), gx[k], gm[k], 0, gl[k], gh[k] };
-    }
-    if (m[0] <= 0) return rn_seterr(err, RN_EINPUT, "no scored rows tagged %s", tag);
+    char lab[4][96];
+    viz_series s[4];
+    for (int t = 0; t < ntags && t < 2; t++)
+        for (int k = 0; k < 2; k++) {
+            int m = an_results_by(r, n, tags[t], key, metric[k], gx[ns], gc[ns], gm[ns], gl[ns], gh[ns], 32);
+            if (m <= 0) continue;
+            snprintf(lab[ns], sizeof lab[ns], "%s%s", names[t], label[k]);
+            s[ns] = (viz_series){ lab[ns], (size_t)m, gx[ns], gm[ns], 0, gl[ns], gh[ns] };
+            ns++;
+        }
+    if (ns == 0) return rn_seterr(err, RN_EINPUT, "no scored rows tagged %s", tags[0]);
     viz_lineplot_style st;
     viz_lineplot_style_default(&st);
     st.font = font;
     st.looks = 1;
-    st.legend = legend;
-    st.corner = VIZ_TOP_RIGHT;
+    st.corner = VIZ_TOP_LEFT; /* above the data: the axis runs to 1.4 to make room */
     st.x = x;
-    st.y = viz_axis_make(0, 1.02, 0, 0, "MQAR accuracy (mean over seeds, min-max)");
+    st.y = viz_axis_make(0, 1.4, 0, 0, "MQAR accuracy (mean over seeds, min-max)");
     st.title = title;
-    return viz_lineplot_draw(cr, box, s, 2, &st, err);
+    return viz_lineplot_draw(cr, box, s, ns, &st, err);
 }
 
 int fig_mqar_scaling(const fig_mqar_opts *o, rn_error *err)
@@ -131,12 +138,14 @@ int fig_mqar_scaling(const fig_mqar_opts *o, rn_error *err)
     page(o, &W, &H, &dpi, &font);
     viz_surface sf;
     if ((rc = viz_surface_open(&sf, o->out, W, H, dpi, err))) { free(r); return rc; }
-    rc = scaling_panel(sf.cr, viz_rect_make(4, 4, W / 2 - 8, H - 8), r, nr, "fig4-U", "U",
-                       viz_axis_make(0.5, 8.5, 0, 1, "order U (M = 256 = d_p^U)"),
-                       o->title ? o->title : "accuracy against order U", font, 1, err);
+    static const char *const utags[2] = { "fig4-U", "fig4-U64" }, *const unames[2] = { "M = 256: ", "M = 64: " };
+    static const char *const mtags[1] = { "fig4-M" }, *const mnames[1] = { "" };
+    rc = scaling_panel(sf.cr, viz_rect_make(4, 4, W / 2 - 8, H - 8), r, nr, utags, unames, 2, "U",
+                       viz_axis_make(0.5, 8.5, 0, 1, "order U (M = d_p^U fixed)"),
+                       o->title ? o->title : "accuracy against order U", font, err);
     if (!rc)
-        rc = scaling_panel(sf.cr, viz_rect_make(W / 2 + 4, 4, W / 2 - 8, H - 8), r, nr, "fig4-M", "M",
-                           viz_axis_make(40, 6000, 1, 0, "slots M (U = 2)"), "accuracy against M", font, 0, err);
+        rc = scaling_panel(sf.cr, viz_rect_make(W / 2 + 4, 4, W / 2 - 8, H - 8), r, nr, mtags, mnames, 1, "M",
+                           viz_axis_make(40, 6000, 1, 0, "slots M (U = 2)"), "accuracy against M", font, err);
     if (rc) viz_surface_abort(&sf);
     else rc = viz_surface_commit(&sf, err);
     free(r);

@@ -8,8 +8,9 @@
  *             (2K slots of d_v + 1 floats per head and layer), the
  *             baselines where they are (a recurrent model reads and writes
  *             all of its state at every token);
- *   scaling   accuracy against the product-softmax order U at fixed M, and
- *             against M at fixed U (the paper's Fig. 4): the mean over
+ *   scaling   accuracy against the product-softmax order U at fixed M (rows
+ *             tagged fig4-U, M = 256, and fig4-U64, M = 64), and against M
+ *             at fixed U (fig4-M) (the paper's Fig. 4): the mean over
  *             seeds, min to max as error bars, for the seven-setting mean
  *             and the mean of the three L = 64 settings.
  *
