@@ -25,6 +25,8 @@ static const char usage[] =
     "  --task mqar|text   the task (required)\n"
     "  --examples N       mqar: examples per segment (default 1000)\n"
     "  --seed N           mqar: seed of the test examples (default 4242)\n"
+    "  --segments LIST    mqar: other settings than the ladder, L:N,L:N,... (up\n"
+    "                     to 16; e.g. 512:64,1024:64 to tell length from capacity)\n"
     "  --data FILE        text: corpus (default data/kjv.txt)\n"
     "  --val-frac X       text: held-out fraction at the end (default 0.05)\n"
     "  --seq-len N        text: window length (default 256)\n"
@@ -42,7 +44,8 @@ static const char usage[] =
 /* The MQAR ladder as rows: the table keeps "(L,N)  accuracy" (and the
  * state size as a last line), CSV and JSON add L and N and print the
  * accuracies in full. */
-static int print_mqar(int fmt, const double *acc, double mean, const rn_config *cfg, rn_error *err)
+static int print_mqar(int fmt, const rn_mqar_seg *segs, int n_segs, const double *acc, double mean,
+                      const rn_config *cfg, rn_error *err)
 {
     static const char *const tcols[2] = { "segment", "accuracy" };
     static const char *const cols[4] = { "segment", "L", "N", "accuracy" };
@@ -51,13 +54,13 @@ static int print_mqar(int fmt, const double *acc, double mean, const rn_config *
     int rc = rn_rows_begin(&w, stdout, fmt, table ? 2 : 4, table ? tcols : cols, NULL, err);
     if (rc) return rc;
     char seg[32];
-    for (int i = 0; i <= rn_mqar_n_test_segs; i++) {
-        int last = i == rn_mqar_n_test_segs;
+    for (int i = 0; i <= n_segs; i++) {
+        int last = i == n_segs;
         if (last) snprintf(seg, sizeof seg, "mean");
-        else snprintf(seg, sizeof seg, "(%d,%d)", rn_mqar_test_segs[i].L, rn_mqar_test_segs[i].N);
+        else snprintf(seg, sizeof seg, "(%d,%d)", segs[i].L, segs[i].N);
         rn_cell a = rn_cell_real(last ? mean : acc[i], table ? "%.4f" : NULL);
-        const rn_cell c[4] = { rn_cell_text(seg), last ? rn_cell_null(NULL) : rn_cell_int(rn_mqar_test_segs[i].L),
-                               last ? rn_cell_null(NULL) : rn_cell_int(rn_mqar_test_segs[i].N), a };
+        const rn_cell c[4] = { rn_cell_text(seg), last ? rn_cell_null(NULL) : rn_cell_int(segs[i].L),
+                               last ? rn_cell_null(NULL) : rn_cell_int(segs[i].N), a };
         const rn_cell t[2] = { c[0], a };
         rn_rows_add(&w, table ? t : c);
     }
@@ -109,7 +112,7 @@ int cmd_eval(int argc, char **argv)
         { "task", 1, 0, 't' }, { "examples", 1, 0, 'e' }, { "seed", 1, 0, 's' }, { "data", 1, 0, 'd' },
         { "val-frac", 1, 0, 'v' }, { "seq-len", 1, 0, 'L' }, { "windows", 1, 0, 'w' },
         { "threads", 1, 0, 'T' }, { "top-k", 1, 0, 'k' }, { "format", 1, 0, 'f' }, { "device", 1, 0, 'D' },
-        { 0, 0, 0, 0 } };
+        { "segments", 1, 0, 'S' }, { 0, 0, 0, 0 } };
     const char *task = NULL, *data = "data/kjv.txt";
     long examples = 1000, seq = 256, windows = 0, threads = 0, top_k = 0;
     uint64_t seed = 4242;
@@ -118,6 +121,8 @@ int cmd_eval(int argc, char **argv)
     const char *device_arg = NULL;
     rn_device device;
     rn_error err = { 0, "" };
+    rn_train_opts segopt; /* --segments parses as the training key mqar_eval */
+    rn_train_opts_default(&segopt, RN_TASK_MQAR);
     optind = 1;
     opterr = 0;
     int ch;
@@ -132,6 +137,10 @@ int cmd_eval(int argc, char **argv)
         case 'L': if (cli_parse_long("--seq-len", optarg, 1, 1 << 20, &seq, &err)) return cli_fail(&err); break;
         case 'w': if (cli_parse_long("--windows", optarg, 0, 1L << 30, &windows, &err)) return cli_fail(&err); break;
         case 'T': if (cli_parse_long("--threads", optarg, 1, 1024, &threads, &err)) return cli_fail(&err); break;
+        case 'S':
+            if (rn_train_opts_set(&segopt, "mqar_eval", optarg, &err))
+                return cli_usage_error("eval", "--segments: '%s' is not a list of up to 16 L:N pairs", optarg);
+            break;
         case 'f': if (rn_format_parse(optarg, &fmt, &err)) return cli_usage_error("eval", "%s", err.msg); break;
         case 'k': if (cli_parse_long("--top-k", optarg, 1, RN_MAX_TOPK, &top_k, &err)) return cli_fail(&err); break;
         case ':': return cli_usage_error("eval", "option '%s' needs a value", argv[optind - 1]);
@@ -165,13 +174,18 @@ int cmd_eval(int argc, char **argv)
             rn_seterr(&err, RN_EINPUT, "%s: not an MQAR model (needs tokenizer ids)", argv[optind]);
             return cli_fail(&err);
         }
+        for (int i = 0; i < segopt.n_eval_segs; i++)
+            if (rn_mqar_check(m.cfg.vocab_size, segopt.eval_segs[i].L, segopt.eval_segs[i].N, &err)) {
+                rn_model_free(&m);
+                return cli_usage_error("eval", "--segments: %s", err.msg);
+            }
         cli_info("evaluating %ld examples per segment...\n", examples);
         eval_progress pg = { cli_now(), cli_stderr_tty(), -1, 0, "examples" };
         rn_eval_ctl ctl = { &cli_stop_flag, progress, &pg };
-        rc = rn_eval_mqar(&m, device, rn_mqar_test_segs, rn_mqar_n_test_segs, (int)examples, seed, 8192,
+        rc = rn_eval_mqar(&m, device, segopt.eval_segs, segopt.n_eval_segs, (int)examples, seed, 8192,
                           acc, &mean, &ctl, &err);
         if (pg.shown && pg.tty && rc) fputc('\n', stderr);
-        if (!rc) rc = print_mqar(fmt, acc, mean, &m.cfg, &err);
+        if (!rc) rc = print_mqar(fmt, segopt.eval_segs, segopt.n_eval_segs, acc, mean, &m.cfg, &err);
     } else {
         rn_text t;
         rc = rn_text_load(&t, data, vf, (int)seq, &err);

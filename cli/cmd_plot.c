@@ -8,6 +8,7 @@
 #include "cli.h"
 #include "fig_figure.h"
 #include "fig_tiered.h"
+#include "fig_mqar.h"
 
 const char cmd_plot_summary[] = "draw a trace, heatmap, hit-ratio, reuse or attribution plot";
 
@@ -27,7 +28,12 @@ static void usage(void)
            "               disk's read-rate bound: ramtrace plot tiered BENCH.csv -o FILE\n"
            "               (the CSV of scripts/bench-tiered; docs/tiered-state.md)\n"
            "  patching     a patching sweep: ramtrace plot patching MODEL CLEAN CORRUPT\n"
-           "               --answer TOKEN -o FILE (the figure of ramtrace patch)\n\n"
+           "               --answer TOKEN -o FILE (the figure of ramtrace patch)\n"
+           "  frontier     MQAR accuracy against total and active state, RAM-Net beside\n"
+           "               published baselines: ramtrace plot frontier --csv RESULTS.csv\n"
+           "               [--anchors BASELINES.csv] -o FILE (docs/mqar-frontier.md)\n"
+           "  scaling      MQAR accuracy against order U and slots M over seeds:\n"
+           "               ramtrace plot scaling --csv RESULTS.csv -o FILE\n\n"
            "options:\n"
            "  -o, --output FILE     output file (.png, .svg or .pdf; required)\n"
            "  -r, --run ID          run id (default: the latest run)\n"
@@ -78,11 +84,57 @@ static int stop_requested(void *user, int done, int total)
 
 int cmd_patch_plot(int argc, char **argv); /* cmd_patch.c */
 
+/* `plot frontier|scaling --csv RESULTS [--anchors FILE] -o FILE`: figures
+ * of an MQAR sweep's results CSV (figure/fig_mqar.h), not of a trace. */
+static int plot_mqar(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        { "output", required_argument, 0, 'o' }, { "csv", required_argument, 0, 'c' },
+        { "anchors", required_argument, 0, 'a' }, { "width", required_argument, 0, 'W' },
+        { "height", required_argument, 0, 'E' }, { "dpi", required_argument, 0, O_DPI },
+        { "font", required_argument, 0, O_FONT }, { "title", required_argument, 0, O_TITLE },
+        { 0, 0, 0, 0 }
+    };
+    const int frontier = !strcmp(argv[0], "frontier");
+    fig_mqar_opts o = { 0 };
+    rn_error err = { 0 };
+    optind = 1;
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, ":o:W:E:", opts, NULL)) != -1) {
+        int rc = 0;
+        switch (c) {
+        case 'o': o.out = optarg; break;
+        case 'c': o.results = optarg; break;
+        case 'a':
+            if (!frontier) return cli_usage_error("plot", "--anchors is for plot frontier");
+            o.anchors = optarg;
+            break;
+        case 'W': rc = cli_parse_double("--width", optarg, 16, 20000, &o.width, &err); break;
+        case 'E': rc = cli_parse_double("--height", optarg, 16, 20000, &o.height, &err); break;
+        case O_DPI: rc = cli_parse_double("--dpi", optarg, 10, 1200, &o.dpi, &err); break;
+        case O_FONT: rc = cli_parse_double("--font", optarg, 4, 72, &o.font, &err); break;
+        case O_TITLE: o.title = optarg; break;
+        case ':': return cli_usage_error("plot", "option %s needs a value", argv[optind - 1]);
+        default: return cli_usage_error("plot", "unknown option %s for plot %s", argv[optind - 1], argv[0]);
+        }
+        if (rc) return cli_usage_error("plot", "%s", err.msg);
+    }
+    if (optind < argc) return cli_usage_error("plot", "unexpected argument '%s'", argv[optind]);
+    if (!o.results) return cli_usage_error("plot", "plot %s needs --csv RESULTS.csv", argv[0]);
+    if (!o.out) return cli_usage_error("plot", "-o FILE is required");
+    int rc = frontier ? fig_mqar_frontier(&o, &err) : fig_mqar_scaling(&o, &err);
+    cairo_debug_reset_static_data();
+    return rc ? cli_fail(&err) : 0;
+}
+
 int cmd_plot(int argc, char **argv)
 {
     /* patching draws a patching sweep (of a model on two inputs), not a trace */
     if (argc > 1 && !strcmp(argv[1], "patching")) return cmd_patch_plot(argc - 1, argv + 1);
     if (cli_wants_help(argc, argv)) { usage(); return 0; }
+    if (argc > 1 && (!strcmp(argv[1], "frontier") || !strcmp(argv[1], "scaling")))
+        return plot_mqar(argc - 1, argv + 1);
     static const struct option opts[] = {
         { "output", required_argument, 0, 'o' }, { "run", required_argument, 0, 'r' },
         { "layers", required_argument, 0, 'l' }, { "heads", required_argument, 0, 'H' },
@@ -159,7 +211,7 @@ int cmd_plot(int argc, char **argv)
     }
     o.kind = fig_kind_from_name(argv[optind]);
     if (o.kind < 0)
-        return cli_usage_error("plot", "unknown plot kind '%s' (trace, heatmap, mrc, reuse, attribution)",
+        return cli_usage_error("plot", "unknown plot kind '%s' (trace, heatmap, mrc, reuse, attribution, patching, frontier, scaling)",
                                argv[optind]);
     o.db_path = argv[optind + 1];
     if (!o.out_path) return cli_usage_error("plot", "-o FILE is required");

@@ -42,21 +42,31 @@ void rn_train_opts_default(rn_train_opts *o, int task)
     memcpy(o->eval_segs, rn_mqar_test_segs, sizeof(rn_mqar_seg) * (size_t)rn_mqar_n_test_segs);
 }
 
-/* mqar_train / mqar_eval = 64:4,128:8 — a list of MQAR segments. */
-static int parse_segs(const char *key, rn_mqar_seg *segs, int *n_out, const char *v, rn_error *err)
+/* mqar_train / mqar_first / mqar_eval = 64:4*5,128:8 — a list of MQAR
+ * segments, each with an optional weight W (1..64, default 1: the
+ * segment's steps per training cycle).  w may be NULL (mqar_eval: no
+ * weights allowed). */
+static int parse_segs(const char *key, rn_mqar_seg *segs, int *w, int *n_out, const char *v, rn_error *err)
 {
     int n = 0;
     const char *p = v;
+    const char *what = w ? "L:N or L:N*W (W 1..64)" : "L:N";
     while (*p) {
-        int L, N, used;
+        int L, N, W = 1, used;
         if (n == 16 || sscanf(p, "%d:%d%n", &L, &N, &used) != 2 || L < 4 || N < 1)
-            return rn_seterr(err, RN_EINPUT, "%s: '%s' is not a list of up to 16 L:N pairs", key, v);
+            return rn_seterr(err, RN_EINPUT, "%s: '%s' is not a list of up to 16 %s pairs", key, v, what);
+        p += used;
+        if (*p == '*' && w) {
+            if (sscanf(p + 1, "%d%n", &W, &used) != 1 || W < 1 || W > 64)
+                return rn_seterr(err, RN_EINPUT, "%s: '%s' is not a list of up to 16 %s pairs", key, v, what);
+            p += 1 + used;
+        }
         segs[n].L = L;
         segs[n].N = N;
+        if (w) w[n] = W;
         n++;
-        p += used;
         if (*p == ',') p++;
-        else if (*p) return rn_seterr(err, RN_EINPUT, "%s: '%s' is not a list of up to 16 L:N pairs", key, v);
+        else if (*p) return rn_seterr(err, RN_EINPUT, "%s: '%s' is not a list of up to 16 %s pairs", key, v, what);
     }
     if (!n) return rn_seterr(err, RN_EINPUT, "%s: empty list", key);
     *n_out = n;
@@ -80,6 +90,37 @@ static int parse_layers(const char *key, uint64_t *mask, const char *v, rn_error
     if (!m) return rn_seterr(err, RN_EINPUT, "%s: empty list", key);
     *mask = m;
     return RN_OK;
+}
+
+int rn_mqar_seg_at(const int *w, int n, int64_t pos)
+{
+    int total = 0, cur[16] = { 0 };
+    assert(n >= 1 && n <= 16);
+    for (int i = 0; i < n; i++) total += w[i] > 0 ? w[i] : 1;
+    const int64_t r = pos % total;
+    int pick = 0;
+    for (int64_t t = 0; t <= r; t++) {
+        pick = 0;
+        for (int i = 0; i < n; i++) {
+            cur[i] += w[i] > 0 ? w[i] : 1;
+            if (cur[i] > cur[pick]) pick = i;
+        }
+        cur[pick] -= total;
+    }
+    return pick;
+}
+
+/* Appends "L:N[*W],..." to a recipe line (weights of 1 are not written,
+ * so recipes of unweighted runs read as before). */
+static size_t seg_list(char *buf, size_t n, const rn_mqar_seg *segs, const int *w, int count)
+{
+    size_t k = 0;
+    for (int i = 0; i < count; i++) {
+        int r = snprintf(buf + (k < n ? k : n), k < n ? n - k : 0, w[i] > 1 ? "%s%d:%d*%d" : "%s%d:%d",
+                         i ? "," : "", segs[i].L, segs[i].N, w[i]);
+        if (r > 0) k += (size_t)r;
+    }
+    return k;
 }
 
 static int num(const char *key, const char *v, double lo, double hi, double *out, rn_error *err)
@@ -137,9 +178,9 @@ int rn_train_opts_set(void *user, const char *key, const char *v, rn_error *err)
     if (!strcmp(key, "top_k_anneal_layers")) return parse_layers(key, &o->anneal_layers, v, err);
     D("alpha_init", alpha_init, -10, 10);
     D("alpha_init_cape", alpha_init_cape, -10, 10);
-    if (!strcmp(key, "mqar_train")) return parse_segs(key, o->segs, &o->n_segs, v, err);
-    if (!strcmp(key, "mqar_eval")) return parse_segs(key, o->eval_segs, &o->n_eval_segs, v, err);
-    if (!strcmp(key, "mqar_first")) return parse_segs(key, o->first_segs, &o->n_first_segs, v, err);
+    if (!strcmp(key, "mqar_train")) return parse_segs(key, o->segs, o->seg_w, &o->n_segs, v, err);
+    if (!strcmp(key, "mqar_eval")) return parse_segs(key, o->eval_segs, NULL, &o->n_eval_segs, v, err);
+    if (!strcmp(key, "mqar_first")) return parse_segs(key, o->first_segs, o->first_w, &o->n_first_segs, v, err);
     IN("mqar_first_steps", first_steps, 0, 1e9);
 #undef D
 #undef IN
@@ -171,12 +212,11 @@ size_t rn_train_recipe(const rn_train_opts *o, char *buf, size_t n)
     if (o->alpha_init_cape != 0) ADD("alpha_init_cape = %.17g\n", o->alpha_init_cape);
     if (o->task == RN_TASK_MQAR) {
         ADD("mqar_train = ");
-        for (int i = 0; i < o->n_segs; i++) ADD("%s%d:%d", i ? "," : "", o->segs[i].L, o->segs[i].N);
+        k += seg_list(buf + (k < n ? k : n), k < n ? n - k : 0, o->segs, o->seg_w, o->n_segs);
         ADD("\n");
         if (o->first_steps > 0) {
             ADD("mqar_first = ");
-            for (int i = 0; i < o->n_first_segs; i++)
-                ADD("%s%d:%d", i ? "," : "", o->first_segs[i].L, o->first_segs[i].N);
+            k += seg_list(buf + (k < n ? k : n), k < n ? n - k : 0, o->first_segs, o->first_w, o->n_first_segs);
             ADD("\nmqar_first_steps = %lld\n", (long long)o->first_steps);
         }
     } else {
@@ -513,7 +553,8 @@ static void make_batch(const rn_train_opts *o, run_state *s, int V, int64_t step
     const int first = step < o->first_steps && o->n_first_segs > 0;
     const rn_mqar_seg *segs = first ? o->first_segs : o->segs;
     const int n_segs = first ? o->n_first_segs : o->n_segs;
-    const rn_mqar_seg *sg = &segs[(step * o->grad_accum + micro) % n_segs];
+    const rn_mqar_seg *sg = &segs[rn_mqar_seg_at(first ? o->first_w : o->seg_w, n_segs,
+                                                 step * o->grad_accum + micro)];
     *T = sg->L;
     *B = o->batch * o->seq_len / sg->L;
     assert(*B >= 1 && *B * *T <= s->max_rows); /* validated: L <= seq_len */

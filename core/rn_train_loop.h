@@ -39,8 +39,10 @@ typedef struct {
     double alpha_init_cape;   /* the same for CAPE heads only (key alpha_init_cape; 0: alpha_init) */
     rn_mqar_seg segs[16];     /* MQAR training segments (key mqar_train) */
     int n_segs;
+    int seg_w[16];            /* their weights (L:N*W; 0 reads as 1): steps per cycle */
     rn_mqar_seg first_segs[16]; /* MQAR segments of the first first_steps steps (key mqar_first) */
     int n_first_segs;
+    int first_w[16];          /* their weights */
     int64_t first_steps;      /* key mqar_first_steps (0 = no such stage) */
     rn_mqar_seg eval_segs[16]; /* periodic evaluation segments (key mqar_eval; default the test ladder) */
     int n_eval_segs;
@@ -60,7 +62,7 @@ void rn_train_opts_default(rn_train_opts *o, int task);
  * batch, seq_len, grad_accum, weight_decay, clip, beta1, beta2, eps_g,
  * eval_every, ckpt_every, ckpt_keep, log_every, seed, eval_examples, eval_windows,
  * val_frac, max_seconds, stop_after, top_k_start, top_k_read_start,
- * top_k_anneal, top_k_anneal_layers, alpha_init, alpha_init_cape, mqar_train = L:N,L:N,..., mqar_first = L:N,...,
+ * top_k_anneal, top_k_anneal_layers, alpha_init, alpha_init_cape, mqar_train = L:N[*W],L:N[*W],..., mqar_first = L:N[*W],...,
  * mqar_first_steps, mqar_eval = L:N,...); user is an rn_train_opts. */
 int rn_train_opts_set(void *user, const char *key, const char *value, rn_error *err);
 
@@ -70,6 +72,13 @@ int rn_train_opts_set(void *user, const char *key, const char *value, rn_error *
  * resolved.  Checkpoints store it and --resume refuses a different one, so
  * a resumed run is the run it continues.  Returns the length (as snprintf). */
 size_t rn_train_recipe(const rn_train_opts *o, char *buf, size_t n);
+
+/* The segment of position pos of the MQAR training cycle: segment i has
+ * w[i] of the sum(w) steps of each cycle (w[i] <= 0 reads as 1), spread by
+ * smooth weighted round robin (each step goes to the segment furthest
+ * behind its share; ties to the lower index), so equal weights give
+ * 0, 1, ..., n-1 in turn.  Returns an index in [0, n). */
+int rn_mqar_seg_at(const int *w, int n, int64_t pos);
 
 /* Cross-field checks (ranges, the task's shapes against the config). */
 int rn_train_opts_validate(const rn_train_opts *o, const rn_config *c, rn_error *err);

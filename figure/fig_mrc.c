@@ -75,11 +75,11 @@ int fig_mrc(fig_ctx *f, rn_error *err)
             xs[c] = (double)caps[c];
             ys[(size_t)p * nc + c] = an_hit_ratio(&g.result[p * nc + c]);
         }
-        series[p] = (viz_series){ pol[p]->name, (size_t)nc, xs, ys + (size_t)p * nc, 0 };
+        series[p] = (viz_series){ pol[p]->name, (size_t)nc, xs, ys + (size_t)p * nc, 0, NULL, NULL };
     }
     if (!rc && ns > np) {
         for (int64_t c = 0; c < exact.n; c++) ex[c] = (double)exact.capacity[c];
-        series[np] = (viz_series){ "lru, exact", (size_t)exact.n, ex, exact.hit_ratio, lru + 1 };
+        series[np] = (viz_series){ "lru, exact", (size_t)exact.n, ex, exact.hit_ratio, lru + 1, NULL, NULL };
     }
     if (!rc) {
         static const char *const cap_label[] = { "cache capacity (slots per head cache)",

@@ -131,7 +131,7 @@ int fig_tiered(const char *csv_path, const char *out_path, double width, double 
         else if (k == np) snprintf(names[ns], sizeof names[ns], "%s, O_DIRECT, no read-ahead", pol);
         else if (k == np + 1) snprintf(names[ns], sizeof names[ns], "%s, page cache", pol);
         else snprintf(names[ns], sizeof names[ns], "disk read-rate bound (%s's reads)", pol);
-        s[ns] = (viz_series){ names[ns], m, xs[ns], ys[ns], 0 };
+        s[ns] = (viz_series){ .name = names[ns], .n = m, .x = xs[ns], .y = ys[ns] };
         ns++;
     }
     page p;

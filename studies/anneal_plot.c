@@ -90,9 +90,9 @@ int main(int argc, char **argv)
             ya[r][i] = R[r].na[i] ? R[r].a[i] / R[r].na[i] : 0;
             yb[r][i] = R[r].nb[i] ? R[r].b[i] / R[r].nb[i] : 0;
         }
-        sa[r] = (viz_series){ R[r].name, (size_t)R[r].n, R[r].step, ya[r], 0 };
-        sb[r] = (viz_series){ R[r].name, (size_t)R[r].n, R[r].step, yb[r], 0 };
-        sc[r] = (viz_series){ R[r].name, (size_t)R[r].n, R[r].step, R[r].acc, 0 };
+        sa[r] = (viz_series){ R[r].name, (size_t)R[r].n, R[r].step, ya[r], 0, NULL, NULL };
+        sb[r] = (viz_series){ R[r].name, (size_t)R[r].n, R[r].step, yb[r], 0, NULL, NULL };
+        sc[r] = (viz_series){ R[r].name, (size_t)R[r].n, R[r].step, R[r].acc, 0, NULL, NULL };
     }
     viz_surface s;
     rn_error err = { 0 };

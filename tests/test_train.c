@@ -385,6 +385,15 @@ TH_TEST(test_cli_bad_input, "train/eval CLI bad input")
     /* another K runs the model with it: 2·K·(d_v+1) floats per head and layer */
     CU_ASSERT_EQUAL(th_run("%s eval samples/mqar.bin --task mqar --examples 2 --top-k 16", th_bin()), 0);
     CU_ASSERT(strstr(th_out(), "active 4224 floats per token") != NULL);
+    /* --segments: other settings than the ladder, checked like the ladder's */
+    CU_ASSERT_EQUAL(th_run("%s eval samples/mqar.bin --task mqar --examples 2 --segments 512:64,1024:64 -f csv",
+                           th_bin()), 0);
+    CU_ASSERT(strstr(th_out(), "\"(1024,64)\",1024,64,") != NULL && strstr(th_out(), "(64,4)") == NULL);
+    CU_ASSERT_EQUAL(th_count_lines(th_out()), 4); /* header, two settings, mean */
+    CU_ASSERT_EQUAL(th_run("%s eval samples/mqar.bin --task mqar --segments 64:40", th_bin()), 2);
+    CU_ASSERT(strstr(th_err(), "--segments") != NULL && th_count_lines(th_err()) == 1);
+    CU_ASSERT_EQUAL(th_run("%s eval samples/mqar.bin --task mqar --segments 64", th_bin()), 2);
+    CU_ASSERT(strstr(th_err(), "--segments") != NULL);
     CU_ASSERT_EQUAL(th_run("%s eval %s --task mqar", th_bin(), P("nope.bin")), 2);
     CU_ASSERT_EQUAL(th_run("%s eval %s --task chess", th_bin(), P("nope.bin")), 2);
 }
@@ -571,6 +580,79 @@ TH_TEST(test_cli_mqar_first_stage, "MQAR first-stage segments")
     CU_ASSERT(te && le == lc && memcmp(te, tc, lc) == 0);
     free(te);
     free(ta); free(tb); free(tc); free(td);
+}
+
+/* Weighted MQAR segments: the cycle gives each segment its weight's share
+ * of the steps, spread out (no segment twice in a row while another is
+ * behind), equal weights keep the plain turn order, the weights survive
+ * in the recipe, and the shipped Zoology preset's mix gives Zoology's
+ * examples per setting (100,000 : 20,000 x 4) at every step count that is
+ * a whole number of cycles. */
+TH_TEST(test_mqar_weighted_segments, "MQAR weighted training segments")
+{
+    const int w[5] = { 5, 2, 4, 4, 4 };
+    int count[5] = { 0 }, prev = -1, repeats = 0;
+    for (int p = 0; p < 19; p++) {
+        int i = rn_mqar_seg_at(w, 5, p);
+        CU_ASSERT_FATAL(i >= 0 && i < 5);
+        count[i]++;
+        repeats += i == prev;
+        prev = i;
+        CU_ASSERT_EQUAL(rn_mqar_seg_at(w, 5, p + 19 * 7), i); /* periodic */
+    }
+    for (int i = 0; i < 5; i++) CU_ASSERT_EQUAL(count[i], w[i]);
+    CU_ASSERT_EQUAL(repeats, 0);
+    const int ones[3] = { 1, 1, 1 }, zeros[3] = { 0, 0, 0 };
+    for (int p = 0; p < 12; p++) {
+        CU_ASSERT_EQUAL(rn_mqar_seg_at(ones, 3, p), p % 3);
+        CU_ASSERT_EQUAL(rn_mqar_seg_at(zeros, 3, p), p % 3);
+    }
+
+    /* the preset, parsed as train reads it */
+    char *text = th_read_file("samples/configs/zoology-mqar.cfg", NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(text);
+    rn_config c;
+    rn_train_opts o;
+    rn_error err;
+    rn_config_default(&c);
+    rn_train_opts_default(&o, RN_TASK_MQAR);
+    CU_ASSERT_EQUAL_FATAL(rn_config_parse_text(&c, text, "zoology-mqar.cfg", rn_train_opts_set, &o, &err), 0);
+    free(text);
+    CU_ASSERT_EQUAL(rn_train_opts_validate(&o, &c, &err), 0);
+    CU_ASSERT_EQUAL(c.vocab_size, 8192);
+    CU_ASSERT_EQUAL_FATAL(o.n_segs, 5);
+    CU_ASSERT_EQUAL(o.n_eval_segs, 7);
+    CU_ASSERT_EQUAL(o.eval_examples, 1000);
+    static const int zl[5] = { 64, 128, 256, 256, 256 }, zn[5] = { 4, 8, 16, 32, 64 };
+    static const double zex[5] = { 100000, 20000, 20000, 20000, 20000 }; /* Zoology's num_examples */
+    double ex[5] = { 0 };
+    const int64_t steps = 19 * 40;
+    for (int64_t s = 0; s < steps; s++) {
+        int i = rn_mqar_seg_at(o.seg_w, o.n_segs, s);
+        ex[i] += (double)(o.batch * o.seq_len / o.segs[i].L); /* make_batch's B */
+    }
+    for (int i = 0; i < 5; i++) {
+        CU_ASSERT_EQUAL(o.segs[i].L, zl[i]);
+        CU_ASSERT_EQUAL(o.segs[i].N, zn[i]);
+        CU_ASSERT_DOUBLE_EQUAL(ex[i] / ex[1], zex[i] / zex[1], 1e-12);
+    }
+    char rec[2048];
+    rn_train_recipe(&o, rec, sizeof rec);
+    CU_ASSERT(strstr(rec, "mqar_train = 64:4*5,128:8*2,256:16*4,256:32*4,256:64*4\n") != NULL);
+
+    /* weights are parsed, checked, and not allowed on the evaluation list */
+    rn_train_opts_default(&o, RN_TASK_MQAR);
+    CU_ASSERT_EQUAL(rn_train_opts_set(&o, "mqar_train", "16:2*3,32:4", &err), 0);
+    CU_ASSERT(o.n_segs == 2 && o.seg_w[0] == 3 && o.seg_w[1] == 1);
+    rn_train_recipe(&o, rec, sizeof rec);
+    CU_ASSERT(strstr(rec, "mqar_train = 16:2*3,32:4\n") != NULL);
+    CU_ASSERT_EQUAL(rn_train_opts_set(&o, "mqar_first", "16:2*2", &err), 0);
+    CU_ASSERT_EQUAL(o.first_w[0], 2);
+    CU_ASSERT_EQUAL(rn_train_opts_set(&o, "mqar_train", "16:2*0", &err), RN_EINPUT);
+    CU_ASSERT_EQUAL(rn_train_opts_set(&o, "mqar_train", "16:2*65", &err), RN_EINPUT);
+    CU_ASSERT_EQUAL(rn_train_opts_set(&o, "mqar_train", "16:2*", &err), RN_EINPUT);
+    CU_ASSERT(strstr(err.msg, "mqar_train") != NULL);
+    CU_ASSERT_EQUAL(rn_train_opts_set(&o, "mqar_eval", "16:2*2", &err), RN_EINPUT);
 }
 
 /* The committed MQAR sample still recalls with the current code: on a

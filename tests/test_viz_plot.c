@@ -212,7 +212,7 @@ TH_TEST(test_mrc_default_scope_is_simulates, "mrc/reuse default scope: model, as
 TH_TEST(test_lineplot_looks_distinguish_overlaps, "mrc: overlapping curves told apart by dash and marker")
 {
     double x[2] = { 0, 10 }, y[2] = { 0.5, 0.5 };
-    viz_series s[2] = { { "lru", 2, x, y, 0 }, { "clock", 2, x, y, 0 } };
+    viz_series s[2] = { { "lru", 2, x, y, 0, NULL, NULL }, { "clock", 2, x, y, 0, NULL, NULL } };
     viz_mrc_data d = { 2, s, "", 0, NULL, 0, 0 };
     const char *path = th_path("looks.png");
     viz_surface sf;

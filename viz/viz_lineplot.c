@@ -104,6 +104,24 @@ int viz_lineplot_draw_ex(cairo_t *cr, viz_rect r, const viz_series *s, int n, co
         (void)px;
         cairo_stroke(cr);
         cairo_set_dash(cr, NULL, 0, 0);
+        if (s[i].ylo && s[i].yhi) {
+            cairo_set_line_width(cr, 1.4);
+            for (size_t j = 0; j < s[i].n; j++) {
+                double xv = s[i].x[j], l = s[i].ylo[j], h = s[i].yhi[j];
+                if (!isfinite(xv) || !isfinite(l) || !isfinite(h) || (x.log && xv <= 0) ||
+                    (y.log && (l <= 0 || h <= 0)))
+                    continue;
+                double X = viz_axis_map(&x, xv, a.x, a.x + a.w);
+                double Y0 = viz_axis_map(&y, l, a.y + a.h, a.y), Y1 = viz_axis_map(&y, h, a.y + a.h, a.y);
+                cairo_move_to(cr, X, Y0);
+                cairo_line_to(cr, X, Y1);
+                cairo_move_to(cr, X - 4, Y0);
+                cairo_line_to(cr, X + 4, Y0);
+                cairo_move_to(cr, X - 4, Y1);
+                cairo_line_to(cr, X + 4, Y1);
+            }
+            cairo_stroke(cr);
+        }
         if (st->markers && !thin && s[i].n <= 64)
             for (size_t j = 0; j < s[i].n; j++) {
                 double xv = s[i].x[j], yv = s[i].y[j];

@@ -17,6 +17,8 @@ typedef struct {
     int thin_of;          /* > 0: drawn as a thin solid line without markers
                            * in the colour of series thin_of - 1 (an exact
                            * curve beside its sampled points); 0: its own look */
+    const double *ylo, *yhi; /* optional error bars: a whisker from ylo[j] to
+                              * yhi[j] at each point (NULL = none) */
 } viz_series;
 
 typedef struct {

@@ -1,0 +1,153 @@
+/* fig_mqar.c — `ramtrace plot frontier|scaling` (fig_mqar.h). */
+#include "fig_mqar.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "an_results.h"
+#include "viz_lineplot.h"
+#include "viz_surface.h"
+
+#define MAXS 16 /* series per panel */
+
+static void page(const fig_mqar_opts *o, double *W, double *H, double *dpi, double *font)
+{
+    *W = o->width > 0 ? o->width : 1100;
+    *H = o->height > 0 ? o->height : 460;
+    *dpi = o->dpi > 0 ? o->dpi : 96;
+    *font = o->font > 0 ? o->font : 13;
+}
+
+int fig_mqar_frontier(const fig_mqar_opts *o, rn_error *err)
+{
+    an_result *r = NULL;
+    an_anchor *a = NULL;
+    int nr = 0, na = 0, rc;
+    if ((rc = an_results_load(o->results, &r, &nr, err))) return rc;
+    if (o->anchors && (rc = an_anchors_load(o->anchors, &a, &na, err))) { free(r); return rc; }
+    int *best = malloc(sizeof *best * (size_t)(nr + 1));
+    double *buf = malloc(sizeof *buf * (size_t)(3 * nr + 2 * na + 2));
+    if (!best || !buf) { rc = rn_seterr(err, RN_ENOMEM, "out of memory"); goto done; }
+    int nb = an_results_best(r, nr, "fig3", best, nr);
+    if (nb == 0) { rc = rn_seterr(err, RN_EINPUT, "%s: no scored rows tagged fig3", o->results); goto done; }
+    double *xs = buf, *xa = buf + nr, *ys = buf + 2 * nr, *ax = buf + 3 * nr, *ay = ax + na;
+    for (int i = 0; i < nb; i++) {
+        xs[i] = r[best[i]].state_bytes;
+        xa[i] = r[best[i]].active_bytes;
+        ys[i] = r[best[i]].mean7;
+    }
+    /* RAM-Net's active-state points need their own x order */
+    int ord[256], no = nb < 256 ? nb : 256;
+    double xa2[256], ya2[256];
+    for (int i = 0; i < no; i++) ord[i] = i;
+    for (int i = 1; i < no; i++)
+        for (int j = i; j > 0 && xa[ord[j]] < xa[ord[j - 1]]; j--) { int t = ord[j]; ord[j] = ord[j - 1]; ord[j - 1] = t; }
+    for (int i = 0; i < no; i++) { xa2[i] = xa[ord[i]]; ya2[i] = ys[ord[i]]; }
+    viz_series s1[MAXS], s2[MAXS];
+    int ns = 0;
+    s1[ns] = (viz_series){ "RAM-Net (ours, best lr)", (size_t)nb, xs, ys, 0, NULL, NULL };
+    s2[ns] = (viz_series){ "RAM-Net (ours, best lr)", (size_t)no, xa2, ya2, 0, NULL, NULL };
+    ns++;
+    /* the baselines: one series per model, in file order (points sorted by state there) */
+    for (int i = 0, k = 0; i < na && ns < MAXS; ) {
+        int j = i;
+        while (j < na && !strcmp(a[j].model, a[i].model)) {
+            ax[k + j - i] = a[j].state_bytes;
+            ay[k + j - i] = a[j].accuracy;
+            j++;
+        }
+        s1[ns] = (viz_series){ a[i].model, (size_t)(j - i), ax + k, ay + k, 0, NULL, NULL };
+        s2[ns] = s1[ns];
+        ns++;
+        k += j - i;
+        i = j;
+    }
+    double W, H, dpi, font;
+    page(o, &W, &H, &dpi, &font);
+    viz_surface sf;
+    if ((rc = viz_surface_open(&sf, o->out, W, H, dpi, err))) goto done;
+    viz_lineplot_style st;
+    viz_lineplot_style_default(&st);
+    st.font = font;
+    st.looks = 1;
+    st.corner = VIZ_BOTTOM_RIGHT;
+    st.y = viz_axis_make(0, 1.02, 0, 0, "MQAR accuracy (mean of 7 settings)");
+    double lo = INFINITY, hi = 0;
+    for (int i = 0; i < nb; i++) { lo = fmin(lo, fmin(xs[i], xa[i])); hi = fmax(hi, xs[i]); }
+    for (int i = 0; i < na; i++) { lo = fmin(lo, a[i].state_bytes); hi = fmax(hi, a[i].state_bytes); }
+    lo = pow(10, floor(log10(lo))), hi = pow(10, ceil(log10(hi)));
+    st.x = viz_axis_make(lo, hi, 1, 0, "total state, bytes (Zoology's units)");
+    st.title = o->title ? o->title : "MQAR: accuracy against state";
+    rc = viz_lineplot_draw(sf.cr, viz_rect_make(4, 4, W / 2 - 8, H - 8), s1, ns, &st, err);
+    if (!rc) {
+        st.x.label = "active state per token, bytes (baselines: all of it)";
+        st.title = "against active state";
+        st.legend = 0;
+        rc = viz_lineplot_draw(sf.cr, viz_rect_make(W / 2 + 4, 4, W / 2 - 8, H - 8), s2, ns, &st, err);
+    }
+    if (rc) viz_surface_abort(&sf);
+    else rc = viz_surface_commit(&sf, err);
+done:
+    free(best);
+    free(buf);
+    free(r);
+    free(a);
+    return rc;
+}
+
+/* One panel of the scaling figure: both metrics against key, for each of
+ * the tags (one sweep each; label prefixes name them). */
+static int scaling_panel(cairo_t *cr, viz_rect box, const an_result *r, int n, const char *const *tags,
+                         const char *const *names, int ntags, const char *key, viz_axis x, const char *title,
+                         double font, rn_error *err)
+{
+    double gx[4][32], gm[4][32], gl[4][32], gh[4][32];
+    int gc[4][32], ns = 0;
+    static const char *const metric[2] = { "mean_l64", "mean7" };
+    static const char *const label[2] = { "mean of the L = 64 settings", "seven-setting mean" };
+    char lab[4][96];
+    viz_series s[4];
+    for (int t = 0; t < ntags && t < 2; t++)
+        for (int k = 0; k < 2; k++) {
+            int m = an_results_by(r, n, tags[t], key, metric[k], gx[ns], gc[ns], gm[ns], gl[ns], gh[ns], 32);
+            if (m <= 0) continue;
+            snprintf(lab[ns], sizeof lab[ns], "%s%s", names[t], label[k]);
+            s[ns] = (viz_series){ lab[ns], (size_t)m, gx[ns], gm[ns], 0, gl[ns], gh[ns] };
+            ns++;
+        }
+    if (ns == 0) return rn_seterr(err, RN_EINPUT, "no scored rows tagged %s", tags[0]);
+    viz_lineplot_style st;
+    viz_lineplot_style_default(&st);
+    st.font = font;
+    st.looks = 1;
+    st.corner = VIZ_TOP_LEFT; /* above the data: the axis runs to 1.4 to make room */
+    st.x = x;
+    st.y = viz_axis_make(0, 1.4, 0, 0, "MQAR accuracy (mean over seeds, min-max)");
+    st.title = title;
+    return viz_lineplot_draw(cr, box, s, ns, &st, err);
+}
+
+int fig_mqar_scaling(const fig_mqar_opts *o, rn_error *err)
+{
+    an_result *r = NULL;
+    int nr = 0, rc;
+    if ((rc = an_results_load(o->results, &r, &nr, err))) return rc;
+    double W, H, dpi, font;
+    page(o, &W, &H, &dpi, &font);
+    viz_surface sf;
+    if ((rc = viz_surface_open(&sf, o->out, W, H, dpi, err))) { free(r); return rc; }
+    static const char *const utags[2] = { "fig4-U", "fig4-U64" }, *const unames[2] = { "M = 256: ", "M = 64: " };
+    static const char *const mtags[1] = { "fig4-M" }, *const mnames[1] = { "" };
+    rc = scaling_panel(sf.cr, viz_rect_make(4, 4, W / 2 - 8, H - 8), r, nr, utags, unames, 2, "U",
+                       viz_axis_make(0.5, 8.5, 0, 1, "order U (M = d_p^U fixed)"),
+                       o->title ? o->title : "accuracy against order U", font, err);
+    if (!rc)
+        rc = scaling_panel(sf.cr, viz_rect_make(W / 2 + 4, 4, W / 2 - 8, H - 8), r, nr, mtags, mnames, 1, "M",
+                           viz_axis_make(40, 6000, 1, 0, "slots M (U = 2)"), "accuracy against M", font, err);
+    if (rc) viz_surface_abort(&sf);
+    else rc = viz_surface_commit(&sf, err);
+    free(r);
+    return rc;
+}

@@ -1,0 +1,36 @@
+/* fig_mqar.h — the MQAR figures of docs/mqar-frontier.md, drawn from
+ * scripts/mqar-sweep's results CSV (analysis/an_results.h):
+ *
+ *   frontier  accuracy (seven-setting mean) against total state in
+ *             Zoology's units, RAM-Net's best run per shape beside the
+ *             published baselines of an anchors CSV (the paper's Fig. 3);
+ *             a second panel puts RAM-Net at its active state per token
+ *             (2K slots of d_v + 1 floats per head and layer), the
+ *             baselines where they are (a recurrent model reads and writes
+ *             all of its state at every token);
+ *   scaling   accuracy against the product-softmax order U at fixed M (rows
+ *             tagged fig4-U, M = 256, and fig4-U64, M = 64), and against M
+ *             at fixed U (fig4-M) (the paper's Fig. 4): the mean over
+ *             seeds, min to max as error bars, for the seven-setting mean
+ *             and the mean of the three L = 64 settings.
+ *
+ * Written atomically (PNG, SVG or PDF by extension); nothing on error. */
+#ifndef FIG_MQAR_H
+#define FIG_MQAR_H
+
+#include "rn_error.h"
+
+typedef struct {
+    const char *results;   /* the sweep's CSV */
+    const char *anchors;   /* frontier: the baselines' CSV (NULL: RAM-Net alone) */
+    const char *out;
+    const char *title;     /* NULL: the default */
+    double width, height;  /* px (0: 1100 x 460) */
+    double dpi;            /* PNG resolution (0: 96) */
+    double font;           /* label size (0: 13) */
+} fig_mqar_opts;
+
+int fig_mqar_frontier(const fig_mqar_opts *o, rn_error *err);
+int fig_mqar_scaling(const fig_mqar_opts *o, rn_error *err);
+
+#endif
