@@ -37,9 +37,12 @@ void an_og_decode(const unsigned char *buf, size_t i, an_og_record *r)
     r->next = (int64_t)get_le(p + 16, 8);
 }
 
+/* Whether the caller's stop flag (NULL: none) is up. */
+static int stopped(const volatile int *stop) { return stop && *stop; }
+
 /* The CSV rows of stream s (NULL: the header only) through the row writer;
  * nxt[i] is the index of the next access to the same key (AN_NONE: none). */
-static int export_csv(FILE *f, const an_stream *s, const uint32_t *nxt, rn_error *err)
+static int export_csv(FILE *f, const an_stream *s, const uint32_t *nxt, const volatile int *stop, rn_error *err)
 {
     static const char *const cols[8] = { "index", "time", "layer", "head", "slot", "op", "obj_id", "next" };
     rn_rows w;
@@ -53,6 +56,10 @@ static int export_csv(FILE *f, const an_stream *s, const uint32_t *nxt, rn_error
                                rn_cell_text(s->op[i] ? "r" : "w"), rn_cell_uint(id), rn_cell_int(next) };
         rn_rows_add(&w, c);
         if (ferror(f)) break;
+        if ((i & 0xffff) == 0xffff && stopped(stop)) {
+            rn_rows_end(&w, err);
+            return rn_seterr(err, RN_EINTR, "interrupted");
+        }
     }
     int e = errno;
     rc = rn_rows_end(&w, err);
@@ -60,14 +67,18 @@ static int export_csv(FILE *f, const an_stream *s, const uint32_t *nxt, rn_error
 }
 
 int an_export_write(FILE *f, int fmt, const tr_event *ev, size_t n, const rn_config *cfg, int ops,
-                    rn_error *err)
+                    const volatile int *stop, rn_error *err)
 {
     an_streams ss;
     int rc = an_streams_build(ev, n, cfg, AN_SCOPE_MODEL, ops, &ss, err);
     if (rc) return rc;
+    if (stopped(stop)) {
+        an_streams_free(&ss);
+        return rn_seterr(err, RN_EINTR, "interrupted");
+    }
     if (ss.n == 0) {
         an_streams_free(&ss);
-        if (fmt == AN_EXPORT_CSV) return export_csv(f, NULL, NULL, err);
+        if (fmt == AN_EXPORT_CSV) return export_csv(f, NULL, NULL, stop, err);
         return RN_OK;
     }
     const an_stream *s = &ss.s[0];
@@ -79,7 +90,7 @@ int an_export_write(FILE *f, int fmt, const tr_event *ev, size_t n, const rn_con
     }
     an_next_use(s, nxt, last);
     if (fmt == AN_EXPORT_CSV) {
-        rc = export_csv(f, s, nxt, err);
+        rc = stopped(stop) ? rn_seterr(err, RN_EINTR, "interrupted") : export_csv(f, s, nxt, stop, err);
         free(nxt); free(last);
         an_streams_free(&ss);
         return rc;
@@ -87,8 +98,9 @@ int an_export_write(FILE *f, int fmt, const tr_event *ev, size_t n, const rn_con
     uint32_t size = (uint32_t)(cfg->d_v + 1) * 4;
     unsigned char buf[AN_OG_RECORD * 1024];
     size_t nb = 0;
-    int ioerr = 0;
-    for (size_t i = 0; i < s->n && !ioerr; i++) {
+    int ioerr = 0, intr = stopped(stop);
+    for (size_t i = 0; i < s->n && !ioerr && !intr; i++) {
+        if ((i & 0xffff) == 0xffff) intr = stopped(stop);
         uint64_t id = s->id[s->key[i]];
         int64_t next = nxt[i] == AN_NONE ? -1 : (int64_t)nxt[i] + 1;
         unsigned char *p = buf + nb * AN_OG_RECORD;
@@ -106,5 +118,6 @@ int an_export_write(FILE *f, int fmt, const tr_event *ev, size_t n, const rn_con
     free(nxt); free(last);
     an_streams_free(&ss);
     if (ioerr) return rn_seterr(err, RN_EIO, "write failed: %s", strerror(e ? e : EIO));
+    if (intr) return rn_seterr(err, RN_EINTR, "interrupted");
     return RN_OK;
 }

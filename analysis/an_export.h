@@ -27,9 +27,11 @@ int an_export_format_parse(const char *s, int *fmt, rn_error *err);
 
 /* Write the events (any order; selected by ops) in replay order to f.  A
  * failed write is RN_EIO "write failed: <reason>"; the caller, who knows
- * the file's name, prefixes it. */
+ * the file's name, prefixes it.  stop (NULL: none) is polled between the
+ * phases and every 65536 rows; once it is up the write ends early with
+ * RN_EINTR, and what was written is to be discarded. */
 int an_export_write(FILE *f, int fmt, const tr_event *ev, size_t n, const rn_config *cfg, int ops,
-                    rn_error *err);
+                    const volatile int *stop, rn_error *err);
 
 /* One decoded oracleGeneral record. */
 typedef struct {

@@ -91,10 +91,10 @@ int cmd_export(int argc, char **argv)
         goto out;
     }
     if ((rc = rn_atomic_check_not_input(path, outp, &err)) || (rc = rn_atomic_open_text(&af, outp, &err))) goto out;
-    if ((rc = an_export_write(af.f, fmt, ev, n, &r.run.cfg, ops, &err)) || cli_stop_flag) {
+    if ((rc = an_export_write(af.f, fmt, ev, n, &r.run.cfg, ops, &cli_stop_flag, &err)) || cli_stop_flag) {
         rn_atomic_abort(&af);
-        if (rc) rn_preferr(&err, "%s", outp);
-        if (!rc) rc = rn_seterr(&err, RN_EINTR, "export: interrupted; %s not written", outp);
+        if (cli_stop_flag) rc = rn_seterr(&err, RN_EINTR, "export: interrupted; %s not written", outp);
+        else rn_preferr(&err, "%s", outp);
         goto out;
     }
     if ((rc = rn_atomic_commit(&af, &err))) goto out;

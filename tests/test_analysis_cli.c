@@ -118,9 +118,18 @@ TH_TEST(test_export_roundtrip, "export round trip (oracleGeneral, CSV)")
     FILE *f = open_memstream(&mem, &mlen);
     CU_ASSERT_PTR_NOT_NULL_FATAL(f);
     rn_error err = { 0 };
-    CU_ASSERT_EQUAL(an_export_write(f, AN_EXPORT_CSV, NULL, 0, &c, RN_OPS_BOTH, &err), RN_OK);
+    CU_ASSERT_EQUAL(an_export_write(f, AN_EXPORT_CSV, NULL, 0, &c, RN_OPS_BOTH, NULL, &err), RN_OK);
     fclose(f);
     CU_ASSERT_STRING_EQUAL(mem, "index,time,layer,head,slot,op,obj_id,next\n");
+    free(mem);
+    /* a raised stop flag ends the write with RN_EINTR, before any row */
+    volatile int stop = 1;
+    mem = NULL;
+    f = open_memstream(&mem, &mlen);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    CU_ASSERT_EQUAL(an_export_write(f, AN_EXPORT_CSV, NULL, 0, &c, RN_OPS_BOTH, &stop, &err), RN_EINTR);
+    fclose(f);
+    CU_ASSERT_EQUAL(mlen, 0);
     free(mem);
 }
 

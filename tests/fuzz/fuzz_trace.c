@@ -505,7 +505,7 @@ static void do_export(const an_run *r, const tr_event *ev, size_t n)
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
     fuzz_check(f != NULL, "%s", "open_memstream");
-    int rc = an_export_write(f, AN_EXPORT_ORACLEGENERAL, ev, n, &r->run.cfg, RN_OPS_BOTH, &err);
+    int rc = an_export_write(f, AN_EXPORT_ORACLEGENERAL, ev, n, &r->run.cfg, RN_OPS_BOTH, NULL, &err);
     fclose(f);
     if (rc) fuzz_check_error(rc, &err, BAD, "an_export_write");
     else {
@@ -525,7 +525,7 @@ static void do_export(const an_run *r, const tr_event *ev, size_t n)
         }
     }
     free(buf);
-    rc = an_export_write(g_null, AN_EXPORT_CSV, ev, n, &r->run.cfg, RN_OPS_BOTH, &err);
+    rc = an_export_write(g_null, AN_EXPORT_CSV, ev, n, &r->run.cfg, RN_OPS_BOTH, NULL, &err);
     if (rc) fuzz_check_error(rc, &err, BAD, "an_export_write(csv)");
 }
 
