@@ -3,8 +3,8 @@
  * the queried pair in the context; text: held-out loss and bits per
  * byte).  The evaluations live in core/rn_train_loop.c. */
 #include <getopt.h>
-#include <stdlib.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
