@@ -1,8 +1,10 @@
 /* cmd_eval.c — `ramtrace eval MODEL --task mqar|text`: score a saved model
- * (MQAR: accuracy over the test ladder; text: held-out loss and bits per
+ * (MQAR: accuracy over the test ladder, or with --by-pair by the place of
+ * the queried pair in the context; text: held-out loss and bits per
  * byte).  The evaluations live in core/rn_train_loop.c. */
 #include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
@@ -27,6 +29,10 @@ static const char usage[] =
     "  --seed N           mqar: seed of the test examples (default 4242)\n"
     "  --segments LIST    mqar: other settings than the ladder, L:N,L:N,... (up\n"
     "                     to 16; e.g. 512:64,1024:64 to tell length from capacity)\n"
+    "  --by-pair B        mqar: accuracy by the queried pair's place in the\n"
+    "                     context: each segment's pairs 0..N-1 (in the order\n"
+    "                     written) in B equal bins, 1 <= B <= every segment's N;\n"
+    "                     rows segment,L,N,bin,pair_from,pair_to,queries,accuracy\n"
     "  --data FILE        text: corpus (default data/kjv.txt)\n"
     "  --val-frac X       text: held-out fraction at the end (default 0.05)\n"
     "  --seq-len N        text: window length (default 256)\n"
@@ -71,6 +77,36 @@ static int print_mqar(int fmt, const rn_mqar_seg *segs, int n_segs, const double
     return RN_OK;
 }
 
+/* --by-pair: for each segment, B rows of its per-pair tallies binned by
+ * pair index (rn_mqar_pair_bin); accuracy is correct / queries of the bin. */
+static int print_pairs(int fmt, const rn_mqar_seg *segs, int n_segs, int B,
+                       const rn_mqar_tally *pairs, rn_error *err)
+{
+    static const char *const cols[8] = { "segment", "L", "N", "bin", "pair_from", "pair_to",
+                                         "queries", "accuracy" };
+    rn_rows w;
+    int rc = rn_rows_begin(&w, stdout, fmt, 8, cols, NULL, err);
+    if (rc) return rc;
+    char seg[32];
+    for (int s = 0; s < n_segs; s++) {
+        int N = segs[s].N;
+        snprintf(seg, sizeof seg, "(%d,%d)", segs[s].L, N);
+        for (int b = 0; b < B; b++) {
+            int from, to;
+            rn_mqar_pair_bin(N, B, b, &from, &to);
+            int64_t q = 0, c = 0;
+            for (int i = from; i <= to; i++) { q += pairs[i].queries; c += pairs[i].correct; }
+            const rn_cell row[8] = { rn_cell_text(seg), rn_cell_int(segs[s].L), rn_cell_int(N),
+                                     rn_cell_int(b), rn_cell_int(from), rn_cell_int(to), rn_cell_int(q),
+                                     q ? rn_cell_real((double)c / (double)q, fmt == RN_FMT_TABLE ? "%.4f" : NULL)
+                                       : rn_cell_null(NULL) };
+            rn_rows_add(&w, row);
+        }
+        pairs += N;
+    }
+    return rn_rows_end(&w, err);
+}
+
 /* Held-out loss and bits per byte as one row (4 decimals in the table). */
 static int print_text(int fmt, double loss, double bpb, rn_error *err)
 {
@@ -112,9 +148,9 @@ int cmd_eval(int argc, char **argv)
         { "task", 1, 0, 't' }, { "examples", 1, 0, 'e' }, { "seed", 1, 0, 's' }, { "data", 1, 0, 'd' },
         { "val-frac", 1, 0, 'v' }, { "seq-len", 1, 0, 'L' }, { "windows", 1, 0, 'w' },
         { "threads", 1, 0, 'T' }, { "top-k", 1, 0, 'k' }, { "format", 1, 0, 'f' }, { "device", 1, 0, 'D' },
-        { "segments", 1, 0, 'S' }, { 0, 0, 0, 0 } };
+        { "segments", 1, 0, 'S' }, { "by-pair", 1, 0, 'P' }, { 0, 0, 0, 0 } };
     const char *task = NULL, *data = "data/kjv.txt";
-    long examples = 1000, seq = 256, windows = 0, threads = 0, top_k = 0;
+    long examples = 1000, seq = 256, windows = 0, threads = 0, top_k = 0, by_pair = 0;
     uint64_t seed = 4242;
     double vf = 0.05;
     int fmt = RN_FMT_TABLE;
@@ -143,6 +179,7 @@ int cmd_eval(int argc, char **argv)
             break;
         case 'f': if (rn_format_parse(optarg, &fmt, &err)) return cli_usage_error("eval", "%s", err.msg); break;
         case 'k': if (cli_parse_long("--top-k", optarg, 1, RN_MAX_TOPK, &top_k, &err)) return cli_fail(&err); break;
+        case 'P': if (cli_parse_long("--by-pair", optarg, 1, 1 << 20, &by_pair, &err)) return cli_fail(&err); break;
         case ':': return cli_usage_error("eval", "option '%s' needs a value", argv[optind - 1]);
         default: return cli_usage_error("eval", "unknown option '%s'", argv[optind - 1]);
         }
@@ -153,6 +190,15 @@ int cmd_eval(int argc, char **argv)
     if (rn_device_select(device_arg, NULL, &device, &err)) return cli_fail(&err);
     int is_mqar = !strcmp(task, "mqar");
     if (!is_mqar && strcmp(task, "text")) return cli_usage_error("eval", "unknown task '%s' (expected mqar or text)", task);
+    if (by_pair && !is_mqar) return cli_usage_error("eval", "--by-pair: only for --task mqar");
+    int total_pairs = 0; /* Σ N over the segments: the per-pair tallies */
+    for (int i = 0; by_pair && i < segopt.n_eval_segs; i++) {
+        const rn_mqar_seg *sg = &segopt.eval_segs[i];
+        if (by_pair > sg->N)
+            return cli_usage_error("eval", "--by-pair: %ld bins exceed the %d pairs of segment (%d,%d)", by_pair,
+                                   sg->N, sg->L, sg->N);
+        total_pairs += sg->N;
+    }
     cli_threads(threads);
     cli_install_signals();
     rn_model m;
@@ -182,10 +228,16 @@ int cmd_eval(int argc, char **argv)
         cli_info("evaluating %ld examples per segment...\n", examples);
         eval_progress pg = { cli_now(), cli_stderr_tty(), -1, 0, "examples" };
         rn_eval_ctl ctl = { &cli_stop_flag, progress, &pg };
-        rc = rn_eval_mqar(&m, device, segopt.eval_segs, segopt.n_eval_segs, (int)examples, seed, 8192,
-                          acc, &mean, &ctl, &err);
+        rn_mqar_tally *pairs = NULL;
+        if (by_pair && !(pairs = malloc(sizeof *pairs * (size_t)total_pairs)))
+            rc = rn_seterr(&err, RN_ENOMEM, "out of memory");
+        else
+            rc = rn_eval_mqar_pairs(&m, device, segopt.eval_segs, segopt.n_eval_segs, (int)examples, seed,
+                                    8192, acc, &mean, pairs, &ctl, &err);
         if (pg.shown && pg.tty && rc) fputc('\n', stderr);
-        if (!rc) rc = print_mqar(fmt, segopt.eval_segs, segopt.n_eval_segs, acc, mean, &m.cfg, &err);
+        if (!rc && by_pair) rc = print_pairs(fmt, segopt.eval_segs, segopt.n_eval_segs, (int)by_pair, pairs, &err);
+        else if (!rc) rc = print_mqar(fmt, segopt.eval_segs, segopt.n_eval_segs, acc, mean, &m.cfg, &err);
+        free(pairs);
     } else {
         rn_text t;
         rc = rn_text_load(&t, data, vf, (int)seq, &err);

@@ -40,10 +40,12 @@ static void distinct(rn_rng *rng, int lo, int hi, int n, int *out)
 }
 
 void rn_mqar_example(rn_rng *rng, int V, int L, int N, double a, int *tokens, int *targets,
-                     double *pbuf)
+                     double *pbuf, int *pair_of)
 {
     int ctx = 2 * N, space = (L - ctx) / 2, half = V / 2;
     for (int i = 0; i < L; i++) { tokens[i] = -1; targets[i] = -100; }
+    if (pair_of)
+        for (int i = 0; i < L; i++) pair_of[i] = -1;
     /* keys at even context slots, values at odd ones (tokens used as scratch
      * would alias, so draw into targets' tail first) */
     int *keys = targets + L - 2 * N, *vals = targets + L - N;
@@ -67,6 +69,7 @@ void rn_mqar_example(rn_rng *rng, int V, int L, int N, double a, int *tokens, in
         pbuf[g] = 0;
         tokens[ctx + 2 * g] = keys[i];
         tokens[ctx + 2 * g + 1] = -2 - vals[i]; /* mark: value is the label of ctx+2g */
+        if (pair_of) pair_of[ctx + 2 * g] = i;
     }
     for (int i = L - 1; i >= 0; i--) targets[i] = -100;
     for (int p = ctx; p + 1 < L; p += 2)
@@ -76,6 +79,12 @@ void rn_mqar_example(rn_rng *rng, int V, int L, int N, double a, int *tokens, in
         }
     for (int i = 0; i < L; i++)
         if (tokens[i] < 0) tokens[i] = (int)rn_rng_below(rng, (uint64_t)V);
+}
+
+void rn_mqar_pair_bin(int N, int B, int b, int *from, int *to)
+{
+    *from = (int)((int64_t)b * N / B);
+    *to = (int)((int64_t)(b + 1) * N / B) - 1;
 }
 
 int rn_text_load(rn_text *t, const char *path, double val_frac, int T, rn_error *err)

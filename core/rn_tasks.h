@@ -31,9 +31,17 @@ int rn_mqar_check(int V, int L, int N, rn_error *err);
  * positions; key i is queried at 2N + 2·gap_i with distinct gaps drawn
  * sequentially without replacement with p(gap) ∝ a·(gap+1)^(a−1),
  * gap ∈ [0, space), space = (L − 2N)/2; other positions are uniform over
- * [0, V).  pbuf is scratch of `space` doubles. */
+ * [0, V).  pbuf is scratch of `space` doubles.  pair_of (optional, NULL
+ * for none) receives [L]: at each query position the index i of the pair
+ * queried there (its key was written at 2i), −1 elsewhere; it draws
+ * nothing, so the example is the same with or without it. */
 void rn_mqar_example(rn_rng *rng, int V, int L, int N, double a, int *tokens, int *targets,
-                     double *pbuf);
+                     double *pbuf, int *pair_of);
+
+/* Bin b of B equal bins over the pair indices 0..N−1 (1 ≤ B ≤ N): pairs
+ * *from..*to inclusive, from = ⌊b·N/B⌋, to = ⌊(b+1)·N/B⌋ − 1 (every bin
+ * holds ⌊N/B⌋ or ⌈N/B⌉ pairs). */
+void rn_mqar_pair_bin(int N, int B, int b, int *from, int *to);
 
 /* ---- text ---- */
 

@@ -362,19 +362,29 @@ static void ev_free(evaluator *e)
     rn_cuda_trainer_free(e->gpu);
 }
 
-/* Evaluate the ladder with an existing evaluator (forward only). */
+uint64_t rn_eval_mqar_seed(uint64_t seed, int s)
+{
+    return stream_seed(seed, 2, (uint64_t)s);
+}
+
+/* Evaluate the ladder with an existing evaluator (forward only).  pairs
+ * (optional) receives per-pair tallies as rn_eval_mqar_pairs describes,
+ * with pair_of scratch of max_rows ints (unused without pairs). */
 static int eval_mqar_with(evaluator *tr, int V, const rn_mqar_seg *segs, int n_segs, int examples,
                           uint64_t seed, int max_rows, int *tok, int *tgt, double *pbuf,
-                          double *acc, double *mean, const rn_eval_ctl *ctl, rn_error *err)
+                          double *acc, double *mean, rn_mqar_tally *pairs, int *pair_of,
+                          const rn_eval_ctl *ctl, rn_error *err)
 {
     double sum = 0;
+    rn_mqar_tally *seg_pairs = pairs;
     for (int s = 0; s < n_segs; s++) {
         int L = segs[s].L, N = segs[s].N;
         int rc = rn_mqar_check(V, L, N, err);
         if (rc) return rc;
         if (L > max_rows) return rn_seterr(err, RN_EINPUT, "mqar eval: segment length %d exceeds %d rows", L, max_rows);
+        if (pairs) memset(seg_pairs, 0, sizeof *seg_pairs * (size_t)N);
         rn_rng rng;
-        rn_rng_seed(&rng, stream_seed(seed, 2, (uint64_t)s));
+        rn_rng_seed(&rng, rn_eval_mqar_seed(seed, s));
         int per = max_rows / L, done = 0;
         double a = 0;
         while (done < examples) {
@@ -382,7 +392,8 @@ static int eval_mqar_with(evaluator *tr, int V, const rn_mqar_seg *segs, int n_s
             rn_threads_poll(); /* follow the machine's load (rn_threads.h) */
             int B = examples - done < per ? examples - done : per;
             for (int b = 0; b < B; b++)
-                rn_mqar_example(&rng, V, L, N, RN_MQAR_POWER_A, tok + (size_t)b * L, tgt + (size_t)b * L, pbuf);
+                rn_mqar_example(&rng, V, L, N, RN_MQAR_POWER_A, tok + (size_t)b * L, tgt + (size_t)b * L,
+                                pbuf, pairs ? pair_of + (size_t)b * L : NULL);
             double loss;
             rc = ev_forward(tr, tok, tgt, B, L, &loss, err);
             if (rc) return rc;
@@ -392,7 +403,16 @@ static int eval_mqar_with(evaluator *tr, int V, const rn_mqar_seg *segs, int n_s
             int nl = ev_n_labelled(tr), i = 0;
             for (int b = 0; b < B; b++) {
                 int c = 0, n = 0;
-                for (; i < nl && rows[i] / L == b; i++) { c += ok[i]; n++; }
+                for (; i < nl && rows[i] / L == b; i++) {
+                    c += ok[i];
+                    n++;
+                    if (pairs) {
+                        int p = pair_of[rows[i]];
+                        if (p < 0 || p >= N) return rn_seterr(err, RN_EINTERNAL, "mqar eval: labelled row %d is no query", rows[i]);
+                        seg_pairs[p].queries++;
+                        seg_pairs[p].correct += ok[i];
+                    }
+                }
                 a += n ? (double)c / n : 0;
             }
             done += B;
@@ -401,6 +421,7 @@ static int eval_mqar_with(evaluator *tr, int V, const rn_mqar_seg *segs, int n_s
         }
         acc[s] = a / examples;
         sum += acc[s];
+        if (pairs) seg_pairs += N;
     }
     *mean = sum / n_segs;
     return RN_OK;
@@ -421,6 +442,14 @@ int rn_eval_mqar(const rn_model *m, int device, const rn_mqar_seg *segs, int n_s
                  uint64_t seed, int max_rows, double *acc, double *mean, const rn_eval_ctl *ctl,
                  rn_error *err)
 {
+    return rn_eval_mqar_pairs(m, device, segs, n_segs, examples, seed, max_rows, acc, mean, NULL,
+                              ctl, err);
+}
+
+int rn_eval_mqar_pairs(const rn_model *m, int device, const rn_mqar_seg *segs, int n_segs,
+                       int examples, uint64_t seed, int max_rows, double *acc, double *mean,
+                       rn_mqar_tally *pairs, const rn_eval_ctl *ctl, rn_error *err)
+{
     for (int s = 0; s < n_segs; s++)
         if (segs[s].L > max_rows) max_rows = segs[s].L;
     evaluator ev, *tr = &ev;
@@ -429,11 +458,12 @@ int rn_eval_mqar(const rn_model *m, int device, const rn_mqar_seg *segs, int n_s
         ev_free(&ev);
         return rc;
     }
-    int *tok = malloc(sizeof(int) * 2 * (size_t)max_rows);
+    int *tok = malloc(sizeof(int) * 3 * (size_t)max_rows); /* tokens, targets, pair_of */
     double *pbuf = malloc(sizeof(double) * (size_t)(max_rows + max_space(segs, n_segs)));
     if (!tok || !pbuf) rc = rn_seterr(err, RN_ENOMEM, "out of memory");
     else rc = eval_mqar_with(tr, m->cfg.vocab_size, segs, n_segs, examples, seed, max_rows, tok,
-                             tok + max_rows, pbuf, acc, mean, ctl, err);
+                             tok + max_rows, pbuf, acc, mean, pairs, tok + 2 * (size_t)max_rows,
+                             ctl, err);
     free(tok);
     free(pbuf);
     ev_free(tr);
@@ -560,7 +590,7 @@ static void make_batch(const rn_train_opts *o, run_state *s, int V, int64_t step
     assert(*B >= 1 && *B * *T <= s->max_rows); /* validated: L <= seq_len */
     for (int b = 0; b < *B; b++)
         rn_mqar_example(&rng, V, sg->L, sg->N, RN_MQAR_POWER_A, s->tok + (size_t)b * sg->L,
-                        s->tgt + (size_t)b * sg->L, s->pbuf);
+                        s->tgt + (size_t)b * sg->L, s->pbuf, NULL);
 }
 
 /* Evaluate s.m with s.tr (the model's own K) into s.summary (JSON);
@@ -577,7 +607,7 @@ static int do_eval(run_state *s, double *metric, rn_error *err)
         rn_eval_ctl ctl = { s->stop, NULL, NULL };
         int rc = eval_mqar_with(&ev, s->m.cfg.vocab_size, o->eval_segs, o->n_eval_segs,
                                 o->eval_examples, 4242, s->max_rows, s->tok, s->tgt, s->pbuf, acc,
-                                &mean, &ctl, err);
+                                &mean, NULL, NULL, &ctl, err);
         if (rc) return rc;
         size_t n = (size_t)snprintf(buf, cap, "{\"task\":\"mqar\",\"mean_acc\":%.5f,\"acc\":{", mean);
         for (int i = 0; i < o->n_eval_segs && n < cap; i++)

@@ -152,6 +152,23 @@ int rn_eval_mqar(const rn_model *m, int device, const rn_mqar_seg *segs, int n_s
                  uint64_t seed, int max_rows, double *acc, double *mean, const rn_eval_ctl *ctl,
                  rn_error *err);
 
+/* Per-pair tallies of an MQAR evaluation: of the queries whose key is
+ * pair i of its example (the i-th pair written into the context), how many
+ * were asked and how many answered correctly. */
+typedef struct { int64_t queries, correct; } rn_mqar_tally;
+
+/* rn_eval_mqar, and per-pair tallies: segment s's N_s pairs at
+ * pairs[Σ_{t<s} N_t ...] (Σ N_s entries, zeroed here).  The tallies use
+ * the same per-query correctness as the accuracy, so on either device the
+ * queries-weighted mean over a segment's pairs is its accuracy. */
+int rn_eval_mqar_pairs(const rn_model *m, int device, const rn_mqar_seg *segs, int n_segs,
+                       int examples, uint64_t seed, int max_rows, double *acc, double *mean,
+                       rn_mqar_tally *pairs, const rn_eval_ctl *ctl, rn_error *err);
+
+/* The seed of segment s's examples in rn_eval_mqar(seed): rn_mqar_example
+ * drawn from it, in order, gives the examples the evaluation scores. */
+uint64_t rn_eval_mqar_seed(uint64_t seed, int s);
+
 /* Text evaluation on the held-out split, on device as rn_eval_mqar: mean
  * loss (nats/byte) and bits per byte over up to `windows` windows of T
  * bytes (0 = all). */

@@ -107,7 +107,7 @@ static void combined(rn_runtime *rt, const rn_config *c, rn_rng *rng, rn_rng *pi
     rn_rng_seed(rng, seed);
     rn_rng_seed(pick, seed ^ 0x51ed27a3c2b1f00dULL);
     for (int e = 0; e < n_ex; e++) {
-        rn_mqar_example(rng, V, T, N, RN_MQAR_POWER_A, toks, tgt, pbuf);
+        rn_mqar_example(rng, V, T, N, RN_MQAR_POWER_A, toks, tgt, pbuf, NULL);
         rn_iv_init(&iv, c);
         for (int k = 0; k < nh; k++)
             if (rn_iv_add_buffer(&iv, 0, hl[k], hh[k], o_clean + (size_t)k * T * dv, T, &err)) die(&err);
@@ -240,7 +240,7 @@ int main(int argc, char **argv)
     long q_total = 0, q_ok = 0, *q_ok_abl = calloc((size_t)L * H, sizeof(long));
     rn_rng_seed(&rng, seed);
     for (int e = 0; e < n_ex; e++) {
-        rn_mqar_example(&rng, V, T, N, RN_MQAR_POWER_A, toks, tgt, pbuf);
+        rn_mqar_example(&rng, V, T, N, RN_MQAR_POWER_A, toks, tgt, pbuf, NULL);
         rn_iv_init(&iv, c);
         if (run(rt, &iv, toks, T, lg, &err)) die(&err);
         for (int p = 0; p < T; p++)
@@ -289,7 +289,7 @@ int main(int argc, char **argv)
     rn_rng pick;
     rn_rng_seed(&pick, seed ^ 0x9e3779b97f4a7c15ULL);
     for (int e = 0; e < n_ex; e++) {
-        rn_mqar_example(&rng, V, T, N, RN_MQAR_POWER_A, toks, tgt, pbuf);
+        rn_mqar_example(&rng, V, T, N, RN_MQAR_POWER_A, toks, tgt, pbuf, NULL);
         if (e == 0 && rl == 0 && rh == 0) {
             snprintf(path, sizeof path, "%s/case-mqar-example.txt", out);
             FILE *f = fopen(path, "w");

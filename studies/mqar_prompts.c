@@ -45,7 +45,7 @@ int main(int argc, char **argv)
     rn_rng rng;
     rn_rng_seed(&rng, seed);
     for (int e = 0; e < E; e++) {
-        rn_mqar_example(&rng, V, L, N, RN_MQAR_POWER_A, tok, tgt, pbuf);
+        rn_mqar_example(&rng, V, L, N, RN_MQAR_POWER_A, tok, tgt, pbuf, NULL);
         char name[32];
         snprintf(name, sizeof name, "ex%03d.txt", e);
         snprintf(path, sizeof path, "%s/%s", dir, name);

@@ -88,7 +88,7 @@ TH_TEST(test_mqar_structure, "MQAR examples follow the definition")
     for (int s = 0; s < rn_mqar_n_test_segs; s++) {
         int L = rn_mqar_test_segs[s].L, N = rn_mqar_test_segs[s].N;
         for (int e = 0; e < 20; e++) {
-            rn_mqar_example(&rng, V, L, N, RN_MQAR_POWER_A, tok, tgt, pbuf);
+            rn_mqar_example(&rng, V, L, N, RN_MQAR_POWER_A, tok, tgt, pbuf, NULL);
             int nl = 0;
             for (int i = 0; i < N; i++) {
                 int k = tok[2 * i], v = tok[2 * i + 1];
@@ -126,7 +126,7 @@ TH_TEST(test_mqar_gap_distribution, "MQAR gap distribution")
     int tok[20], tgt[20], count[10] = { 0 };
     double pbuf[16], p[10], z = 0;
     for (int i = 0; i < n; i++) {
-        rn_mqar_example(&rng, 100, L, N, RN_MQAR_POWER_A, tok, tgt, pbuf);
+        rn_mqar_example(&rng, 100, L, N, RN_MQAR_POWER_A, tok, tgt, pbuf, NULL);
         for (int q = 2; q < L; q++) if (tgt[q] != -100) count[(q - 2) / 2]++;
     }
     for (int g = 0; g < space; g++) z += p[g] = RN_MQAR_POWER_A * pow(g + 1.0, RN_MQAR_POWER_A - 1);

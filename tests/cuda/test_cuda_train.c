@@ -397,6 +397,20 @@ static void test_eval_devices(void)
     if (rc) fprintf(stderr, "eval mqar (cuda): %s\n", err.msg);
     CU_ASSERT_EQUAL_FATAL(rc, RN_OK);
     for (int i = 0; i < 2; i++) CU_ASSERT(fabs(ac[i] - ag[i]) <= 1.0 / 64 + 1e-12);
+    /* eval --by-pair's tallies: the same queries per pair on either device,
+     * the correct counts as the accuracies (at most one near-tie flip) */
+    rn_mqar_tally pc[12], pg[12];
+    CU_ASSERT_EQUAL_FATAL(rn_eval_mqar_pairs(&m, RN_DEVICE_CPU, segs, 2, 8, 5, 256, ac, &mc, pc, NULL, &err), RN_OK);
+    CU_ASSERT_EQUAL_FATAL(rn_eval_mqar_pairs(&m, RN_DEVICE_CUDA, segs, 2, 8, 5, 256, ag, &mg, pg, NULL, &err), RN_OK);
+    int64_t flips = 0, cg = 0;
+    for (int i = 0; i < 12; i++) {
+        CU_ASSERT_EQUAL(pc[i].queries, 8);
+        CU_ASSERT_EQUAL(pg[i].queries, 8);
+        flips += llabs(pc[i].correct - pg[i].correct);
+        cg += pg[i].correct;
+    }
+    CU_ASSERT(flips <= 1);
+    CU_ASSERT(fabs((double)cg - 8 * (8 * ag[0] + 4 * ag[1])) < 1e-9); /* Σ correct = Σ examples·N·acc */
     rn_model_free(&m);
 
     CU_ASSERT_EQUAL_FATAL(rn_config_parse_text(&c, "vocab_size = 257\ntokenizer = bytes\ntop_k = 4\n"
