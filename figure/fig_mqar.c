@@ -20,6 +20,37 @@ static void page(const fig_mqar_opts *o, double *W, double *H, double *dpi, doub
     *font = o->font > 0 ? o->font : 13;
 }
 
+/* RAM-Net's rows tagged `tag` as a frontier, in both panels: at each state
+ * size the best mean of any shape (at its best lr) with no more state, so a
+ * shape that did not learn stays in the CSV and the doc's table, not as a dip
+ * in the line.  x/y of the total-state panel go to xs/ys, of the active-state
+ * panel to xa/ya (each at most `max` points; the two x orders differ).
+ * Returns the number of points (0: no scored row has the tag). */
+static int frontier_of(const an_result *r, int nr, const char *tag, int *best, int max, double *xs, double *ys,
+                       double *xa, double *ya)
+{
+    int n = an_results_best(r, nr, tag, best, max);
+    for (int panel = 0; panel < 2; panel++) {
+        double *ox = panel ? xa : xs, *oy = panel ? ya : ys;
+        int ord[256];
+        for (int i = 0; i < n; i++) ord[i] = best[i];
+        for (int i = 1; i < n; i++)
+            for (int j = i; j > 0; j--) {
+                double a = panel ? r[ord[j]].active_bytes : r[ord[j]].state_bytes;
+                double b = panel ? r[ord[j - 1]].active_bytes : r[ord[j - 1]].state_bytes;
+                if (a >= b) break;
+                int t = ord[j]; ord[j] = ord[j - 1]; ord[j - 1] = t;
+            }
+        double m = -1;
+        for (int i = 0; i < n; i++) {
+            m = fmax(m, r[ord[i]].mean7);
+            ox[i] = panel ? r[ord[i]].active_bytes : r[ord[i]].state_bytes;
+            oy[i] = m;
+        }
+    }
+    return n;
+}
+
 int fig_mqar_frontier(const fig_mqar_opts *o, rn_error *err)
 {
     an_result *r = NULL;
@@ -28,41 +59,29 @@ int fig_mqar_frontier(const fig_mqar_opts *o, rn_error *err)
     if ((rc = an_results_load(o->results, &r, &nr, err))) return rc;
     if (o->anchors && (rc = an_anchors_load(o->anchors, &a, &na, err))) { free(r); return rc; }
     int *best = malloc(sizeof *best * (size_t)(nr + 1));
-    double *buf = malloc(sizeof *buf * (size_t)(3 * nr + 2 * na + 2));
+    double *buf = malloc(sizeof *buf * (size_t)(2 * na + 2));
     if (!best || !buf) { rc = rn_seterr(err, RN_ENOMEM, "out of memory"); goto done; }
-    int nb = an_results_best(r, nr, "fig3", best, nr);
-    if (nb == 0) { rc = rn_seterr(err, RN_EINPUT, "%s: no scored rows tagged fig3", o->results); goto done; }
-    double *xs = buf, *xa = buf + nr, *ys = buf + 2 * nr, *ax = buf + 3 * nr, *ay = ax + na;
-    for (int i = 0; i < nb; i++) {
-        xs[i] = r[best[i]].state_bytes;
-        xa[i] = r[best[i]].active_bytes;
-        ys[i] = r[best[i]].mean7;
-    }
-    /* RAM-Net is drawn as its frontier: at each state size the best mean
-     * of any shape with no more state (a shape that did not learn stays in
-     * the CSV and the doc's table, not as a dip in the line); the x orders
-     * of the two panels differ */
-    int no = nb < 256 ? nb : 256;
-    double xs2[256], ys2[256], xa2[256], ya2[256];
-    for (int panel = 0; panel < 2; panel++) {
-        const double *x = panel ? xa : xs;
-        double *ox = panel ? xa2 : xs2, *oy = panel ? ya2 : ys2;
-        int ord[256];
-        for (int i = 0; i < no; i++) ord[i] = i;
-        for (int i = 1; i < no; i++)
-            for (int j = i; j > 0 && x[ord[j]] < x[ord[j - 1]]; j--) { int t = ord[j]; ord[j] = ord[j - 1]; ord[j - 1] = t; }
-        double m = -1;
-        for (int i = 0; i < no; i++) {
-            m = fmax(m, ys[ord[i]]);
-            ox[i] = x[ord[i]];
-            oy[i] = m;
-        }
-    }
+    double *ax = buf, *ay = ax + na;
+    /* two RAM-Net lines, each its frontier: trained on Zoology's mix (tag
+     * fig3), and on the mix with the two longest test settings added (tag
+     * length, a deviation from the protocol, named so in the legend) */
+    enum { MAXP = 256 };
+    static const char *const tags[2] = { "fig3", "length" };
+    static const char *const names[2] = { "RAM-Net (ours), Zoology's training mix",
+                                          "RAM-Net (ours), mix + (512,128), (1024,256)" };
+    double fx[2][2][MAXP], fy[2][2][MAXP]; /* [series][panel][point] */
+    int fn[2];
+    for (int t = 0; t < 2; t++)
+        fn[t] = frontier_of(r, nr, tags[t], best, nr < MAXP ? nr : MAXP, fx[t][0], fy[t][0], fx[t][1], fy[t][1]);
+    if (fn[0] == 0) { rc = rn_seterr(err, RN_EINPUT, "%s: no scored rows tagged fig3", o->results); goto done; }
     viz_series s1[MAXS], s2[MAXS];
     int ns = 0;
-    s1[ns] = (viz_series){ "RAM-Net (ours, best at this state or less)", (size_t)no, xs2, ys2, 0, NULL, NULL };
-    s2[ns] = (viz_series){ "RAM-Net (ours, best at this state or less)", (size_t)no, xa2, ya2, 0, NULL, NULL };
-    ns++;
+    for (int t = 0; t < 2; t++) {
+        if (!fn[t]) continue;
+        s1[ns] = (viz_series){ names[t], (size_t)fn[t], fx[t][0], fy[t][0], 0, NULL, NULL };
+        s2[ns] = (viz_series){ names[t], (size_t)fn[t], fx[t][1], fy[t][1], 0, NULL, NULL };
+        ns++;
+    }
     /* the baselines: one series per model, in file order (points sorted by state there) */
     for (int i = 0, k = 0; i < na && ns < MAXS; ) {
         int j = i;
@@ -88,7 +107,11 @@ int fig_mqar_frontier(const fig_mqar_opts *o, rn_error *err)
     st.corner = VIZ_BOTTOM_RIGHT;
     st.y = viz_axis_make(0, 1.02, 0, 0, "MQAR accuracy (mean of 7 settings)");
     double lo = INFINITY, hi = 0;
-    for (int i = 0; i < nb; i++) { lo = fmin(lo, fmin(xs[i], xa[i])); hi = fmax(hi, xs[i]); }
+    for (int t = 0; t < 2; t++)
+        for (int i = 0; i < fn[t]; i++) {
+            lo = fmin(lo, fmin(fx[t][0][i], fx[t][1][i]));
+            hi = fmax(hi, fx[t][0][i]);
+        }
     for (int i = 0; i < na; i++) { lo = fmin(lo, a[i].state_bytes); hi = fmax(hi, a[i].state_bytes); }
     lo = pow(10, floor(log10(lo))), hi = pow(10, ceil(log10(hi)));
     st.x = viz_axis_make(lo, hi, 1, 0, "total state, bytes (Zoology's units)");

@@ -2,8 +2,11 @@
  * scripts/mqar-sweep's results CSV (analysis/an_results.h):
  *
  *   frontier  accuracy (seven-setting mean) against total state in
- *             Zoology's units, RAM-Net's best run per shape beside the
- *             published baselines of an anchors CSV (the paper's Fig. 3);
+ *             Zoology's units, RAM-Net's frontier (the best run at each
+ *             state or less) beside the published baselines of an anchors
+ *             CSV (the paper's Fig. 3): one line for rows tagged fig3
+ *             (Zoology's training mix), one for rows tagged length (the
+ *             mix with (512,128) and (1024,256) added: a deviation);
  *             a second panel puts RAM-Net at its active state per token
  *             (2K slots of d_v + 1 floats per head and layer), the
  *             baselines where they are (a recurrent model reads and writes

@@ -149,4 +149,48 @@ TH_TEST(test_plot_frontier_scaling, "plot frontier and scaling: both panels draw
     CU_ASSERT(!th_file_exists(e));
 }
 
+/* Pixels near palette colour 1 (orange, 255 127 14) in a rectangle. */
+static long orange_px(const vp_img *im, double x0, double y0, double x1, double y1)
+{
+    long c = 0;
+    for (double y = y0; y < y1; y++)
+        for (double x = x0; x < x1; x++) {
+            const unsigned char *p = vp_at(im, x, y);
+            c += abs(p[0] - 255) < 40 && abs(p[1] - 127) < 40 && abs(p[2] - 14) < 40;
+        }
+    return c;
+}
+
+TH_TEST(test_plot_frontier_length, "plot frontier: rows tagged length make a second RAM-Net line, absent without them")
+{
+    char res[512], res2[512];
+    snprintf(res, sizeof res, "%s", write_results());
+    char *t = th_read_file(res, NULL);
+    CU_ASSERT_FATAL(t != NULL);
+    size_t n = strlen(t);
+    const char extra[] = "h,length,2,11,121,8,16,4,2,600,3e-3,1,4500,1,1,65824,8704,1,1,1,1,1,1,0.99,0.9986,1,0.9986,1000,x\n"
+                         "i,length,2,8,64,8,16,4,2,600,3e-3,1,3000,1,1,34816,8704,1,1,1,1,0.9,0.8,0.5,0.88,1,0.88,1000,x\n";
+    char *t2 = malloc(n + sizeof extra);
+    CU_ASSERT_FATAL(t2 != NULL);
+    memcpy(t2, t, n);
+    memcpy(t2 + n, extra, sizeof extra);
+    snprintf(res2, sizeof res2, "%s", th_path("results-length.csv"));
+    th_write_file(res2, t2, strlen(t2));
+    free(t);
+    free(t2);
+    /* no anchors: the only series are RAM-Net's, the second one orange */
+    const char *out = th_path("fl.png");
+    CU_ASSERT_EQUAL_FATAL(th_run("%s plot frontier --csv '%s' -o '%s'", th_bin(), res2, out), 0);
+    vp_img im;
+    CU_ASSERT_EQUAL_FATAL(vp_load(out, &im), 0);
+    long with = orange_px(&im, 60, 20, 540, 400);
+    free(im.px);
+    CU_ASSERT_EQUAL_FATAL(th_run("%s plot frontier --csv '%s' -o '%s'", th_bin(), res, out), 0);
+    CU_ASSERT_EQUAL_FATAL(vp_load(out, &im), 0);
+    long without = orange_px(&im, 60, 20, 540, 400);
+    free(im.px);
+    CU_ASSERT(with > 100);
+    CU_ASSERT_EQUAL(without, 0);
+}
+
 TH_SUITE(mqar_results, NULL, NULL);
