@@ -141,7 +141,7 @@ TH_TEST(test_tiered_bit_identical, "tiered state equals dense, bit for bit (poli
             for (int p = 0; p < 6; p++)
                 for (int b = 0; b < 5; b++) {
                     /* the budget is per cache: one for the model, a layer or a head */
-                    rn_state_opts so = { rows[b] * 4 * (c.d_v + 1) + (b & 1), TT_FILE, pols[p], 0, b % 3, 0, 0 };
+                    rn_state_opts so = { rows[b] * 4 * (c.d_v + 1) + (b & 1), TT_FILE, pols[p], 0, b % 3, 0, 0, 0 };
                     rn_runtime *rt = NULL;
                     rn_state_counters cnt;
                     memset(got, 0xff, nl * 4);
@@ -198,7 +198,7 @@ TH_TEST(test_tiered_counters_simulate, "tiered hits and misses equal simulate's,
     for (int sc = 0; sc < 3; sc++)
     for (int p = 0; p < 6; p++)
         for (int b = 0; b < 6; b++) {
-            rn_state_opts so = { rows[b] * 4 * (c.d_v + 1), TT_FILE, pols[p], 0, sc, 0, 0 };
+            rn_state_opts so = { rows[b] * 4 * (c.d_v + 1), TT_FILE, pols[p], 0, sc, 0, 0, 0 };
             rn_error err;
             rn_runtime *rt;
             CU_ASSERT_EQUAL_FATAL(rn_runtime_create_state(&m, 1, &so, &rt, &err), RN_OK);
@@ -255,7 +255,7 @@ TH_TEST(test_tiered_counters_chunk_order, "tiered hits and misses equal simulate
         for (int sc = 0; sc < 3; sc++)
             for (int p = 0; p < 6; p++)
                 for (int b = 0; b < 3; b++) {
-                    rn_state_opts so = { rows[b] * 4 * (c.d_v + 1), TT_FILE, pols[p], 0, sc, 0, 0 };
+                    rn_state_opts so = { rows[b] * 4 * (c.d_v + 1), TT_FILE, pols[p], 0, sc, 0, 0, 0 };
                     rn_error err;
                     rn_runtime *rt;
                     CU_ASSERT_EQUAL_FATAL(rn_runtime_create_state(&m, chunks[ci], &so, &rt, &err), RN_OK);
@@ -318,13 +318,13 @@ TH_TEST(test_tiered_refusals, "tiered state: bad options are refused with the op
     rn_error err;
     rn_runtime *rt = NULL;
     struct { rn_state_opts o; const char *word; } bad[] = {
-        { { 1000, NULL, NULL, 0, 0, 0, 0 }, "--state-file" },
-        { { 1000, TT_FILE, "opt", 0, 0, 0, 0 }, "--state-policy" },
-        { { 1000, TT_FILE, "bogus", 0, 0, 0, 0 }, "bogus" },
-        { { 10, TT_FILE, NULL, 0, 0, 0, 0 }, "--state-budget" },
-        { { 1000, "/nonexistent-dir/x.state", NULL, 0, 0, 0, 0 }, "--state-file" },
-        { { 0, TT_FILE, NULL, 0, 0, 0, 0 }, "--state-file" },
-        { { 1000, TT_FILE, NULL, 0, 7, 0, 0 }, "--state-scope" },
+        { { 1000, NULL, NULL, 0, 0, 0, 0, 0 }, "--state-file" },
+        { { 1000, TT_FILE, "opt", 0, 0, 0, 0, 0 }, "--state-policy" },
+        { { 1000, TT_FILE, "bogus", 0, 0, 0, 0, 0 }, "bogus" },
+        { { 10, TT_FILE, NULL, 0, 0, 0, 0, 0 }, "--state-budget" },
+        { { 1000, "/nonexistent-dir/x.state", NULL, 0, 0, 0, 0, 0 }, "--state-file" },
+        { { 0, TT_FILE, NULL, 0, 0, 0, 0, 0 }, "--state-file" },
+        { { 1000, TT_FILE, NULL, 0, 7, 0, 0, 0 }, "--state-scope" },
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         CU_ASSERT_NOT_EQUAL(rn_runtime_create_state(&m, 4, &bad[i].o, &rt, &err), RN_OK);
@@ -332,7 +332,7 @@ TH_TEST(test_tiered_refusals, "tiered state: bad options are refused with the op
         CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, bad[i].word));
     }
     /* interventions and head state need the dense store */
-    rn_state_opts so = { 1000, TT_FILE, NULL, 0, 0, 0, 0 };
+    rn_state_opts so = { 1000, TT_FILE, NULL, 0, 0, 0, 0, 0 };
     CU_ASSERT_EQUAL_FATAL(rn_runtime_create_state(&m, 4, &so, &rt, &err), RN_OK);
     const rn_real *S, *z;
     CU_ASSERT_EQUAL(rn_runtime_head_state(rt, 0, 0, &S, &z, &err), RN_EINPUT);
@@ -491,7 +491,7 @@ TH_TEST(test_tiered_direct, "tiered state with O_DIRECT equals dense (skipped wh
     const size_t nl = (size_t)(T_PRE + T_GEN) * c.vocab_size;
     float *ref = malloc(nl * 4), *got = malloc(nl * 4);
     CU_ASSERT_EQUAL_FATAL(run_seq(&m, NULL, 5, ref, NULL, NULL), RN_OK);
-    rn_state_opts so = { 10 * 4 * (c.d_v + 1), TT_FILE, "clock", 1, RN_STATE_SCOPE_HEAD, 0, 0 };
+    rn_state_opts so = { 10 * 4 * (c.d_v + 1), TT_FILE, "clock", 1, RN_STATE_SCOPE_HEAD, 0, 0, 0 };
     rn_error err;
     rn_runtime *rt;
     if (rn_runtime_create_state(&m, 5, &so, &rt, &err) == RN_EINPUT && strstr(err.msg, "O_DIRECT")) {
@@ -533,7 +533,7 @@ TH_TEST(test_tiered_file_header, "state file: dirty while written, clean after a
     tiny_config(&c, 1, 0, 1.0f);
     rn_model m;
     make_model(&m, &c, 31);
-    rn_state_opts so = { 5 * 4 * (c.d_v + 1), TT_FILE, "lru", 0, 0, 0, 0 };
+    rn_state_opts so = { 5 * 4 * (c.d_v + 1), TT_FILE, "lru", 0, 0, 0, 0, 0 };
     rn_error err;
     rn_runtime *rt;
     unlink(TT_FILE);
@@ -633,7 +633,7 @@ TH_TEST(test_tiered_prefetch, "read-ahead changes neither outputs nor counters, 
         for (int p = 0; p < 3; p++)
             for (int b = 0; b < 3; b++)
                 for (int chunk = 1; chunk <= 9; chunk += 8) {
-                    rn_state_opts so = { rows[b] * 4 * (c.d_v + 1), TT_FILE, pols[p], direct, 0, 0, 1 };
+                    rn_state_opts so = { rows[b] * 4 * (c.d_v + 1), TT_FILE, pols[p], direct, 0, 0, 1, 0 };
                     rn_state_counters off, on;
                     int rc = run_seq(&m, &so, chunk, ref, &off, NULL);
                     if (direct && rc) { fprintf(stderr, "(O_DIRECT refused here) "); goto done; }
