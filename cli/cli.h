@@ -73,7 +73,8 @@ int cli_parse_size(const char *opt, const char *s, uint64_t *out, rn_error *err)
     "                        lfu, arc, s3fifo\n" \
     "      --state-scope S   one cache (and budget) for the model (default), each layer\n" \
     "                        or each head, as simulate --scope\n" \
-    "      --state-direct    read and write the state file with O_DIRECT (no page cache)\n" \
+    "      --state-direct    read and write the state file with O_DIRECT (no page cache),\n" \
+    "                        in batches of native AIO where the kernel allows it\n" \
     "      --state-no-prefetch  read a missing row only when it is needed (default:\n" \
     "                        a layer's missing rows are read ahead, several at once)\n"
 enum { CLI_O_STATE_BUDGET = 3000, CLI_O_STATE_FILE, CLI_O_STATE_POLICY, CLI_O_STATE_DIRECT, CLI_O_STATE_SCOPE,

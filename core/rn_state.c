@@ -599,7 +599,7 @@ static rn_real *row(rn_state *st, uint32_t key, int write)
                     read_back(st, key, (char *)r);
                 st->cnt.bytes_read += st->stride;
             } else {
-                memset(r, 0, sizeof(rn_real) * st->dv);
+                memset(r, 0, st->stride); /* the O_DIRECT padding too: the file gets zeros there */
                 r[st->dv] = (rn_real)(1.0 / (double)st->M); /* as rn_pdma_reset */
             }
         } else
