@@ -178,6 +178,12 @@ int cli_state_option(int c, const char *arg, rn_state_opts *o, int *rc, rn_error
     case CLI_O_STATE_DIRECT: o->direct = 1; return 1;
     case CLI_O_STATE_DISCARD: o->discard = 1; return 1;
     case CLI_O_STATE_NO_PREFETCH: o->no_prefetch = 1; return 1;
+    case CLI_O_STATE_IO:
+        if (!strcmp(arg, "auto")) o->io = RN_STATE_IO_AUTO;
+        else if (!strcmp(arg, "threads")) o->io = RN_STATE_IO_THREADS;
+        else if (!strcmp(arg, "sync")) o->io = RN_STATE_IO_SYNC;
+        else *rc = rn_seterr(err, RN_EINPUT, "--state-io: '%s': expected auto, threads or sync", arg);
+        return 1;
     case CLI_O_STATE_SCOPE:
         if (!strcmp(arg, "model")) o->scope = RN_STATE_SCOPE_MODEL;
         else if (!strcmp(arg, "layer")) o->scope = RN_STATE_SCOPE_LAYER;

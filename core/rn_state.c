@@ -80,6 +80,7 @@ struct rn_state {
     rn_aio *aio;
     int aio_ahead;                /* read ahead through aio */
     int aio_errno;                /* why io_setup failed (0: not tried or fine) */
+    int sync;                     /* RN_STATE_IO_SYNC: pread/pwrite in the scan, no threads */
     uint64_t rpb;                 /* rows per file-system block (aio's block writes) */
     const uint32_t *pf_w, *pf_r;  /* the layer's write and read slots [n, H, K] */
     int pf_l, pf_n;               /* the layer (-1: none) and its positions */
@@ -114,6 +115,8 @@ int rn_state_check(const rn_config *c, const rn_state_opts *o, rn_error *err)
         return RN_OK;
     }
     if (!o->file || !*o->file) return rn_seterr(err, RN_EINPUT, "--state-budget: needs --state-file PATH");
+    if (o->io < RN_STATE_IO_AUTO || o->io > RN_STATE_IO_SYNC)
+        return rn_seterr(err, RN_EINPUT, "--state-io: expected auto, threads or sync");
     if (o->scope < RN_STATE_SCOPE_MODEL || o->scope > RN_STATE_SCOPE_HEAD)
         return rn_seterr(err, RN_EINPUT, "--state-scope: expected model, layer or head");
     const char *name = o->policy ? o->policy : "lru";
@@ -259,7 +262,8 @@ int rn_state_create(const rn_config *c, const rn_state_opts *o, rn_state **out, 
     }
     /* under O_DIRECT a row takes whole blocks of the device's alignment (often 512 bytes) */
     st->stride = row_stride(c, o->direct ? rn_statefile_dio_align(st->fd) : 0);
-    if (o->direct && o->io != RN_STATE_IO_THREADS) {
+    st->sync = o->io == RN_STATE_IO_SYNC;
+    if (o->direct && o->io == RN_STATE_IO_AUTO) {
         /* rows per file-system block: a row written into a hole is written
          * as its whole block (rn_aio.h) */
         struct stat sb;
@@ -302,7 +306,7 @@ int rn_state_create(const rn_config *c, const rn_state_opts *o, rn_state **out, 
         rn_state_free(st);
         return rn_seterr(err, RN_ENOMEM, "out of memory allocating the tiered memory state");
     }
-    for (int t = 0; t < WB_THREADS && !st->aio; t++) {
+    for (int t = 0; t < WB_THREADS && !st->aio && !st->sync; t++) {
         wb_queue *q = &st->wb[t];
         q->st = st;
         q->buf = st->wb_mem + (size_t)t * WB_ROWS * st->stride;
@@ -316,7 +320,7 @@ int rn_state_create(const rn_config *c, const rn_state_opts *o, rn_state **out, 
         }
         q->started = 1;
     }
-    if (!o->no_prefetch && !st->aio && (rc = rn_prefetch_create(st->fd, st->path, st->stride, PF_THREADS, PF_SLOTS, &st->pf, err))) {
+    if (!o->no_prefetch && !st->aio && !st->sync && (rc = rn_prefetch_create(st->fd, st->path, st->stride, PF_THREADS, PF_SLOTS, &st->pf, err))) {
         rn_state_free(st);
         return rc;
     }
@@ -455,7 +459,9 @@ static void write_back(rn_state *st, uint32_t f)
         st->info.bitmap_off = 0;
         if (!st->err.code) rn_statefile_write(st->fd, st->path, &st->info, st->hdr_buf, &st->err);
     }
-    if (st->aio) {
+    if (st->sync) {
+        row_io(st, 1, key, st->frames + (size_t)f * st->stride, &st->err);
+    } else if (st->aio) {
         /* fresh: no row of its file-system block is in the file yet */
         uint64_t b0 = key / st->rpb * st->rpb;
         int fresh = 1;
@@ -482,8 +488,8 @@ static void write_back(rn_state *st, uint32_t f)
  * the file. */
 static void read_back(rn_state *st, uint32_t key, char *buf)
 {
-    if (st->aio) {
-        if (!rn_aio_written(st->aio, key, buf)) row_io(st, 0, key, buf, &st->err);
+    if (st->aio || st->sync) {
+        if (!st->aio || !rn_aio_written(st->aio, key, buf)) row_io(st, 0, key, buf, &st->err);
         return;
     }
     wb_queue *q = &st->wb[key % WB_THREADS];

@@ -47,9 +47,11 @@ typedef struct {
 
 /* RN_STATE_IO_AUTO: with O_DIRECT, batches of Linux native AIO (rn_aio.h),
  * or the threads when io_setup fails (rn_state_counters.aio_errno says
- * why); RN_STATE_IO_THREADS: always the write-behind and read-ahead threads
- * (one pread/pwrite per row).  Without O_DIRECT the threads either way. */
-enum rn_state_io { RN_STATE_IO_AUTO = 0, RN_STATE_IO_THREADS = 1 };
+ * why); without O_DIRECT the threads.  RN_STATE_IO_THREADS: always the
+ * write-behind and read-ahead threads (one pread/pwrite per row).
+ * RN_STATE_IO_SYNC: no threads, no AIO: each row read and written by one
+ * pread/pwrite when the scan needs it (no read-ahead). */
+enum rn_state_io { RN_STATE_IO_AUTO = 0, RN_STATE_IO_THREADS = 1, RN_STATE_IO_SYNC = 2 };
 
 /* The caches of a tiered store, as `simulate --scope`: one for the model
  * (default), one per layer, or one per head; the budget is per cache. */

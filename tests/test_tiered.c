@@ -456,9 +456,10 @@ TH_TEST(test_tiered_cli_run, "run with a state budget prints what the dense run 
     CU_ASSERT_EQUAL_FATAL(th_run("%s run samples/kjv.bin samples/prompts/kjv.txt -n 60 --seed 3", th_bin()), 0);
     snprintf(dense, sizeof dense, "%s", th_out());
     const char *pols[] = { "lru", "fifo", "lfu", "s3fifo" };
+    const char *io[] = { "", "--state-io sync", "--state-io threads", "--state-io auto" };
     for (int p = 0; p < 4; p++) {
         CU_ASSERT_EQUAL(th_run("%s run samples/kjv.bin samples/prompts/kjv.txt -n 60 --seed 3 --state-budget 20K "
-                               "--state-file %s --state-policy %s", th_bin(), sfb, pols[p]), 0);
+                               "--state-file %s --state-policy %s %s", th_bin(), sfb, pols[p], io[p]), 0);
         CU_ASSERT_STRING_EQUAL(th_out(), dense);
         CU_ASSERT_PTR_NOT_NULL(strstr(th_err(), "state: "));
     }
@@ -472,6 +473,7 @@ TH_TEST(test_tiered_cli_run, "run with a state budget prints what the dense run 
         { "--state-budget 20K --state-file %s --intervene 'ablate-head 0.0'", "--intervene" },
         { "--state-budget 20K --state-file %s --device cuda", "cuda" },
         { "--state-budget 20K --state-file %s --state-scope slot", "--state-scope" },
+        { "--state-budget 20K --state-file %s --state-io uring", "--state-io" },
         { "--state-budget 20K --state-file /nonexistent-dir/x.state", "--state-file" },
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -681,7 +683,7 @@ static int run_flushed(const rn_model *m, const rn_state_opts *so, int chunk, fl
     return rc;
 }
 
-TH_TEST(test_tiered_aio, "O_DIRECT with native AIO and with threads: the same logits as dense, the same counters, byte-identical flushed files")
+TH_TEST(test_tiered_aio, "O_DIRECT with native AIO, with threads and synchronous: the same logits as dense, the same counters, byte-identical flushed files")
 {
     rn_config c;
     tiny_config(&c, 3, 1, 0.8f);
@@ -704,7 +706,8 @@ TH_TEST(test_tiered_aio, "O_DIRECT with native AIO and with threads: the same lo
                 int rc = run_flushed(&m, &so, chunk, a, &ca, &fa, &la);
                 if (rc == RN_EINPUT) { fprintf(stderr, "(O_DIRECT refused here) "); free(fa); goto done; }
                 CU_ASSERT_EQUAL(rc, RN_OK);
-                so.io = RN_STATE_IO_THREADS;
+                /* threads, and (every other run) no threads at all */
+                so.io = (p + b) & 1 ? RN_STATE_IO_SYNC : RN_STATE_IO_THREADS;
                 CU_ASSERT_EQUAL(run_flushed(&m, &so, chunk, t, &ct, &ft, &lt), RN_OK);
                 runs++;
                 aio_runs += ca.aio;
