@@ -43,6 +43,7 @@ struct rn_aio {
     rslot *r;
     int *rfree, n_rfree;
     struct iocb **pend;     /* [nw + nr]: queued requests, oldest first */
+    struct iocb **scratch; /* [nw + nr]: scratch for reordering pend */
     int n_pend;
     struct io_event *ev;    /* [nw + nr] */
     char *mem;
@@ -97,6 +98,14 @@ void rn_aio_submit(rn_aio *a)
 {
     if (!a->n_pend) return;
     reap(a, 0);
+    /* reads first: a write into a hole allocates its block inside
+     * io_submit, and the scan is waiting for the reads, not the writes */
+    int k = 0;
+    for (int i = 0; i < a->n_pend; i++)
+        if (a->pend[i]->aio_lio_opcode == IOCB_CMD_PREAD) a->scratch[k++] = a->pend[i];
+    for (int i = 0; i < a->n_pend; i++)
+        if (a->pend[i]->aio_lio_opcode != IOCB_CMD_PREAD) a->scratch[k++] = a->pend[i];
+    memcpy(a->pend, a->scratch, sizeof *a->pend * (size_t)a->n_pend);
     int done = 0;
     while (done < a->n_pend) {
         long r = syscall(SYS_io_submit, a->ctx, (long)(a->n_pend - done), a->pend + done);
@@ -141,7 +150,7 @@ void rn_aio_free(rn_aio *a)
         } while (busy && !a->err.code);
         syscall(SYS_io_destroy, a->ctx); /* waits for what is still under way */
     }
-    free(a->path); free(a->w); free(a->wfree); free(a->r); free(a->rfree); free(a->pend); free(a->ev);
+    free(a->path); free(a->w); free(a->wfree); free(a->r); free(a->rfree); free(a->pend); free(a->scratch); free(a->ev);
     free(a->mem);
     free(a);
 }
@@ -170,10 +179,11 @@ int rn_aio_create(int fd, const char *path, size_t row, size_t blk, uint64_t bas
     a->r = calloc((size_t)rslots, sizeof *a->r);
     a->rfree = malloc(sizeof *a->rfree * (size_t)rslots);
     a->pend = malloc(sizeof *a->pend * (size_t)n);
+    a->scratch = malloc(sizeof *a->scratch * (size_t)n);
     a->ev = malloc(sizeof *a->ev * (size_t)n);
     size_t bytes = ((size_t)wslots * blk + (size_t)rslots * row + ALIGN - 1) / ALIGN * ALIGN;
     a->mem = aligned_alloc(ALIGN, bytes);
-    if (!a->path || !a->w || !a->wfree || !a->r || !a->rfree || !a->pend || !a->ev || !a->mem) {
+    if (!a->path || !a->w || !a->wfree || !a->r || !a->rfree || !a->pend || !a->scratch || !a->ev || !a->mem) {
         rn_aio_free(a);
         return rn_seterr(err, RN_ENOMEM, "out of memory for the AIO queue");
     }

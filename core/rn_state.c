@@ -262,7 +262,9 @@ int rn_state_create(const rn_config *c, const rn_state_opts *o, rn_state **out, 
     }
     /* under O_DIRECT a row takes whole blocks of the device's alignment (often 512 bytes) */
     st->stride = row_stride(c, o->direct ? rn_statefile_dio_align(st->fd) : 0);
-    st->sync = o->io == RN_STATE_IO_SYNC;
+    /* the page cache: a row's pwrite is a copy into memory, so threads and
+     * read-ahead cost more wake-ups than they save (docs/tiered-state.md) */
+    st->sync = o->io == RN_STATE_IO_SYNC || (!o->direct && o->io == RN_STATE_IO_AUTO);
     if (o->direct && o->io == RN_STATE_IO_AUTO) {
         /* rows per file-system block: a row written into a hole is written
          * as its whole block (rn_aio.h) */

@@ -4,15 +4,15 @@
  *   dense:  all L·H·M·(d_v+1) floats in memory (the default);
  *   tiered: a fixed budget of slot rows in memory, chosen by a cache policy
  *           of core/rn_cache_*.c (the same code `ramtrace simulate` runs),
- *           and the full state in a sparse file: a row is read with pread on
- *           a miss when it was written back before (an untouched slot is
- *           S = 0, z = 1/M without any I/O), and handed to a write-behind
- *           queue when it is evicted dirty (a few threads pwrite queued rows;
- *           a miss on a queued row copies it from the queue).  Optionally
- *           O_DIRECT (no page cache): then the reads and writes go to the
- *           kernel in batches of native AIO (core/rn_aio.h) instead, one
- *           io_submit for many rows, falling back to the threads when the
- *           kernel refuses io_setup.
+ *           and the full state in a sparse file: a row is read on a miss
+ *           when it was written back before (an untouched slot is S = 0,
+ *           z = 1/M without any I/O) and written back when it is evicted
+ *           dirty.  How (enum rn_state_io): through the page cache, one
+ *           pread/pwrite in the scan (the default) or from write-behind
+ *           and read-ahead threads (a miss on a queued row copies it from
+ *           the queue); with O_DIRECT (no page cache), in batches of Linux
+ *           native AIO (core/rn_aio.h), one io_submit for many rows, or the
+ *           threads when the kernel refuses io_setup.
  *
  * Both compute with the same per-slot arithmetic (rn_pdma_write and
  * rn_pdma_read_acc on one row at a time, in rank order), so their outputs
@@ -47,7 +47,7 @@ typedef struct {
 
 /* RN_STATE_IO_AUTO: with O_DIRECT, batches of Linux native AIO (rn_aio.h),
  * or the threads when io_setup fails (rn_state_counters.aio_errno says
- * why); without O_DIRECT the threads.  RN_STATE_IO_THREADS: always the
+ * why); without O_DIRECT, RN_STATE_IO_SYNC.  RN_STATE_IO_THREADS: always the
  * write-behind and read-ahead threads (one pread/pwrite per row).
  * RN_STATE_IO_SYNC: no threads, no AIO: each row read and written by one
  * pread/pwrite when the scan needs it (no read-ahead). */

@@ -142,7 +142,9 @@ TH_TEST(test_tiered_bit_identical, "tiered state equals dense, bit for bit (poli
             for (int p = 0; p < 6; p++)
                 for (int b = 0; b < 5; b++) {
                     /* the budget is per cache: one for the model, a layer or a head */
-                    rn_state_opts so = { rows[b] * 4 * (c.d_v + 1) + (b & 1), TT_FILE, pols[p], 0, b % 3, 0, 0, 0 };
+                    /* page cache: synchronous (the default), threads with read-ahead, threads without */
+                    rn_state_opts so = { rows[b] * 4 * (c.d_v + 1) + (b & 1), TT_FILE, pols[p], 0, b % 3, 0,
+                                         (p + b + k) % 3 == 2, (p + b + k) % 3 ? RN_STATE_IO_THREADS : RN_STATE_IO_AUTO };
                     rn_runtime *rt = NULL;
                     rn_state_counters cnt;
                     memset(got, 0xff, nl * 4);
@@ -639,7 +641,9 @@ TH_TEST(test_tiered_prefetch, "read-ahead changes neither outputs nor counters, 
         for (int p = 0; p < 3; p++)
             for (int b = 0; b < 3; b++)
                 for (int chunk = 1; chunk <= 9; chunk += 8) {
-                    rn_state_opts so = { rows[b] * 4 * (c.d_v + 1), TT_FILE, pols[p], direct, 0, 0, 1, 0 };
+                    /* page cache: the threads' read-ahead (the default there is synchronous) */
+                    rn_state_opts so = { rows[b] * 4 * (c.d_v + 1), TT_FILE, pols[p], direct, 0, 0, 1,
+                                         direct ? RN_STATE_IO_AUTO : RN_STATE_IO_THREADS };
                     rn_state_counters off, on;
                     int rc = run_seq(&m, &so, chunk, ref, &off, NULL);
                     if (direct && rc) { fprintf(stderr, "(O_DIRECT refused here) "); goto done; }
