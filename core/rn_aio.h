@@ -14,7 +14,9 @@
  * state (`fresh`, the caller's written-rows bitmap says so) is written as
  * the whole block, zeros around it: on ext4 a write smaller than the file
  * system's block into a hole is done synchronously inside io_submit, one at
- * a time (bench/bench_aio.c measures it), while a whole block is not.  A
+ * a time (bench/bench_aio.c measures it), while a whole block is not; the
+ * block is allocated first with fallocate (exactly one block), which spares
+ * io_submit ext4's search for a large free extent.  A
  * second row of a block whose write is still queued joins that write; one
  * whose block's write is under way waits for it, so writes that overlap
  * never race.  A queued or in-flight write keeps its bytes until it
