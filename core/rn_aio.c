@@ -264,7 +264,7 @@ void rn_aio_write(rn_aio *a, uint32_t key, const void *row, int fresh)
     e->state = E_QUEUED;
     e->block = b;
     e->mask = bit;
-    e->full = fresh && a->rpb > 1;
+    e->full = fresh; /* with one row a block, the "block" is the row */
     if (e->full) {
         /* Allocate exactly this block first (an unwritten extent; the
          * write then converts it).  Without it ext4 allocates inside
