@@ -15,10 +15,16 @@
  * CPU time (getrusage, user + sys, all threads) per operation in
  * microseconds, and for AIO the share of the wall time spent inside
  * io_submit (near 1 when the kernel completes each iocb before returning).
+ * Writes into holes stop after 4,096 (or the time), to bound the cost of
+ * freeing them.  The last rows ("sparse+fallocate", 4096-byte blocks)
+ * allocate each block with fallocate(FALLOC_FL_KEEP_SIZE) first, as the
+ * tiered state does for a fresh row (core/rn_aio.c); their CPU time
+ * includes the fallocate calls.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/aio_abi.h>
+#include <linux/falloc.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -32,14 +38,17 @@
 #include "bench_util.h"
 
 #define MAX_DEPTH 256
+#define SPARSE_OPS 4096
 
 typedef struct {
     int fd, write;
     size_t block;
     uint64_t nblocks, seed;
     double stop;
-    uint64_t ops;
+    uint64_t ops, max_ops;
 } job;
+
+static int g_falloc; /* fallocate each written block first */
 
 static uint64_t rnd(uint64_t *s)
 {
@@ -62,9 +71,10 @@ static void *sync_main(void *arg)
     void *buf = aligned_alloc(4096, j->block);
     if (!buf) return NULL;
     memset(buf, 0x5a, j->block);
-    while (bench_now() < j->stop) {
+    while (bench_now() < j->stop && j->ops < j->max_ops) {
         for (int i = 0; i < 16; i++) {
             off_t off = (off_t)(rnd(&j->seed) % j->nblocks * j->block);
+            if (g_falloc && j->write) fallocate(j->fd, FALLOC_FL_KEEP_SIZE, off, (off_t)j->block);
             ssize_t r = j->write ? pwrite(j->fd, buf, j->block, off) : pread(j->fd, buf, j->block, off);
             if (r != (ssize_t)j->block) { perror("bench_aio: pread/pwrite"); exit(1); }
             j->ops++;
@@ -75,13 +85,15 @@ static void *sync_main(void *arg)
 }
 
 /* N threads; returns ops/s, *cpu_us: CPU microseconds an operation. */
-static double run_threads(int fd, int write, size_t block, uint64_t nblocks, int n, double secs, double *cpu_us)
+static double run_threads(int fd, int write, size_t block, uint64_t nblocks, int n, double secs, uint64_t max_ops,
+                          double *cpu_us)
 {
     job jobs[64];
     pthread_t th[64];
     double c0 = cpu_seconds(), t0 = bench_now();
     for (int i = 0; i < n; i++) {
-        jobs[i] = (job){ fd, write, block, nblocks, 0x9E3779B97F4A7C15ull * (uint64_t)(i + 1) + block, t0 + secs, 0 };
+        jobs[i] = (job){ fd, write, block, nblocks, 0x9E3779B97F4A7C15ull * (uint64_t)(i + 1) + block, t0 + secs, 0,
+                         max_ops / (uint64_t)n };
         pthread_create(&th[i], NULL, sync_main, &jobs[i]);
     }
     uint64_t ops = 0;
@@ -93,8 +105,8 @@ static double run_threads(int fd, int write, size_t block, uint64_t nblocks, int
 
 /* Batches of b iocbs, one io_submit each, reaped with io_getevents (all b)
  * before the next; returns ops/s (0 when io_setup fails). */
-static double run_aio(int fd, int write, size_t block, uint64_t nblocks, int b, double secs, double *cpu_us,
-                      double *submit_share)
+static double run_aio(int fd, int write, size_t block, uint64_t nblocks, int b, double secs, uint64_t max_ops,
+                      double *cpu_us, double *submit_share)
 {
     aio_context_t ctx = 0;
     if (syscall(SYS_io_setup, b, &ctx) < 0) {
@@ -107,7 +119,7 @@ static double run_aio(int fd, int write, size_t block, uint64_t nblocks, int b, 
     memset(buf, 0x5a, (size_t)b * block);
     uint64_t seed = 0x2545F4914F6CDD1Dull + block, ops = 0;
     double c0 = cpu_seconds(), t0 = bench_now(), in_submit = 0;
-    while (bench_now() < t0 + secs) {
+    while (bench_now() < t0 + secs && ops < max_ops) {
         for (int i = 0; i < b; i++) {
             memset(&cb[i], 0, sizeof cb[i]);
             cb[i].aio_fildes = (uint32_t)fd;
@@ -115,6 +127,7 @@ static double run_aio(int fd, int write, size_t block, uint64_t nblocks, int b, 
             cb[i].aio_buf = (uint64_t)(uintptr_t)(buf + (size_t)i * block);
             cb[i].aio_nbytes = block;
             cb[i].aio_offset = (int64_t)(rnd(&seed) % nblocks * block);
+            if (g_falloc && write) fallocate(fd, FALLOC_FL_KEEP_SIZE, (off_t)cb[i].aio_offset, (off_t)block);
             ptr[i] = &cb[i];
         }
         double s0 = bench_now();
@@ -182,26 +195,32 @@ int main(int argc, char **argv)
     printf("op,file,block,mode,depth,ops_per_s,cpu_us_per_op,submit_share\n");
     for (char *tok = strtok(blocks, ","); tok; tok = strtok(NULL, ",")) {
         size_t block = (size_t)atol(tok);
-        for (int k = 0; k < 3; k++) { /* read data, overwrite data, write holes */
+        for (int k = 0; k < 4; k++) { /* read data, overwrite data, write holes, fallocate + write holes */
             int w = k > 0, f = fd;
-            if (k == 2) { /* a fresh sparse file per block size: its writes fill holes */
+            if (k == 3 && block != 4096) break;
+            g_falloc = k == 3;
+            if (k >= 2) { /* a fresh sparse file per block size: its writes fill holes */
                 f = open(sparse, O_RDWR | O_CREAT | O_TRUNC | O_DIRECT, 0600);
                 if (f < 0 || ftruncate(f, (off_t)(size << 20))) { perror("bench_aio: sparse file"); break; }
             }
-            const char *op = w ? "write" : "read", *fl = k == 2 ? "sparse" : "data";
+            const char *op = w ? "write" : "read", *fl = k == 3 ? "sparse+fallocate" : k == 2 ? "sparse" : "data";
             uint64_t nb = (size << 20) / block;
+            /* holes: at most SPARSE_OPS writes a measurement, since removing
+             * the file frees every written block (one discard each on a file
+             * system mounted with discard: minutes for 10^5 blocks) */
+            uint64_t cap = k >= 2 ? SPARSE_OPS : UINT64_MAX;
             double cpu, share;
-            for (int i = 0; i < 2; i++) {
-                double r = run_threads(f, w, block, nb, threads[i], secs, &cpu);
+            for (int i = 0; i < 2 - (k == 3); i++) {
+                double r = run_threads(f, w, block, nb, threads[i], secs, cap, &cpu);
                 printf("%s,%s,%zu,threads,%d,%.0f,%.2f,\n", op, fl, block, threads[i], r, cpu);
                 fflush(stdout);
             }
             for (int i = 0; i < 3; i++) {
-                double r = run_aio(f, w, block, nb, batch[i], secs, &cpu, &share);
+                double r = run_aio(f, w, block, nb, batch[i], secs, cap, &cpu, &share);
                 if (r > 0) printf("%s,%s,%zu,aio,%d,%.0f,%.2f,%.2f\n", op, fl, block, batch[i], r, cpu, share);
                 fflush(stdout);
             }
-            if (k == 2) { close(f); unlink(sparse); }
+            if (k >= 2) { close(f); unlink(sparse); }
         }
     }
     close(fd);
