@@ -63,8 +63,18 @@ static void reap(rn_aio *a, int min)
         struct timespec zero = { 0, 0 };
         long got = syscall(SYS_io_getevents, a->ctx, (long)min, (long)n, a->ev, min ? NULL : &zero);
         if (got < 0 && errno == EINTR) continue;
-        if (got < 0) { /* cannot happen with a valid context; keep the first word of it */
+        if (got < 0) {
+            /* cannot happen with a valid context: fail everything under way
+             * rather than wait for it forever */
             if (!a->err.code) rn_seterr(&a->err, RN_EIO, "--state-file: %s: io_getevents: %s", a->path, strerror(errno));
+            a->err_no = errno;
+            for (int i = 0; i < a->nw; i++)
+                if (a->w[i].state == E_BUSY) {
+                    a->w[i].state = E_FREE;
+                    a->wfree[a->n_wfree++] = i;
+                }
+            for (int i = 0; i < a->nr; i++)
+                if (a->r[i].state == E_BUSY) a->r[i].state = E_FAILED;
             return;
         }
         for (long i = 0; i < got; i++) {
@@ -255,9 +265,9 @@ void rn_aio_write(rn_aio *a, uint32_t key, const void *row, int fresh)
         }
         wwait(a, i); /* never two writes of one block at once */
     }
-    while (!a->n_wfree) {
+    while (!a->n_wfree) { /* every slot queued or under way: submit, then wait for one */
         rn_aio_submit(a);
-        reap(a, 1);
+        if (!a->n_wfree) reap(a, 1);
     }
     i = a->wfree[--a->n_wfree];
     wentry *e = &a->w[i];
