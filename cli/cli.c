@@ -178,6 +178,12 @@ int cli_state_option(int c, const char *arg, rn_state_opts *o, int *rc, rn_error
     case CLI_O_STATE_DIRECT: o->direct = 1; return 1;
     case CLI_O_STATE_DISCARD: o->discard = 1; return 1;
     case CLI_O_STATE_NO_PREFETCH: o->no_prefetch = 1; return 1;
+    case CLI_O_STATE_IO:
+        if (!strcmp(arg, "auto")) o->io = RN_STATE_IO_AUTO;
+        else if (!strcmp(arg, "threads")) o->io = RN_STATE_IO_THREADS;
+        else if (!strcmp(arg, "sync")) o->io = RN_STATE_IO_SYNC;
+        else *rc = rn_seterr(err, RN_EINPUT, "--state-io: '%s': expected auto, threads or sync", arg);
+        return 1;
     case CLI_O_STATE_SCOPE:
         if (!strcmp(arg, "model")) o->scope = RN_STATE_SCOPE_MODEL;
         else if (!strcmp(arg, "layer")) o->scope = RN_STATE_SCOPE_LAYER;
@@ -192,10 +198,13 @@ void cli_state_report(const rn_state_opts *o, const rn_state_counters *c)
 {
     double acc = c->accesses ? (double)c->accesses : 1;
     static const char *scopes[] = { "", " per layer", " per head" };
-    cli_info("state: %s, budget %llu bytes%s (%llu slots of %llu bytes%s): %llu accesses, %llu hits (%.2f%%), "
+    if (c->aio_errno) /* not an error: the same rows, one system call each */
+        cli_info("ramtrace: note: --state-direct: native AIO unavailable (io_setup: %s); the state file was read "
+                 "and written by threads instead\n", strerror(c->aio_errno));
+    cli_info("state: %s, budget %llu bytes%s (%llu slots of %llu bytes%s%s): %llu accesses, %llu hits (%.2f%%), "
             "%llu misses, %llu evictions, %.1f MiB read (%llu rows, %llu read ahead), %.1f MiB written\n",
             o->policy ? o->policy : "lru", (unsigned long long)o->budget, scopes[o->scope], (unsigned long long)c->capacity,
-            (unsigned long long)c->row_bytes, o->direct ? ", O_DIRECT" : "", (unsigned long long)c->accesses,
+            (unsigned long long)c->row_bytes, o->direct ? ", O_DIRECT" : "", c->aio ? ", AIO" : "", (unsigned long long)c->accesses,
             (unsigned long long)c->hits, 100.0 * (double)c->hits / acc, (unsigned long long)c->misses,
             (unsigned long long)c->evictions, (double)c->bytes_read / 1048576.0,
             (unsigned long long)(c->row_bytes ? c->bytes_read / c->row_bytes : 0), (unsigned long long)c->prefetched, (double)c->bytes_written / 1048576.0);

@@ -73,11 +73,15 @@ int cli_parse_size(const char *opt, const char *s, uint64_t *out, rn_error *err)
     "                        lfu, arc, s3fifo\n" \
     "      --state-scope S   one cache (and budget) for the model (default), each layer\n" \
     "                        or each head, as simulate --scope\n" \
-    "      --state-direct    read and write the state file with O_DIRECT (no page cache)\n" \
+    "      --state-direct    read and write the state file with O_DIRECT (no page cache),\n" \
+    "                        in batches of native AIO where the kernel allows it\n" \
     "      --state-no-prefetch  read a missing row only when it is needed (default:\n" \
-    "                        a layer's missing rows are read ahead, several at once)\n"
+    "                        a layer's missing rows are read ahead, several at once)\n" \
+    "      --state-io MODE   auto (default: native AIO with --state-direct, else\n" \
+    "                        threads), threads (a pread/pwrite per row from threads)\n" \
+    "                        or sync (each row read and written when needed, no threads)\n"
 enum { CLI_O_STATE_BUDGET = 3000, CLI_O_STATE_FILE, CLI_O_STATE_POLICY, CLI_O_STATE_DIRECT, CLI_O_STATE_SCOPE,
-       CLI_O_STATE_DISCARD, CLI_O_STATE_NO_PREFETCH };
+       CLI_O_STATE_DISCARD, CLI_O_STATE_NO_PREFETCH, CLI_O_STATE_IO };
 #define CLI_STATE_LONGOPTS \
     { "state-budget", required_argument, 0, CLI_O_STATE_BUDGET }, \
     { "state-file", required_argument, 0, CLI_O_STATE_FILE }, \
@@ -85,7 +89,8 @@ enum { CLI_O_STATE_BUDGET = 3000, CLI_O_STATE_FILE, CLI_O_STATE_POLICY, CLI_O_ST
     { "state-direct", no_argument, 0, CLI_O_STATE_DIRECT }, \
     { "state-scope", required_argument, 0, CLI_O_STATE_SCOPE }, \
     { "state-discard", no_argument, 0, CLI_O_STATE_DISCARD }, \
-    { "state-no-prefetch", no_argument, 0, CLI_O_STATE_NO_PREFETCH }
+    { "state-no-prefetch", no_argument, 0, CLI_O_STATE_NO_PREFETCH }, \
+    { "state-io", required_argument, 0, CLI_O_STATE_IO }
 /* Handle option c if it is one of the state options: 1 handled (*rc set),
  * 0 not a state option. */
 int cli_state_option(int c, const char *arg, rn_state_opts *o, int *rc, rn_error *err);

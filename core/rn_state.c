@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "rn_aio.h"
 #include "rn_cache.h"
 #include "rn_layers.h"
 #include "rn_prefetch.h"
@@ -20,6 +21,9 @@
 #define WB_ROWS 32     /* rows queued per thread */
 #define PF_THREADS 16  /* read-ahead threads: the queue depth of the reads */
 #define PF_SLOTS 256   /* rows read ahead at most (a step's layer touches H·2K rows) */
+#define AIO_WRITES 512 /* AIO: writes queued or under way at most (one file block each) */
+#define AIO_BATCH 128  /* AIO: writes queued before they are submitted without waiting for the
+                        * layer's end */
 
 /* One write-behind queue: evicted dirty rows wait here, oldest first, until
  * its thread has written them; an entry leaves only after its pwrite, so a
@@ -70,7 +74,14 @@ struct rn_state {
     char *wb_mem;
     /* read-ahead of the layer being scanned (rn_state_layer): its accesses,
      * numbered in scan order, are examined up to pf_cur */
-    rn_prefetch *pf;              /* NULL: no read-ahead */
+    rn_prefetch *pf;              /* NULL: no read-ahead (threads) */
+    /* O_DIRECT: reads and writes in batches of native AIO instead of the
+     * write-behind and read-ahead threads (NULL: threads) */
+    rn_aio *aio;
+    int aio_ahead;                /* read ahead through aio */
+    int aio_errno;                /* why io_setup failed (0: not tried or fine) */
+    int sync;                     /* RN_STATE_IO_SYNC: pread/pwrite in the scan, no threads */
+    uint64_t rpb;                 /* rows per file-system block (aio's block writes) */
     const uint32_t *pf_w, *pf_r;  /* the layer's write and read slots [n, H, K] */
     int pf_l, pf_n;               /* the layer (-1: none) and its positions */
     uint64_t pf_cur, pf_total;
@@ -104,6 +115,8 @@ int rn_state_check(const rn_config *c, const rn_state_opts *o, rn_error *err)
         return RN_OK;
     }
     if (!o->file || !*o->file) return rn_seterr(err, RN_EINPUT, "--state-budget: needs --state-file PATH");
+    if (o->io < RN_STATE_IO_AUTO || o->io > RN_STATE_IO_SYNC)
+        return rn_seterr(err, RN_EINPUT, "--state-io: expected auto, threads or sync");
     if (o->scope < RN_STATE_SCOPE_MODEL || o->scope > RN_STATE_SCOPE_HEAD)
         return rn_seterr(err, RN_EINPUT, "--state-scope: expected model, layer or head");
     const char *name = o->policy ? o->policy : "lru";
@@ -148,7 +161,7 @@ double rn_state_bytes(const rn_config *c, const rn_state_opts *o)
      * the key map (at most 4 entries of 8 bytes a frame), the bitmap, and
      * the policy's per-key arrays (at most 20 bytes a key: LFU) */
     return (cap + WB_THREADS * WB_ROWS + PF_SLOTS) * ((double)row_stride(c, o->direct ? DIRECT_ALIGN : 0) + 9) +
-           cap * 32 + keys * (0.125 + 20) + 2 * DIRECT_ALIGN;
+           cap * 32 + keys * (0.125 + 20) + 2 * DIRECT_ALIGN + (o->direct ? AIO_WRITES * (double)DIRECT_ALIGN : 0);
 }
 
 static void wb_drain(rn_state *st);
@@ -172,6 +185,12 @@ void rn_state_free(rn_state *st)
         pthread_cond_destroy(&q->cv);
     }
     free(st->wb_mem);
+    if (st->aio) {
+        rn_error e = { 0 };
+        if (rn_aio_drain(st->aio, &e) && !st->err.code) st->err = e;
+        rn_aio_free(st->aio);
+        st->aio = NULL;
+    }
     /* every queued row is written (the threads drain before they stop) */
     if (st->fd >= 0 && st->hdr_buf && st->info.state == RN_STATEFILE_DIRTY && !st->err.code) {
         st->info.state = RN_STATEFILE_CLOSED;
@@ -243,6 +262,30 @@ int rn_state_create(const rn_config *c, const rn_state_opts *o, rn_state **out, 
     }
     /* under O_DIRECT a row takes whole blocks of the device's alignment (often 512 bytes) */
     st->stride = row_stride(c, o->direct ? rn_statefile_dio_align(st->fd) : 0);
+    /* the page cache: a row's pwrite is a copy into memory, so threads and
+     * read-ahead cost more wake-ups than they save (docs/tiered-state.md) */
+    st->sync = o->io == RN_STATE_IO_SYNC || (!o->direct && o->io == RN_STATE_IO_AUTO);
+    if (o->direct && o->io == RN_STATE_IO_AUTO) {
+        /* rows per file-system block: a row written into a hole is written
+         * as its whole block (rn_aio.h) */
+        struct stat sb;
+        st->rpb = 1;
+        if (!fstat(st->fd, &sb) && sb.st_blksize > 0 && !(sb.st_blksize & (sb.st_blksize - 1)) &&
+            (uint64_t)sb.st_blksize % st->stride == 0 && (uint64_t)sb.st_blksize / st->stride <= 64 &&
+            RN_STATEFILE_DATA % (uint64_t)sb.st_blksize == 0)
+            st->rpb = (uint64_t)sb.st_blksize / st->stride;
+        rn_error e = { 0 };
+        if ((rc = rn_aio_create(st->fd, st->path, st->stride, st->rpb * st->stride, RN_STATEFILE_DATA, AIO_WRITES,
+                                PF_SLOTS, AIO_BATCH, &st->aio, &st->aio_errno, &e))) {
+            if (!st->aio_errno) { /* out of memory: not a reason to run slower */
+                *err = e;
+                rn_state_free(st);
+                return rc;
+            }
+            st->aio = NULL; /* the kernel refused io_setup: the threads below */
+        }
+        st->aio_ahead = st->aio && !o->no_prefetch;
+    }
     st->frames = aligned_alloc(DIRECT_ALIGN, (st->nf * st->stride + DIRECT_ALIGN - 1) / DIRECT_ALIGN * DIRECT_ALIGN);
     st->map_mask = 1;
     while (st->map_mask + 1 < 2 * st->nf) st->map_mask = 2 * st->map_mask + 1;
@@ -265,7 +308,7 @@ int rn_state_create(const rn_config *c, const rn_state_opts *o, rn_state **out, 
         rn_state_free(st);
         return rn_seterr(err, RN_ENOMEM, "out of memory allocating the tiered memory state");
     }
-    for (int t = 0; t < WB_THREADS; t++) {
+    for (int t = 0; t < WB_THREADS && !st->aio && !st->sync; t++) {
         wb_queue *q = &st->wb[t];
         q->st = st;
         q->buf = st->wb_mem + (size_t)t * WB_ROWS * st->stride;
@@ -279,7 +322,7 @@ int rn_state_create(const rn_config *c, const rn_state_opts *o, rn_state **out, 
         }
         q->started = 1;
     }
-    if (!o->no_prefetch && (rc = rn_prefetch_create(st->fd, st->path, st->stride, PF_THREADS, PF_SLOTS, &st->pf, err))) {
+    if (!o->no_prefetch && !st->aio && !st->sync && (rc = rn_prefetch_create(st->fd, st->path, st->stride, PF_THREADS, PF_SLOTS, &st->pf, err))) {
         rn_state_free(st);
         return rc;
     }
@@ -306,8 +349,10 @@ void rn_state_reset(rn_state *st)
         return;
     }
     if (st->pf) rn_prefetch_drop(st->pf);
+    if (st->aio) rn_aio_read_drop(st->aio);
     st->pf_l = -1;
     wb_drain(st);
+    if (st->aio) rn_aio_clear_error(st->aio);
     for (int t = 0; t < WB_THREADS; t++) memset(&st->wb[t].err, 0, sizeof st->wb[t].err);
     /* The rows are emptied by the bitmap alone: a row is read from the file
      * only once written since, so the file's old rows are never read and
@@ -396,6 +441,7 @@ static void *wb_main(void *arg)
 /* Wait until every queued row is in the file. */
 static void wb_drain(rn_state *st)
 {
+    if (st->aio) rn_aio_drain(st->aio, NULL); /* a failure stays in the queue (rn_state_error) */
     for (int t = 0; t < WB_THREADS; t++) {
         wb_queue *q = &st->wb[t];
         if (!q->started) continue;
@@ -415,15 +461,26 @@ static void write_back(rn_state *st, uint32_t f)
         st->info.bitmap_off = 0;
         if (!st->err.code) rn_statefile_write(st->fd, st->path, &st->info, st->hdr_buf, &st->err);
     }
-    wb_queue *q = &st->wb[key % WB_THREADS];
-    pthread_mutex_lock(&q->mu);
-    while (q->count == WB_ROWS) pthread_cond_wait(&q->cv, &q->mu);
-    int i = (q->head + q->count) % WB_ROWS;
-    memcpy(q->buf + (size_t)i * st->stride, st->frames + (size_t)f * st->stride, st->stride);
-    q->key[i] = key;
-    q->count++;
-    pthread_cond_broadcast(&q->cv);
-    pthread_mutex_unlock(&q->mu);
+    if (st->sync) {
+        row_io(st, 1, key, st->frames + (size_t)f * st->stride, &st->err);
+    } else if (st->aio) {
+        /* fresh: no row of its file-system block is in the file yet */
+        uint64_t b0 = key / st->rpb * st->rpb;
+        int fresh = 1;
+        for (uint64_t k = b0; k < b0 + st->rpb && k < st->n_keys && fresh; k++)
+            fresh = !(st->on_disk[k >> 3] & (1u << (k & 7)));
+        rn_aio_write(st->aio, key, st->frames + (size_t)f * st->stride, fresh);
+    } else {
+        wb_queue *q = &st->wb[key % WB_THREADS];
+        pthread_mutex_lock(&q->mu);
+        while (q->count == WB_ROWS) pthread_cond_wait(&q->cv, &q->mu);
+        int i = (q->head + q->count) % WB_ROWS;
+        memcpy(q->buf + (size_t)i * st->stride, st->frames + (size_t)f * st->stride, st->stride);
+        q->key[i] = key;
+        q->count++;
+        pthread_cond_broadcast(&q->cv);
+        pthread_mutex_unlock(&q->mu);
+    }
     st->dirty[f] = 0;
     st->on_disk[key >> 3] |= (uint8_t)(1u << (key & 7));
     st->cnt.bytes_written += st->stride;
@@ -433,6 +490,10 @@ static void write_back(rn_state *st, uint32_t f)
  * the file. */
 static void read_back(rn_state *st, uint32_t key, char *buf)
 {
+    if (st->aio || st->sync) {
+        if (!st->aio || !rn_aio_written(st->aio, key, buf)) row_io(st, 0, key, buf, &st->err);
+        return;
+    }
     wb_queue *q = &st->wb[key % WB_THREADS];
     pthread_mutex_lock(&q->mu);
     for (int n = q->count - 1; n >= 0; n--) {
@@ -532,8 +593,12 @@ static rn_real *row(rn_state *st, uint32_t key, int write)
             st->dirty[f] = 0;
             rn_real *r = (rn_real *)(st->frames + (size_t)f * st->stride);
             if (st->on_disk[key >> 3] & (1u << (key & 7))) {
-                int s = st->pf ? rn_prefetch_find(st->pf, key) : -1;
-                if (s >= 0) {
+                int s = st->pf ? rn_prefetch_find(st->pf, key) : st->aio_ahead ? rn_aio_read_find(st->aio, key) : -1;
+                if (s >= 0 && !st->pf) {
+                    rn_error e = { 0 };
+                    if (rn_aio_read_take(st->aio, s, r, &e) && !st->err.code) st->err = e;
+                    st->cnt.prefetched++;
+                } else if (s >= 0) {
                     rn_error e = { 0 };
                     uint64_t t0 = rn_prefetch_taken(st->pf);
                     if (rn_prefetch_take(st->pf, s, r, &e) && !st->err.code) st->err = e;
@@ -542,7 +607,7 @@ static rn_real *row(rn_state *st, uint32_t key, int write)
                     read_back(st, key, (char *)r);
                 st->cnt.bytes_read += st->stride;
             } else {
-                memset(r, 0, sizeof(rn_real) * st->dv);
+                memset(r, 0, st->stride); /* the O_DIRECT padding too: the file gets zeros there */
                 r[st->dv] = (rn_real)(1.0 / (double)st->M); /* as rn_pdma_reset */
             }
         } else
@@ -561,6 +626,7 @@ static rn_real *row(rn_state *st, uint32_t key, int write)
 /* Is key's row in a write-behind queue (so the file does not hold it yet)? */
 static int queued(rn_state *st, uint32_t key)
 {
+    if (st->aio) return rn_aio_written(st->aio, key, NULL);
     wb_queue *q = &st->wb[key % WB_THREADS];
     int found = 0;
     pthread_mutex_lock(&q->mu);
@@ -575,12 +641,14 @@ static int queued(rn_state *st, uint32_t key)
  * a row stays out of memory until its own access (only an access brings a
  * row in), so its bytes in the file cannot change before that access takes
  * them: read ahead changes no hit, miss or byte count, only when the bytes
- * arrive. */
-static void read_ahead(rn_state *st, uint64_t cur)
+ * arrive.  Returns the reads issued (with AIO they go to the kernel at the
+ * next rn_aio_submit). */
+static int read_ahead(rn_state *st, uint64_t cur)
 {
     if (st->pf_cur < cur) st->pf_cur = cur;
     const int H = st->H, K = st->c.top_k, n = st->pf_n;
-    while (st->pf_cur < st->pf_total && !rn_prefetch_full(st->pf)) {
+    int issued = 0;
+    while (st->pf_cur < st->pf_total && !(st->pf ? rn_prefetch_full(st->pf) : rn_aio_read_full(st->aio))) {
         uint64_t i = st->pf_cur++;
         int h = (int)(i / ((uint64_t)n * 2 * K));
         uint64_t rem = i % ((uint64_t)n * 2 * K);
@@ -589,16 +657,26 @@ static void read_ahead(rn_state *st, uint64_t cur)
         uint32_t slot = j < K ? st->pf_w[a + j] : st->pf_r[a + j - K];
         uint32_t key = (uint32_t)(((uint64_t)st->pf_l * H + h) * (uint64_t)st->M + slot);
         if (frame_of(st, key) != RN_CACHE_NONE || !(st->on_disk[key >> 3] & (1u << (key & 7))) ||
-            rn_prefetch_find(st->pf, key) >= 0 || queued(st, key))
+            (st->pf ? rn_prefetch_find(st->pf, key) : rn_aio_read_find(st->aio, key)) >= 0 || queued(st, key))
             continue;
-        rn_prefetch_issue(st->pf, key, (off_t)(RN_STATEFILE_DATA + (uint64_t)key * st->stride));
+        if (st->pf) rn_prefetch_issue(st->pf, key, (off_t)(RN_STATEFILE_DATA + (uint64_t)key * st->stride));
+        else rn_aio_read_issue(st->aio, key);
+        issued++;
     }
+    return issued;
 }
 
 void rn_state_layer(rn_state *st, int l, const uint32_t *wslot, const uint32_t *rslot, int n)
 {
-    if (!st->tiered || !st->pf) return;
-    rn_prefetch_drop(st->pf); /* the last layer's reads not taken (none, normally) */
+    if (!st->tiered) return;
+    if (st->aio && !st->aio_ahead) {
+        rn_aio_submit(st->aio); /* the writes queued since the last submission */
+        return;
+    }
+    if (!st->pf && !st->aio_ahead) return;
+    /* the last layer's reads not taken (none, normally) */
+    if (st->pf) rn_prefetch_drop(st->pf);
+    else rn_aio_read_drop(st->aio);
     st->pf_l = l;
     st->pf_w = wslot;
     st->pf_r = rslot;
@@ -606,6 +684,7 @@ void rn_state_layer(rn_state *st, int l, const uint32_t *wslot, const uint32_t *
     st->pf_cur = 0;
     st->pf_total = (uint64_t)st->H * (uint64_t)n * 2 * (uint64_t)st->c.top_k;
     read_ahead(st, 0);
+    if (st->aio) rn_aio_submit(st->aio); /* the layer's reads and the writes queued: one io_submit */
 }
 
 void rn_state_scan(rn_state *st, int l, int h, rn_real *o, const rn_real *v,
@@ -621,10 +700,11 @@ void rn_state_scan(rn_state *st, int l, int h, rn_real *o, const rn_real *v,
         return;
     }
     const uint32_t base = (uint32_t)(((uint64_t)l * H + h) * (uint64_t)st->M), zero = 0;
-    const int ahead = st->pf && st->pf_l == l && st->pf_n == n && st->pf_w == wslot && st->pf_r == rslot;
+    const int ahead = (st->pf || st->aio_ahead) && st->pf_l == l && st->pf_n == n && st->pf_w == wslot && st->pf_r == rslot;
     for (int t = 0; t < n; t++) {
         size_t a = ((size_t)t * H + h) * K, vv = (size_t)t * H * dv + (size_t)h * dv;
-        if (ahead) read_ahead(st, ((uint64_t)h * n + t) * 2 * K); /* keep the slots busy */
+        if (ahead && read_ahead(st, ((uint64_t)h * n + t) * 2 * K) && st->aio) /* keep the slots busy */
+            rn_aio_submit(st->aio);
         for (int j = 0; j < K; j++) {
             rn_real *r = row(st, base + wslot[a + j], 1);
             rn_pdma_write(r, r + dv, dv, &zero, ww + a + j, 1, v + vv, gamma);
@@ -635,10 +715,12 @@ void rn_state_scan(rn_state *st, int l, int h, rn_real *o, const rn_real *v,
             rn_pdma_read_acc(o + vv, r, r + dv, dv, &zero, rw + a + j, 1, eps);
         }
     }
+    if (st->aio && h == H - 1) rn_aio_submit(st->aio); /* the layer's write-backs */
 }
 
 int rn_state_error(rn_state *st, rn_error *err)
 {
+    if (st->aio && !st->err.code) rn_aio_error(st->aio, &st->err);
     for (int t = 0; t < WB_THREADS && !st->err.code; t++) {
         wb_queue *q = &st->wb[t];
         if (!q->started) continue;
@@ -685,4 +767,6 @@ void rn_state_get_counters(const rn_state *st, rn_state_counters *out)
     out->capacity = st->tiered ? st->cap : 0;
     out->caches = st->tiered ? st->n_groups : 0;
     out->row_bytes = st->tiered ? st->stride : 0;
+    out->aio = st->aio != NULL;
+    out->aio_errno = st->aio_errno;
 }

@@ -4,12 +4,15 @@
  *   dense:  all L·H·M·(d_v+1) floats in memory (the default);
  *   tiered: a fixed budget of slot rows in memory, chosen by a cache policy
  *           of core/rn_cache_*.c (the same code `ramtrace simulate` runs),
- *           and the full state in a sparse file: a row is read with pread on
- *           a miss when it was written back before (an untouched slot is
- *           S = 0, z = 1/M without any I/O), and handed to a write-behind
- *           queue when it is evicted dirty (a few threads pwrite queued rows;
- *           a miss on a queued row copies it from the queue).  Optionally
- *           O_DIRECT (no page cache).
+ *           and the full state in a sparse file: a row is read on a miss
+ *           when it was written back before (an untouched slot is S = 0,
+ *           z = 1/M without any I/O) and written back when it is evicted
+ *           dirty.  How (enum rn_state_io): through the page cache, one
+ *           pread/pwrite in the scan (the default) or from write-behind
+ *           and read-ahead threads (a miss on a queued row copies it from
+ *           the queue); with O_DIRECT (no page cache), in batches of Linux
+ *           native AIO (core/rn_aio.h), one io_submit for many rows, or the
+ *           threads when the kernel refuses io_setup.
  *
  * Both compute with the same per-slot arithmetic (rn_pdma_write and
  * rn_pdma_read_acc on one row at a time, in rank order), so their outputs
@@ -39,7 +42,16 @@ typedef struct {
     int scope;            /* enum rn_state_scope: one cache (and budget) per model, layer or head */
     int discard;          /* 1: replace the file even when it is dirty or not a state file */
     int no_prefetch;      /* 1: fetch each missing row only when it is accessed */
+    int io;               /* enum rn_state_io: how O_DIRECT rows reach the file */
 } rn_state_opts;
+
+/* RN_STATE_IO_AUTO: with O_DIRECT, batches of Linux native AIO (rn_aio.h),
+ * or the threads when io_setup fails (rn_state_counters.aio_errno says
+ * why); without O_DIRECT, RN_STATE_IO_SYNC.  RN_STATE_IO_THREADS: always the
+ * write-behind and read-ahead threads (one pread/pwrite per row).
+ * RN_STATE_IO_SYNC: no threads, no AIO: each row read and written by one
+ * pread/pwrite when the scan needs it (no read-ahead). */
+enum rn_state_io { RN_STATE_IO_AUTO = 0, RN_STATE_IO_THREADS = 1, RN_STATE_IO_SYNC = 2 };
 
 /* The caches of a tiered store, as `simulate --scope`: one for the model
  * (default), one per layer, or one per head; the budget is per cache. */
@@ -49,12 +61,14 @@ typedef struct {
     uint64_t capacity;    /* slot rows held in memory per cache (budget / row bytes, at most
                            * the keys of the cache: L·H·M, H·M or M by scope) */
     uint64_t caches;      /* 1, L or L·H by scope */
-    uint64_t row_bytes;   /* bytes of one row: (d_v+1)·4, rounded up to 4096 with O_DIRECT */
+    uint64_t row_bytes;   /* bytes of one row: (d_v+1)·4, rounded up to the O_DIRECT alignment */
     uint64_t accesses, hits, misses;
     uint64_t bytes_read, bytes_written; /* pread / pwrite bytes to the state file */
     uint64_t evictions;   /* rows that left memory (written back when dirty) */
     uint64_t prefetched;  /* misses whose row had been read ahead (rn_state_layer); counted in
                            * misses and bytes_read as any other */
+    int aio;              /* 1: the file's rows go through native AIO batches (rn_aio.h) */
+    int aio_errno;        /* RN_STATE_IO_AUTO with O_DIRECT fell back to threads: io_setup's errno */
 } rn_state_counters;
 
 typedef struct rn_state rn_state;

@@ -4,6 +4,7 @@
  * file holds the dense state after a flush; the counters equal the
  * simulator's replay of the same accesses, in the library and through
  * `trace --chunk 1` then `simulate`; bad options are refused. */
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -141,7 +142,9 @@ TH_TEST(test_tiered_bit_identical, "tiered state equals dense, bit for bit (poli
             for (int p = 0; p < 6; p++)
                 for (int b = 0; b < 5; b++) {
                     /* the budget is per cache: one for the model, a layer or a head */
-                    rn_state_opts so = { rows[b] * 4 * (c.d_v + 1) + (b & 1), TT_FILE, pols[p], 0, b % 3, 0, 0 };
+                    /* page cache: synchronous (the default), threads with read-ahead, threads without */
+                    rn_state_opts so = { rows[b] * 4 * (c.d_v + 1) + (b & 1), TT_FILE, pols[p], 0, b % 3, 0,
+                                         (p + b + k) % 3 == 2, (p + b + k) % 3 ? RN_STATE_IO_THREADS : RN_STATE_IO_AUTO };
                     rn_runtime *rt = NULL;
                     rn_state_counters cnt;
                     memset(got, 0xff, nl * 4);
@@ -198,7 +201,7 @@ TH_TEST(test_tiered_counters_simulate, "tiered hits and misses equal simulate's,
     for (int sc = 0; sc < 3; sc++)
     for (int p = 0; p < 6; p++)
         for (int b = 0; b < 6; b++) {
-            rn_state_opts so = { rows[b] * 4 * (c.d_v + 1), TT_FILE, pols[p], 0, sc, 0, 0 };
+            rn_state_opts so = { rows[b] * 4 * (c.d_v + 1), TT_FILE, pols[p], 0, sc, 0, 0, 0 };
             rn_error err;
             rn_runtime *rt;
             CU_ASSERT_EQUAL_FATAL(rn_runtime_create_state(&m, 1, &so, &rt, &err), RN_OK);
@@ -255,7 +258,7 @@ TH_TEST(test_tiered_counters_chunk_order, "tiered hits and misses equal simulate
         for (int sc = 0; sc < 3; sc++)
             for (int p = 0; p < 6; p++)
                 for (int b = 0; b < 3; b++) {
-                    rn_state_opts so = { rows[b] * 4 * (c.d_v + 1), TT_FILE, pols[p], 0, sc, 0, 0 };
+                    rn_state_opts so = { rows[b] * 4 * (c.d_v + 1), TT_FILE, pols[p], 0, sc, 0, 0, 0 };
                     rn_error err;
                     rn_runtime *rt;
                     CU_ASSERT_EQUAL_FATAL(rn_runtime_create_state(&m, chunks[ci], &so, &rt, &err), RN_OK);
@@ -318,13 +321,13 @@ TH_TEST(test_tiered_refusals, "tiered state: bad options are refused with the op
     rn_error err;
     rn_runtime *rt = NULL;
     struct { rn_state_opts o; const char *word; } bad[] = {
-        { { 1000, NULL, NULL, 0, 0, 0, 0 }, "--state-file" },
-        { { 1000, TT_FILE, "opt", 0, 0, 0, 0 }, "--state-policy" },
-        { { 1000, TT_FILE, "bogus", 0, 0, 0, 0 }, "bogus" },
-        { { 10, TT_FILE, NULL, 0, 0, 0, 0 }, "--state-budget" },
-        { { 1000, "/nonexistent-dir/x.state", NULL, 0, 0, 0, 0 }, "--state-file" },
-        { { 0, TT_FILE, NULL, 0, 0, 0, 0 }, "--state-file" },
-        { { 1000, TT_FILE, NULL, 0, 7, 0, 0 }, "--state-scope" },
+        { { 1000, NULL, NULL, 0, 0, 0, 0, 0 }, "--state-file" },
+        { { 1000, TT_FILE, "opt", 0, 0, 0, 0, 0 }, "--state-policy" },
+        { { 1000, TT_FILE, "bogus", 0, 0, 0, 0, 0 }, "bogus" },
+        { { 10, TT_FILE, NULL, 0, 0, 0, 0, 0 }, "--state-budget" },
+        { { 1000, "/nonexistent-dir/x.state", NULL, 0, 0, 0, 0, 0 }, "--state-file" },
+        { { 0, TT_FILE, NULL, 0, 0, 0, 0, 0 }, "--state-file" },
+        { { 1000, TT_FILE, NULL, 0, 7, 0, 0, 0 }, "--state-scope" },
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         CU_ASSERT_NOT_EQUAL(rn_runtime_create_state(&m, 4, &bad[i].o, &rt, &err), RN_OK);
@@ -332,7 +335,7 @@ TH_TEST(test_tiered_refusals, "tiered state: bad options are refused with the op
         CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, bad[i].word));
     }
     /* interventions and head state need the dense store */
-    rn_state_opts so = { 1000, TT_FILE, NULL, 0, 0, 0, 0 };
+    rn_state_opts so = { 1000, TT_FILE, NULL, 0, 0, 0, 0, 0 };
     CU_ASSERT_EQUAL_FATAL(rn_runtime_create_state(&m, 4, &so, &rt, &err), RN_OK);
     const rn_real *S, *z;
     CU_ASSERT_EQUAL(rn_runtime_head_state(rt, 0, 0, &S, &z, &err), RN_EINPUT);
@@ -455,9 +458,10 @@ TH_TEST(test_tiered_cli_run, "run with a state budget prints what the dense run 
     CU_ASSERT_EQUAL_FATAL(th_run("%s run samples/kjv.bin samples/prompts/kjv.txt -n 60 --seed 3", th_bin()), 0);
     snprintf(dense, sizeof dense, "%s", th_out());
     const char *pols[] = { "lru", "fifo", "lfu", "s3fifo" };
+    const char *io[] = { "", "--state-io sync", "--state-io threads", "--state-io auto" };
     for (int p = 0; p < 4; p++) {
         CU_ASSERT_EQUAL(th_run("%s run samples/kjv.bin samples/prompts/kjv.txt -n 60 --seed 3 --state-budget 20K "
-                               "--state-file %s --state-policy %s", th_bin(), sfb, pols[p]), 0);
+                               "--state-file %s --state-policy %s %s", th_bin(), sfb, pols[p], io[p]), 0);
         CU_ASSERT_STRING_EQUAL(th_out(), dense);
         CU_ASSERT_PTR_NOT_NULL(strstr(th_err(), "state: "));
     }
@@ -471,6 +475,7 @@ TH_TEST(test_tiered_cli_run, "run with a state budget prints what the dense run 
         { "--state-budget 20K --state-file %s --intervene 'ablate-head 0.0'", "--intervene" },
         { "--state-budget 20K --state-file %s --device cuda", "cuda" },
         { "--state-budget 20K --state-file %s --state-scope slot", "--state-scope" },
+        { "--state-budget 20K --state-file %s --state-io uring", "--state-io" },
         { "--state-budget 20K --state-file /nonexistent-dir/x.state", "--state-file" },
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -491,7 +496,7 @@ TH_TEST(test_tiered_direct, "tiered state with O_DIRECT equals dense (skipped wh
     const size_t nl = (size_t)(T_PRE + T_GEN) * c.vocab_size;
     float *ref = malloc(nl * 4), *got = malloc(nl * 4);
     CU_ASSERT_EQUAL_FATAL(run_seq(&m, NULL, 5, ref, NULL, NULL), RN_OK);
-    rn_state_opts so = { 10 * 4 * (c.d_v + 1), TT_FILE, "clock", 1, RN_STATE_SCOPE_HEAD, 0, 0 };
+    rn_state_opts so = { 10 * 4 * (c.d_v + 1), TT_FILE, "clock", 1, RN_STATE_SCOPE_HEAD, 0, 0, 0 };
     rn_error err;
     rn_runtime *rt;
     if (rn_runtime_create_state(&m, 5, &so, &rt, &err) == RN_EINPUT && strstr(err.msg, "O_DIRECT")) {
@@ -533,7 +538,7 @@ TH_TEST(test_tiered_file_header, "state file: dirty while written, clean after a
     tiny_config(&c, 1, 0, 1.0f);
     rn_model m;
     make_model(&m, &c, 31);
-    rn_state_opts so = { 5 * 4 * (c.d_v + 1), TT_FILE, "lru", 0, 0, 0, 0 };
+    rn_state_opts so = { 5 * 4 * (c.d_v + 1), TT_FILE, "lru", 0, 0, 0, 0, 0 };
     rn_error err;
     rn_runtime *rt;
     unlink(TT_FILE);
@@ -594,27 +599,30 @@ TH_TEST(test_tiered_file_header, "state file: dirty while written, clean after a
     unlink(TT_FILE);
 }
 
-TH_TEST(test_tiered_cli_killed, "a run killed mid-way (SIGKILL) leaves its state file flagged: the next run refuses it (exit 2)")
+TH_TEST(test_tiered_cli_killed, "a run killed mid-way (SIGKILL) leaves its state file flagged: the next run refuses it (exit 2); page cache and O_DIRECT")
 {
     const char *sf = th_path("killed.state");
     char sfb[512];
     snprintf(sfb, sizeof sfb, "%s", sf);
-    unlink(sfb);
-    /* wait for the file's header, let it run a little, then SIGKILL */
-    int rc = th_run("%s run samples/kjv.bin samples/prompts/kjv.txt -n 100000 --state-budget 4K --state-file %s "
-                    "-q >/dev/null 2>&1 & pid=$!; i=0; while [ ! -s %s ] && [ $i -lt 200 ]; do sleep 0.05; "
-                    "i=$((i+1)); done; sleep 0.5; kill -9 $pid; wait $pid", th_bin(), sfb, sfb);
-    CU_ASSERT_EQUAL(rc, 128 + 9);
-    CU_ASSERT_EQUAL(th_run("%s run samples/kjv.bin samples/prompts/kjv.txt -n 5 --state-budget 4K --state-file %s",
-                           th_bin(), sfb), 2);
-    CU_ASSERT_PTR_NOT_NULL(strstr(th_err(), sfb));
-    CU_ASSERT_PTR_NOT_NULL(strstr(th_err(), "dirty"));
-    CU_ASSERT_EQUAL(th_count_lines(th_err()), 1);
-    CU_ASSERT_EQUAL(th_run("%s run samples/kjv.bin samples/prompts/kjv.txt -n 5 --state-budget 4K --state-file %s "
-                           "--state-discard", th_bin(), sfb), 0);
-    /* a normal end leaves it closed: the next run replaces it */
-    CU_ASSERT_EQUAL(th_run("%s run samples/kjv.bin samples/prompts/kjv.txt -n 5 --state-budget 4K --state-file %s",
-                           th_bin(), sfb), 0);
+    const char *modes[] = { "", "--state-direct" }; /* threads; native AIO */
+    for (int d = 0; d < 2; d++) {
+        unlink(sfb);
+        /* wait for the file's header, let it run a little, then SIGKILL */
+        int rc = th_run("%s run samples/kjv.bin samples/prompts/kjv.txt -n 100000 --state-budget 4K --state-file %s %s "
+                        "-q >/dev/null 2>&1 & pid=$!; i=0; while [ ! -s %s ] && [ $i -lt 200 ]; do sleep 0.05; "
+                        "i=$((i+1)); done; sleep 0.5; kill -9 $pid; wait $pid", th_bin(), sfb, modes[d], sfb);
+        CU_ASSERT_EQUAL(rc, 128 + 9);
+        CU_ASSERT_EQUAL(th_run("%s run samples/kjv.bin samples/prompts/kjv.txt -n 5 --state-budget 4K --state-file %s %s",
+                               th_bin(), sfb, modes[d]), 2);
+        CU_ASSERT_PTR_NOT_NULL(strstr(th_err(), sfb));
+        CU_ASSERT_PTR_NOT_NULL(strstr(th_err(), "dirty"));
+        CU_ASSERT_EQUAL(th_count_lines(th_err()), 1);
+        CU_ASSERT_EQUAL(th_run("%s run samples/kjv.bin samples/prompts/kjv.txt -n 5 --state-budget 4K --state-file %s "
+                               "--state-discard %s", th_bin(), sfb, modes[d]), 0);
+        /* a normal end leaves it closed: the next run replaces it */
+        CU_ASSERT_EQUAL(th_run("%s run samples/kjv.bin samples/prompts/kjv.txt -n 5 --state-budget 4K --state-file %s %s",
+                               th_bin(), sfb, modes[d]), 0);
+    }
     unlink(sfb);
 }
 
@@ -633,7 +641,9 @@ TH_TEST(test_tiered_prefetch, "read-ahead changes neither outputs nor counters, 
         for (int p = 0; p < 3; p++)
             for (int b = 0; b < 3; b++)
                 for (int chunk = 1; chunk <= 9; chunk += 8) {
-                    rn_state_opts so = { rows[b] * 4 * (c.d_v + 1), TT_FILE, pols[p], direct, 0, 0, 1 };
+                    /* page cache: the threads' read-ahead (the default there is synchronous) */
+                    rn_state_opts so = { rows[b] * 4 * (c.d_v + 1), TT_FILE, pols[p], direct, 0, 0, 1,
+                                         direct ? RN_STATE_IO_AUTO : RN_STATE_IO_THREADS };
                     rn_state_counters off, on;
                     int rc = run_seq(&m, &so, chunk, ref, &off, NULL);
                     if (direct && rc) { fprintf(stderr, "(O_DIRECT refused here) "); goto done; }
@@ -649,6 +659,151 @@ TH_TEST(test_tiered_prefetch, "read-ahead changes neither outputs nor counters, 
                 }
 done:
     CU_ASSERT(served > 0);
+    free(ref); free(got);
+    rn_model_free(&m);
+    unlink(TT_FILE);
+}
+
+/* One sequence (prefill in chunks of `chunk`, then steps) on a fresh file,
+ * flushed at the end; logits into out, the whole file into *file. */
+static int run_flushed(const rn_model *m, const rn_state_opts *so, int chunk, float *out, rn_state_counters *cnt,
+                       char **file, size_t *len)
+{
+    rn_error err;
+    rn_runtime *rt;
+    unlink(TT_FILE);
+    int rc = rn_runtime_create_state(m, chunk, so, &rt, &err);
+    if (rc) return rc;
+    int tok[T_PRE + T_GEN];
+    for (int i = 0; i < T_PRE + T_GEN; i++) tok[i] = (i * 37 + 11) % m->cfg.vocab_size; /* as run_seq */
+    const int V = m->cfg.vocab_size;
+    rc = rn_prefill(rt, tok, T_PRE, out, 1, &err);
+    for (int i = 0; i < T_GEN && !rc; i++) rc = rn_step(rt, tok[T_PRE + i], out + (size_t)(T_PRE + i) * V, &err);
+    if (!rc) rc = rn_runtime_flush_state(rt, &err);
+    if (rc) fprintf(stderr, "%s\n", err.msg);
+    rn_runtime_state_counters(rt, cnt);
+    rn_runtime_free(rt);
+    *file = th_read_file(TT_FILE, len);
+    return rc;
+}
+
+TH_TEST(test_tiered_aio, "O_DIRECT with native AIO, with threads and synchronous: the same logits as dense, the same counters, byte-identical flushed files")
+{
+    rn_config c;
+    tiny_config(&c, 3, 1, 0.8f);
+    rn_model m;
+    make_model(&m, &c, 51);
+    const size_t nl = (size_t)(T_PRE + T_GEN) * c.vocab_size;
+    float *ref = malloc(nl * 4), *a = malloc(nl * 4), *t = malloc(nl * 4);
+    const char *pols[] = { "lru", "arc", "s3fifo", "clock" };
+    const uint64_t rows[] = { 1, 3, 17, 60 }; /* 1 row: every miss evicts the row just written */
+    int runs = 0, aio_runs = 0;
+    for (int chunk = 1; chunk <= 64; chunk *= 8) {
+        CU_ASSERT_EQUAL_FATAL(run_seq(&m, NULL, chunk, ref, NULL, NULL), RN_OK);
+        for (int p = 0; p < 4; p++)
+            for (int b = 0; b < 4; b++) {
+                rn_state_opts so = { rows[b] * 4 * (c.d_v + 1), TT_FILE, pols[p], 1, b % 3, 0, p & 1,
+                                     RN_STATE_IO_AUTO };
+                rn_state_counters ca, ct;
+                char *fa = NULL, *ft = NULL;
+                size_t la = 0, lt = 0;
+                int rc = run_flushed(&m, &so, chunk, a, &ca, &fa, &la);
+                if (rc == RN_EINPUT) { fprintf(stderr, "(O_DIRECT refused here) "); free(fa); goto done; }
+                CU_ASSERT_EQUAL(rc, RN_OK);
+                /* threads, and (every other run) no threads at all */
+                so.io = (p + b) & 1 ? RN_STATE_IO_SYNC : RN_STATE_IO_THREADS;
+                CU_ASSERT_EQUAL(run_flushed(&m, &so, chunk, t, &ct, &ft, &lt), RN_OK);
+                runs++;
+                aio_runs += ca.aio;
+                CU_ASSERT_EQUAL(ct.aio, 0);
+                CU_ASSERT_EQUAL(ca.aio_errno, 0);
+                CU_ASSERT_EQUAL(memcmp(ref, a, nl * 4), 0);
+                CU_ASSERT_EQUAL(memcmp(ref, t, nl * 4), 0);
+                /* counters: every one the same but which path did the I/O and
+                 * how many rows came from a read started ahead */
+                CU_ASSERT(ca.prefetched <= ca.misses);
+                if (p & 1) CU_ASSERT_EQUAL(ca.prefetched + ct.prefetched, 0); /* --state-no-prefetch */
+                ca.aio = 0;
+                ca.prefetched = ct.prefetched = 0;
+                CU_ASSERT_EQUAL(memcmp(&ca, &ct, sizeof ca), 0);
+                CU_ASSERT(ca.bytes_written > 0 && (b > 0 || ca.bytes_read > 0));
+                CU_ASSERT(fa && ft && la == lt && la > RN_STATEFILE_DATA);
+                if (fa && ft && la == lt) CU_ASSERT_EQUAL(memcmp(fa, ft, la), 0);
+                if (fa && ft && la == lt && memcmp(fa, ft, la)) {
+                    size_t i = 0;
+                    while (fa[i] == ft[i]) i++;
+                    fprintf(stderr, "chunk %d %s rows %d: files differ at %zu of %zu\n", chunk, pols[p], (int)rows[b], i, la);
+                }
+                free(fa);
+                free(ft);
+            }
+    }
+    CU_ASSERT_EQUAL(runs, 3 * 4 * 4);
+    CU_ASSERT_EQUAL(aio_runs, runs); /* io_setup works here (else the fallback test below says why) */
+    /* two sequences with a reset between them (the file's blocks kept): the
+     * flushed file still holds the dense state */
+    for (int p = 0; p < 2; p++) {
+        rn_state_opts so = { 2 * 4 * (c.d_v + 1), TT_FILE, pols[p], 1, 0, 0, 0, RN_STATE_IO_AUTO };
+        rn_runtime *dense, *rt;
+        CU_ASSERT_EQUAL_FATAL(run_seq(&m, NULL, 7, ref, NULL, &dense), RN_OK);
+        CU_ASSERT_EQUAL_FATAL(run_seq(&m, &so, 7, a, NULL, &rt), RN_OK);
+        CU_ASSERT_EQUAL(memcmp(ref, a, nl * 4), 0);
+        CU_ASSERT(file_matches(dense, rt, &c));
+        rn_runtime_free(rt);
+        rn_runtime_free(dense);
+    }
+done:
+    free(ref); free(a); free(t);
+    rn_model_free(&m);
+    unlink(TT_FILE);
+}
+
+TH_TEST(test_tiered_aio_fallback, "io_setup refused (RAMTRACE_AIO_FAIL): O_DIRECT falls back to threads with a one-line note, same outputs")
+{
+    rn_config c;
+    tiny_config(&c, 0, 2, 1.0f);
+    rn_model m;
+    make_model(&m, &c, 61);
+    const size_t nl = (size_t)(T_PRE + T_GEN) * c.vocab_size;
+    float *ref = malloc(nl * 4), *got = malloc(nl * 4);
+    CU_ASSERT_EQUAL_FATAL(run_seq(&m, NULL, 3, ref, NULL, NULL), RN_OK);
+    rn_state_opts so = { 4 * 4 * (c.d_v + 1), TT_FILE, "lru", 1, 0, 0, 0, RN_STATE_IO_AUTO };
+    rn_state_counters cnt;
+    setenv("RAMTRACE_AIO_FAIL", "1", 1);
+    int rc = run_seq(&m, &so, 3, got, &cnt, NULL);
+    unsetenv("RAMTRACE_AIO_FAIL");
+    if (rc == RN_EINPUT) {
+        fprintf(stderr, "(O_DIRECT refused here) ");
+    } else {
+        CU_ASSERT_EQUAL(rc, RN_OK);
+        CU_ASSERT_EQUAL(cnt.aio, 0);
+        CU_ASSERT_EQUAL(cnt.aio_errno, EAGAIN);
+        CU_ASSERT(cnt.bytes_written > 0);
+        CU_ASSERT_EQUAL(memcmp(ref, got, nl * 4), 0);
+        /* without the variable: AIO, no note */
+        CU_ASSERT_EQUAL(run_seq(&m, &so, 3, got, &cnt, NULL), RN_OK);
+        CU_ASSERT_EQUAL(cnt.aio, 1);
+        CU_ASSERT_EQUAL(cnt.aio_errno, 0);
+        /* the command: same output, one note line before the counters */
+        const char *sf = th_path("fb.state");
+        char sfb[512], dense[8192];
+        snprintf(sfb, sizeof sfb, "%s", sf);
+        CU_ASSERT_EQUAL_FATAL(th_run("%s run samples/kjv.bin samples/prompts/kjv.txt -n 30 --seed 4", th_bin()), 0);
+        snprintf(dense, sizeof dense, "%s", th_out());
+        CU_ASSERT_EQUAL(th_run("RAMTRACE_AIO_FAIL=1 %s run samples/kjv.bin samples/prompts/kjv.txt -n 30 --seed 4 "
+                               "--state-budget 4K --state-file %s --state-direct", th_bin(), sfb), 0);
+        CU_ASSERT_STRING_EQUAL(th_out(), dense);
+        const char *note = strstr(th_err(), "ramtrace: note: --state-direct: native AIO unavailable (io_setup: ");
+        CU_ASSERT_PTR_NOT_NULL(note);
+        CU_ASSERT_PTR_NULL(note ? strstr(note + 1, "ramtrace: note:") : NULL);
+        CU_ASSERT_PTR_NOT_NULL(strstr(th_err(), "bytes, O_DIRECT): "));
+        CU_ASSERT_EQUAL(th_run("%s run samples/kjv.bin samples/prompts/kjv.txt -n 30 --seed 4 --state-budget 4K "
+                               "--state-file %s --state-direct", th_bin(), sfb), 0);
+        CU_ASSERT_STRING_EQUAL(th_out(), dense);
+        CU_ASSERT_PTR_NULL(strstr(th_err(), "note:"));
+        CU_ASSERT_PTR_NOT_NULL(strstr(th_err(), "bytes, O_DIRECT, AIO): "));
+        unlink(sfb);
+    }
     free(ref); free(got);
     rn_model_free(&m);
     unlink(TT_FILE);

@@ -1,0 +1,95 @@
+/* rn_aio.h — the tiered state's file I/O in batches of Linux native AIO
+ * (io_setup / io_submit / io_getevents through syscall(2), the kernel ABI of
+ * <linux/aio_abi.h>; no library), for a file opened with O_DIRECT.
+ *
+ * Writes and reads of rows (one row: `row` bytes at base + key · row) are
+ * queued, then handed to the kernel together by one io_submit
+ * (rn_aio_submit, or by the queue when `batch` writes are waiting);
+ * completions are reaped without waiting at each submission, and waited
+ * for only when a request's result is needed (a read taken, a write slot or
+ * a block still busy, a drain).
+ *
+ * Writes: at most one write per file block (`blk` bytes, a multiple of row)
+ * is queued or under way.  A row whose block holds no other row of the
+ * state (`fresh`, the caller's written-rows bitmap says so) is written as
+ * the whole block, zeros around it: on ext4 a write smaller than the file
+ * system's block into a hole is done synchronously inside io_submit, one at
+ * a time (bench/bench_aio.c measures it), while a whole block is not; the
+ * block is allocated first with fallocate (exactly one block), which spares
+ * io_submit ext4's search for a large free extent.  A
+ * second row of a block whose write is still queued joins that write; one
+ * whose block's write is under way waits for it, so writes that overlap
+ * never race.  A queued or in-flight write keeps its bytes until it
+ * completes: rn_aio_written gives them to a miss on that row.
+ *
+ * Reads: a fixed number of slots of one row each, issued, found and taken
+ * like rn_prefetch.h's (the caller guarantees no write of the row is
+ * queued or under way while its read is).
+ *
+ * One thread uses a queue.  Nothing allocates after create.
+ */
+#ifndef RN_AIO_H
+#define RN_AIO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rn_error.h"
+
+typedef struct rn_aio rn_aio;
+
+/* A queue over fd (named path, for messages): rows of `row` bytes from file
+ * offset base; blocks of blk bytes (a multiple of row dividing base; blk =
+ * row writes every row alone); wslots writes and rslots reads queued or
+ * under way at most; writes are submitted once `batch` are waiting.
+ * io_setup failing (a kernel without AIO, /proc/sys/fs/aio-max-nr reached)
+ * returns RN_EIO with *sys_errno; so does the environment variable
+ * RAMTRACE_AIO_FAIL (set: act as if io_setup failed with EAGAIN; the test
+ * of the callers' fallback). */
+int rn_aio_create(int fd, const char *path, size_t row, size_t blk, uint64_t base, int wslots, int rslots,
+                  int batch, rn_aio **out, int *sys_errno, rn_error *err);
+/* Wait for everything under way, then free (queued requests are dropped:
+ * rn_aio_drain first to keep them). */
+void rn_aio_free(rn_aio *a);
+
+/* Queue key's row (copied) for writing; fresh: no other row of its block is
+ * in the file (the block is written whole).  May wait for a write slot or
+ * for the block's write under way. */
+void rn_aio_write(rn_aio *a, uint32_t key, const void *row, int fresh);
+
+/* 1 when a queued or under-way write holds key's row (its bytes copied into
+ * dst unless NULL), else 0. */
+int rn_aio_written(const rn_aio *a, uint32_t key, void *dst);
+
+/* Reads: 1 when no read slot is free. */
+int rn_aio_read_full(const rn_aio *a);
+/* Queue a read of key's row into a free slot (ignored when full); it goes
+ * to the kernel at the next rn_aio_submit. */
+void rn_aio_read_issue(rn_aio *a, uint32_t key);
+/* The slot holding (or reading) key's row, or -1. */
+int rn_aio_read_find(const rn_aio *a, uint32_t key);
+/* Slot s's row into dst (submitting or waiting for it as needed), and free
+ * the slot; RN_EIO naming the file when the read failed. */
+int rn_aio_read_take(rn_aio *a, int s, void *dst, rn_error *err);
+/* Forget the reads not taken (waiting for those under way). */
+void rn_aio_read_drop(rn_aio *a);
+/* Rows taken with rn_aio_read_take since create. */
+uint64_t rn_aio_taken(const rn_aio *a);
+
+/* Hand every queued request to the kernel (one io_submit, more only when it
+ * takes part of them), after reaping finished ones without waiting. */
+void rn_aio_submit(rn_aio *a);
+
+/* Submit and wait until every write and read is done: the file then holds
+ * every write queued before.  Returns rn_aio_error's code. */
+int rn_aio_drain(rn_aio *a, rn_error *err);
+
+/* The first write failure since create or rn_aio_clear_error (RN_OK when
+ * none), copied into err unless NULL. */
+int rn_aio_error(const rn_aio *a, rn_error *err);
+void rn_aio_clear_error(rn_aio *a);
+
+/* io_submit calls and requests submitted since create (for the bench). */
+void rn_aio_stats(const rn_aio *a, uint64_t *submits, uint64_t *requests);
+
+#endif
