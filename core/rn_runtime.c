@@ -237,16 +237,19 @@ static int forward_rows(rn_runtime *rt, const int *tokens, int n, float *logits,
         rn_rmsnorm_forward(rt->hb, NULL, rt->x, lw->attn_norm, n, D, c->norm_eps);
         rn_matmul_forward(rt->q, rt->hb, lw->wq, n, D, hdk, 0);
         rn_matmul_forward(rt->k, rt->hb, lw->wk, n, D, hdk, 0);
-        rn_matmul_forward(rt->v, rt->hb, lw->wv, n, D, hdv, 0);
         rn_address_forward(rt->raddr, rt->rslot, rt->rw, rt->q, lw->q_alpha, c, c->cape_mask[l],
                            n, rt->pos, rt->ws, rt->n_ws);
         rn_address_forward(rt->waddr, rt->wslot, rt->ww, rt->k, lw->k_alpha, c, c->cape_mask[l],
                            n, rt->pos, rt->ws, rt->n_ws);
         const rn_iv_set *iv = rt->iv;
-        if (rn_state_tiered(rt->st)) {
+        const int tiered = rn_state_tiered(rt->st);
+        /* A tiered layer's reads start as soon as its addresses are known:
+         * the value projection is computed while they are under way. */
+        if (tiered) rn_state_layer(rt->st, l, rt->wslot, rt->rslot, n);
+        rn_matmul_forward(rt->v, rt->hb, lw->wv, n, D, hdv, 0);
+        if (tiered) {
             /* one policy over all heads: serial, head by head (rn_state.h);
-             * the rows it will miss are read ahead meanwhile */
-            rn_state_layer(rt->st, l, rt->wslot, rt->rslot, n);
+             * the rows it will miss were read ahead by rn_state_layer */
             for (int h = 0; h < H; h++)
                 rn_state_scan(rt->st, l, h, rt->o, rt->v, rt->wslot, rt->ww, rt->rslot, rt->rw, n);
             int rc = rn_state_error(rt->st, err);
