@@ -11,6 +11,7 @@
 
 #include "rn_aio.h"
 #include "rn_cache.h"
+#include "rn_keyids.h"
 #include "rn_layers.h"
 #include "rn_prefetch.h"
 #include "rn_statefile.h"
@@ -55,6 +56,11 @@ struct rn_state {
      * [g·cap, (g+1)·cap) with their free stack at free_frames + g·cap. */
     uint64_t n_groups, gkeys;
     void **caches;                /* [n_groups] */
+    /* group g's policy sees its local keys as n_ids compact ids (ids[g],
+     * rn_keyids.h), so its per-key arrays follow what it remembers, not
+     * gkeys */
+    rn_keyids **ids;              /* [n_groups] */
+    uint64_t n_ids;
     uint64_t *n_free;             /* [n_groups] */
     uint64_t g;                   /* the group of the access under way (for evicted) */
     uint64_t cap, nf, n_keys, stride; /* cap per group; nf = cap·n_groups frames; stride: bytes per row */
@@ -156,12 +162,17 @@ double rn_state_bytes(const rn_config *c, const rn_state_opts *o)
     double keys = (double)c->n_layers * c->n_heads * (double)rn_config_slots(c);
     if (!is_tiered(o)) return sizeof(rn_real) * keys * (c->d_v + 1.0);
     double groups = (double)groups_of(c, o);
-    double cap = groups * (double)capacity_of(c, o, (uint64_t)(keys / groups));
+    const uint64_t gkeys = (uint64_t)(keys / groups), gcap = capacity_of(c, o, gkeys);
+    double cap = groups * (double)gcap;
+    const rn_policy *p = rn_policy_find(o->policy ? o->policy : "lru");
+    const uint64_t ids = p ? rn_policy_ids(p, gcap, gkeys) : gkeys;
     /* frames, the write-behind and read-ahead buffers and the frame tables,
      * the key map (at most 4 entries of 8 bytes a frame), the bitmap, and
-     * the policy's per-key arrays (at most 20 bytes a key: LFU) */
+     * per group the policy's per-id arrays (at most 20 bytes an id: LFU)
+     * and its key-to-id map */
     return (cap + WB_THREADS * WB_ROWS + PF_SLOTS) * ((double)row_stride(c, o->direct ? DIRECT_ALIGN : 0) + 9) +
-           cap * 32 + keys * (0.125 + 20) + 2 * DIRECT_ALIGN + (o->direct ? AIO_WRITES * (double)DIRECT_ALIGN : 0);
+           cap * 32 + keys * 0.125 + groups * (20.0 * (double)ids + (double)rn_keyids_bytes((uint32_t)ids)) +
+           2 * DIRECT_ALIGN + (o->direct ? AIO_WRITES * (double)DIRECT_ALIGN : 0);
 }
 
 static void wb_drain(rn_state *st);
@@ -199,7 +210,8 @@ void rn_state_free(rn_state *st)
     free(st->hdr_buf);
     for (uint64_t g = 0; st->caches && g < st->n_groups; g++)
         if (st->caches[g]) st->pol->free(st->caches[g]);
-    free(st->caches); free(st->n_free);
+    for (uint64_t g = 0; st->ids && g < st->n_groups; g++) rn_keyids_free(st->ids[g]);
+    free(st->caches); free(st->ids); free(st->n_free);
     if (st->fd >= 0) close(st->fd);
     free(st->path);
     free(st->S); free(st->z);
@@ -239,6 +251,7 @@ int rn_state_create(const rn_config *c, const rn_state_opts *o, rn_state **out, 
     st->n_groups = groups_of(c, o);
     st->gkeys = st->n_keys / st->n_groups;
     st->cap = capacity_of(c, o, st->gkeys);
+    st->n_ids = rn_policy_ids(st->pol, st->cap, st->gkeys);
     st->nf = st->cap * st->n_groups;
     st->path = strdup(o->file);
     st->hdr_buf = aligned_alloc(DIRECT_ALIGN, RN_STATEFILE_DATA);
@@ -296,9 +309,12 @@ int rn_state_create(const rn_config *c, const rn_state_opts *o, rn_state **out, 
     st->dirty = malloc(st->nf);
     st->on_disk = aligned_alloc(DIRECT_ALIGN, bitmap_bytes(st->n_keys));
     st->caches = calloc(st->n_groups, sizeof *st->caches);
+    st->ids = calloc(st->n_groups, sizeof *st->ids);
     st->n_free = calloc(st->n_groups, sizeof *st->n_free);
+    int ids_ok = st->ids != NULL;
+    for (uint64_t g = 0; ids_ok && g < st->n_groups; g++) ids_ok = !!(st->ids[g] = rn_keyids_new((uint32_t)st->n_ids));
     if (!st->frames || !st->map_key || !st->map_frame || !st->frame_key || !st->free_frames ||
-        !st->dirty || !st->on_disk || !st->caches || !st->n_free) {
+        !st->dirty || !st->on_disk || !st->caches || !ids_ok || !st->n_free) {
         rn_state_free(st);
         return rn_seterr(err, RN_ENOMEM, "out of memory allocating the tiered memory state");
     }
@@ -369,7 +385,8 @@ void rn_state_reset(rn_state *st)
     if (!st->err.code) rn_statefile_write(st->fd, st->path, &st->info, st->hdr_buf, &st->err);
     for (uint64_t g = 0; g < st->n_groups; g++) {
         if (st->caches[g]) st->pol->free(st->caches[g]);
-        st->caches[g] = st->pol->init(st->cap, (uint32_t)st->gkeys);
+        st->caches[g] = st->pol->init(st->cap, (uint32_t)st->n_ids);
+        rn_keyids_clear(st->ids[g]);
         if (!st->caches[g] && !st->err.code)
             rn_seterr(&st->err, RN_ENOMEM, "out of memory for a %s cache of %llu slots", st->pol->name,
                       (unsigned long long)st->cap);
@@ -551,12 +568,12 @@ static void map_del(rn_state *st, uint32_t key)
     st->map_key[i] = RN_CACHE_NONE;
 }
 
-/* A key left the cache (the policy's victims callback): write its row back
- * when dirty and free its frame. */
-static void evicted(void *user, uint32_t local)
+/* A key left the cache (the policy's victims callback, given its id):
+ * write its row back when dirty and free its frame. */
+static void evicted(void *user, uint32_t id)
 {
     rn_state *st = user;
-    const uint64_t g = st->g, key = g * st->gkeys + local;
+    const uint64_t g = st->g, key = g * st->gkeys + rn_keyids_key(st->ids[g], id);
     uint32_t f = frame_of(st, (uint32_t)key);
     if (f == RN_CACHE_NONE || st->n_free[g] >= st->cap) {
         st->bad = 1;
@@ -568,17 +585,26 @@ static void evicted(void *user, uint32_t local)
     st->cnt.evictions++;
 }
 
+/* The policy forgot a key entirely (cached and ghost): its id is free. */
+static void forgotten(void *user, uint32_t id)
+{
+    rn_state *st = user;
+    rn_keyids_release(st->ids[st->g], id);
+}
+
 /* The row of key in memory ([d_v] S values then z), through the policy:
  * a hit finds its frame; a miss frees the victims' frames (writing dirty
  * ones back), takes a frame and fills it from the file or with the initial
  * row.  `write`: the caller will modify it. */
 static rn_real *row(rn_state *st, uint32_t key, int write)
 {
-    rn_victims v = { evicted, st };
+    rn_victims v = { evicted, st, forgotten };
     const uint64_t g = st->n_groups == 1 ? 0 : key / st->gkeys;
     st->bad = 0;
     st->g = g;
-    int hit = st->pol->access(st->caches[g], (uint32_t)(key - g * st->gkeys), RN_CACHE_NONE, &v);
+    /* rn_policy_ids ids always leave one free for a key without one */
+    uint32_t id = rn_keyids_get(st->ids[g], (uint32_t)(key - g * st->gkeys));
+    int hit = id == RN_CACHE_NONE ? (st->bad = 1, 0) : st->pol->access(st->caches[g], id, RN_CACHE_NONE, &v);
     st->cnt.accesses++;
     uint32_t f = frame_of(st, key);
     int bad = st->bad || (hit ? f == RN_CACHE_NONE : f != RN_CACHE_NONE);
