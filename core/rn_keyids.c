@@ -86,6 +86,14 @@ uint32_t rn_keyids_get(rn_keyids *m, uint32_t key)
     return id;
 }
 
+uint32_t rn_keyids_find(const rn_keyids *m, uint32_t key)
+{
+    for (uint64_t i = home(m, key);; i = (i + 1) & m->mask) {
+        if (m->table[i].key == key) return m->table[i].id;
+        if (m->table[i].key == EMPTY) return UINT32_MAX;
+    }
+}
+
 uint32_t rn_keyids_key(const rn_keyids *m, uint32_t id) { return m->id_key[id]; }
 
 /* Remove id's entry, shifting back the entries after it that would

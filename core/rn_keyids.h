@@ -34,6 +34,9 @@ void rn_keyids_clear(rn_keyids *m);
  * taken for it; UINT32_MAX when it has none and none is free. */
 uint32_t rn_keyids_get(rn_keyids *m, uint32_t key);
 
+/* The id of key, UINT32_MAX when it has none (nothing taken). */
+uint32_t rn_keyids_find(const rn_keyids *m, uint32_t key);
+
 /* The key that id was last given to (it stays readable after release
  * until the id is given to another key). */
 uint32_t rn_keyids_key(const rn_keyids *m, uint32_t id);

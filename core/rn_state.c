@@ -65,11 +65,9 @@ struct rn_state {
     uint64_t g;                   /* the group of the access under way (for evicted) */
     uint64_t cap, nf, n_keys, stride; /* cap per group; nf = cap·n_groups frames; stride: bytes per row */
     char *frames;                 /* [nf][stride]: d_v S values then z */
-    /* key -> frame of the cached keys: open addressing with linear probing
-     * over map_mask + 1 >= 2·nf entries (memory by the budget, not by the
-     * model's L·H·M keys) */
-    uint32_t *map_key, *map_frame; /* map_key RN_CACHE_NONE: empty */
-    uint64_t map_mask;
+    /* the frame of each id's key (group g's ids at g·n_ids): RN_CACHE_NONE
+     * when not cached (a ghost, or a free id) */
+    uint32_t *id_frame;           /* [n_groups·n_ids] */
     uint32_t *frame_key;          /* [nf] */
     uint32_t *free_frames;        /* [nf]: per group, a stack of unused frames */
     uint8_t *dirty;               /* [nf] */
@@ -167,11 +165,10 @@ double rn_state_bytes(const rn_config *c, const rn_state_opts *o)
     const rn_policy *p = rn_policy_find(o->policy ? o->policy : "lru");
     const uint64_t ids = p ? rn_policy_ids(p, gcap, gkeys) : gkeys;
     /* frames, the write-behind and read-ahead buffers and the frame tables,
-     * the key map (at most 4 entries of 8 bytes a frame), the bitmap, and
-     * per group the policy's per-id arrays (at most 20 bytes an id: LFU)
-     * and its key-to-id map */
+     * the bitmap, and per group the policy's per-id arrays (at most 20
+     * bytes an id: LFU), the id -> frame array and the key-to-id map */
     return (cap + WB_THREADS * WB_ROWS + PF_SLOTS) * ((double)row_stride(c, o->direct ? DIRECT_ALIGN : 0) + 9) +
-           cap * 32 + keys * 0.125 + groups * (20.0 * (double)ids + (double)rn_keyids_bytes((uint32_t)ids)) +
+           keys * 0.125 + groups * (24.0 * (double)ids + (double)rn_keyids_bytes((uint32_t)ids)) +
            2 * DIRECT_ALIGN + (o->direct ? AIO_WRITES * (double)DIRECT_ALIGN : 0);
 }
 
@@ -215,7 +212,7 @@ void rn_state_free(rn_state *st)
     if (st->fd >= 0) close(st->fd);
     free(st->path);
     free(st->S); free(st->z);
-    free(st->frames); free(st->map_key); free(st->map_frame); free(st->frame_key); free(st->free_frames);
+    free(st->frames); free(st->id_frame); free(st->frame_key); free(st->free_frames);
     free(st->dirty); free(st->on_disk);
     free(st);
 }
@@ -300,10 +297,7 @@ int rn_state_create(const rn_config *c, const rn_state_opts *o, rn_state **out, 
         st->aio_ahead = st->aio && !o->no_prefetch;
     }
     st->frames = aligned_alloc(DIRECT_ALIGN, (st->nf * st->stride + DIRECT_ALIGN - 1) / DIRECT_ALIGN * DIRECT_ALIGN);
-    st->map_mask = 1;
-    while (st->map_mask + 1 < 2 * st->nf) st->map_mask = 2 * st->map_mask + 1;
-    st->map_key = malloc((st->map_mask + 1) * sizeof *st->map_key);
-    st->map_frame = malloc((st->map_mask + 1) * sizeof *st->map_frame);
+    st->id_frame = malloc(st->n_groups * st->n_ids * sizeof *st->id_frame);
     st->frame_key = malloc(st->nf * sizeof *st->frame_key);
     st->free_frames = malloc(st->nf * sizeof *st->free_frames);
     st->dirty = malloc(st->nf);
@@ -313,7 +307,7 @@ int rn_state_create(const rn_config *c, const rn_state_opts *o, rn_state **out, 
     st->n_free = calloc(st->n_groups, sizeof *st->n_free);
     int ids_ok = st->ids != NULL;
     for (uint64_t g = 0; ids_ok && g < st->n_groups; g++) ids_ok = !!(st->ids[g] = rn_keyids_new((uint32_t)st->n_ids));
-    if (!st->frames || !st->map_key || !st->map_frame || !st->frame_key || !st->free_frames ||
+    if (!st->frames || !st->id_frame || !st->frame_key || !st->free_frames ||
         !st->dirty || !st->on_disk || !st->caches || !ids_ok || !st->n_free) {
         rn_state_free(st);
         return rn_seterr(err, RN_ENOMEM, "out of memory allocating the tiered memory state");
@@ -395,7 +389,7 @@ void rn_state_reset(rn_state *st)
             st->free_frames[g * st->cap + i] = (uint32_t)(g * st->cap + st->cap - 1 - i);
         st->n_free[g] = st->cap;
     }
-    memset(st->map_key, 0xff, (st->map_mask + 1) * sizeof *st->map_key);
+    memset(st->id_frame, 0xff, st->n_groups * st->n_ids * sizeof *st->id_frame);
     memset(st->on_disk, 0, bitmap_bytes(st->n_keys));
     memset(st->dirty, 0, st->nf);
     memset(&st->cnt, 0, sizeof st->cnt);
@@ -525,47 +519,13 @@ static void read_back(rn_state *st, uint32_t key, char *buf)
     row_io(st, 0, key, buf, &st->err);
 }
 
-static inline uint64_t map_home(const rn_state *st, uint32_t key)
-{
-    return ((uint64_t)key * 0x9E3779B97F4A7C15ull >> 29) & st->map_mask;
-}
-
-/* The frame of a cached key, or RN_CACHE_NONE. */
+/* The frame of a cached key, or RN_CACHE_NONE: its group's id map says
+ * its id, the id its frame. */
 static uint32_t frame_of(const rn_state *st, uint32_t key)
 {
-    for (uint64_t i = map_home(st, key);; i = (i + 1) & st->map_mask) {
-        if (st->map_key[i] == key) return st->map_frame[i];
-        if (st->map_key[i] == RN_CACHE_NONE) return RN_CACHE_NONE;
-    }
-}
-
-/* Record key's frame (key not in the map; the map is at most half full). */
-static void map_put(rn_state *st, uint32_t key, uint32_t f)
-{
-    uint64_t i = map_home(st, key);
-    while (st->map_key[i] != RN_CACHE_NONE) i = (i + 1) & st->map_mask;
-    st->map_key[i] = key;
-    st->map_frame[i] = f;
-}
-
-/* Remove key (present), shifting back the entries after it that would
- * otherwise be cut off from their home slot. */
-static void map_del(rn_state *st, uint32_t key)
-{
-    uint64_t i = map_home(st, key);
-    while (st->map_key[i] != key) i = (i + 1) & st->map_mask;
-    for (uint64_t j = i;;) {
-        j = (j + 1) & st->map_mask;
-        if (st->map_key[j] == RN_CACHE_NONE) break;
-        uint64_t h = map_home(st, st->map_key[j]);
-        /* entry j may fill the hole at i when its home is not in (i, j] (cyclically) */
-        if (i <= j ? (h <= i || h > j) : (h <= i && h > j)) {
-            st->map_key[i] = st->map_key[j];
-            st->map_frame[i] = st->map_frame[j];
-            i = j;
-        }
-    }
-    st->map_key[i] = RN_CACHE_NONE;
+    const uint64_t g = st->n_groups == 1 ? 0 : key / st->gkeys;
+    uint32_t id = rn_keyids_find(st->ids[g], (uint32_t)(key - g * st->gkeys));
+    return id == RN_CACHE_NONE ? RN_CACHE_NONE : st->id_frame[g * st->n_ids + id];
 }
 
 /* A key left the cache (the policy's victims callback, given its id):
@@ -574,13 +534,13 @@ static void evicted(void *user, uint32_t id)
 {
     rn_state *st = user;
     const uint64_t g = st->g, key = g * st->gkeys + rn_keyids_key(st->ids[g], id);
-    uint32_t f = frame_of(st, (uint32_t)key);
-    if (f == RN_CACHE_NONE || st->n_free[g] >= st->cap) {
+    uint32_t f = st->id_frame[g * st->n_ids + id];
+    if (f == RN_CACHE_NONE || st->frame_key[f] != key || st->n_free[g] >= st->cap) {
         st->bad = 1;
         return;
     }
     if (st->dirty[f]) write_back(st, f);
-    map_del(st, (uint32_t)key);
+    st->id_frame[g * st->n_ids + id] = RN_CACHE_NONE;
     st->free_frames[g * st->cap + st->n_free[g]++] = f;
     st->cnt.evictions++;
 }
@@ -606,7 +566,7 @@ static rn_real *row(rn_state *st, uint32_t key, int write)
     uint32_t id = rn_keyids_get(st->ids[g], (uint32_t)(key - g * st->gkeys));
     int hit = id == RN_CACHE_NONE ? (st->bad = 1, 0) : st->pol->access(st->caches[g], id, RN_CACHE_NONE, &v);
     st->cnt.accesses++;
-    uint32_t f = frame_of(st, key);
+    uint32_t f = id == RN_CACHE_NONE ? RN_CACHE_NONE : st->id_frame[g * st->n_ids + id];
     int bad = st->bad || (hit ? f == RN_CACHE_NONE : f != RN_CACHE_NONE);
     if (hit) {
         st->cnt.hits++;
@@ -614,7 +574,7 @@ static rn_real *row(rn_state *st, uint32_t key, int write)
         st->cnt.misses++;
         if (st->n_free[g]) {
             f = st->free_frames[g * st->cap + --st->n_free[g]];
-            map_put(st, key, f);
+            st->id_frame[g * st->n_ids + id] = f;
             st->frame_key[f] = key;
             st->dirty[f] = 0;
             rn_real *r = (rn_real *)(st->frames + (size_t)f * st->stride);
