@@ -163,7 +163,8 @@ double rn_state_bytes(const rn_config *c, const rn_state_opts *o)
     const uint64_t gkeys = (uint64_t)(keys / groups), gcap = capacity_of(c, o, gkeys);
     double cap = groups * (double)gcap;
     const rn_policy *p = rn_policy_find(o->policy ? o->policy : "lru");
-    const uint64_t ids = p ? rn_policy_ids(p, gcap, gkeys) : gkeys;
+    uint64_t ids = p ? rn_policy_ids(p, gcap, gkeys) : gkeys;
+    if (ids >= UINT32_MAX) ids = UINT32_MAX - 1; /* such a model is refused by rn_state_check */
     /* frames, the write-behind and read-ahead buffers and the frame tables,
      * the bitmap, and per group the policy's per-id arrays (at most 20
      * bytes an id: LFU), the id -> frame array and the key-to-id map */
