@@ -747,6 +747,13 @@ TH_TEST(test_keyids_same_decisions, "policies over compact ids decide as over th
     }
     CU_ASSERT_EQUAL(policies, 6);
     CU_ASSERT(forgotten > 0);
+    /* the id counts by hand: capped by the universe; OPT keeps it whole */
+    CU_ASSERT_EQUAL(rn_policy_ids(rn_policy_find("lru"), 50, 20), 20);
+    CU_ASSERT_EQUAL(rn_policy_ids(rn_policy_find("lru"), 50, 1000), 51);
+    CU_ASSERT_EQUAL(rn_policy_ids(rn_policy_find("arc"), 50, 1000), 101);
+    CU_ASSERT_EQUAL(rn_policy_ids(rn_policy_find("s3fifo"), 100, 1000), 191); /* 100 + |M| = 90, + 1 */
+    CU_ASSERT_EQUAL(rn_policy_ids(rn_policy_find("s3fifo"), 1, 1000), 3);     /* S = 1, ghost 1, + 1 */
+    CU_ASSERT_EQUAL(rn_policy_ids(rn_policy_find("opt"), 5, 1000), 1000);
     free(key); free(dense.log); free(ids.log);
 }
 
