@@ -20,6 +20,13 @@ const rn_policy *rn_policy_find(const char *name)
     return NULL;
 }
 
+uint64_t rn_policy_ids(const rn_policy *p, uint64_t capacity, uint64_t n_keys)
+{
+    if (!p->remembers) return n_keys;
+    uint64_t r = p->remembers(capacity);
+    return r < n_keys ? r + 1 : n_keys;
+}
+
 int rn_links_alloc(rn_links *ln, uint32_t n)
 {
     ln->prev = malloc((n ? n : 1) * sizeof *ln->prev);

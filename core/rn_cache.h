@@ -16,6 +16,17 @@
  * cached at least until the next access.  One access may evict several
  * keys (S3-FIFO: each small-queue key promoted to a full main queue pushes
  * one out of main), never more than the capacity.
+ *
+ * Forgetting.  An online policy remembers a bounded number of keys: the
+ * cached ones and, for ARC and S3-FIFO, ghost entries of keys evicted
+ * recently.  remembers(capacity) is that bound, after any access.  When a
+ * key loses all its cached and ghost state the policy calls victims->forget
+ * (when not NULL), after any victims->fn for the same key, and never for
+ * the key being accessed.  The policy's state for a forgotten key is then
+ * the same as for a key never seen, so a caller may hand its number to
+ * another key: with keys numbered by a key-to-id map that reuses only
+ * forgotten ids (rn_keyids.h) the policy runs over remembers(capacity) + 1
+ * ids whatever the key universe, with the same hits, misses and victims.
  */
 #ifndef RN_CACHE_H
 #define RN_CACHE_H
@@ -26,8 +37,9 @@
 #define RN_CACHE_NONE UINT32_MAX /* "no key" / "never again" */
 /* Where a policy reports the keys it evicts. */
 typedef struct {
-    void (*fn)(void *user, uint32_t key);
+    void (*fn)(void *user, uint32_t key);     /* key left the cache */
     void *user;
+    void (*forget)(void *user, uint32_t key); /* NULL, or: key left the policy's memory */
 } rn_victims;
 
 typedef struct {
@@ -43,6 +55,9 @@ typedef struct {
      * key is cached afterwards unless needs_next. */
     int (*access)(void *cache, uint32_t key, uint32_t next, rn_victims *victims);
     void (*free)(void *cache);
+    /* The most keys it remembers (cached or ghost) after any access, for
+     * this capacity; NULL: it needs the whole universe (OPT). */
+    uint64_t (*remembers)(uint64_t capacity);
 } rn_policy;
 
 /* Note that key k left the cache (for the policy files). */
@@ -50,6 +65,17 @@ static inline void rn_victim(rn_victims *v, uint32_t k)
 {
     if (v) v->fn(v->user, k);
 }
+
+/* Note that key k left the policy's memory (cached and ghost). */
+static inline void rn_forget(rn_victims *v, uint32_t k)
+{
+    if (v && v->forget) v->forget(v->user, k);
+}
+
+/* The ids a policy needs over a universe of n_keys keys numbered through
+ * rn_keyids: remembers(capacity) + 1 (the key an access brings in), at
+ * most n_keys; n_keys when the policy has no bound. */
+uint64_t rn_policy_ids(const rn_policy *p, uint64_t capacity, uint64_t n_keys);
 
 /* Every policy, by name (NULL when unknown), and the whole table. */
 const rn_policy *rn_policy_find(const char *name);

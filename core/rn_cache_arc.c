@@ -44,6 +44,13 @@ static void move_to(arc *a, uint32_t k, int to)
     if (to) rn_list_push_head(&a->l[to], &a->ln, k);
 }
 
+/* Drop k from every list (it is never x, which is in none in case IV). */
+static void forget(arc *a, uint32_t k, rn_victims *v)
+{
+    move_to(a, k, NONE);
+    rn_forget(v, k);
+}
+
 /* REPLACE(x, p): demote the LRU key of T1 to B1 or of T2 to B2. */
 static void replace(arc *a, int x_in_b2, rn_victims *v)
 {
@@ -81,19 +88,23 @@ static int arc_access(void *q, uint32_t x, uint32_t next, rn_victims *v)
     uint64_t tot = l1 + a->l[T2].size + a->l[B2].size;
     if ((double)l1 >= a->c) {                                           /* case A */
         if ((double)a->l[T1].size < a->c) {
-            move_to(a, a->l[B1].tail, NONE);
+            forget(a, a->l[B1].tail, v);
             replace(a, 0, v);
         } else {
             rn_victim(v, a->l[T1].tail);
-            move_to(a, a->l[T1].tail, NONE);
+            forget(a, a->l[T1].tail, v);
         }
     } else if ((double)tot >= a->c) {                                   /* case B */
-        if ((double)tot >= 2 * a->c) move_to(a, a->l[B2].tail, NONE);
+        if ((double)tot >= 2 * a->c) forget(a, a->l[B2].tail, v);
         replace(a, 0, v);
     }
     move_to(a, x, T1);
     return 0;
 }
 
+/* |T1| + |T2| + |B1| + |B2| <= 2c (the paper's invariant; case IV keeps
+ * |T1| + |B1| <= c and drops B2's oldest at 2c). */
+static uint64_t arc_remembers(uint64_t capacity) { return 2 * capacity; }
+
 const rn_policy rn_cache_arc = { "arc", "adaptive replacement cache (Megiddo & Modha)", 0,
-                                  arc_init, arc_access, arc_free };
+                                  arc_init, arc_access, arc_free, arc_remembers };

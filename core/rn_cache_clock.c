@@ -47,6 +47,7 @@ static int clock_access(void *p, uint32_t k, uint32_t next, rn_victims *vic)
         }
         c->state[v] = 0;
         rn_victim(vic, v);
+        rn_forget(vic, v);
         c->frame[c->hand] = k;
         if (++c->hand == c->cap) c->hand = 0;
     }
@@ -54,5 +55,8 @@ static int clock_access(void *p, uint32_t k, uint32_t next, rn_victims *vic)
     return 0;
 }
 
+/* Only the cached keys. */
+static uint64_t clock_remembers(uint64_t capacity) { return capacity; }
+
 const rn_policy rn_cache_clock = { "clock", "CLOCK, one reference bit (second chance)", 0,
-                                    clock_init, clock_access, clock_free };
+                                    clock_init, clock_access, clock_free, clock_remembers };

@@ -39,6 +39,7 @@ static int fifo_access(void *p, uint32_t k, uint32_t next, rn_victims *v)
     } else {
         c->in[c->ring[c->head]] = 0;
         rn_victim(v, c->ring[c->head]);
+        rn_forget(v, c->ring[c->head]);
         c->ring[c->head] = k;
         if (++c->head == c->cap) c->head = 0;
     }
@@ -46,4 +47,8 @@ static int fifo_access(void *p, uint32_t k, uint32_t next, rn_victims *v)
     return 0;
 }
 
-const rn_policy rn_cache_fifo = { "fifo", "first in, first out", 0, fifo_init, fifo_access, fifo_free };
+/* Only the cached keys. */
+static uint64_t fifo_remembers(uint64_t capacity) { return capacity; }
+
+const rn_policy rn_cache_fifo = { "fifo", "first in, first out", 0, fifo_init, fifo_access, fifo_free,
+                                   fifo_remembers };

@@ -83,6 +83,7 @@ static int lfu_access(void *p, uint32_t k, uint32_t next, rn_victims *v)
     if (c->size >= c->cap) { /* the new key replaces the root */
         c->at[c->heap[0]] = RN_CACHE_NONE;
         rn_victim(v, c->heap[0]);
+        rn_forget(v, c->heap[0]); /* its count goes with it */
         put(c, 0, k);
         sift_down(c, 0);
     } else {
@@ -92,5 +93,8 @@ static int lfu_access(void *p, uint32_t k, uint32_t next, rn_victims *v)
     return 0;
 }
 
+/* Only the cached keys (their counts are forgotten on eviction). */
+static uint64_t lfu_remembers(uint64_t capacity) { return capacity; }
+
 const rn_policy rn_cache_lfu = { "lfu", "least frequently used (in-cache counts, LRU ties)", 0,
-                                  lfu_init, lfu_access, lfu_free };
+                                  lfu_init, lfu_access, lfu_free, lfu_remembers };

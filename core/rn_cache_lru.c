@@ -45,10 +45,15 @@ static int lru_access(void *p, uint32_t k, uint32_t next, rn_victims *v)
         uint32_t t = rn_list_pop_tail(&c->l, &c->ln);
         c->in[t] = 0;
         rn_victim(v, t);
+        rn_forget(v, t);
     }
     rn_list_push_head(&c->l, &c->ln, k);
     c->in[k] = 1;
     return 0;
 }
 
-const rn_policy rn_cache_lru = { "lru", "least recently used", 0, lru_init, lru_access, lru_free };
+/* Only the cached keys. */
+static uint64_t lru_remembers(uint64_t capacity) { return capacity; }
+
+const rn_policy rn_cache_lru = { "lru", "least recently used", 0, lru_init, lru_access, lru_free,
+                                  lru_remembers };

@@ -87,4 +87,4 @@ static int opt_access(void *p, uint32_t k, uint32_t next, rn_victims *v)
 }
 
 const rn_policy rn_cache_opt = { "opt", "Belady's optimal (clairvoyant) replacement", 1,
-                                  opt_init, opt_access, opt_free };
+                                  opt_init, opt_access, opt_free, NULL };

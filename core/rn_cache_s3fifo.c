@@ -16,6 +16,7 @@ enum { NONE = 0, S, M, G };
 
 typedef struct {
     uint64_t cap, cs, cm, cg;
+    uint32_t cur;      /* the key being accessed (a miss) */
     rn_links ln;
     rn_list l[4];
     uint8_t *where, *freq;
@@ -54,7 +55,11 @@ static void move_to(s3 *c, uint32_t k, int to)
 static void to_ghost(s3 *c, uint32_t k, rn_victims *v)
 {
     rn_victim(v, k);
-    if (c->l[G].size >= c->cg) move_to(c, c->l[G].tail, NONE);
+    if (c->l[G].size >= c->cg) {
+        uint32_t t = c->l[G].tail;
+        move_to(c, t, NONE);
+        if (t != c->cur) rn_forget(v, t); /* the key being accessed is inserted next */
+    }
     move_to(c, k, G);
 }
 
@@ -66,8 +71,9 @@ static void evict_m(s3 *c, rn_victims *v)
             c->freq[t]--;
             move_to(c, t, M);
         } else {
-            move_to(c, t, NONE);
             rn_victim(v, t);
+            move_to(c, t, NONE); /* main's evictions get no ghost entry */
+            rn_forget(v, t);
             return;
         }
     }
@@ -97,6 +103,7 @@ static int s3_access(void *q, uint32_t k, uint32_t next, rn_victims *v)
         if (c->freq[k] < 3) c->freq[k]++;
         return 1;
     }
+    c->cur = k;
     while (c->l[S].size + c->l[M].size >= c->cap) {
         if (c->l[S].size >= c->cs || c->l[M].size == 0) evict_s(c, v);
         else evict_m(c, v);
@@ -106,5 +113,13 @@ static int s3_access(void *q, uint32_t k, uint32_t next, rn_victims *v)
     return 0;
 }
 
+/* The cached keys (|S| + |M| <= capacity) and the ghost entries (|G| <=
+ * its size, that of M or 1). */
+static uint64_t s3_remembers(uint64_t capacity)
+{
+    uint64_t cs = capacity / 10 ? capacity / 10 : 1, cm = capacity - cs;
+    return capacity + (cm ? cm : 1);
+}
+
 const rn_policy rn_cache_s3fifo = { "s3fifo", "S3-FIFO: small, main and ghost FIFO queues", 0,
-                                     s3_init, s3_access, s3_free };
+                                     s3_init, s3_access, s3_free, s3_remembers };

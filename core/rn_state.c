@@ -11,6 +11,7 @@
 
 #include "rn_aio.h"
 #include "rn_cache.h"
+#include "rn_keyids.h"
 #include "rn_layers.h"
 #include "rn_prefetch.h"
 #include "rn_statefile.h"
@@ -55,15 +56,18 @@ struct rn_state {
      * [g·cap, (g+1)·cap) with their free stack at free_frames + g·cap. */
     uint64_t n_groups, gkeys;
     void **caches;                /* [n_groups] */
+    /* group g's policy sees its local keys as n_ids compact ids (ids[g],
+     * rn_keyids.h), so its per-key arrays follow what it remembers, not
+     * gkeys */
+    rn_keyids **ids;              /* [n_groups] */
+    uint64_t n_ids;
     uint64_t *n_free;             /* [n_groups] */
     uint64_t g;                   /* the group of the access under way (for evicted) */
     uint64_t cap, nf, n_keys, stride; /* cap per group; nf = cap·n_groups frames; stride: bytes per row */
     char *frames;                 /* [nf][stride]: d_v S values then z */
-    /* key -> frame of the cached keys: open addressing with linear probing
-     * over map_mask + 1 >= 2·nf entries (memory by the budget, not by the
-     * model's L·H·M keys) */
-    uint32_t *map_key, *map_frame; /* map_key RN_CACHE_NONE: empty */
-    uint64_t map_mask;
+    /* the frame of each id's key (group g's ids at g·n_ids): RN_CACHE_NONE
+     * when not cached (a ghost, or a free id) */
+    uint32_t *id_frame;           /* [n_groups·n_ids] */
     uint32_t *frame_key;          /* [nf] */
     uint32_t *free_frames;        /* [nf]: per group, a stack of unused frames */
     uint8_t *dirty;               /* [nf] */
@@ -156,12 +160,17 @@ double rn_state_bytes(const rn_config *c, const rn_state_opts *o)
     double keys = (double)c->n_layers * c->n_heads * (double)rn_config_slots(c);
     if (!is_tiered(o)) return sizeof(rn_real) * keys * (c->d_v + 1.0);
     double groups = (double)groups_of(c, o);
-    double cap = groups * (double)capacity_of(c, o, (uint64_t)(keys / groups));
+    const uint64_t gkeys = (uint64_t)(keys / groups), gcap = capacity_of(c, o, gkeys);
+    double cap = groups * (double)gcap;
+    const rn_policy *p = rn_policy_find(o->policy ? o->policy : "lru");
+    uint64_t ids = p ? rn_policy_ids(p, gcap, gkeys) : gkeys;
+    if (ids >= UINT32_MAX) ids = UINT32_MAX - 1; /* such a model is refused by rn_state_check */
     /* frames, the write-behind and read-ahead buffers and the frame tables,
-     * the key map (at most 4 entries of 8 bytes a frame), the bitmap, and
-     * the policy's per-key arrays (at most 20 bytes a key: LFU) */
+     * the bitmap, and per group the policy's per-id arrays (at most 20
+     * bytes an id: LFU), the id -> frame array and the key-to-id map */
     return (cap + WB_THREADS * WB_ROWS + PF_SLOTS) * ((double)row_stride(c, o->direct ? DIRECT_ALIGN : 0) + 9) +
-           cap * 32 + keys * (0.125 + 20) + 2 * DIRECT_ALIGN + (o->direct ? AIO_WRITES * (double)DIRECT_ALIGN : 0);
+           keys * 0.125 + groups * (24.0 * (double)ids + (double)rn_keyids_bytes((uint32_t)ids)) +
+           2 * DIRECT_ALIGN + (o->direct ? AIO_WRITES * (double)DIRECT_ALIGN : 0);
 }
 
 static void wb_drain(rn_state *st);
@@ -199,11 +208,12 @@ void rn_state_free(rn_state *st)
     free(st->hdr_buf);
     for (uint64_t g = 0; st->caches && g < st->n_groups; g++)
         if (st->caches[g]) st->pol->free(st->caches[g]);
-    free(st->caches); free(st->n_free);
+    for (uint64_t g = 0; st->ids && g < st->n_groups; g++) rn_keyids_free(st->ids[g]);
+    free(st->caches); free(st->ids); free(st->n_free);
     if (st->fd >= 0) close(st->fd);
     free(st->path);
     free(st->S); free(st->z);
-    free(st->frames); free(st->map_key); free(st->map_frame); free(st->frame_key); free(st->free_frames);
+    free(st->frames); free(st->id_frame); free(st->frame_key); free(st->free_frames);
     free(st->dirty); free(st->on_disk);
     free(st);
 }
@@ -239,6 +249,7 @@ int rn_state_create(const rn_config *c, const rn_state_opts *o, rn_state **out, 
     st->n_groups = groups_of(c, o);
     st->gkeys = st->n_keys / st->n_groups;
     st->cap = capacity_of(c, o, st->gkeys);
+    st->n_ids = rn_policy_ids(st->pol, st->cap, st->gkeys);
     st->nf = st->cap * st->n_groups;
     st->path = strdup(o->file);
     st->hdr_buf = aligned_alloc(DIRECT_ALIGN, RN_STATEFILE_DATA);
@@ -287,18 +298,18 @@ int rn_state_create(const rn_config *c, const rn_state_opts *o, rn_state **out, 
         st->aio_ahead = st->aio && !o->no_prefetch;
     }
     st->frames = aligned_alloc(DIRECT_ALIGN, (st->nf * st->stride + DIRECT_ALIGN - 1) / DIRECT_ALIGN * DIRECT_ALIGN);
-    st->map_mask = 1;
-    while (st->map_mask + 1 < 2 * st->nf) st->map_mask = 2 * st->map_mask + 1;
-    st->map_key = malloc((st->map_mask + 1) * sizeof *st->map_key);
-    st->map_frame = malloc((st->map_mask + 1) * sizeof *st->map_frame);
+    st->id_frame = malloc(st->n_groups * st->n_ids * sizeof *st->id_frame);
     st->frame_key = malloc(st->nf * sizeof *st->frame_key);
     st->free_frames = malloc(st->nf * sizeof *st->free_frames);
     st->dirty = malloc(st->nf);
     st->on_disk = aligned_alloc(DIRECT_ALIGN, bitmap_bytes(st->n_keys));
     st->caches = calloc(st->n_groups, sizeof *st->caches);
+    st->ids = calloc(st->n_groups, sizeof *st->ids);
     st->n_free = calloc(st->n_groups, sizeof *st->n_free);
-    if (!st->frames || !st->map_key || !st->map_frame || !st->frame_key || !st->free_frames ||
-        !st->dirty || !st->on_disk || !st->caches || !st->n_free) {
+    int ids_ok = st->ids != NULL;
+    for (uint64_t g = 0; ids_ok && g < st->n_groups; g++) ids_ok = !!(st->ids[g] = rn_keyids_new((uint32_t)st->n_ids));
+    if (!st->frames || !st->id_frame || !st->frame_key || !st->free_frames ||
+        !st->dirty || !st->on_disk || !st->caches || !ids_ok || !st->n_free) {
         rn_state_free(st);
         return rn_seterr(err, RN_ENOMEM, "out of memory allocating the tiered memory state");
     }
@@ -369,7 +380,8 @@ void rn_state_reset(rn_state *st)
     if (!st->err.code) rn_statefile_write(st->fd, st->path, &st->info, st->hdr_buf, &st->err);
     for (uint64_t g = 0; g < st->n_groups; g++) {
         if (st->caches[g]) st->pol->free(st->caches[g]);
-        st->caches[g] = st->pol->init(st->cap, (uint32_t)st->gkeys);
+        st->caches[g] = st->pol->init(st->cap, (uint32_t)st->n_ids);
+        rn_keyids_clear(st->ids[g]);
         if (!st->caches[g] && !st->err.code)
             rn_seterr(&st->err, RN_ENOMEM, "out of memory for a %s cache of %llu slots", st->pol->name,
                       (unsigned long long)st->cap);
@@ -378,7 +390,7 @@ void rn_state_reset(rn_state *st)
             st->free_frames[g * st->cap + i] = (uint32_t)(g * st->cap + st->cap - 1 - i);
         st->n_free[g] = st->cap;
     }
-    memset(st->map_key, 0xff, (st->map_mask + 1) * sizeof *st->map_key);
+    memset(st->id_frame, 0xff, st->n_groups * st->n_ids * sizeof *st->id_frame);
     memset(st->on_disk, 0, bitmap_bytes(st->n_keys));
     memset(st->dirty, 0, st->nf);
     memset(&st->cnt, 0, sizeof st->cnt);
@@ -508,64 +520,37 @@ static void read_back(rn_state *st, uint32_t key, char *buf)
     row_io(st, 0, key, buf, &st->err);
 }
 
-static inline uint64_t map_home(const rn_state *st, uint32_t key)
-{
-    return ((uint64_t)key * 0x9E3779B97F4A7C15ull >> 29) & st->map_mask;
-}
-
-/* The frame of a cached key, or RN_CACHE_NONE. */
+/* The frame of a cached key, or RN_CACHE_NONE: its group's id map says
+ * its id, the id its frame. */
 static uint32_t frame_of(const rn_state *st, uint32_t key)
 {
-    for (uint64_t i = map_home(st, key);; i = (i + 1) & st->map_mask) {
-        if (st->map_key[i] == key) return st->map_frame[i];
-        if (st->map_key[i] == RN_CACHE_NONE) return RN_CACHE_NONE;
-    }
+    const uint64_t g = st->n_groups == 1 ? 0 : key / st->gkeys;
+    uint32_t id = rn_keyids_find(st->ids[g], (uint32_t)(key - g * st->gkeys));
+    return id == RN_CACHE_NONE ? RN_CACHE_NONE : st->id_frame[g * st->n_ids + id];
 }
 
-/* Record key's frame (key not in the map; the map is at most half full). */
-static void map_put(rn_state *st, uint32_t key, uint32_t f)
-{
-    uint64_t i = map_home(st, key);
-    while (st->map_key[i] != RN_CACHE_NONE) i = (i + 1) & st->map_mask;
-    st->map_key[i] = key;
-    st->map_frame[i] = f;
-}
-
-/* Remove key (present), shifting back the entries after it that would
- * otherwise be cut off from their home slot. */
-static void map_del(rn_state *st, uint32_t key)
-{
-    uint64_t i = map_home(st, key);
-    while (st->map_key[i] != key) i = (i + 1) & st->map_mask;
-    for (uint64_t j = i;;) {
-        j = (j + 1) & st->map_mask;
-        if (st->map_key[j] == RN_CACHE_NONE) break;
-        uint64_t h = map_home(st, st->map_key[j]);
-        /* entry j may fill the hole at i when its home is not in (i, j] (cyclically) */
-        if (i <= j ? (h <= i || h > j) : (h <= i && h > j)) {
-            st->map_key[i] = st->map_key[j];
-            st->map_frame[i] = st->map_frame[j];
-            i = j;
-        }
-    }
-    st->map_key[i] = RN_CACHE_NONE;
-}
-
-/* A key left the cache (the policy's victims callback): write its row back
- * when dirty and free its frame. */
-static void evicted(void *user, uint32_t local)
+/* A key left the cache (the policy's victims callback, given its id):
+ * write its row back when dirty and free its frame. */
+static void evicted(void *user, uint32_t id)
 {
     rn_state *st = user;
-    const uint64_t g = st->g, key = g * st->gkeys + local;
-    uint32_t f = frame_of(st, (uint32_t)key);
-    if (f == RN_CACHE_NONE || st->n_free[g] >= st->cap) {
+    const uint64_t g = st->g, key = g * st->gkeys + rn_keyids_key(st->ids[g], id);
+    uint32_t f = st->id_frame[g * st->n_ids + id];
+    if (f == RN_CACHE_NONE || st->frame_key[f] != key || st->n_free[g] >= st->cap) {
         st->bad = 1;
         return;
     }
     if (st->dirty[f]) write_back(st, f);
-    map_del(st, (uint32_t)key);
+    st->id_frame[g * st->n_ids + id] = RN_CACHE_NONE;
     st->free_frames[g * st->cap + st->n_free[g]++] = f;
     st->cnt.evictions++;
+}
+
+/* The policy forgot a key entirely (cached and ghost): its id is free. */
+static void forgotten(void *user, uint32_t id)
+{
+    rn_state *st = user;
+    rn_keyids_release(st->ids[st->g], id);
 }
 
 /* The row of key in memory ([d_v] S values then z), through the policy:
@@ -574,13 +559,15 @@ static void evicted(void *user, uint32_t local)
  * row.  `write`: the caller will modify it. */
 static rn_real *row(rn_state *st, uint32_t key, int write)
 {
-    rn_victims v = { evicted, st };
+    rn_victims v = { evicted, st, forgotten };
     const uint64_t g = st->n_groups == 1 ? 0 : key / st->gkeys;
     st->bad = 0;
     st->g = g;
-    int hit = st->pol->access(st->caches[g], (uint32_t)(key - g * st->gkeys), RN_CACHE_NONE, &v);
+    /* rn_policy_ids ids always leave one free for a key without one */
+    uint32_t id = rn_keyids_get(st->ids[g], (uint32_t)(key - g * st->gkeys));
+    int hit = id == RN_CACHE_NONE ? (st->bad = 1, 0) : st->pol->access(st->caches[g], id, RN_CACHE_NONE, &v);
     st->cnt.accesses++;
-    uint32_t f = frame_of(st, key);
+    uint32_t f = id == RN_CACHE_NONE ? RN_CACHE_NONE : st->id_frame[g * st->n_ids + id];
     int bad = st->bad || (hit ? f == RN_CACHE_NONE : f != RN_CACHE_NONE);
     if (hit) {
         st->cnt.hits++;
@@ -588,7 +575,7 @@ static rn_real *row(rn_state *st, uint32_t key, int write)
         st->cnt.misses++;
         if (st->n_free[g]) {
             f = st->free_frames[g * st->cap + --st->n_free[g]];
-            map_put(st, key, f);
+            st->id_frame[g * st->n_ids + id] = f;
             st->frame_key[f] = key;
             st->dirty[f] = 0;
             rn_real *r = (rn_real *)(st->frames + (size_t)f * st->stride);

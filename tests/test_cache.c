@@ -10,6 +10,7 @@
 #include "an_mrc.h"
 #include "an_reuse.h"
 #include "an_stream.h"
+#include "rn_keyids.h"
 #include "rn_rng.h"
 #include "th.h"
 
@@ -631,7 +632,7 @@ TH_TEST(test_policy_victims, "policies name their evicted keys exactly")
                     /* skewed keys: half the accesses to a small hot set */
                     uint32_t k = (uint32_t)(rn_rng_u64(&r) % (rn_rng_u64(&r) % 2 ? universes[u]
                                                                  : (universes[u] + 3) / 4));
-                    rn_victims v = { on_victim, &vr };
+                    rn_victims v = { on_victim, &vr, NULL };
                     vr.k = k;
                     uint64_t before = vr.size;
                     int h = pol->access(c, k, RN_CACHE_NONE, &v);
@@ -646,4 +647,156 @@ TH_TEST(test_policy_victims, "policies name their evicted keys exactly")
     CU_ASSERT_EQUAL(vr.bad, 0);
     CU_ASSERT(evictions > 0);
     free(vr.in);
+}
+
+/* ---- compact ids (rn_keyids) ----------------------------------------- */
+
+/* One run's decisions: per access a marker (hit or miss) then its victims,
+ * as keys of the caller's universe. */
+typedef struct {
+    uint32_t *log;
+    size_t n, cap;
+    rn_keyids *ids;  /* NULL: dense keys */
+    int overflow;
+} decision_log;
+
+#define LOG_HIT 0xFFFFFFFEu
+#define LOG_MISS 0xFFFFFFFDu
+
+static void log_put(decision_log *d, uint32_t x)
+{
+    if (d->n < d->cap) d->log[d->n++] = x;
+    else d->overflow = 1;
+}
+
+static void log_victim(void *user, uint32_t k)
+{
+    decision_log *d = user;
+    log_put(d, d->ids ? rn_keyids_key(d->ids, k) : k);
+}
+
+static void log_forget(void *user, uint32_t k)
+{
+    decision_log *d = user;
+    if (d->ids) rn_keyids_release(d->ids, k);
+}
+
+/* Every online policy over a universe of 10^6 keys makes the same
+ * decisions through a key-to-id map with rn_policy_ids ids as over the
+ * dense keys (the independent reference), a key always finds an id, and
+ * the ids held never exceed what the policy declares it remembers. */
+TH_TEST(test_keyids_same_decisions, "policies over compact ids decide as over the whole key universe")
+{
+    const uint32_t universe = 1000000;
+    const size_t n = 30000;
+    const uint64_t caps[] = { 1, 3, 100 };
+    uint32_t *key = malloc(n * sizeof *key);
+    decision_log dense = { malloc(3 * n * sizeof(uint32_t)), 0, 3 * n, NULL, 0 };
+    decision_log ids = { malloc(3 * n * sizeof(uint32_t)), 0, 3 * n, NULL, 0 };
+    CU_ASSERT_PTR_NOT_NULL_FATAL(key);
+    rn_rng r;
+    rn_rng_seed(&r, 23);
+    int policies = 0;
+    uint64_t forgotten = 0;
+    for (int p = 0; p < an_policy_count(); p++) {
+        const an_policy *pol = an_policy_at(p);
+        if (pol->needs_next) continue;
+        CU_ASSERT_PTR_NOT_NULL_FATAL(pol->remembers);
+        policies++;
+        for (int ci = 0; ci < 3; ci++) {
+            const uint64_t cap = caps[ci];
+            /* fresh keys from the whole universe, and repeats at distances
+             * up to 4·cap + 4 (inside and just past the ghost lists) */
+            for (size_t i = 0; i < n; i++) {
+                uint64_t back = 1 + rn_rng_below(&r, 4 * cap + 4);
+                key[i] = i >= back && rn_rng_below(&r, 10) < 6 ? key[i - back]
+                                                                 : (uint32_t)rn_rng_below(&r, universe);
+            }
+            const uint64_t n_ids = rn_policy_ids(pol, cap, universe);
+            CU_ASSERT_EQUAL(n_ids, pol->remembers(cap) + 1);
+            void *cd = pol->init(cap, universe), *ci_ = pol->init(cap, (uint32_t)n_ids);
+            ids.ids = rn_keyids_new((uint32_t)n_ids);
+            CU_ASSERT_PTR_NOT_NULL_FATAL(cd);
+            CU_ASSERT_PTR_NOT_NULL_FATAL(ci_);
+            CU_ASSERT_PTR_NOT_NULL_FATAL(ids.ids);
+            dense.n = ids.n = 0;
+            rn_victims vd = { log_victim, &dense, log_forget }, vi = { log_victim, &ids, log_forget };
+            int out_of_ids = 0, over = 0;
+            for (size_t i = 0; i < n; i++) {
+                log_put(&dense, pol->access(cd, key[i], RN_CACHE_NONE, &vd) ? LOG_HIT : LOG_MISS);
+                uint32_t id = rn_keyids_get(ids.ids, key[i]);
+                if (id == UINT32_MAX) { out_of_ids++; break; }
+                log_put(&ids, pol->access(ci_, id, RN_CACHE_NONE, &vi) ? LOG_HIT : LOG_MISS);
+                over += rn_keyids_used(ids.ids) > pol->remembers(cap);
+            }
+            CU_ASSERT_EQUAL(out_of_ids, 0);
+            CU_ASSERT_EQUAL(over, 0);
+            CU_ASSERT_FALSE(dense.overflow || ids.overflow);
+            CU_ASSERT_EQUAL(dense.n, ids.n);
+            size_t diff = 0;
+            for (size_t i = 0; i < dense.n && i < ids.n; i++) diff += dense.log[i] != ids.log[i];
+            CU_ASSERT_EQUAL(diff, 0);
+            /* the stream did fill the ids and reuse them many times over */
+            CU_ASSERT(rn_keyids_peak(ids.ids) >= cap);
+            forgotten += n - rn_keyids_used(ids.ids);
+            rn_keyids_free(ids.ids);
+            ids.ids = NULL;
+            pol->free(cd);
+            pol->free(ci_);
+        }
+    }
+    CU_ASSERT_EQUAL(policies, 6);
+    CU_ASSERT(forgotten > 0);
+    /* the id counts by hand: capped by the universe; OPT keeps it whole */
+    CU_ASSERT_EQUAL(rn_policy_ids(rn_policy_find("lru"), 50, 20), 20);
+    CU_ASSERT_EQUAL(rn_policy_ids(rn_policy_find("lru"), 50, 1000), 51);
+    CU_ASSERT_EQUAL(rn_policy_ids(rn_policy_find("arc"), 50, 1000), 101);
+    CU_ASSERT_EQUAL(rn_policy_ids(rn_policy_find("s3fifo"), 100, 1000), 191); /* 100 + |M| = 90, + 1 */
+    CU_ASSERT_EQUAL(rn_policy_ids(rn_policy_find("s3fifo"), 1, 1000), 3);     /* S = 1, ghost 1, + 1 */
+    CU_ASSERT_EQUAL(rn_policy_ids(rn_policy_find("opt"), 5, 1000), 1000);
+    free(key); free(dense.log); free(ids.log);
+}
+
+/* The map itself against a direct array over a small universe: ids are
+ * unique among the held keys, stable while held, taken back on release,
+ * and the table survives heavy churn (backward-shift deletion). */
+TH_TEST(test_keyids_map, "key-to-id map against a direct array")
+{
+    const uint32_t universe = 5000, n_ids = 37;
+    rn_keyids *m = rn_keyids_new(n_ids);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+    uint32_t *ref = malloc(universe * sizeof *ref);   /* key -> id or UINT32_MAX */
+    uint32_t held[37], n_held = 0;                    /* held keys */
+    for (uint32_t k = 0; k < universe; k++) ref[k] = UINT32_MAX;
+    rn_rng r;
+    rn_rng_seed(&r, 5);
+    int bad = 0;
+    for (int step = 0; step < 200000; step++) {
+        if (n_held && (n_held == n_ids || rn_rng_below(&r, 2))) {
+            uint32_t j = (uint32_t)rn_rng_below(&r, n_held), k = held[j];
+            if (rn_keyids_key(m, ref[k]) != k) bad++;
+            rn_keyids_release(m, ref[k]);
+            ref[k] = UINT32_MAX;
+            held[j] = held[--n_held];
+        } else {
+            /* small key range so keys collide in the table */
+            uint32_t k = (uint32_t)rn_rng_below(&r, step % 3 ? 200 : universe);
+            uint32_t id = rn_keyids_get(m, k);
+            if (id >= n_ids) { bad++; continue; }
+            if (ref[k] != UINT32_MAX) { bad += id != ref[k]; continue; }
+            for (uint32_t j = 0; j < n_held; j++) bad += ref[held[j]] == id;
+            ref[k] = id;
+            held[n_held++] = k;
+        }
+        bad += rn_keyids_used(m) != n_held;
+    }
+    CU_ASSERT_EQUAL(bad, 0);
+    /* all ids held: one more key gets none */
+    rn_keyids_clear(m);
+    for (uint32_t k = 0; k < n_ids; k++) CU_ASSERT_EQUAL(rn_keyids_get(m, 1000 + k), k);
+    CU_ASSERT_EQUAL(rn_keyids_get(m, 7), UINT32_MAX);
+    CU_ASSERT_EQUAL(rn_keyids_get(m, 1003), 3);
+    CU_ASSERT_EQUAL(rn_keyids_peak(m), n_ids);
+    rn_keyids_free(m);
+    free(ref);
 }
