@@ -4,10 +4,14 @@
  *   dense:  all L·H·M·(d_v+1) floats in memory (the default);
  *   tiered: a fixed budget of slot rows in memory, chosen by a cache policy
  *           of core/rn_cache_*.c (the same code `ramtrace simulate` runs),
- *           and the full state in a sparse file: a row is read on a miss
- *           when it was written back before (an untouched slot is S = 0,
- *           z = 1/M without any I/O) and written back when it is evicted
- *           dirty.  How (enum rn_state_io): through the page cache, one
+ *           and the full state in a file: a row is written back when it
+ *           is evicted dirty, the first time to the next position of the
+ *           file's packed data region (fresh rows fill an append block,
+ *           written whole; the file is preallocated ahead in chunks of
+ *           RN_STATE_PREALLOC), later over that position; a row directory
+ *           (key -> position, a hash table over the keys written) says
+ *           where; a row is read on a miss when it has a position (an
+ *           untouched slot is S = 0, z = 1/M without any I/O).  How (enum rn_state_io): through the page cache, one
  *           pread/pwrite in the scan (the default) or from write-behind
  *           and read-ahead threads (a miss on a queued row copies it from
  *           the queue); with O_DIRECT (no page cache), in batches of Linux
@@ -33,6 +37,11 @@
 #include "rn_config.h"
 #include "rn_error.h"
 #include "rn_real.h"
+
+/* Bytes of the state file preallocated at a time (fallocate) ahead of the
+ * fresh rows appended: the disk a file uses beyond its rows and directory
+ * is less than this. */
+#define RN_STATE_PREALLOC (2u << 20)
 
 typedef struct {
     uint64_t budget;      /* bytes of slot rows kept in memory; 0: dense store */
@@ -93,8 +102,9 @@ void rn_state_free(rn_state *st);
 
 int rn_state_tiered(const rn_state *st);
 
-/* Back to the initial state; tiered: the file's rows are emptied (the
- * written-rows bitmap is cleared; their blocks are kept, not freed), the
+/* Back to the initial state; tiered: the file's rows are emptied (the row
+ * directory is cleared and positions start again at 0, over the blocks of
+ * the rows before, which are kept, not freed), the
  * cache and the counters start over.  A failure is kept (rn_state_error). */
 void rn_state_reset(rn_state *st);
 
@@ -117,7 +127,8 @@ void rn_state_scan(rn_state *st, int l, int h, rn_real *o, const rn_real *v,
 /* The first failure since create/reset (RN_OK when none), copied into err. */
 int rn_state_error(rn_state *st, rn_error *err);
 
-/* Tiered: write every dirty row back, then the written-rows bitmap, fsync,
+/* Tiered: write every dirty row back and the open append block, then the
+ * row directory after the data, fsync,
  * and mark the file clean, so it holds the whole state; rows stay cached
  * (the next write-back marks it dirty again).  Dense: nothing. */
 int rn_state_flush(rn_state *st, rn_error *err);
