@@ -233,12 +233,23 @@ static void prep(rn_aio *a, struct iocb *cb, int write, uint64_t tag, void *buf,
     a->pend[a->n_pend++] = cb;
 }
 
-/* The write queued or under way for block b, or -1. */
+/* A write queued or under way of block b (any of its rows), or -1. */
 static int wfind(const rn_aio *a, uint64_t b)
 {
     if (a->n_wfree == a->nw) return -1;
     for (int i = 0; i < a->nw; i++)
         if (a->w[i].state != E_FREE && a->w[i].block == b) return i;
+    return -1;
+}
+
+/* The write queued or under way that covers the row at position pos (its
+ * block's whole write or the row's own: at most one), or -1. */
+static int wfind_row(const rn_aio *a, uint64_t pos)
+{
+    if (a->n_wfree == a->nw) return -1;
+    const uint64_t b = pos / a->rpb, bit = 1ull << (pos % a->rpb);
+    for (int i = 0; i < a->nw; i++)
+        if (a->w[i].state != E_FREE && a->w[i].block == b && (a->w[i].mask & bit)) return i;
     return -1;
 }
 
@@ -249,17 +260,15 @@ static void wwait(rn_aio *a, int i)
     while (a->w[i].state != E_FREE) reap(a, 1);
 }
 
-/* A free write slot for block b, queued (waiting for the block's write
- * under way, or for any slot when all are busy). */
-static wentry *wtake(rn_aio *a, uint64_t b, int i)
+/* A free write slot for block b, queued (waiting for any when all are
+ * busy). */
+static wentry *wtake(rn_aio *a, uint64_t b)
 {
-    if (i >= 0) wwait(a, i); /* never two writes of one block at once */
     while (!a->n_wfree) { /* every slot queued or under way: submit, then wait for one */
         rn_aio_submit(a);
         if (!a->n_wfree) reap(a, 1);
     }
-    i = a->wfree[--a->n_wfree];
-    wentry *e = &a->w[i];
+    wentry *e = &a->w[a->wfree[--a->n_wfree]];
     e->state = E_QUEUED;
     e->block = b;
     return e;
@@ -268,16 +277,13 @@ static wentry *wtake(rn_aio *a, uint64_t b, int i)
 void rn_aio_write(rn_aio *a, uint64_t pos, const void *row)
 {
     const uint64_t b = pos / a->rpb, at = pos % a->rpb, bit = 1ull << at;
-    int i = wfind(a, b);
-    if (i >= 0) {
-        wentry *e = &a->w[i];
-        if (e->state == E_QUEUED && (e->full || e->mask == bit)) { /* not handed over yet: join it */
-            memcpy(e->buf + (e->full ? at * a->row : 0), row, a->row);
-            e->mask |= bit;
-            return;
-        }
+    int i = wfind_row(a, pos);
+    if (i >= 0 && a->w[i].state == E_QUEUED) { /* not handed over yet: the new bytes join it */
+        memcpy(a->w[i].buf + (a->w[i].full ? at * a->row : 0), row, a->row);
+        return;
     }
-    wentry *e = wtake(a, b, i);
+    if (i >= 0) wwait(a, i); /* never two writes of one row at once; other rows of the block may go on */
+    wentry *e = wtake(a, b);
     e->mask = bit;
     e->full = 0;
     memcpy(e->buf, row, a->row);
@@ -287,7 +293,8 @@ void rn_aio_write(rn_aio *a, uint64_t pos, const void *row)
 
 void rn_aio_write_block(rn_aio *a, uint64_t b, const void *buf)
 {
-    wentry *e = wtake(a, b, wfind(a, b));
+    for (int i; (i = wfind(a, b)) >= 0;) wwait(a, i); /* a block write overlaps every write of the block */
+    wentry *e = wtake(a, b);
     e->mask = a->rpb == 64 ? ~0ull : (1ull << a->rpb) - 1;
     e->full = 1;
     memcpy(e->buf, buf, a->blk);
@@ -297,10 +304,9 @@ void rn_aio_write_block(rn_aio *a, uint64_t b, const void *buf)
 
 int rn_aio_written(const rn_aio *a, uint64_t pos, void *dst)
 {
-    const uint64_t b = pos / a->rpb, at = pos % a->rpb;
-    int i = wfind(a, b);
-    if (i < 0 || !(a->w[i].mask >> at & 1)) return 0;
-    if (dst) memcpy(dst, a->w[i].buf + (a->w[i].full ? at * a->row : 0), a->row);
+    int i = wfind_row(a, pos);
+    if (i < 0) return 0;
+    if (dst) memcpy(dst, a->w[i].buf + (a->w[i].full ? pos % a->rpb * a->row : 0), a->row);
     return 1;
 }
 

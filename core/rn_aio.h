@@ -12,10 +12,11 @@
  * Writes: whole blocks (`blk` bytes, a multiple of row: the caller's
  * append blocks of fresh rows, rn_aio_write_block) and single rows
  * (rewrites of a row in a block written before, rn_aio_write).  At most one
- * write per block is queued or under way: a row of a block whose write is
- * still queued joins that write (the block's, or the same row's); one whose
- * block's write is under way waits for it, so writes that overlap never
- * race.  A queued or in-flight write keeps its bytes until it completes:
+ * write per row is queued or under way: a row whose write (its own or its
+ * block's) is still queued joins it; one whose write is under way waits for
+ * it; a block's write waits for every write of the block.  So writes that
+ * overlap never race, while rows of one block (written back at nearby
+ * times, so often evicted together again) go to the kernel together.  A queued or in-flight write keeps its bytes until it completes:
  * rn_aio_written gives them to a miss on that row.  The file's space is the
  * caller's to allocate (fallocate ahead): every write here goes to
  * allocated blocks, which ext4 takes in batches without allocating inside
