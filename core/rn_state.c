@@ -71,11 +71,13 @@ struct rn_state {
     uint32_t *frame_key;          /* [nf] */
     uint32_t *free_frames;        /* [nf]: per group, a stack of unused frames */
     uint8_t *dirty;               /* [nf] */
+    uint64_t n_dirty;             /* frames dirty (bounds the directory's growth in a scan) */
     /* The row directory: the position (row index in the file's data region)
      * of every key written back since create/reset, given at its first
      * write-back in the order of write-backs.  dir: open addressing with
      * linear probing, entries key << 32 | position (DIR_EMPTY: empty), at
-     * most half full (dir_room doubles it outside the scan's inner loop);
+     * most half full (dir_room doubles it outside the scan's inner loop;
+     * its size follows the rows written, from DIR_ENTRIES0 entries);
      * pos_key: the key of each position (what a flush writes). */
     uint64_t *dir, dir_mask;
     uint32_t *pos_key;            /* [pos_cap], aligned (written with O_DIRECT) */
@@ -120,14 +122,7 @@ static uint64_t row_stride(const rn_config *c, uint32_t align)
 
 static int is_tiered(const rn_state_opts *o) { return o && o->budget; }
 
-/* The row directory's first size: entries for twice the frames (room for
- * as many rows as the budget holds before it doubles), at least 1024. */
-static uint64_t dir_entries0(uint64_t nf)
-{
-    uint64_t n = 1024;
-    while (n < 4 * nf) n *= 2;
-    return n;
-}
+#define DIR_ENTRIES0 1024 /* the row directory's first size (entries); it doubles as rows are written */
 
 /* Bytes of pos_key's array for room for n positions (whole 4096-byte
  * blocks: a flush writes it with O_DIRECT). */
@@ -187,12 +182,12 @@ double rn_state_bytes(const rn_config *c, const rn_state_opts *o)
     double cap = groups * (double)capacity_of(c, o, (uint64_t)(keys / groups));
     /* frames, the write-behind and read-ahead buffers and the frame tables,
      * the key map (at most 4 entries of 8 bytes a frame), the row directory
-     * at its first size (it grows with the rows written: 12 to 20 bytes a
-     * row, docs/tiered-state.md), the append block, and the policy's
-     * per-key arrays (at most 20 bytes a key: LFU) */
-    double de = (double)dir_entries0((uint64_t)cap);
+     * for as many rows as the frames (it grows with the rows written: 12 to
+     * 20 bytes a row, at most 40 bytes a row when it has just doubled;
+     * docs/tiered-state.md), the append block, and the policy's per-key
+     * arrays (at most 20 bytes a key: LFU) */
     return (cap + WB_THREADS * WB_ROWS + PF_SLOTS) * ((double)row_stride(c, o->direct ? DIRECT_ALIGN : 0) + 9) +
-           cap * 32 + de * 8 + de / 2 * 4 + keys * 20 + 3 * DIRECT_ALIGN + APPEND_BLOCK +
+           cap * 32 + cap * 40 + keys * 20 + 3 * DIRECT_ALIGN + APPEND_BLOCK +
            (o->direct ? AIO_WRITES * (double)APPEND_BLOCK : 0);
 }
 
@@ -321,7 +316,7 @@ int rn_state_create(const rn_config *c, const rn_state_opts *o, rn_state **out, 
     st->frame_key = malloc(st->nf * sizeof *st->frame_key);
     st->free_frames = malloc(st->nf * sizeof *st->free_frames);
     st->dirty = malloc(st->nf);
-    st->dir_mask = dir_entries0(st->nf) - 1;
+    st->dir_mask = DIR_ENTRIES0 - 1;
     st->dir = malloc((st->dir_mask + 1) * sizeof *st->dir);
     st->pos_cap = (st->dir_mask + 1) / 2;
     st->pos_key = aligned_alloc(DIRECT_ALIGN, pos_bytes(st->pos_cap));
@@ -412,6 +407,7 @@ void rn_state_reset(rn_state *st)
     st->alloc_end = RN_STATEFILE_DATA;
     memset(st->ablk, 0, st->apb * st->stride);
     memset(st->dirty, 0, st->nf);
+    st->n_dirty = 0;
     memset(&st->cnt, 0, sizeof st->cnt);
 }
 
@@ -626,6 +622,7 @@ static void write_back(rn_state *st, uint32_t f)
         pthread_mutex_unlock(&q->mu);
     }
     st->dirty[f] = 0;
+    st->n_dirty--;
     st->cnt.bytes_written += st->stride;
 }
 
@@ -767,7 +764,10 @@ static rn_real *row(rn_state *st, uint32_t key, int write)
                       st->pol->name, key);
         f = 0; /* keep computing into frame 0; the run fails at the layer's end */
     }
-    if (write) st->dirty[f] = 1;
+    if (write && !st->dirty[f]) {
+        st->dirty[f] = 1;
+        st->n_dirty++;
+    }
     return (rn_real *)(st->frames + (size_t)f * st->stride);
 }
 
@@ -852,9 +852,9 @@ void rn_state_scan(rn_state *st, int l, int h, rn_real *o, const rn_real *v,
         return;
     }
     const uint32_t base = (uint32_t)(((uint64_t)l * H + h) * (uint64_t)st->M), zero = 0;
-    /* new positions in this scan: at most the rows dirty now (the frames)
-     * and those it writes */
-    dir_room(st, st->nf + (uint64_t)n * K);
+    /* new positions in this scan: at most the rows dirty now and those it
+     * writes */
+    dir_room(st, st->n_dirty + (uint64_t)n * K);
     const int ahead = (st->pf || st->aio_ahead) && st->pf_l == l && st->pf_n == n && st->pf_w == wslot && st->pf_r == rslot;
     for (int t = 0; t < n; t++) {
         size_t a = ((size_t)t * H + h) * K, vv = (size_t)t * H * dv + (size_t)h * dv;
@@ -890,7 +890,7 @@ int rn_state_error(rn_state *st, rn_error *err)
 int rn_state_flush(rn_state *st, rn_error *err)
 {
     if (!st->tiered) return RN_OK;
-    dir_room(st, st->nf);
+    dir_room(st, st->n_dirty);
     for (uint64_t f = 0; f < st->nf; f++)
         if (st->dirty[f] && frame_of(st, st->frame_key[f]) == f) write_back(st, (uint32_t)f);
     if (st->info.state == RN_STATEFILE_DIRTY && st->n_pos > st->ab_first)
