@@ -182,9 +182,8 @@ double rn_state_bytes(const rn_config *c, const rn_state_opts *o)
     double cap = groups * (double)capacity_of(c, o, (uint64_t)(keys / groups));
     /* frames, the write-behind and read-ahead buffers and the frame tables,
      * the key map (at most 4 entries of 8 bytes a frame), the row directory
-     * for as many rows as the frames (it grows with the rows written: 12 to
-     * 20 bytes a row, at most 40 bytes a row when it has just doubled;
-     * docs/tiered-state.md), the append block, and the policy's per-key
+     * for as many rows as the frames (it grows with the rows written: 20 to
+     * 40 bytes a row; docs/tiered-state.md), the append block, and the policy's per-key
      * arrays (at most 20 bytes a key: LFU) */
     return (cap + WB_THREADS * WB_ROWS + PF_SLOTS) * ((double)row_stride(c, o->direct ? DIRECT_ALIGN : 0) + 9) +
            cap * 32 + cap * 40 + keys * 20 + 3 * DIRECT_ALIGN + APPEND_BLOCK +
