@@ -89,6 +89,9 @@ struct rn_state {
     char *ablk;                   /* [apb][stride], aligned; zeros after n_pos */
     uint64_t apb, ab_first;
     uint64_t alloc_end;           /* file bytes preallocated (fallocate) so far: [RN_STATEFILE_DATA, alloc_end) */
+    int can_resume;               /* created with opts.resume: resume_info is the clean header it had */
+    rn_statefile_info resume_info;
+    int64_t position;             /* the sequence position a flush records */
     int no_falloc;                /* the file system refused fallocate */
     void *hdr_buf;                /* [RN_STATEFILE_DATA] aligned: header I/O */
     rn_statefile_info info;       /* the header as on disk */
@@ -134,12 +137,14 @@ static size_t pos_bytes(uint64_t n)
 int rn_state_check(const rn_config *c, const rn_state_opts *o, rn_error *err)
 {
     if (!is_tiered(o)) {
+        if (o && o->resume) return rn_seterr(err, RN_EINPUT, "--state-resume: needs --state-budget and --state-file");
         if (o && o->file) return rn_seterr(err, RN_EINPUT, "--state-file: needs --state-budget");
         return RN_OK;
     }
     if (!o->file || !*o->file) return rn_seterr(err, RN_EINPUT, "--state-budget: needs --state-file PATH");
     if (o->io < RN_STATE_IO_AUTO || o->io > RN_STATE_IO_SYNC)
         return rn_seterr(err, RN_EINPUT, "--state-io: expected auto, threads or sync");
+    if (o->resume && o->discard) return rn_seterr(err, RN_EINPUT, "--state-resume: not with --state-discard");
     if (o->scope < RN_STATE_SCOPE_MODEL || o->scope > RN_STATE_SCOPE_HEAD)
         return rn_seterr(err, RN_EINPUT, "--state-scope: expected model, layer or head");
     const char *name = o->policy ? o->policy : "lru";
@@ -288,6 +293,22 @@ int rn_state_create(const rn_config *c, const rn_state_opts *o, rn_state **out, 
     }
     /* under O_DIRECT a row takes whole blocks of the device's alignment (often 512 bytes) */
     st->stride = row_stride(c, o->direct ? rn_statefile_dio_align(st->fd) : 0);
+    if (o->resume) { /* the header rn_statefile_check read (hdr_buf), before reset overwrites it */
+        rn_statefile_info *ri = &st->resume_info;
+        const char *why = !rn_statefile_decode(st->hdr_buf, ri) ? "it holds no state (empty or new)"
+                        : ri->state != RN_STATEFILE_CLEAN ? "it was not flushed clean (a run ended without a flush)"
+                        : ri->shape != rn_statefile_shape(c) || ri->n_keys != st->n_keys ? "it holds another model's state"
+                        : ri->row_bytes != st->stride ? "its rows are another size (written with --state-direct, or without it)"
+                        : NULL;
+        if (why) {
+            rc = rn_seterr(err, RN_EINPUT, "--state-resume: %s: %s", o->file, why);
+            close(st->fd);
+            st->fd = -1; /* the file is left as it is */
+            rn_state_free(st);
+            return rc;
+        }
+        st->can_resume = 1;
+    }
     /* the page cache: a row's pwrite is a copy into memory, so threads and
      * read-ahead cost more wake-ups than they save (docs/tiered-state.md) */
     st->sync = o->io == RN_STATE_IO_SYNC || (!o->direct && o->io == RN_STATE_IO_AUTO);
@@ -327,7 +348,8 @@ int rn_state_create(const rn_config *c, const rn_state_opts *o, rn_state **out, 
         rn_state_free(st);
         return rn_seterr(err, RN_ENOMEM, "out of memory allocating the tiered memory state");
     }
-    st->info = (rn_statefile_info){ 0, 0, rn_statefile_shape(c), st->stride, st->n_keys, 0, 0, 0 };
+    st->info = (rn_statefile_info){ 0, st->can_resume ? st->resume_info.generation : 0, rn_statefile_shape(c),
+                                    st->stride, st->n_keys, 0, 0, 0, 0 };
     size_t wbb = (size_t)WB_THREADS * WB_ROWS * st->stride;
     if (!(st->wb_mem = aligned_alloc(DIRECT_ALIGN, (wbb + DIRECT_ALIGN - 1) / DIRECT_ALIGN * DIRECT_ALIGN))) {
         rn_state_free(st);
@@ -387,7 +409,7 @@ void rn_state_reset(rn_state *st)
      * 10^5 scattered rows).  The header says dirty before any row is
      * written. */
     st->info.state = RN_STATEFILE_DIRTY;
-    st->info.dir_off = st->info.dir_count = st->info.dir_check = 0;
+    st->info.dir_off = st->info.dir_count = st->info.dir_check = st->info.position = 0;
     if (!st->err.code) rn_statefile_write(st->fd, st->path, &st->info, st->hdr_buf, &st->err);
     for (uint64_t g = 0; g < st->n_groups; g++) {
         if (st->caches[g]) st->pol->free(st->caches[g]);
@@ -917,8 +939,37 @@ int rn_state_flush(rn_state *st, rn_error *err)
         st->info.dir_off = doff;
         st->info.dir_count = st->n_pos;
         st->info.dir_check = rn_statefile_dir_check(st->pos_key, st->n_pos);
+        st->info.position = (uint64_t)st->position;
         rn_statefile_write(st->fd, st->path, &st->info, st->hdr_buf, &st->err);
     }
+    return rn_state_error(st, err);
+}
+
+void rn_state_set_position(rn_state *st, int64_t pos) { st->position = pos; }
+
+int rn_state_resume(rn_state *st, int64_t *pos, rn_error *err)
+{
+    if (!st->tiered || !st->can_resume)
+        return rn_seterr(err, RN_EINPUT, "--state-resume: the state was not opened for resuming");
+    const rn_statefile_info *ri = &st->resume_info;
+    st->can_resume = 0; /* once: a reset starts a new sequence */
+    dir_room(st, ri->dir_count);
+    if (st->err.code) return rn_state_error(st, err);
+    int rc = rn_statefile_read_dir(st->fd, st->path, ri, st->pos_key, err);
+    if (rc) return rc;
+    for (uint64_t p = 0; p < ri->dir_count; p++) { /* the table of an empty directory, filled */
+        uint32_t key = st->pos_key[p];
+        uint64_t i = dir_home(st, key);
+        while (st->dir[i] != DIR_EMPTY) i = (i + 1) & st->dir_mask;
+        st->dir[i] = (uint64_t)key << 32 | p;
+    }
+    st->n_pos = ri->dir_count;
+    st->ab_first = st->n_pos / st->apb * st->apb;
+    /* the open append block as the flush wrote it (whole, zeros after its rows) */
+    if (st->n_pos > st->ab_first) rows_io(st, 0, st->ab_first, st->apb, st->ablk, &st->err);
+    st->alloc_end = RN_STATEFILE_DATA + st->ab_first * st->stride; /* fallocate again from there: cheap where allocated */
+    st->position = (int64_t)ri->position;
+    *pos = st->position;
     return rn_state_error(st, err);
 }
 

@@ -52,6 +52,8 @@ typedef struct {
     int discard;          /* 1: replace the file even when it is dirty or not a state file */
     int no_prefetch;      /* 1: fetch each missing row only when it is accessed */
     int io;               /* enum rn_state_io: how O_DIRECT rows reach the file */
+    int resume;           /* 1: the file must be a clean state file of this model (row size
+                           * included); rn_state_resume then continues from it */
 } rn_state_opts;
 
 /* RN_STATE_IO_AUTO: with O_DIRECT, batches of Linux native AIO (rn_aio.h),
@@ -132,6 +134,17 @@ int rn_state_error(rn_state *st, rn_error *err);
  * and mark the file clean, so it holds the whole state; rows stay cached
  * (the next write-back marks it dirty again).  Dense: nothing. */
 int rn_state_flush(rn_state *st, rn_error *err);
+
+/* Tiered: the sequence position a flush records in the header (the
+ * runtime sets it before rn_state_flush). */
+void rn_state_set_position(rn_state *st, int64_t pos);
+
+/* Tiered, created with opts.resume: take up the state the file held when
+ * it was opened (its row directory, the rows stay in the file and are read
+ * on their misses; the open append block read back), after create's and
+ * the runtime's reset; *pos: the position recorded at its flush.  RN_EINPUT
+ * when the store was not created for resuming. */
+int rn_state_resume(rn_state *st, int64_t *pos, rn_error *err);
 
 /* Counters since create/reset (all 0 for a dense store). */
 void rn_state_get_counters(const rn_state *st, rn_state_counters *out);

@@ -19,7 +19,7 @@ static const char magic[8] = { 'R', 'N', 'S', 'T', 'A', 'T', 'E', 0 };
 typedef struct {
     char magic[8];
     uint32_t version, state;
-    uint64_t generation, shape, row_bytes, n_keys, data_off, dir_off, dir_count, dir_check;
+    uint64_t generation, shape, row_bytes, n_keys, data_off, dir_off, dir_count, dir_check, position;
     uint64_t check;
 } hdr;
 
@@ -51,6 +51,7 @@ void rn_statefile_encode(const rn_statefile_info *info, void *buf)
     h.dir_off = info->dir_off;
     h.dir_count = info->dir_count;
     h.dir_check = info->dir_check;
+    h.position = info->position;
     h.check = fnv(&h, offsetof(hdr, check), 14695981039346656037ull);
     memset(buf, 0, RN_STATEFILE_DATA);
     memcpy(buf, &h, sizeof h);
@@ -72,6 +73,7 @@ int rn_statefile_decode(const void *buf, rn_statefile_info *info)
     info->dir_off = h.dir_off;
     info->dir_count = h.dir_count;
     info->dir_check = h.dir_check;
+    info->position = h.position;
     return 1;
 }
 

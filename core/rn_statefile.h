@@ -48,6 +48,8 @@ typedef struct {
     uint64_t dir_off;      /* the row directory (CLEAN only; else 0) */
     uint64_t dir_count;    /* positions in the data region = keys in the directory (CLEAN only) */
     uint64_t dir_check;    /* rn_statefile_dir_check of the directory (CLEAN only) */
+    uint64_t position;     /* the sequence's next position at the flush (CLEAN only): where a
+                            * resumed run goes on */
 } rn_statefile_info;
 
 /* The checksum of a directory of n keys (FNV-1a over their bytes). */

@@ -158,7 +158,7 @@ TH_TEST(test_tiered_bit_identical, "tiered state equals dense, bit for bit (poli
                     /* the budget is per cache: one for the model, a layer or a head */
                     /* page cache: synchronous (the default), threads with read-ahead, threads without */
                     rn_state_opts so = { rows[b] * 4 * (c.d_v + 1) + (b & 1), TT_FILE, pols[p], 0, b % 3, 0,
-                                         (p + b + k) % 3 == 2, (p + b + k) % 3 ? RN_STATE_IO_THREADS : RN_STATE_IO_AUTO };
+                                         (p + b + k) % 3 == 2, (p + b + k) % 3 ? RN_STATE_IO_THREADS : RN_STATE_IO_AUTO, 0 };
                     rn_runtime *rt = NULL;
                     rn_state_counters cnt;
                     memset(got, 0xff, nl * 4);
@@ -215,7 +215,7 @@ TH_TEST(test_tiered_counters_simulate, "tiered hits and misses equal simulate's,
     for (int sc = 0; sc < 3; sc++)
     for (int p = 0; p < 6; p++)
         for (int b = 0; b < 6; b++) {
-            rn_state_opts so = { rows[b] * 4 * (c.d_v + 1), TT_FILE, pols[p], 0, sc, 0, 0, 0 };
+            rn_state_opts so = { rows[b] * 4 * (c.d_v + 1), TT_FILE, pols[p], 0, sc, 0, 0, 0, 0 };
             rn_error err;
             rn_runtime *rt;
             CU_ASSERT_EQUAL_FATAL(rn_runtime_create_state(&m, 1, &so, &rt, &err), RN_OK);
@@ -272,7 +272,7 @@ TH_TEST(test_tiered_counters_chunk_order, "tiered hits and misses equal simulate
         for (int sc = 0; sc < 3; sc++)
             for (int p = 0; p < 6; p++)
                 for (int b = 0; b < 3; b++) {
-                    rn_state_opts so = { rows[b] * 4 * (c.d_v + 1), TT_FILE, pols[p], 0, sc, 0, 0, 0 };
+                    rn_state_opts so = { rows[b] * 4 * (c.d_v + 1), TT_FILE, pols[p], 0, sc, 0, 0, 0, 0 };
                     rn_error err;
                     rn_runtime *rt;
                     CU_ASSERT_EQUAL_FATAL(rn_runtime_create_state(&m, chunks[ci], &so, &rt, &err), RN_OK);
@@ -335,13 +335,13 @@ TH_TEST(test_tiered_refusals, "tiered state: bad options are refused with the op
     rn_error err;
     rn_runtime *rt = NULL;
     struct { rn_state_opts o; const char *word; } bad[] = {
-        { { 1000, NULL, NULL, 0, 0, 0, 0, 0 }, "--state-file" },
-        { { 1000, TT_FILE, "opt", 0, 0, 0, 0, 0 }, "--state-policy" },
-        { { 1000, TT_FILE, "bogus", 0, 0, 0, 0, 0 }, "bogus" },
-        { { 10, TT_FILE, NULL, 0, 0, 0, 0, 0 }, "--state-budget" },
-        { { 1000, "/nonexistent-dir/x.state", NULL, 0, 0, 0, 0, 0 }, "--state-file" },
-        { { 0, TT_FILE, NULL, 0, 0, 0, 0, 0 }, "--state-file" },
-        { { 1000, TT_FILE, NULL, 0, 7, 0, 0, 0 }, "--state-scope" },
+        { { 1000, NULL, NULL, 0, 0, 0, 0, 0, 0 }, "--state-file" },
+        { { 1000, TT_FILE, "opt", 0, 0, 0, 0, 0, 0 }, "--state-policy" },
+        { { 1000, TT_FILE, "bogus", 0, 0, 0, 0, 0, 0 }, "bogus" },
+        { { 10, TT_FILE, NULL, 0, 0, 0, 0, 0, 0 }, "--state-budget" },
+        { { 1000, "/nonexistent-dir/x.state", NULL, 0, 0, 0, 0, 0, 0 }, "--state-file" },
+        { { 0, TT_FILE, NULL, 0, 0, 0, 0, 0, 0 }, "--state-file" },
+        { { 1000, TT_FILE, NULL, 0, 7, 0, 0, 0, 0 }, "--state-scope" },
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         CU_ASSERT_NOT_EQUAL(rn_runtime_create_state(&m, 4, &bad[i].o, &rt, &err), RN_OK);
@@ -349,7 +349,7 @@ TH_TEST(test_tiered_refusals, "tiered state: bad options are refused with the op
         CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, bad[i].word));
     }
     /* interventions and head state need the dense store */
-    rn_state_opts so = { 1000, TT_FILE, NULL, 0, 0, 0, 0, 0 };
+    rn_state_opts so = { 1000, TT_FILE, NULL, 0, 0, 0, 0, 0, 0 };
     CU_ASSERT_EQUAL_FATAL(rn_runtime_create_state(&m, 4, &so, &rt, &err), RN_OK);
     const rn_real *S, *z;
     CU_ASSERT_EQUAL(rn_runtime_head_state(rt, 0, 0, &S, &z, &err), RN_EINPUT);
@@ -510,7 +510,7 @@ TH_TEST(test_tiered_direct, "tiered state with O_DIRECT equals dense (skipped wh
     const size_t nl = (size_t)(T_PRE + T_GEN) * c.vocab_size;
     float *ref = malloc(nl * 4), *got = malloc(nl * 4);
     CU_ASSERT_EQUAL_FATAL(run_seq(&m, NULL, 5, ref, NULL, NULL), RN_OK);
-    rn_state_opts so = { 10 * 4 * (c.d_v + 1), TT_FILE, "clock", 1, RN_STATE_SCOPE_HEAD, 0, 0, 0 };
+    rn_state_opts so = { 10 * 4 * (c.d_v + 1), TT_FILE, "clock", 1, RN_STATE_SCOPE_HEAD, 0, 0, 0, 0 };
     rn_error err;
     rn_runtime *rt;
     if (rn_runtime_create_state(&m, 5, &so, &rt, &err) == RN_EINPUT && strstr(err.msg, "O_DIRECT")) {
@@ -552,7 +552,7 @@ TH_TEST(test_tiered_file_header, "state file: dirty while written, clean after a
     tiny_config(&c, 1, 0, 1.0f);
     rn_model m;
     make_model(&m, &c, 31);
-    rn_state_opts so = { 5 * 4 * (c.d_v + 1), TT_FILE, "lru", 0, 0, 0, 0, 0 };
+    rn_state_opts so = { 5 * 4 * (c.d_v + 1), TT_FILE, "lru", 0, 0, 0, 0, 0, 0 };
     rn_error err;
     rn_runtime *rt;
     unlink(TT_FILE);
@@ -585,7 +585,7 @@ TH_TEST(test_tiered_file_header, "state file: dirty while written, clean after a
     /* a dirty header (what a killed run leaves) is refused, naming the file,
      * and the file is left alone; discard replaces it */
     char hb[RN_STATEFILE_DATA];
-    rn_statefile_info info = { RN_STATEFILE_DIRTY, 3, rn_statefile_shape(&c), 28, 162, 0, 0, 0 };
+    rn_statefile_info info = { RN_STATEFILE_DIRTY, 3, rn_statefile_shape(&c), 28, 162, 0, 0, 0, 0 };
     int fd = open(TT_FILE, O_RDWR);
     CU_ASSERT_FATAL(fd >= 0);
     CU_ASSERT_EQUAL(rn_statefile_write(fd, TT_FILE, &info, hb, &err), RN_OK);
@@ -657,7 +657,7 @@ TH_TEST(test_tiered_prefetch, "read-ahead changes neither outputs nor counters, 
                 for (int chunk = 1; chunk <= 9; chunk += 8) {
                     /* page cache: the threads' read-ahead (the default there is synchronous) */
                     rn_state_opts so = { rows[b] * 4 * (c.d_v + 1), TT_FILE, pols[p], direct, 0, 0, 1,
-                                         direct ? RN_STATE_IO_AUTO : RN_STATE_IO_THREADS };
+                                         direct ? RN_STATE_IO_AUTO : RN_STATE_IO_THREADS, 0 };
                     rn_state_counters off, on;
                     int rc = run_seq(&m, &so, chunk, ref, &off, NULL);
                     if (direct && rc) { fprintf(stderr, "(O_DIRECT refused here) "); goto done; }
@@ -717,7 +717,7 @@ TH_TEST(test_tiered_aio, "O_DIRECT with native AIO, with threads and synchronous
         for (int p = 0; p < 4; p++)
             for (int b = 0; b < 4; b++) {
                 rn_state_opts so = { rows[b] * 4 * (c.d_v + 1), TT_FILE, pols[p], 1, b % 3, 0, p & 1,
-                                     RN_STATE_IO_AUTO };
+                                     RN_STATE_IO_AUTO, 0 };
                 rn_state_counters ca, ct;
                 char *fa = NULL, *ft = NULL;
                 size_t la = 0, lt = 0;
@@ -757,7 +757,7 @@ TH_TEST(test_tiered_aio, "O_DIRECT with native AIO, with threads and synchronous
     /* two sequences with a reset between them (the file's blocks kept): the
      * flushed file still holds the dense state */
     for (int p = 0; p < 2; p++) {
-        rn_state_opts so = { 2 * 4 * (c.d_v + 1), TT_FILE, pols[p], 1, 0, 0, 0, RN_STATE_IO_AUTO };
+        rn_state_opts so = { 2 * 4 * (c.d_v + 1), TT_FILE, pols[p], 1, 0, 0, 0, RN_STATE_IO_AUTO, 0 };
         rn_runtime *dense, *rt;
         CU_ASSERT_EQUAL_FATAL(run_seq(&m, NULL, 7, ref, NULL, &dense), RN_OK);
         CU_ASSERT_EQUAL_FATAL(run_seq(&m, &so, 7, a, NULL, &rt), RN_OK);
@@ -781,7 +781,7 @@ TH_TEST(test_tiered_aio_fallback, "io_setup refused (RAMTRACE_AIO_FAIL): O_DIREC
     const size_t nl = (size_t)(T_PRE + T_GEN) * c.vocab_size;
     float *ref = malloc(nl * 4), *got = malloc(nl * 4);
     CU_ASSERT_EQUAL_FATAL(run_seq(&m, NULL, 3, ref, NULL, NULL), RN_OK);
-    rn_state_opts so = { 4 * 4 * (c.d_v + 1), TT_FILE, "lru", 1, 0, 0, 0, RN_STATE_IO_AUTO };
+    rn_state_opts so = { 4 * 4 * (c.d_v + 1), TT_FILE, "lru", 1, 0, 0, 0, RN_STATE_IO_AUTO, 0 };
     rn_state_counters cnt;
     setenv("RAMTRACE_AIO_FAIL", "1", 1);
     int rc = run_seq(&m, &so, 3, got, &cnt, NULL);
@@ -845,7 +845,7 @@ TH_TEST(test_tiered_disk_use, "a state file uses about rows written x row bytes 
     uint32_t *keys = aligned_alloc(4096, nk * 4 + 4096);
     int direct_ran = 0;
     for (int direct = 0; direct < 2; direct++) {
-        rn_state_opts so = { 3 * 4 * (c.d_v + 1), TT_FILE, "lru", direct, 0, 0, 0, RN_STATE_IO_AUTO };
+        rn_state_opts so = { 3 * 4 * (c.d_v + 1), TT_FILE, "lru", direct, 0, 0, 0, RN_STATE_IO_AUTO, 0 };
         rn_error err;
         rn_runtime *rt;
         unlink(TT_FILE);
@@ -906,7 +906,7 @@ TH_TEST(test_tiered_append_block, "fresh rows still in the unfinished append blo
         for (int direct = 0; direct < 2; direct++)
             for (int b = 1; b <= 3; b += 2)
                 for (int i = 0; i < 3; i++) {
-                    rn_state_opts so = { (uint64_t)b * 4 * (c.d_v + 1), TT_FILE, "lru", direct, 0, 0, 0, io[i] };
+                    rn_state_opts so = { (uint64_t)b * 4 * (c.d_v + 1), TT_FILE, "lru", direct, 0, 0, 0, io[i], 0 };
                     rn_state_counters cnt;
                     rn_runtime *rt = NULL;
                     unlink(TT_FILE);
@@ -936,7 +936,7 @@ TH_TEST(test_tiered_file_versions, "a state file of format version 1, or one who
     tiny_config(&c, 1, 1, 1.0f);
     rn_model m;
     make_model(&m, &c, 91);
-    rn_state_opts so = { 4 * 4 * (c.d_v + 1), TT_FILE, "lru", 0, 0, 0, 0, 0 };
+    rn_state_opts so = { 4 * 4 * (c.d_v + 1), TT_FILE, "lru", 0, 0, 0, 0, 0, 0 };
     rn_error err;
     rn_runtime *rt = NULL;
     /* version 1's header: the same magic, version 1, its fields */
@@ -1004,6 +1004,136 @@ TH_TEST(test_tiered_file_versions, "a state file of format version 1, or one who
     rn_runtime_free(rt);
     rn_model_free(&m);
     unlink(TT_FILE);
+}
+
+/* One piece of a sequence on TT_FILE: resume (or start) it, prefill or
+ * step tokens [from, to) with their logits into out, flush unless last. */
+static int resume_piece(const rn_model *m, rn_state_opts so, int chunk, int resume, int from, int to, int prefill,
+                        int flush, float *out)
+{
+    rn_error err;
+    rn_runtime *rt;
+    so.resume = resume;
+    int rc = rn_runtime_create_state(m, chunk, &so, &rt, &err);
+    if (rc) { fprintf(stderr, "%s\n", err.msg); return rc; }
+    int tok[T_PRE + T_GEN];
+    for (int i = 0; i < T_PRE + T_GEN; i++) tok[i] = (i * 37 + 11) % m->cfg.vocab_size; /* as run_seq */
+    const int V = m->cfg.vocab_size;
+    if (rn_runtime_pos(rt) != from) rc = RN_EINTERNAL;
+    if (!rc && prefill) rc = rn_prefill(rt, tok + from, to - from, out + (size_t)from * V, 1, &err);
+    for (int i = from; i < to && !rc && !prefill; i++) rc = rn_step(rt, tok[i], out + (size_t)i * V, &err);
+    if (!rc && flush) rc = rn_runtime_flush_state(rt, &err);
+    if (rc) fprintf(stderr, "resume piece %d..%d: %s\n", from, to, rc == RN_EINTERNAL ? "position" : err.msg);
+    rn_runtime_free(rt);
+    return rc;
+}
+
+TH_TEST(test_tiered_resume, "a sequence resumed from clean state files (flushed, closed, reopened twice) is bit-identical to the dense runtime's; a file not flushed clean, of another model or row size, is refused")
+{
+    rn_config c;
+    tiny_config(&c, 4, 1, 0.8f);
+    rn_model m;
+    make_model(&m, &c, 101);
+    const size_t nl = (size_t)(T_PRE + T_GEN) * c.vocab_size;
+    float *ref = malloc(nl * 4), *got = malloc(nl * 4);
+    const char *pols[] = { "lru", "arc" };
+    const uint64_t rows[] = { 3, 40 };
+    int runs = 0;
+    for (int chunk = 1; chunk <= 7; chunk += 6) {
+        CU_ASSERT_EQUAL_FATAL(run_seq(&m, NULL, chunk, ref, NULL, NULL), RN_OK);
+        for (int direct = 0; direct < 2; direct++)
+            for (int p = 0; p < 2; p++)
+                for (int b = 0; b < 2; b++) {
+                    rn_state_opts so = { rows[b] * 4 * (c.d_v + 1), TT_FILE, pols[p], direct, 0, 0, 0,
+                                         (p + b) & 1 ? RN_STATE_IO_SYNC : RN_STATE_IO_AUTO, 0 };
+                    unlink(TT_FILE);
+                    memset(got, 0xff, nl * 4);
+                    int rc = resume_piece(&m, so, chunk, 0, 0, T_PRE, 1, 1, got);
+                    if (direct && rc == RN_EINPUT) continue; /* O_DIRECT refused here */
+                    CU_ASSERT_EQUAL(rc, RN_OK);
+                    CU_ASSERT_EQUAL(resume_piece(&m, so, chunk, 1, T_PRE, T_PRE + 4, 0, 1, got), RN_OK);
+                    CU_ASSERT_EQUAL(resume_piece(&m, so, chunk, 1, T_PRE + 4, T_PRE + T_GEN, 0, 0, got), RN_OK);
+                    CU_ASSERT_EQUAL(memcmp(ref, got, nl * 4), 0);
+                    runs++;
+                }
+    }
+    CU_ASSERT(runs >= 8);
+    /* refusals: the last piece ended without a flush (closed) */
+    rn_state_opts so = { 3 * 4 * (c.d_v + 1), TT_FILE, "lru", 0, 0, 0, 0, 0, 1 };
+    rn_error err;
+    rn_runtime *rt = NULL;
+    unlink(TT_FILE);
+    CU_ASSERT_EQUAL(resume_piece(&m, so, 4, 0, 0, 10, 1, 0, got), RN_OK);
+    CU_ASSERT_EQUAL(rn_runtime_create_state(&m, 4, &so, &rt, &err), RN_EINPUT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "--state-resume"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "not flushed clean"));
+    CU_ASSERT_EQUAL(file_state(NULL), RN_STATEFILE_CLOSED); /* left alone */
+    CU_ASSERT_EQUAL(resume_piece(&m, so, 4, 0, 0, 10, 1, 1, got), RN_OK); /* now clean */
+    rn_config c2 = c;
+    c2.order = 4;
+    rn_model m2;
+    make_model(&m2, &c2, 102);
+    CU_ASSERT_EQUAL(rn_runtime_create_state(&m2, 4, &so, &rt, &err), RN_EINPUT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "another model"));
+    rn_model_free(&m2);
+    so.direct = 1;
+    int rc = rn_runtime_create_state(&m, 4, &so, &rt, &err);
+    CU_ASSERT_EQUAL(rc, RN_EINPUT);
+    CU_ASSERT(strstr(err.msg, "another size") || strstr(err.msg, "O_DIRECT"));
+    so.direct = 0;
+    so.discard = 1;
+    CU_ASSERT_EQUAL(rn_runtime_create_state(&m, 4, &so, &rt, &err), RN_EINPUT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "--state-resume"));
+    CU_ASSERT_EQUAL(file_state(NULL), RN_STATEFILE_CLEAN);
+    free(ref); free(got);
+    rn_model_free(&m);
+    unlink(TT_FILE);
+}
+
+TH_TEST(test_tiered_cli_resume, "run --state-save then run --state-resume with the rest of the prompt prints what one dense run of the whole prompt prints; bad combinations exit 2")
+{
+    char sf[512], p1[512], p2[512], p12[512], dense[8192];
+    snprintf(sf, sizeof sf, "%s", th_path("resume.state"));
+    snprintf(p1, sizeof p1, "%s", th_path("p1.txt"));
+    snprintf(p2, sizeof p2, "%s", th_path("p2.txt"));
+    snprintf(p12, sizeof p12, "%s", th_path("p12.txt"));
+    size_t len = 0;
+    char *text = th_read_file("samples/prompts/kjv.txt", &len);
+    CU_ASSERT_FATAL(text && len > 100);
+    CU_ASSERT_EQUAL_FATAL(th_write_file(p1, text, 60), 0);
+    CU_ASSERT_EQUAL_FATAL(th_write_file(p2, text + 60, len - 60), 0);
+    CU_ASSERT_EQUAL_FATAL(th_write_file(p12, text, len), 0);
+    free(text);
+    CU_ASSERT_EQUAL_FATAL(th_run("%s run samples/kjv.bin %s -n 40 --seed 5", th_bin(), p12), 0);
+    snprintf(dense, sizeof dense, "%s", th_out());
+    const char *modes[] = { "", "--state-direct" };
+    for (int d = 0; d < 2; d++) {
+        unlink(sf);
+        CU_ASSERT_EQUAL(th_run("%s run samples/kjv.bin %s -n 0 --state-budget 4K --state-file %s --state-save %s",
+                               th_bin(), p1, sf, modes[d]), 0);
+        CU_ASSERT_EQUAL(th_run("%s run samples/kjv.bin %s -n 40 --seed 5 --state-budget 4K --state-file %s "
+                               "--state-resume %s", th_bin(), p2, sf, modes[d]), 0);
+        CU_ASSERT_STRING_EQUAL(th_out(), dense);
+        /* that run did not save: its file is closed, not resumable */
+        CU_ASSERT_EQUAL(th_run("%s run samples/kjv.bin %s -n 4 --state-budget 4K --state-file %s --state-resume %s",
+                               th_bin(), p2, sf, modes[d]), 2);
+        CU_ASSERT_PTR_NOT_NULL(strstr(th_err(), "--state-resume"));
+        CU_ASSERT_EQUAL(th_count_lines(th_err()), 1);
+    }
+    const char *bad[][2] = {
+        { "--state-resume", "--state-resume" },
+        { "--state-save", "--state-save" },
+        { "--state-budget 4K --state-file %s --state-resume --trace x.db", "--trace" },
+        { "--state-budget 4K --state-file %s --state-resume --state-discard", "--state-discard" },
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char opts[1024];
+        snprintf(opts, sizeof opts, bad[i][0], sf);
+        CU_ASSERT_EQUAL(th_run("%s run samples/kjv.bin %s -n 2 %s", th_bin(), p2, opts), 2);
+        CU_ASSERT_PTR_NOT_NULL(strstr(th_err(), bad[i][1]));
+        CU_ASSERT_EQUAL(th_count_lines(th_err()), 1);
+    }
+    unlink(sf);
 }
 
 TH_TEST(test_tiered_plot, "plot tiered draws a bench CSV; a CSV without its columns or with a bad number exits 2 naming it")
