@@ -93,7 +93,7 @@ int rn_state_check(const rn_config *c, const rn_state_opts *o, rn_error *err);
 double rn_state_bytes(const rn_config *c, const rn_state_opts *o);
 
 /* Create a store at the initial state (S = 0, z = 1/M); o NULL or budget 0:
- * dense.  Tiered: creates (replaces, keeping its blocks) the file, sparse, with a header marked
+ * dense.  Tiered: creates (or replaces, keeping its blocks) the file, with a header marked
  * dirty (core/rn_statefile.h); an existing file that is dirty (left by a
  * killed run) or not a state file is refused (RN_EINPUT naming it) unless
  * o->discard. */

@@ -15,7 +15,8 @@
  * The header says one of
  *   DIRTY  — a run is writing the rows, or was killed while it did: the
  *            rows on disk are a mixture of moments, not a state;
- *   CLEAN  — a full flush (every row, the bitmap, fsync, then the header)
+ *   CLEAN  — a full flush (every row, the row directory, fsync, then the
+ *            header with the directory's place and checksum)
  *            finished: the file holds the whole state after `generation`
  *            flushes, and no row was written since;
  *   CLOSED — a run ended normally without a final flush: not a state, but
