@@ -66,8 +66,9 @@ int cli_parse_size(const char *opt, const char *s, uint64_t *out, rn_error *err)
 #define CLI_STATE_HELP \
     "      --state-budget B  keep only B bytes of slot rows in memory (e.g. 64M) and\n" \
     "                        the whole state in --state-file (CPU only; docs/tiered-state.md)\n" \
-    "      --state-file PATH the state file (created sparse; replaced, unless a killed\n" \
-    "                        run left it dirty or it is not a state file)\n" \
+    "      --state-file PATH the state file: the rows written back, packed (created, or\n" \
+    "                        replaced, unless a killed run left it dirty or it is not\n" \
+    "                        a state file of this version)\n" \
     "      --state-discard   replace --state-file even then\n" \
     "      --state-policy P  which rows stay in memory: lru (default), clock, fifo,\n" \
     "                        lfu, arc, s3fifo\n" \

@@ -37,6 +37,10 @@ static void usage(void)
            "      --no-index        accepted; has no effect since trace schema v2\n"
            "      --device DEV      cpu (default) or cuda (a CUDA build and a GPU)\n"
            CLI_STATE_HELP
+           "      --state-save      at the end, run the last generated token too and flush\n"
+           "                        the state into --state-file (clean: resumable)\n"
+           "      --state-resume    go on from the sequence a --state-save left in\n"
+           "                        --state-file: PROMPT continues it\n"
            "      --intervene SPEC  ablate, scale or patch slots, heads or layers while the\n"
            "                        model runs (repeatable; @FILE: one spec a line; CPU only):\n"
            "                          ablate-slots L.H:S1,S2,...[@T0-T1]  ablate-head L.H[@T0-T1]\n"
@@ -57,7 +61,8 @@ int cmd_run(int argc, char **argv)
         { "ops", required_argument, 0, 1003 }, { "name", required_argument, 0, 1004 },
         { "no-index", no_argument, 0, 1005 }, { "device", required_argument, 0, 1006 },
         { "weights", required_argument, 0, 1007 }, { "intervene", required_argument, 0, 1008 },
-        { "chunk", required_argument, 0, 1009 }, CLI_STATE_LONGOPTS, { 0, 0, 0, 0 }
+        { "chunk", required_argument, 0, 1009 }, { "state-save", no_argument, 0, 1010 },
+        { "state-resume", no_argument, 0, 1011 }, CLI_STATE_LONGOPTS, { 0, 0, 0, 0 }
     };
     long n_gen = 64, threads = 0, chunk = 0;
     double temperature = 0.8, top_p = 0.9;
@@ -71,7 +76,7 @@ int cmd_run(int argc, char **argv)
     rn_device device;
     enum { MAX_IV_ARGS = 256 };
     const char *iv_args[MAX_IV_ARGS];
-    int n_iv_args = 0;
+    int n_iv_args = 0, save = 0;
     optind = 1;
     opterr = 0;
     int c;
@@ -96,6 +101,8 @@ int cmd_run(int argc, char **argv)
         case 1006: device_arg = optarg; break;
         case 1007: topt.weights = optarg; break;
         case 1009: rc = cli_parse_long("--chunk", optarg, 1, 1 << 16, &chunk, &err); break;
+        case 1010: save = 1; break;
+        case 1011: so.resume = 1; break;
         case 1008:
             if (n_iv_args == MAX_IV_ARGS) return cli_usage_error("run", "more than %d --intervene options (use @FILE)", MAX_IV_ARGS);
             iv_args[n_iv_args++] = optarg;
@@ -116,6 +123,11 @@ int cmd_run(int argc, char **argv)
     if (tr_state_device_check(&so, device, &err)) return cli_usage_error("run", "%s", err.msg);
     if (n_iv_args && so.budget)
         return cli_usage_error("run", "--intervene: interventions need the dense memory state (no --state-budget)");
+    if ((save || so.resume) && !so.budget)
+        return cli_usage_error("run", "%s: needs --state-budget and --state-file", save ? "--state-save" : "--state-resume");
+    if ((save || so.resume) && topt.db_path)
+        return cli_usage_error("run", "%s: not with --trace (a trace starts its sequence at position 0)",
+                               save ? "--state-save" : "--state-resume");
 
     rn_model model;
     int rc = rn_model_load(&model, model_path, &err);
@@ -130,6 +142,8 @@ int cmd_run(int argc, char **argv)
     rn_sampler sampler = { 0 };
     float *logits = NULL;
     rc = rn_tokenize_file(&model.cfg, prompt_path, &prompt, &n_prompt, &err);
+    /* --state-resume: PROMPT continues the saved sequence, without a BOS of its own */
+    const int p0 = !rc && so.resume && n_prompt > 0 && prompt[0] == RN_BOS ? 1 : 0;
     if (!chunk) chunk = rn_device_default_chunk(device);
     if (!rc) rc = so.budget ? rn_runtime_create_state(&model, (int)chunk, &so, &rt, &err)
                             : rn_runtime_create_on(&model, (int)chunk, device, &rt, &err);
@@ -161,12 +175,13 @@ int cmd_run(int argc, char **argv)
     double t0 = cli_now();
     rc = tw ? tr_record_prefill(rt, tw, &model.cfg, prompt, n_prompt, chunk < 256 ? (int)chunk : 256, logits, &cli_stop_flag,
                                 NULL, NULL, &err)
-            : rn_prefill(rt, prompt, n_prompt, logits, 0, &err);
+            : rn_prefill(rt, prompt + p0, n_prompt - p0, logits, 0, &err);
     double t1 = cli_now();
     if (rc) goto done;
     long made = 0;
+    int next = -1;
     for (; made < n_gen && !cli_interrupted; made++) {
-        int next = rn_sample(&sampler, logits);
+        next = rn_sample(&sampler, logits);
         rn_token_print(&model.cfg, next, made == 0, stdout);
         fflush(stdout);
         if (made + 1 < n_gen) {
@@ -180,9 +195,13 @@ int cmd_run(int argc, char **argv)
     if (model.cfg.tokenizer == RN_TOK_IDS || made) putchar('\n');
     fflush(stdout);
     cli_info("prefill: %d tokens in %.3f s (%.1f tok/s); generation: %ld tokens in %.3f s (%.1f tok/s)\n",
-            n_prompt, t1 - t0, n_prompt / (t1 - t0 > 0 ? t1 - t0 : 1e-9), made, t2 - t1,
+            n_prompt - p0, t1 - t0, (n_prompt - p0) / (t1 - t0 > 0 ? t1 - t0 : 1e-9), made, t2 - t1,
             made / (t2 - t1 > 0 ? t2 - t1 : 1e-9));
     if (cli_interrupted) rc = rn_seterr(&err, RN_EINTR, "interrupted after %ld generated tokens", made);
+    /* --state-save: the state after every token printed (the last one was
+     * sampled, not yet run), flushed clean, so --state-resume goes on from it */
+    if (save && !rc && made && (rc = rn_step(rt, next, logits, &err))) goto done;
+    if (save && !rc) rc = rn_runtime_flush_state(rt, &err);
 done:;
     rn_state_counters sc;
     if (rt && rn_runtime_state_counters(rt, &sc) && (!rc || rc == RN_EINTR)) {

@@ -4,7 +4,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/aio_abi.h>
-#include <linux/falloc.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -51,7 +50,6 @@ struct rn_aio {
     char *mem;
     uint64_t taken, submits, requests;
     int err_no;             /* errno of the last failed read */
-    int no_falloc;          /* the file system refused fallocate: write blocks into holes as they are */
     rn_error err;           /* the first failed write */
 };
 
@@ -111,8 +109,7 @@ void rn_aio_submit(rn_aio *a)
 {
     if (!a->n_pend) return;
     reap(a, 0);
-    /* reads first: a write into a hole allocates its block inside
-     * io_submit, and the scan is waiting for the reads, not the writes */
+    /* reads first: the scan is waiting for the reads, not the writes */
     int k = 0;
     for (int i = 0; i < a->n_pend; i++)
         if (a->pend[i]->aio_lio_opcode == IOCB_CMD_PREAD) a->scratch[k++] = a->pend[i];
@@ -173,7 +170,7 @@ int rn_aio_create(int fd, const char *path, size_t row, size_t blk, uint64_t bas
 {
     *out = NULL;
     *sys_errno = 0;
-    if (!row || blk % row || blk / row > 64 || base % blk || wslots < 1 || rslots < 1 || batch < 1)
+    if (!row || blk % row || blk / row > 64 || wslots < 1 || rslots < 1 || batch < 1)
         return rn_seterr(err, RN_EINTERNAL, "aio: rows of %zu bytes in blocks of %zu", row, blk);
     rn_aio *a = calloc(1, sizeof *a);
     if (!a) return rn_seterr(err, RN_ENOMEM, "out of memory for the AIO queue");
@@ -236,12 +233,23 @@ static void prep(rn_aio *a, struct iocb *cb, int write, uint64_t tag, void *buf,
     a->pend[a->n_pend++] = cb;
 }
 
-/* The write queued or under way for block b, or -1. */
+/* A write queued or under way of block b (any of its rows), or -1. */
 static int wfind(const rn_aio *a, uint64_t b)
 {
     if (a->n_wfree == a->nw) return -1;
     for (int i = 0; i < a->nw; i++)
         if (a->w[i].state != E_FREE && a->w[i].block == b) return i;
+    return -1;
+}
+
+/* The write queued or under way that covers the row at position pos (its
+ * block's whole write or the row's own: at most one), or -1. */
+static int wfind_row(const rn_aio *a, uint64_t pos)
+{
+    if (a->n_wfree == a->nw) return -1;
+    const uint64_t b = pos / a->rpb, bit = 1ull << (pos % a->rpb);
+    for (int i = 0; i < a->nw; i++)
+        if (a->w[i].state != E_FREE && a->w[i].block == b && (a->w[i].mask & bit)) return i;
     return -1;
 }
 
@@ -252,68 +260,65 @@ static void wwait(rn_aio *a, int i)
     while (a->w[i].state != E_FREE) reap(a, 1);
 }
 
-void rn_aio_write(rn_aio *a, uint32_t key, const void *row, int fresh)
+/* A free write slot for block b, queued (waiting for any when all are
+ * busy). */
+static wentry *wtake(rn_aio *a, uint64_t b)
 {
-    const uint64_t b = key / a->rpb, pos = key % a->rpb, bit = 1ull << pos;
-    int i = wfind(a, b);
-    if (i >= 0) {
-        wentry *e = &a->w[i];
-        if (e->state == E_QUEUED && (e->full || e->mask == bit)) { /* not handed over yet: join it */
-            memcpy(e->buf + (e->full ? pos * a->row : 0), row, a->row);
-            e->mask |= bit;
-            return;
-        }
-        wwait(a, i); /* never two writes of one block at once */
-    }
     while (!a->n_wfree) { /* every slot queued or under way: submit, then wait for one */
         rn_aio_submit(a);
         if (!a->n_wfree) reap(a, 1);
     }
-    i = a->wfree[--a->n_wfree];
-    wentry *e = &a->w[i];
+    wentry *e = &a->w[a->wfree[--a->n_wfree]];
     e->state = E_QUEUED;
     e->block = b;
-    e->mask = bit;
-    e->full = fresh; /* with one row a block, the "block" is the row */
-    if (e->full) {
-        /* Allocate exactly this block first (an unwritten extent; the
-         * write then converts it).  Without it ext4 allocates inside
-         * io_submit, and for a file whose size is many GiB it widens a
-         * one-block request into a search for a large free extent
-         * (ext4_mb_normalize_request): 1.3 s of io_submit against 0.3 s in
-         * the 2 MiB run of docs/tiered-state.md.  A failure is harmless
-         * (the write allocates); only "not supported" stops trying. */
-        if (!a->no_falloc && fallocate(a->fd, FALLOC_FL_KEEP_SIZE, (off_t)(a->base + b * a->blk), (off_t)a->blk) &&
-            (errno == EOPNOTSUPP || errno == ENOSYS))
-            a->no_falloc = 1;
-        memset(e->buf, 0, a->blk);
-        memcpy(e->buf + pos * a->row, row, a->row);
-        prep(a, &e->cb, 1, (uint64_t)i, e->buf, a->blk, a->base + b * a->blk);
-    } else {
-        memcpy(e->buf, row, a->row);
-        prep(a, &e->cb, 1, (uint64_t)i, e->buf, a->row, a->base + (uint64_t)key * a->row);
+    return e;
+}
+
+void rn_aio_write(rn_aio *a, uint64_t pos, const void *row)
+{
+    const uint64_t b = pos / a->rpb, at = pos % a->rpb, bit = 1ull << at;
+    int i = wfind_row(a, pos);
+    if (i >= 0 && a->w[i].state == E_QUEUED) { /* not handed over yet: the new bytes join it */
+        memcpy(a->w[i].buf + (a->w[i].full ? at * a->row : 0), row, a->row);
+        return;
     }
+    if (i >= 0) wwait(a, i); /* never two writes of one row at once; other rows of the block may go on */
+    wentry *e = wtake(a, b);
+    e->mask = bit;
+    e->full = 0;
+    memcpy(e->buf, row, a->row);
+    prep(a, &e->cb, 1, (uint64_t)(e - a->w), e->buf, a->row, a->base + pos * a->row);
     if (++a->w_queued >= a->batch) rn_aio_submit(a);
 }
 
-int rn_aio_written(const rn_aio *a, uint32_t key, void *dst)
+void rn_aio_write_block(rn_aio *a, uint64_t b, const void *buf)
 {
-    const uint64_t b = key / a->rpb, pos = key % a->rpb;
-    int i = wfind(a, b);
-    if (i < 0 || !(a->w[i].mask >> pos & 1)) return 0;
-    if (dst) memcpy(dst, a->w[i].buf + (a->w[i].full ? pos * a->row : 0), a->row);
+    for (int i; (i = wfind(a, b)) >= 0;) wwait(a, i); /* a block write overlaps every write of the block */
+    wentry *e = wtake(a, b);
+    e->mask = a->rpb == 64 ? ~0ull : (1ull << a->rpb) - 1;
+    e->full = 1;
+    memcpy(e->buf, buf, a->blk);
+    prep(a, &e->cb, 1, (uint64_t)(e - a->w), e->buf, a->blk, a->base + b * a->blk);
+    if (++a->w_queued >= a->batch) rn_aio_submit(a);
+}
+
+int rn_aio_written(const rn_aio *a, uint64_t pos, void *dst)
+{
+    int i = wfind_row(a, pos);
+    if (i < 0) return 0;
+    if (dst) memcpy(dst, a->w[i].buf + (a->w[i].full ? pos % a->rpb * a->row : 0), a->row);
     return 1;
 }
 
 int rn_aio_read_full(const rn_aio *a) { return !a->n_rfree; }
 
-void rn_aio_read_issue(rn_aio *a, uint32_t key)
+void rn_aio_read_issue(rn_aio *a, uint32_t key, uint64_t pos)
 {
     if (!a->n_rfree) return;
     int s = a->rfree[--a->n_rfree];
     a->r[s].state = E_QUEUED;
     a->r[s].key = key;
-    prep(a, &a->r[s].cb, 0, (uint64_t)(a->nw + s), a->r[s].buf, a->row, a->base + (uint64_t)key * a->row);
+    prep(a, &a->r[s].cb, 0, (uint64_t)(a->nw + s), a->r[s].buf, a->row, a->base + pos * a->row);
 }
 
 int rn_aio_read_find(const rn_aio *a, uint32_t key)

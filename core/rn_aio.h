@@ -2,25 +2,25 @@
  * (io_setup / io_submit / io_getevents through syscall(2), the kernel ABI of
  * <linux/aio_abi.h>; no library), for a file opened with O_DIRECT.
  *
- * Writes and reads of rows (one row: `row` bytes at base + key · row) are
- * queued, then handed to the kernel together by one io_submit
- * (rn_aio_submit, or by the queue when `batch` writes are waiting);
- * completions are reaped without waiting at each submission, and waited
- * for only when a request's result is needed (a read taken, a write slot or
- * a block still busy, a drain).
+ * Writes and reads of rows (one row: `row` bytes at base + pos · row, pos
+ * a row's position in the file) are queued, then handed to the kernel
+ * together by one io_submit (rn_aio_submit, or by the queue when `batch`
+ * writes are waiting); completions are reaped without waiting at each
+ * submission, and waited for only when a request's result is needed (a read
+ * taken, a write slot or a block still busy, a drain).
  *
- * Writes: at most one write per file block (`blk` bytes, a multiple of row)
- * is queued or under way.  A row whose block holds no other row of the
- * state (`fresh`, the caller's written-rows bitmap says so) is written as
- * the whole block, zeros around it: on ext4 a write smaller than the file
- * system's block into a hole is done synchronously inside io_submit, one at
- * a time (bench/bench_aio.c measures it), while a whole block is not; the
- * block is allocated first with fallocate (exactly one block), which spares
- * io_submit ext4's search for a large free extent.  A
- * second row of a block whose write is still queued joins that write; one
- * whose block's write is under way waits for it, so writes that overlap
- * never race.  A queued or in-flight write keeps its bytes until it
- * completes: rn_aio_written gives them to a miss on that row.
+ * Writes: whole blocks (`blk` bytes, a multiple of row: the caller's
+ * append blocks of fresh rows, rn_aio_write_block) and single rows
+ * (rewrites of a row in a block written before, rn_aio_write).  At most one
+ * write per row is queued or under way: a row whose write (its own or its
+ * block's) is still queued joins it; one whose write is under way waits for
+ * it; a block's write waits for every write of the block.  So writes that
+ * overlap never race, while rows of one block (written back at nearby
+ * times, so often evicted together again) go to the kernel together.  A queued or in-flight write keeps its bytes until it completes:
+ * rn_aio_written gives them to a miss on that row.  The file's space is the
+ * caller's to allocate (fallocate ahead): every write here goes to
+ * allocated blocks, which ext4 takes in batches without allocating inside
+ * io_submit.
  *
  * Reads: a fixed number of slots of one row each, issued, found and taken
  * like rn_prefetch.h's (the caller guarantees no write of the row is
@@ -39,8 +39,8 @@
 typedef struct rn_aio rn_aio;
 
 /* A queue over fd (named path, for messages): rows of `row` bytes from file
- * offset base; blocks of blk bytes (a multiple of row dividing base; blk =
- * row writes every row alone); wslots writes and rslots reads queued or
+ * offset base; blocks of blk bytes (a multiple of row, at most 64 rows; block
+ * b at base + b · blk); wslots writes and rslots reads queued or
  * under way at most; writes are submitted once `batch` are waiting.
  * io_setup failing (a kernel without AIO, /proc/sys/fs/aio-max-nr reached)
  * returns RN_EIO with *sys_errno; so does the environment variable
@@ -52,20 +52,22 @@ int rn_aio_create(int fd, const char *path, size_t row, size_t blk, uint64_t bas
  * rn_aio_drain first to keep them). */
 void rn_aio_free(rn_aio *a);
 
-/* Queue key's row (copied) for writing; fresh: no other row of its block is
- * in the file (the block is written whole).  May wait for a write slot or
- * for the block's write under way. */
-void rn_aio_write(rn_aio *a, uint32_t key, const void *row, int fresh);
+/* Queue the row at position pos (copied) for writing.  May wait for a
+ * write slot or for the block's write under way. */
+void rn_aio_write(rn_aio *a, uint64_t pos, const void *row);
 
-/* 1 when a queued or under-way write holds key's row (its bytes copied into
- * dst unless NULL), else 0. */
-int rn_aio_written(const rn_aio *a, uint32_t key, void *dst);
+/* Queue block b whole (blk bytes copied from buf).  May wait likewise. */
+void rn_aio_write_block(rn_aio *a, uint64_t b, const void *buf);
+
+/* 1 when a queued or under-way write holds the row at position pos (its
+ * bytes copied into dst unless NULL), else 0. */
+int rn_aio_written(const rn_aio *a, uint64_t pos, void *dst);
 
 /* Reads: 1 when no read slot is free. */
 int rn_aio_read_full(const rn_aio *a);
-/* Queue a read of key's row into a free slot (ignored when full); it goes
- * to the kernel at the next rn_aio_submit. */
-void rn_aio_read_issue(rn_aio *a, uint32_t key);
+/* Queue a read of key's row, at position pos, into a free slot (ignored
+ * when full); it goes to the kernel at the next rn_aio_submit. */
+void rn_aio_read_issue(rn_aio *a, uint32_t key, uint64_t pos);
 /* The slot holding (or reading) key's row, or -1. */
 int rn_aio_read_find(const rn_aio *a, uint32_t key);
 /* Slot s's row into dst (submitting or waiting for it as needed), and free

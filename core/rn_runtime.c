@@ -117,6 +117,14 @@ int rn_runtime_create_state(const rn_model *m, int max_chunk, const rn_state_opt
     for (int t = 0; t < rt->n_ws; t++)
         rt->ws[t] = rn_decode_ws_init(p + (size_t)t * wsb, c->order, c->d_p, c->top_k);
     rn_runtime_reset(rt);
+    if (so && so->resume) { /* the sequence a clean state file holds, after the reset */
+        int64_t pos = 0;
+        if ((rc = rn_state_resume(rt->st, &pos, err))) {
+            rn_runtime_free(rt);
+            return rc;
+        }
+        rt->pos = pos;
+    }
     *out = rt;
     return RN_OK;
 }
@@ -339,5 +347,7 @@ int rn_runtime_state_counters(const rn_runtime *rt, rn_state_counters *out)
 
 int rn_runtime_flush_state(rn_runtime *rt, rn_error *err)
 {
-    return rt->st ? rn_state_flush(rt->st, err) : RN_OK;
+    if (!rt->st) return RN_OK;
+    rn_state_set_position(rt->st, rt->pos);
+    return rn_state_flush(rt->st, err);
 }

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/falloc.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +26,8 @@
 #define AIO_WRITES 512 /* AIO: writes queued or under way at most (one file block each) */
 #define AIO_BATCH 128  /* AIO: writes queued before they are submitted without waiting for the
                         * layer's end */
+#define APPEND_BLOCK 4096 /* bytes of an append block at most: the rows of one file-system block */
+#define DIR_EMPTY UINT64_MAX /* an empty entry of the row directory */
 
 /* One write-behind queue: evicted dirty rows wait here, oldest first, until
  * its thread has written them; an entry leaves only after its pwrite, so a
@@ -37,6 +40,7 @@ typedef struct {
     struct rn_state *st;
     char *buf;                /* [WB_ROWS][stride] */
     uint32_t key[WB_ROWS];
+    uint64_t pos[WB_ROWS];    /* the rows' positions in the file */
     int head, count;
     rn_error err;             /* the thread's first failure */
 } wb_queue;
@@ -71,7 +75,28 @@ struct rn_state {
     uint32_t *frame_key;          /* [nf] */
     uint32_t *free_frames;        /* [nf]: per group, a stack of unused frames */
     uint8_t *dirty;               /* [nf] */
-    uint8_t *on_disk;             /* [n_keys / 8]: the row was written to the file */
+    uint64_t n_dirty;             /* frames dirty (bounds the directory's growth in a scan) */
+    /* The row directory: the position (row index in the file's data region)
+     * of every key written back since create/reset, given at its first
+     * write-back in the order of write-backs.  dir: open addressing with
+     * linear probing, entries key << 32 | position (DIR_EMPTY: empty), at
+     * most half full (dir_room doubles it outside the scan's inner loop;
+     * its size follows the rows written, from DIR_ENTRIES0 entries);
+     * pos_key: the key of each position (what a flush writes). */
+    uint64_t *dir, dir_mask;
+    uint32_t *pos_key;            /* [pos_cap], aligned (written with O_DIRECT) */
+    uint64_t n_pos, pos_cap;      /* positions given; pos_key's room */
+    /* The append block: positions [ab_first, n_pos) are fresh rows not yet
+     * written to the file as their block (apb rows, ablk); a miss there
+     * copies from ablk.  The block is written whole when full and at a
+     * flush (then it stays open until full). */
+    char *ablk;                   /* [apb][stride], aligned; zeros after n_pos */
+    uint64_t apb, ab_first;
+    uint64_t alloc_end;           /* file bytes preallocated (fallocate) so far: [RN_STATEFILE_DATA, alloc_end) */
+    int can_resume;               /* created with opts.resume: resume_info is the clean header it had */
+    rn_statefile_info resume_info;
+    int64_t position;             /* the sequence position a flush records */
+    int no_falloc;                /* the file system refused fallocate */
     void *hdr_buf;                /* [RN_STATEFILE_DATA] aligned: header I/O */
     rn_statefile_info info;       /* the header as on disk */
     wb_queue wb[WB_THREADS];
@@ -85,7 +110,6 @@ struct rn_state {
     int aio_ahead;                /* read ahead through aio */
     int aio_errno;                /* why io_setup failed (0: not tried or fine) */
     int sync;                     /* RN_STATE_IO_SYNC: pread/pwrite in the scan, no threads */
-    uint64_t rpb;                 /* rows per file-system block (aio's block writes) */
     const uint32_t *pf_w, *pf_r;  /* the layer's write and read slots [n, H, K] */
     int pf_l, pf_n;               /* the layer (-1: none) and its positions */
     uint64_t pf_cur, pf_total;
@@ -105,22 +129,26 @@ static uint64_t row_stride(const rn_config *c, uint32_t align)
 
 static int is_tiered(const rn_state_opts *o) { return o && o->budget; }
 
-/* Bytes of the written-rows bitmap, rounded up to whole 4096-byte blocks
- * (it is written to the file at a flush, with O_DIRECT too). */
-static size_t bitmap_bytes(uint64_t n_keys)
+#define DIR_ENTRIES0 1024 /* the row directory's first size (entries); it doubles as rows are written */
+
+/* Bytes of pos_key's array for room for n positions (whole 4096-byte
+ * blocks: a flush writes it with O_DIRECT). */
+static size_t pos_bytes(uint64_t n)
 {
-    return (size_t)(((n_keys + 7) / 8 + DIRECT_ALIGN - 1) / DIRECT_ALIGN * DIRECT_ALIGN);
+    return (size_t)((n * sizeof(uint32_t) + DIRECT_ALIGN - 1) / DIRECT_ALIGN * DIRECT_ALIGN);
 }
 
 int rn_state_check(const rn_config *c, const rn_state_opts *o, rn_error *err)
 {
     if (!is_tiered(o)) {
+        if (o && o->resume) return rn_seterr(err, RN_EINPUT, "--state-resume: needs --state-budget and --state-file");
         if (o && o->file) return rn_seterr(err, RN_EINPUT, "--state-file: needs --state-budget");
         return RN_OK;
     }
     if (!o->file || !*o->file) return rn_seterr(err, RN_EINPUT, "--state-budget: needs --state-file PATH");
     if (o->io < RN_STATE_IO_AUTO || o->io > RN_STATE_IO_SYNC)
         return rn_seterr(err, RN_EINPUT, "--state-io: expected auto, threads or sync");
+    if (o->resume && o->discard) return rn_seterr(err, RN_EINPUT, "--state-resume: not with --state-discard");
     if (o->scope < RN_STATE_SCOPE_MODEL || o->scope > RN_STATE_SCOPE_HEAD)
         return rn_seterr(err, RN_EINPUT, "--state-scope: expected model, layer or head");
     const char *name = o->policy ? o->policy : "lru";
@@ -166,11 +194,13 @@ double rn_state_bytes(const rn_config *c, const rn_state_opts *o)
     uint64_t ids = p ? rn_policy_ids(p, gcap, gkeys) : gkeys;
     if (ids >= UINT32_MAX) ids = UINT32_MAX - 1; /* such a model is refused by rn_state_check */
     /* frames, the write-behind and read-ahead buffers and the frame tables,
-     * the bitmap, and per group the policy's per-id arrays (at most 20
-     * bytes an id: LFU), the id -> frame array and the key-to-id map */
+     * the key -> id maps and per group the policy's per-id arrays (at most
+     * 20 bytes an id: LFU) with the id -> frame array, the row directory for
+     * as many rows as the frames (it grows with the rows written: 20 to 40
+     * bytes a row; docs/tiered-state.md) and the append block */
     return (cap + WB_THREADS * WB_ROWS + PF_SLOTS) * ((double)row_stride(c, o->direct ? DIRECT_ALIGN : 0) + 9) +
-           keys * 0.125 + groups * (24.0 * (double)ids + (double)rn_keyids_bytes((uint32_t)ids)) +
-           2 * DIRECT_ALIGN + (o->direct ? AIO_WRITES * (double)DIRECT_ALIGN : 0);
+           groups * (24.0 * (double)ids + (double)rn_keyids_bytes((uint32_t)ids)) + cap * 40 +
+           3 * DIRECT_ALIGN + APPEND_BLOCK + (o->direct ? AIO_WRITES * (double)APPEND_BLOCK : 0);
 }
 
 static void wb_drain(rn_state *st);
@@ -214,7 +244,7 @@ void rn_state_free(rn_state *st)
     free(st->path);
     free(st->S); free(st->z);
     free(st->frames); free(st->id_frame); free(st->frame_key); free(st->free_frames);
-    free(st->dirty); free(st->on_disk);
+    free(st->dirty); free(st->dir); free(st->pos_key); free(st->ablk);
     free(st);
 }
 
@@ -273,20 +303,31 @@ int rn_state_create(const rn_config *c, const rn_state_opts *o, rn_state **out, 
     }
     /* under O_DIRECT a row takes whole blocks of the device's alignment (often 512 bytes) */
     st->stride = row_stride(c, o->direct ? rn_statefile_dio_align(st->fd) : 0);
+    if (o->resume) { /* the header rn_statefile_check read (hdr_buf), before reset overwrites it */
+        rn_statefile_info *ri = &st->resume_info;
+        const char *why = !rn_statefile_decode(st->hdr_buf, ri) ? "it holds no state (empty or new)"
+                        : ri->state != RN_STATEFILE_CLEAN ? "it was not flushed clean (a run ended without a flush)"
+                        : ri->shape != rn_statefile_shape(c) || ri->n_keys != st->n_keys ? "it holds another model's state"
+                        : ri->row_bytes != st->stride ? "its rows are another size (written with --state-direct, or without it)"
+                        : NULL;
+        if (why) {
+            rc = rn_seterr(err, RN_EINPUT, "--state-resume: %s: %s", o->file, why);
+            close(st->fd);
+            st->fd = -1; /* the file is left as it is */
+            rn_state_free(st);
+            return rc;
+        }
+        st->can_resume = 1;
+    }
     /* the page cache: a row's pwrite is a copy into memory, so threads and
      * read-ahead cost more wake-ups than they save (docs/tiered-state.md) */
     st->sync = o->io == RN_STATE_IO_SYNC || (!o->direct && o->io == RN_STATE_IO_AUTO);
+    /* fresh rows are appended in blocks of apb rows (at least one): with
+     * O_DIRECT's 512-byte rows, 8 rows a 4096-byte block */
+    st->apb = st->stride < APPEND_BLOCK ? APPEND_BLOCK / st->stride : 1;
     if (o->direct && o->io == RN_STATE_IO_AUTO) {
-        /* rows per file-system block: a row written into a hole is written
-         * as its whole block (rn_aio.h) */
-        struct stat sb;
-        st->rpb = 1;
-        if (!fstat(st->fd, &sb) && sb.st_blksize > 0 && !(sb.st_blksize & (sb.st_blksize - 1)) &&
-            (uint64_t)sb.st_blksize % st->stride == 0 && (uint64_t)sb.st_blksize / st->stride <= 64 &&
-            RN_STATEFILE_DATA % (uint64_t)sb.st_blksize == 0)
-            st->rpb = (uint64_t)sb.st_blksize / st->stride;
         rn_error e = { 0 };
-        if ((rc = rn_aio_create(st->fd, st->path, st->stride, st->rpb * st->stride, RN_STATEFILE_DATA, AIO_WRITES,
+        if ((rc = rn_aio_create(st->fd, st->path, st->stride, st->apb * st->stride, RN_STATEFILE_DATA, AIO_WRITES,
                                 PF_SLOTS, AIO_BATCH, &st->aio, &st->aio_errno, &e))) {
             if (!st->aio_errno) { /* out of memory: not a reason to run slower */
                 *err = e;
@@ -302,18 +343,23 @@ int rn_state_create(const rn_config *c, const rn_state_opts *o, rn_state **out, 
     st->frame_key = malloc(st->nf * sizeof *st->frame_key);
     st->free_frames = malloc(st->nf * sizeof *st->free_frames);
     st->dirty = malloc(st->nf);
-    st->on_disk = aligned_alloc(DIRECT_ALIGN, bitmap_bytes(st->n_keys));
+    st->dir_mask = DIR_ENTRIES0 - 1;
+    st->dir = malloc((st->dir_mask + 1) * sizeof *st->dir);
+    st->pos_cap = (st->dir_mask + 1) / 2;
+    st->pos_key = aligned_alloc(DIRECT_ALIGN, pos_bytes(st->pos_cap));
+    st->ablk = aligned_alloc(DIRECT_ALIGN, (st->apb * st->stride + DIRECT_ALIGN - 1) / DIRECT_ALIGN * DIRECT_ALIGN);
     st->caches = calloc(st->n_groups, sizeof *st->caches);
     st->ids = calloc(st->n_groups, sizeof *st->ids);
     st->n_free = calloc(st->n_groups, sizeof *st->n_free);
     int ids_ok = st->ids != NULL;
     for (uint64_t g = 0; ids_ok && g < st->n_groups; g++) ids_ok = !!(st->ids[g] = rn_keyids_new((uint32_t)st->n_ids));
-    if (!st->frames || !st->id_frame || !st->frame_key || !st->free_frames ||
-        !st->dirty || !st->on_disk || !st->caches || !ids_ok || !st->n_free) {
+    if (!st->frames || !st->id_frame || !st->frame_key || !st->free_frames || !st->dirty || !st->dir ||
+        !st->pos_key || !st->ablk || !st->caches || !ids_ok || !st->n_free) {
         rn_state_free(st);
         return rn_seterr(err, RN_ENOMEM, "out of memory allocating the tiered memory state");
     }
-    st->info = (rn_statefile_info){ 0, 0, rn_statefile_shape(c), st->stride, st->n_keys, 0 };
+    st->info = (rn_statefile_info){ 0, st->can_resume ? st->resume_info.generation : 0, rn_statefile_shape(c),
+                                    st->stride, st->n_keys, 0, 0, 0, 0 };
     size_t wbb = (size_t)WB_THREADS * WB_ROWS * st->stride;
     if (!(st->wb_mem = aligned_alloc(DIRECT_ALIGN, (wbb + DIRECT_ALIGN - 1) / DIRECT_ALIGN * DIRECT_ALIGN))) {
         rn_state_free(st);
@@ -365,18 +411,15 @@ void rn_state_reset(rn_state *st)
     wb_drain(st);
     if (st->aio) rn_aio_clear_error(st->aio);
     for (int t = 0; t < WB_THREADS; t++) memset(&st->wb[t].err, 0, sizeof st->wb[t].err);
-    /* The rows are emptied by the bitmap alone: a row is read from the file
-     * only once written since, so the file's old rows are never read and
-     * its blocks are kept (freeing them costs a discard per extent on file
-     * systems mounted with discard: minutes for 10^5 scattered rows).  A
-     * new file is a hole of the right length.  The header says dirty
-     * before any row is written. */
-    struct stat sb;
-    off_t len = (off_t)(RN_STATEFILE_DATA + st->n_keys * st->stride);
-    if (fstat(st->fd, &sb) || (sb.st_size != len && ftruncate(st->fd, len)))
-        rn_seterr(&st->err, RN_EIO, "--state-file: %s: %s", st->path, strerror(errno));
+    /* The rows are emptied by the directory alone: a row is read from the
+     * file only once written since (it has a position), so the file's old
+     * rows are never read, and positions start again at 0, over the old
+     * rows' blocks, which are kept, not truncated (freeing them costs a
+     * discard per extent on file systems mounted with discard: minutes for
+     * 10^5 scattered rows).  The header says dirty before any row is
+     * written. */
     st->info.state = RN_STATEFILE_DIRTY;
-    st->info.bitmap_off = 0;
+    st->info.dir_off = st->info.dir_count = st->info.dir_check = st->info.position = 0;
     if (!st->err.code) rn_statefile_write(st->fd, st->path, &st->info, st->hdr_buf, &st->err);
     for (uint64_t g = 0; g < st->n_groups; g++) {
         if (st->caches[g]) st->pol->free(st->caches[g]);
@@ -391,8 +434,12 @@ void rn_state_reset(rn_state *st)
         st->n_free[g] = st->cap;
     }
     memset(st->id_frame, 0xff, st->n_groups * st->n_ids * sizeof *st->id_frame);
-    memset(st->on_disk, 0, bitmap_bytes(st->n_keys));
+    memset(st->dir, 0xff, (st->dir_mask + 1) * sizeof *st->dir);
+    st->n_pos = st->ab_first = 0;
+    st->alloc_end = RN_STATEFILE_DATA;
+    memset(st->ablk, 0, st->apb * st->stride);
     memset(st->dirty, 0, st->nf);
+    st->n_dirty = 0;
     memset(&st->cnt, 0, sizeof st->cnt);
 }
 
@@ -406,15 +453,15 @@ int rn_state_head(rn_state *st, int l, int h, rn_real **S, rn_real **z, rn_error
     return RN_OK;
 }
 
-/* Full pread/pwrite of one row at key's offset (short transfers retried);
- * a failure is set in *e unless one is there already. */
-static int row_io(rn_state *st, int wr, uint64_t key, char *buf, rn_error *e)
+/* Full pread/pwrite of n rows from position pos (short transfers
+ * retried); a failure is set in *e unless one is there already. */
+static int rows_io(rn_state *st, int wr, uint64_t pos, uint64_t n, char *buf, rn_error *e)
 {
-    off_t off = (off_t)(RN_STATEFILE_DATA + key * st->stride);
-    size_t done = 0;
-    while (done < st->stride) {
-        ssize_t r = wr ? pwrite(st->fd, buf + done, st->stride - done, off + (off_t)done)
-                       : pread(st->fd, buf + done, st->stride - done, off + (off_t)done);
+    off_t off = (off_t)(RN_STATEFILE_DATA + pos * st->stride);
+    size_t done = 0, len = (size_t)(n * st->stride);
+    while (done < len) {
+        ssize_t r = wr ? pwrite(st->fd, buf + done, len - done, off + (off_t)done)
+                       : pread(st->fd, buf + done, len - done, off + (off_t)done);
         if (r < 0 && errno == EINTR) continue;
         if (r <= 0) {
             if (!e->code)
@@ -425,6 +472,11 @@ static int row_io(rn_state *st, int wr, uint64_t key, char *buf, rn_error *e)
         done += (size_t)r;
     }
     return RN_OK;
+}
+
+static int row_io(rn_state *st, int wr, uint64_t pos, char *buf, rn_error *e)
+{
+    return rows_io(st, wr, pos, 1, buf, e);
 }
 
 /* A write-behind thread: write its queue's oldest row, then drop it. */
@@ -439,7 +491,7 @@ static void *wb_main(void *arg)
         int i = q->head;
         pthread_mutex_unlock(&q->mu);
         rn_error e = { 0 };
-        row_io(st, 1, q->key[i], q->buf + (size_t)i * st->stride, &e);
+        row_io(st, 1, q->pos[i], q->buf + (size_t)i * st->stride, &e);
         pthread_mutex_lock(&q->mu);
         if (e.code && !q->err.code) q->err = e;
         q->head = (q->head + 1) % WB_ROWS;
@@ -463,47 +515,159 @@ static void wb_drain(rn_state *st)
     }
 }
 
-/* Hand frame f's row to its key's write-behind queue (waiting while the
- * queue is full); the file holds it once the queue's thread has written it. */
+static inline uint64_t dir_home(const rn_state *st, uint32_t key)
+{
+    return ((uint64_t)key * 0x9E3779B97F4A7C15ull >> 29) & st->dir_mask;
+}
+
+/* Key's position in the file, or RN_CACHE_NONE when it was never written
+ * back (its row is the initial one). */
+static uint32_t dir_find(const rn_state *st, uint32_t key)
+{
+    for (uint64_t i = dir_home(st, key);; i = (i + 1) & st->dir_mask) {
+        uint64_t e = st->dir[i];
+        if (e == DIR_EMPTY) return RN_CACHE_NONE;
+        if ((uint32_t)(e >> 32) == key) return (uint32_t)e;
+    }
+}
+
+/* Make room in the directory for `more` new positions beyond n_pos (the
+ * table at most half full, pos_key long enough), doubling both as needed.
+ * Called where a scan or a flush starts, so the inner loop never
+ * allocates; a failure is kept in st->err. */
+static void dir_room(rn_state *st, uint64_t more)
+{
+    const uint64_t need = st->n_pos + more;
+    uint64_t n = st->dir_mask + 1;
+    while (2 * need > n) n *= 2;
+    if (n != st->dir_mask + 1) {
+        uint64_t *d = malloc(n * sizeof *d);
+        if (!d) {
+            if (!st->err.code)
+                rn_seterr(&st->err, RN_ENOMEM, "out of memory growing the state file's row directory to %llu entries",
+                          (unsigned long long)n);
+            return;
+        }
+        memset(d, 0xff, n * sizeof *d);
+        for (uint64_t p = 0; p < st->n_pos; p++) { /* rehash: every entry is (pos_key[p], p) */
+            uint64_t i = ((uint64_t)st->pos_key[p] * 0x9E3779B97F4A7C15ull >> 29) & (n - 1);
+            while (d[i] != DIR_EMPTY) i = (i + 1) & (n - 1);
+            d[i] = (uint64_t)st->pos_key[p] << 32 | p;
+        }
+        free(st->dir);
+        st->dir = d;
+        st->dir_mask = n - 1;
+    }
+    if (need > st->pos_cap) {
+        uint64_t c = st->pos_cap;
+        while (c < need) c *= 2;
+        uint32_t *k = aligned_alloc(DIRECT_ALIGN, pos_bytes(c));
+        if (!k) {
+            if (!st->err.code) rn_seterr(&st->err, RN_ENOMEM, "out of memory growing the state file's row directory");
+            return;
+        }
+        memcpy(k, st->pos_key, st->n_pos * sizeof *k);
+        free(st->pos_key);
+        st->pos_key = k;
+        st->pos_cap = c;
+    }
+}
+
+/* Give key the next position (key not in the directory). */
+static uint64_t dir_add(rn_state *st, uint32_t key)
+{
+    if (2 * (st->n_pos + 1) > st->dir_mask + 1 || st->n_pos + 1 > st->pos_cap) dir_room(st, 1); /* not reached: dir_room ran before the scan */
+    if (2 * (st->n_pos + 1) > st->dir_mask + 1 || st->n_pos + 1 > st->pos_cap) return st->n_pos - 1; /* out of memory: st->err says so */
+    uint64_t i = dir_home(st, key), p = st->n_pos++;
+    while (st->dir[i] != DIR_EMPTY) i = (i + 1) & st->dir_mask;
+    st->dir[i] = (uint64_t)key << 32 | p;
+    st->pos_key[p] = key;
+    return p;
+}
+
+/* Preallocate the file up to byte `end` at least, in chunks of
+ * RN_STATE_PREALLOC (fallocate, extending the file's size), so that the
+ * writes of fresh rows never allocate a block themselves (ext4 allocates
+ * one block at a time inside each write otherwise: docs/tiered-state.md).
+ * A failure is harmless (the writes allocate); "not supported" stops
+ * trying. */
+static void prealloc(rn_state *st, uint64_t end)
+{
+    while (st->alloc_end < end && !st->no_falloc) {
+        if (fallocate(st->fd, 0, (off_t)st->alloc_end, (off_t)RN_STATE_PREALLOC) &&
+            (errno == EOPNOTSUPP || errno == ENOSYS)) {
+            st->no_falloc = 1;
+            break;
+        }
+        st->alloc_end += RN_STATE_PREALLOC;
+    }
+}
+
+/* Write the open append block whole (apb rows, zeros after the last
+ * fresh row): through AIO, else one pwrite here (the threads' queues hold
+ * only rewrites of rows in blocks written before, never one of this
+ * block's).  When it is full, the next block opens. */
+static void append_write(rn_state *st)
+{
+    const uint64_t b = st->ab_first / st->apb, len = st->apb * st->stride;
+    prealloc(st, RN_STATEFILE_DATA + (b + 1) * len);
+    if (st->aio) rn_aio_write_block(st->aio, b, st->ablk);
+    else rows_io(st, 1, st->ab_first, st->apb, st->ablk, &st->err);
+    if (st->n_pos == st->ab_first + st->apb) {
+        st->ab_first = st->n_pos;
+        memset(st->ablk, 0, len);
+    }
+}
+
+/* Write frame f's row back: a key without a position gets the next one and
+ * its row goes into the append block; a row in the open append block is
+ * updated there; any other is rewritten in place (synchronously, through
+ * AIO or through its key's write-behind queue, waiting while it is full). */
 static void write_back(rn_state *st, uint32_t f)
 {
     uint32_t key = st->frame_key[f];
+    const char *src = st->frames + (size_t)f * st->stride;
     if (st->info.state != RN_STATEFILE_DIRTY) { /* the first row write since a flush */
         st->info.state = RN_STATEFILE_DIRTY;
-        st->info.bitmap_off = 0;
+        st->info.dir_off = st->info.dir_count = st->info.dir_check = 0;
         if (!st->err.code) rn_statefile_write(st->fd, st->path, &st->info, st->hdr_buf, &st->err);
     }
-    if (st->sync) {
-        row_io(st, 1, key, st->frames + (size_t)f * st->stride, &st->err);
+    uint32_t p = dir_find(st, key);
+    uint64_t pos = p != RN_CACHE_NONE ? p : dir_add(st, key);
+    if (pos >= st->ab_first) {
+        memcpy(st->ablk + (pos - st->ab_first) * st->stride, src, st->stride);
+        if (st->n_pos == st->ab_first + st->apb) append_write(st);
+    } else if (st->sync) {
+        row_io(st, 1, pos, (char *)src, &st->err);
     } else if (st->aio) {
-        /* fresh: no row of its file-system block is in the file yet */
-        uint64_t b0 = key / st->rpb * st->rpb;
-        int fresh = 1;
-        for (uint64_t k = b0; k < b0 + st->rpb && k < st->n_keys && fresh; k++)
-            fresh = !(st->on_disk[k >> 3] & (1u << (k & 7)));
-        rn_aio_write(st->aio, key, st->frames + (size_t)f * st->stride, fresh);
+        rn_aio_write(st->aio, pos, src);
     } else {
         wb_queue *q = &st->wb[key % WB_THREADS];
         pthread_mutex_lock(&q->mu);
         while (q->count == WB_ROWS) pthread_cond_wait(&q->cv, &q->mu);
         int i = (q->head + q->count) % WB_ROWS;
-        memcpy(q->buf + (size_t)i * st->stride, st->frames + (size_t)f * st->stride, st->stride);
+        memcpy(q->buf + (size_t)i * st->stride, src, st->stride);
         q->key[i] = key;
+        q->pos[i] = pos;
         q->count++;
         pthread_cond_broadcast(&q->cv);
         pthread_mutex_unlock(&q->mu);
     }
     st->dirty[f] = 0;
-    st->on_disk[key >> 3] |= (uint8_t)(1u << (key & 7));
+    st->n_dirty--;
     st->cnt.bytes_written += st->stride;
 }
 
-/* Read key's row into buf: the newest copy still queued for writing, else
- * the file. */
-static void read_back(rn_state *st, uint32_t key, char *buf)
+/* Read key's row (at position pos) into buf: from the open append block,
+ * else the newest copy still queued for writing, else the file. */
+static void read_back(rn_state *st, uint32_t key, uint64_t pos, char *buf)
 {
+    if (pos >= st->ab_first) {
+        memcpy(buf, st->ablk + (pos - st->ab_first) * st->stride, st->stride);
+        return;
+    }
     if (st->aio || st->sync) {
-        if (!st->aio || !rn_aio_written(st->aio, key, buf)) row_io(st, 0, key, buf, &st->err);
+        if (!st->aio || !rn_aio_written(st->aio, pos, buf)) row_io(st, 0, pos, buf, &st->err);
         return;
     }
     wb_queue *q = &st->wb[key % WB_THREADS];
@@ -517,7 +681,7 @@ static void read_back(rn_state *st, uint32_t key, char *buf)
         }
     }
     pthread_mutex_unlock(&q->mu);
-    row_io(st, 0, key, buf, &st->err);
+    row_io(st, 0, pos, buf, &st->err);
 }
 
 /* The frame of a cached key, or RN_CACHE_NONE: its group's id map says
@@ -579,7 +743,8 @@ static rn_real *row(rn_state *st, uint32_t key, int write)
             st->frame_key[f] = key;
             st->dirty[f] = 0;
             rn_real *r = (rn_real *)(st->frames + (size_t)f * st->stride);
-            if (st->on_disk[key >> 3] & (1u << (key & 7))) {
+            uint32_t pos = dir_find(st, key);
+            if (pos != RN_CACHE_NONE) {
                 int s = st->pf ? rn_prefetch_find(st->pf, key) : st->aio_ahead ? rn_aio_read_find(st->aio, key) : -1;
                 if (s >= 0 && !st->pf) {
                     rn_error e = { 0 };
@@ -591,7 +756,7 @@ static rn_real *row(rn_state *st, uint32_t key, int write)
                     if (rn_prefetch_take(st->pf, s, r, &e) && !st->err.code) st->err = e;
                     st->cnt.prefetched += rn_prefetch_taken(st->pf) - t0; /* 0: it read the row itself */
                 } else
-                    read_back(st, key, (char *)r);
+                    read_back(st, key, pos, (char *)r);
                 st->cnt.bytes_read += st->stride;
             } else {
                 memset(r, 0, st->stride); /* the O_DIRECT padding too: the file gets zeros there */
@@ -606,14 +771,18 @@ static rn_real *row(rn_state *st, uint32_t key, int write)
                       st->pol->name, key);
         f = 0; /* keep computing into frame 0; the run fails at the layer's end */
     }
-    if (write) st->dirty[f] = 1;
+    if (write && !st->dirty[f]) {
+        st->dirty[f] = 1;
+        st->n_dirty++;
+    }
     return (rn_real *)(st->frames + (size_t)f * st->stride);
 }
 
-/* Is key's row in a write-behind queue (so the file does not hold it yet)? */
-static int queued(rn_state *st, uint32_t key)
+/* Is key's row (at position pos) in a write-behind queue (so the file
+ * does not hold it yet)? */
+static int queued(rn_state *st, uint32_t key, uint64_t pos)
 {
-    if (st->aio) return rn_aio_written(st->aio, key, NULL);
+    if (st->aio) return rn_aio_written(st->aio, pos, NULL);
     wb_queue *q = &st->wb[key % WB_THREADS];
     int found = 0;
     pthread_mutex_lock(&q->mu);
@@ -624,7 +793,8 @@ static int queued(rn_state *st, uint32_t key)
 
 /* Read ahead: examine the layer's accesses from max(pf_cur, cur) on, in
  * scan order, and issue a read for each row that is neither in memory nor
- * queued nor read already but is in the file, while slots are free.  Such
+ * in the open append block nor queued nor read already but is in the
+ * file, while slots are free.  Such
  * a row stays out of memory until its own access (only an access brings a
  * row in), so its bytes in the file cannot change before that access takes
  * them: read ahead changes no hit, miss or byte count, only when the bytes
@@ -643,11 +813,13 @@ static int read_ahead(rn_state *st, uint64_t cur)
         size_t a = ((size_t)t * H + h) * K;
         uint32_t slot = j < K ? st->pf_w[a + j] : st->pf_r[a + j - K];
         uint32_t key = (uint32_t)(((uint64_t)st->pf_l * H + h) * (uint64_t)st->M + slot);
-        if (frame_of(st, key) != RN_CACHE_NONE || !(st->on_disk[key >> 3] & (1u << (key & 7))) ||
-            (st->pf ? rn_prefetch_find(st->pf, key) : rn_aio_read_find(st->aio, key)) >= 0 || queued(st, key))
+        if (frame_of(st, key) != RN_CACHE_NONE) continue;
+        uint32_t pos = dir_find(st, key);
+        if (pos == RN_CACHE_NONE || pos >= st->ab_first ||
+            (st->pf ? rn_prefetch_find(st->pf, key) : rn_aio_read_find(st->aio, key)) >= 0 || queued(st, key, pos))
             continue;
-        if (st->pf) rn_prefetch_issue(st->pf, key, (off_t)(RN_STATEFILE_DATA + (uint64_t)key * st->stride));
-        else rn_aio_read_issue(st->aio, key);
+        if (st->pf) rn_prefetch_issue(st->pf, key, (off_t)(RN_STATEFILE_DATA + (uint64_t)pos * st->stride));
+        else rn_aio_read_issue(st->aio, key, pos);
         issued++;
     }
     return issued;
@@ -687,6 +859,9 @@ void rn_state_scan(rn_state *st, int l, int h, rn_real *o, const rn_real *v,
         return;
     }
     const uint32_t base = (uint32_t)(((uint64_t)l * H + h) * (uint64_t)st->M), zero = 0;
+    /* new positions in this scan: at most the rows dirty now and those it
+     * writes */
+    dir_room(st, st->n_dirty + (uint64_t)n * K);
     const int ahead = (st->pf || st->aio_ahead) && st->pf_l == l && st->pf_n == n && st->pf_w == wslot && st->pf_r == rslot;
     for (int t = 0; t < n; t++) {
         size_t a = ((size_t)t * H + h) * K, vv = (size_t)t * H * dv + (size_t)h * dv;
@@ -722,18 +897,23 @@ int rn_state_error(rn_state *st, rn_error *err)
 int rn_state_flush(rn_state *st, rn_error *err)
 {
     if (!st->tiered) return RN_OK;
+    dir_room(st, st->n_dirty);
     for (uint64_t f = 0; f < st->nf; f++)
         if (st->dirty[f] && frame_of(st, st->frame_key[f]) == f) write_back(st, (uint32_t)f);
+    if (st->info.state == RN_STATEFILE_DIRTY && st->n_pos > st->ab_first)
+        append_write(st); /* the open block as it is; it stays open */
     wb_drain(st);
     if (st->info.state != RN_STATEFILE_DIRTY || rn_state_error(st, NULL)) return rn_state_error(st, err);
-    /* the rows, then the bitmap after them, on disk before the header says clean */
-    uint64_t boff = RN_STATEFILE_DATA + st->n_keys * st->stride;
-    boff = (boff + DIRECT_ALIGN - 1) / DIRECT_ALIGN * DIRECT_ALIGN;
-    size_t len = bitmap_bytes(st->n_keys), done = 0;
+    /* the rows, then the directory after them, on disk before the header
+     * says clean */
+    uint64_t doff = RN_STATEFILE_DATA + (st->n_pos + st->apb - 1) / st->apb * st->apb * st->stride;
+    doff = (doff + DIRECT_ALIGN - 1) / DIRECT_ALIGN * DIRECT_ALIGN;
+    size_t len = pos_bytes(st->n_pos), done = 0;
+    memset(st->pos_key + st->n_pos, 0, len - st->n_pos * sizeof *st->pos_key);
     while (done < len && !st->err.code) {
-        ssize_t w = pwrite(st->fd, st->on_disk + done, len - done, (off_t)(boff + done));
+        ssize_t w = pwrite(st->fd, (char *)st->pos_key + done, len - done, (off_t)(doff + done));
         if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) rn_seterr(&st->err, RN_EIO, "--state-file: %s: writing the bitmap: %s", st->path,
+        if (w <= 0) rn_seterr(&st->err, RN_EIO, "--state-file: %s: writing the row directory: %s", st->path,
                               w < 0 ? strerror(errno) : "short write");
         else done += (size_t)w;
     }
@@ -742,9 +922,40 @@ int rn_state_flush(rn_state *st, rn_error *err)
     if (!st->err.code) {
         st->info.state = RN_STATEFILE_CLEAN;
         st->info.generation++;
-        st->info.bitmap_off = boff;
+        st->info.dir_off = doff;
+        st->info.dir_count = st->n_pos;
+        st->info.dir_check = rn_statefile_dir_check(st->pos_key, st->n_pos);
+        st->info.position = (uint64_t)st->position;
         rn_statefile_write(st->fd, st->path, &st->info, st->hdr_buf, &st->err);
     }
+    return rn_state_error(st, err);
+}
+
+void rn_state_set_position(rn_state *st, int64_t pos) { st->position = pos; }
+
+int rn_state_resume(rn_state *st, int64_t *pos, rn_error *err)
+{
+    if (!st->tiered || !st->can_resume)
+        return rn_seterr(err, RN_EINPUT, "--state-resume: the state was not opened for resuming");
+    const rn_statefile_info *ri = &st->resume_info;
+    st->can_resume = 0; /* once: a reset starts a new sequence */
+    dir_room(st, ri->dir_count);
+    if (st->err.code) return rn_state_error(st, err);
+    int rc = rn_statefile_read_dir(st->fd, st->path, ri, st->pos_key, err);
+    if (rc) return rc;
+    for (uint64_t p = 0; p < ri->dir_count; p++) { /* the table of an empty directory, filled */
+        uint32_t key = st->pos_key[p];
+        uint64_t i = dir_home(st, key);
+        while (st->dir[i] != DIR_EMPTY) i = (i + 1) & st->dir_mask;
+        st->dir[i] = (uint64_t)key << 32 | p;
+    }
+    st->n_pos = ri->dir_count;
+    st->ab_first = st->n_pos / st->apb * st->apb;
+    /* the open append block as the flush wrote it (whole, zeros after its rows) */
+    if (st->n_pos > st->ab_first) rows_io(st, 0, st->ab_first, st->apb, st->ablk, &st->err);
+    st->alloc_end = RN_STATEFILE_DATA + st->ab_first * st->stride; /* fallocate again from there: cheap where allocated */
+    st->position = (int64_t)ri->position;
+    *pos = st->position;
     return rn_state_error(st, err);
 }
 

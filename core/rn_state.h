@@ -4,10 +4,14 @@
  *   dense:  all L·H·M·(d_v+1) floats in memory (the default);
  *   tiered: a fixed budget of slot rows in memory, chosen by a cache policy
  *           of core/rn_cache_*.c (the same code `ramtrace simulate` runs),
- *           and the full state in a sparse file: a row is read on a miss
- *           when it was written back before (an untouched slot is S = 0,
- *           z = 1/M without any I/O) and written back when it is evicted
- *           dirty.  How (enum rn_state_io): through the page cache, one
+ *           and the full state in a file: a row is written back when it
+ *           is evicted dirty, the first time to the next position of the
+ *           file's packed data region (fresh rows fill an append block,
+ *           written whole; the file is preallocated ahead in chunks of
+ *           RN_STATE_PREALLOC), later over that position; a row directory
+ *           (key -> position, a hash table over the keys written) says
+ *           where; a row is read on a miss when it has a position (an
+ *           untouched slot is S = 0, z = 1/M without any I/O).  How (enum rn_state_io): through the page cache, one
  *           pread/pwrite in the scan (the default) or from write-behind
  *           and read-ahead threads (a miss on a queued row copies it from
  *           the queue); with O_DIRECT (no page cache), in batches of Linux
@@ -34,6 +38,11 @@
 #include "rn_error.h"
 #include "rn_real.h"
 
+/* Bytes of the state file preallocated at a time (fallocate) ahead of the
+ * fresh rows appended: the disk a file uses beyond its rows and directory
+ * is less than this. */
+#define RN_STATE_PREALLOC (2u << 20)
+
 typedef struct {
     uint64_t budget;      /* bytes of slot rows kept in memory; 0: dense store */
     const char *file;     /* the state file (tiered: required) */
@@ -43,6 +52,8 @@ typedef struct {
     int discard;          /* 1: replace the file even when it is dirty or not a state file */
     int no_prefetch;      /* 1: fetch each missing row only when it is accessed */
     int io;               /* enum rn_state_io: how O_DIRECT rows reach the file */
+    int resume;           /* 1: the file must be a clean state file of this model (row size
+                           * included); rn_state_resume then continues from it */
 } rn_state_opts;
 
 /* RN_STATE_IO_AUTO: with O_DIRECT, batches of Linux native AIO (rn_aio.h),
@@ -82,7 +93,7 @@ int rn_state_check(const rn_config *c, const rn_state_opts *o, rn_error *err);
 double rn_state_bytes(const rn_config *c, const rn_state_opts *o);
 
 /* Create a store at the initial state (S = 0, z = 1/M); o NULL or budget 0:
- * dense.  Tiered: creates (replaces, keeping its blocks) the file, sparse, with a header marked
+ * dense.  Tiered: creates (or replaces, keeping its blocks) the file, with a header marked
  * dirty (core/rn_statefile.h); an existing file that is dirty (left by a
  * killed run) or not a state file is refused (RN_EINPUT naming it) unless
  * o->discard. */
@@ -93,8 +104,9 @@ void rn_state_free(rn_state *st);
 
 int rn_state_tiered(const rn_state *st);
 
-/* Back to the initial state; tiered: the file's rows are emptied (the
- * written-rows bitmap is cleared; their blocks are kept, not freed), the
+/* Back to the initial state; tiered: the file's rows are emptied (the row
+ * directory is cleared and positions start again at 0, over the blocks of
+ * the rows before, which are kept, not freed), the
  * cache and the counters start over.  A failure is kept (rn_state_error). */
 void rn_state_reset(rn_state *st);
 
@@ -117,10 +129,22 @@ void rn_state_scan(rn_state *st, int l, int h, rn_real *o, const rn_real *v,
 /* The first failure since create/reset (RN_OK when none), copied into err. */
 int rn_state_error(rn_state *st, rn_error *err);
 
-/* Tiered: write every dirty row back, then the written-rows bitmap, fsync,
+/* Tiered: write every dirty row back and the open append block, then the
+ * row directory after the data, fsync,
  * and mark the file clean, so it holds the whole state; rows stay cached
  * (the next write-back marks it dirty again).  Dense: nothing. */
 int rn_state_flush(rn_state *st, rn_error *err);
+
+/* Tiered: the sequence position a flush records in the header (the
+ * runtime sets it before rn_state_flush). */
+void rn_state_set_position(rn_state *st, int64_t pos);
+
+/* Tiered, created with opts.resume: take up the state the file held when
+ * it was opened (its row directory, the rows stay in the file and are read
+ * on their misses; the open append block read back), after create's and
+ * the runtime's reset; *pos: the position recorded at its flush.  RN_EINPUT
+ * when the store was not created for resuming. */
+int rn_state_resume(rn_state *st, int64_t *pos, rn_error *err);
 
 /* Counters since create/reset (all 0 for a dense store). */
 void rn_state_get_counters(const rn_state *st, rn_state_counters *out);

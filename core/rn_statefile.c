@@ -6,6 +6,7 @@
 #include <string.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
@@ -18,7 +19,7 @@ static const char magic[8] = { 'R', 'N', 'S', 'T', 'A', 'T', 'E', 0 };
 typedef struct {
     char magic[8];
     uint32_t version, state;
-    uint64_t generation, shape, row_bytes, n_keys, data_off, bitmap_off;
+    uint64_t generation, shape, row_bytes, n_keys, data_off, dir_off, dir_count, dir_check, position;
     uint64_t check;
 } hdr;
 
@@ -47,7 +48,10 @@ void rn_statefile_encode(const rn_statefile_info *info, void *buf)
     h.row_bytes = info->row_bytes;
     h.n_keys = info->n_keys;
     h.data_off = RN_STATEFILE_DATA;
-    h.bitmap_off = info->bitmap_off;
+    h.dir_off = info->dir_off;
+    h.dir_count = info->dir_count;
+    h.dir_check = info->dir_check;
+    h.position = info->position;
     h.check = fnv(&h, offsetof(hdr, check), 14695981039346656037ull);
     memset(buf, 0, RN_STATEFILE_DATA);
     memcpy(buf, &h, sizeof h);
@@ -66,8 +70,48 @@ int rn_statefile_decode(const void *buf, rn_statefile_info *info)
     info->shape = h.shape;
     info->row_bytes = h.row_bytes;
     info->n_keys = h.n_keys;
-    info->bitmap_off = h.bitmap_off;
+    info->dir_off = h.dir_off;
+    info->dir_count = h.dir_count;
+    info->dir_check = h.dir_check;
+    info->position = h.position;
     return 1;
+}
+
+uint32_t rn_statefile_version(const void *buf)
+{
+    hdr h;
+    memcpy(&h, buf, sizeof h);
+    return memcmp(h.magic, magic, sizeof magic) ? 0 : h.version;
+}
+
+uint64_t rn_statefile_dir_check(const uint32_t *keys, uint64_t n)
+{
+    return fnv(keys, (size_t)n * sizeof *keys, 14695981039346656037ull);
+}
+
+int rn_statefile_read_dir(int fd, const char *path, const rn_statefile_info *info, uint32_t *keys, rn_error *err)
+{
+    if (info->dir_count > info->n_keys || info->dir_off % RN_STATEFILE_DATA ||
+        info->dir_off < RN_STATEFILE_DATA + info->dir_count * info->row_bytes)
+        return rn_seterr(err, RN_EINPUT, "--state-file: %s: its row directory is damaged (%llu rows at offset %llu); "
+                         "--state-discard replaces it", path, (unsigned long long)info->dir_count,
+                         (unsigned long long)info->dir_off);
+    /* whole 4096-byte blocks (O_DIRECT), as the flush wrote them */
+    size_t len = (size_t)((info->dir_count * sizeof *keys + 4095) / 4096 * 4096), done = 0;
+    while (done < len) {
+        ssize_t r = pread(fd, (char *)keys + done, len - done, (off_t)(info->dir_off + done));
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) return rn_seterr(err, RN_EIO, "--state-file: %s: reading the row directory: %s", path, strerror(errno));
+        if (r == 0) break;
+        done += (size_t)r;
+    }
+    int ok = done >= info->dir_count * sizeof *keys && rn_statefile_dir_check(keys, info->dir_count) == info->dir_check;
+    for (uint64_t i = 0; i < info->dir_count && ok; i++) ok = keys[i] < info->n_keys;
+    if (!ok)
+        return rn_seterr(err, RN_EINPUT, "--state-file: %s: its row directory fails its checksum (%llu rows at offset "
+                         "%llu): the file is damaged; --state-discard replaces it", path,
+                         (unsigned long long)info->dir_count, (unsigned long long)info->dir_off);
+    return RN_OK;
 }
 
 int rn_statefile_check(int fd, const char *path, int discard, void *buf, rn_error *err)
@@ -80,6 +124,11 @@ int rn_statefile_check(int fd, const char *path, int discard, void *buf, rn_erro
     if (r < 0) return rn_seterr(err, RN_EINPUT, "--state-file: %s: %s", path, strerror(errno));
     if (r < (ssize_t)RN_STATEFILE_DATA) memset((char *)buf + r, 0, RN_STATEFILE_DATA - (size_t)r);
     rn_statefile_info info;
+    uint32_t v = rn_statefile_version(buf);
+    if (v && v != RN_STATEFILE_VERSION)
+        return rn_seterr(err, RN_EINPUT, "--state-file: %s: a ramtrace state file of format version %u, which this "
+                         "build does not read (it writes version %u: rows through a row directory); not replacing it "
+                         "(--state-discard replaces it)", path, v, RN_STATEFILE_VERSION);
     if (!rn_statefile_decode(buf, &info))
         return rn_seterr(err, RN_EINPUT, "--state-file: %s: not a ramtrace state file; not replacing it "
                          "(--state-discard replaces it)", path);
@@ -87,6 +136,13 @@ int rn_statefile_check(int fd, const char *path, int discard, void *buf, rn_erro
         return rn_seterr(err, RN_EINPUT, "--state-file: %s: left dirty by a run that did not finish (killed or "
                          "crashed after %llu flushes): its rows are not a consistent state; --state-discard "
                          "replaces it", path, (unsigned long long)info.generation);
+    if (info.state == RN_STATEFILE_CLEAN && info.dir_count) {
+        uint32_t *keys = aligned_alloc(4096, (size_t)((info.dir_count * 4 + 4095) / 4096 * 4096));
+        if (!keys) return rn_seterr(err, RN_ENOMEM, "out of memory reading the row directory of %s", path);
+        int rc = rn_statefile_read_dir(fd, path, &info, keys, err);
+        free(keys);
+        if (rc) return rc;
+    }
     return RN_OK;
 }
 

@@ -1,15 +1,22 @@
 /* rn_statefile.h — the header of a tiered state file (core/rn_state.h):
  * what the file holds, and whether a crash may have left it inconsistent.
  *
- * Layout: one 4096-byte header block at offset 0, then the rows (row key at
- * RN_STATEFILE_DATA + key · row_bytes; RN_STATEFILE_DATA keeps them aligned
- * for O_DIRECT), then, after a full flush, the bitmap of rows ever written
- * (bit key of byte key / 8; the other rows are the initial state).
+ * Layout (version 2): one 4096-byte header block at offset 0, then the data
+ * region: packed rows, the row at position p at RN_STATEFILE_DATA +
+ * p · row_bytes (RN_STATEFILE_DATA keeps them aligned for O_DIRECT), a
+ * position given to a key the first time its row is written back, in the
+ * order of write-backs; then, after a full flush, the row directory at
+ * dir_off (a multiple of 4096 after the data): dir_count uint32 keys, the
+ * key of each position 0 .. dir_count-1, with its checksum dir_check in the
+ * header.  A key not in the directory holds the initial state.  Version 1
+ * (row key at RN_STATEFILE_DATA + key · row_bytes, a bitmap of written
+ * rows) is recognised only to be refused.
  *
  * The header says one of
  *   DIRTY  — a run is writing the rows, or was killed while it did: the
  *            rows on disk are a mixture of moments, not a state;
- *   CLEAN  — a full flush (every row, the bitmap, fsync, then the header)
+ *   CLEAN  — a full flush (every row, the row directory, fsync, then the
+ *            header with the directory's place and checksum)
  *            finished: the file holds the whole state after `generation`
  *            flushes, and no row was written since;
  *   CLOSED — a run ended normally without a final flush: not a state, but
@@ -29,7 +36,7 @@
 #include "rn_error.h"
 
 #define RN_STATEFILE_DATA 4096u   /* header bytes: the rows' offset (any O_DIRECT alignment divides it) */
-#define RN_STATEFILE_VERSION 1u
+#define RN_STATEFILE_VERSION 2u
 
 enum { RN_STATEFILE_DIRTY = 1, RN_STATEFILE_CLEAN = 2, RN_STATEFILE_CLOSED = 3 };
 
@@ -39,8 +46,15 @@ typedef struct {
     uint64_t shape;        /* rn_statefile_shape of the model */
     uint64_t row_bytes;    /* bytes per row in the file */
     uint64_t n_keys;       /* rows: L·H·M */
-    uint64_t bitmap_off;   /* the written-rows bitmap (CLEAN only; else 0) */
+    uint64_t dir_off;      /* the row directory (CLEAN only; else 0) */
+    uint64_t dir_count;    /* positions in the data region = keys in the directory (CLEAN only) */
+    uint64_t dir_check;    /* rn_statefile_dir_check of the directory (CLEAN only) */
+    uint64_t position;     /* the sequence's next position at the flush (CLEAN only): where a
+                            * resumed run goes on */
 } rn_statefile_info;
+
+/* The checksum of a directory of n keys (FNV-1a over their bytes). */
+uint64_t rn_statefile_dir_check(const uint32_t *keys, uint64_t n);
 
 /* A hash of the model's state shape (L, H, M, d_v). */
 uint64_t rn_statefile_shape(const rn_config *c);
@@ -52,9 +66,22 @@ void rn_statefile_encode(const rn_statefile_info *info, void *buf);
  * this version, 0 otherwise. */
 int rn_statefile_decode(const void *buf, rn_statefile_info *info);
 
+/* The format version of a header block that starts with the state file's
+ * magic (valid or not), else 0. */
+uint32_t rn_statefile_version(const void *buf);
+
+/* Read the directory of a CLEAN file (info from its header) into keys
+ * ([dir_count rounded up to 1024], aligned to 4096 for O_DIRECT) and check
+ * it: its checksum, every key below n_keys, the data region before it.
+ * RN_EINPUT naming the file when it fails ("row directory"), RN_EIO when
+ * it cannot be read. */
+int rn_statefile_read_dir(int fd, const char *path, const rn_statefile_info *info, uint32_t *keys, rn_error *err);
+
 /* May a run replace the file open at fd (named path)?  An empty file, or a
- * state file that is CLEAN or CLOSED: yes.  A DIRTY state file or anything
- * else: RN_EINPUT with a one-line message naming the file, unless discard.
+ * state file of this version that is CLOSED, or CLEAN with a directory that
+ * passes rn_statefile_read_dir: yes.  A DIRTY state file, one of another
+ * version, a CLEAN one whose directory is damaged, or anything else:
+ * RN_EINPUT with a one-line message naming the file, unless discard.
  * buf: a 4096-byte block aligned for O_DIRECT (scratch). */
 int rn_statefile_check(int fd, const char *path, int discard, void *buf, rn_error *err);
 

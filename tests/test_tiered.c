@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "an_cache.h"
@@ -80,10 +81,20 @@ static int run_seq(const rn_model *m, const rn_state_opts *so, int chunk, float 
     return rc;
 }
 
+/* TT_FILE's header and row directory (keys: [1024] at least, aligned);
+ * 1 when the header is valid and the directory passes its checks. */
+static int read_header_dir(int fd, rn_statefile_info *info, uint32_t *keys, size_t cap)
+{
+    char hb[RN_STATEFILE_DATA];
+    rn_error err;
+    return pread(fd, hb, sizeof hb, 0) == (ssize_t)sizeof hb && rn_statefile_decode(hb, info) &&
+           info->dir_count <= cap && rn_statefile_read_dir(fd, TT_FILE, info, keys, &err) == RN_OK;
+}
+
 /* The file, after a flush, holds the dense state: its header says clean,
- * each row equals the dense row where the bitmap after the rows says it was
- * written, and every other dense row is still the initial one
- * (core/rn_statefile.h). */
+ * its row directory passes its checksum and names each key once, each
+ * row it names (read at its position) equals the dense row, and every
+ * other dense row is still the initial one (core/rn_statefile.h). */
 static int file_matches(rn_runtime *dense, rn_runtime *tiered, const rn_config *c)
 {
     rn_error err;
@@ -93,28 +104,31 @@ static int file_matches(rn_runtime *dense, rn_runtime *tiered, const rn_config *
     const int64_t M = rn_config_slots(c);
     const int dv = c->d_v;
     float row[64];
-    char hb[RN_STATEFILE_DATA];
     rn_statefile_info info;
     uint64_t nk = (uint64_t)c->n_layers * c->n_heads * M;
-    uint8_t bits[512];
-    int ok = pread(fd, hb, sizeof hb, 0) == (ssize_t)sizeof hb && rn_statefile_decode(hb, &info) &&
-             info.state == RN_STATEFILE_CLEAN && info.n_keys == nk && info.shape == rn_statefile_shape(c) &&
-             info.bitmap_off >= RN_STATEFILE_DATA + nk * info.row_bytes && nk <= 8 * sizeof bits &&
-             pread(fd, bits, (nk + 7) / 8, (off_t)info.bitmap_off) == (ssize_t)((nk + 7) / 8);
+    static uint32_t keys[1024] __attribute__((aligned(4096)));
+    int64_t pos[1024];
+    for (size_t i = 0; i < 1024; i++) pos[i] = -1;
+    int ok = nk <= 1024 && read_header_dir(fd, &info, keys, 1024) && info.state == RN_STATEFILE_CLEAN &&
+             info.n_keys == nk && info.shape == rn_statefile_shape(c);
+    for (uint64_t p = 0; ok && p < info.dir_count; p++) {
+        if (pos[keys[p]] >= 0) ok = 0; /* a key at two positions */
+        pos[keys[p]] = (int64_t)p;
+    }
     for (int l = 0; l < c->n_layers && ok; l++)
         for (int h = 0; h < c->n_heads; h++) {
             const rn_real *S, *z;
             if (rn_runtime_head_state(dense, l, h, &S, &z, &err)) { ok = 0; continue; }
             for (int64_t s = 0; s < M; s++) {
                 uint64_t key = ((uint64_t)l * c->n_heads + h) * M + s;
-                if (pread(fd, row, sizeof(float) * (dv + 1), (off_t)(RN_STATEFILE_DATA + key * info.row_bytes)) !=
-                    (ssize_t)(sizeof(float) * (dv + 1))) { ok = 0; continue; }
-                int same = !memcmp(row, S + s * dv, sizeof(float) * dv) && row[dv] == z[s];
                 int initial = z[s] == (float)(1.0 / (double)M);
                 for (int i = 0; i < dv; i++) initial &= S[s * dv + i] == 0;
-                /* a row not marked written is the initial one (what the file holds
-                 * there is not read: a hole, or a row of a run before) */
-                if ((bits[key >> 3] >> (key & 7)) & 1 ? !same : !initial) ok = 0;
+                /* a key not in the directory is the initial row (what the
+                 * file holds elsewhere is not read: rows of a run before) */
+                if (pos[key] < 0) { ok &= initial; continue; }
+                if (pread(fd, row, sizeof(float) * (dv + 1), (off_t)(RN_STATEFILE_DATA + pos[key] * info.row_bytes)) !=
+                    (ssize_t)(sizeof(float) * (dv + 1))) { ok = 0; continue; }
+                if (memcmp(row, S + s * dv, sizeof(float) * dv) || row[dv] != z[s]) ok = 0;
             }
         }
     close(fd);
@@ -144,7 +158,7 @@ TH_TEST(test_tiered_bit_identical, "tiered state equals dense, bit for bit (poli
                     /* the budget is per cache: one for the model, a layer or a head */
                     /* page cache: synchronous (the default), threads with read-ahead, threads without */
                     rn_state_opts so = { rows[b] * 4 * (c.d_v + 1) + (b & 1), TT_FILE, pols[p], 0, b % 3, 0,
-                                         (p + b + k) % 3 == 2, (p + b + k) % 3 ? RN_STATE_IO_THREADS : RN_STATE_IO_AUTO };
+                                         (p + b + k) % 3 == 2, (p + b + k) % 3 ? RN_STATE_IO_THREADS : RN_STATE_IO_AUTO, 0 };
                     rn_runtime *rt = NULL;
                     rn_state_counters cnt;
                     memset(got, 0xff, nl * 4);
@@ -201,7 +215,7 @@ TH_TEST(test_tiered_counters_simulate, "tiered hits and misses equal simulate's,
     for (int sc = 0; sc < 3; sc++)
     for (int p = 0; p < 6; p++)
         for (int b = 0; b < 6; b++) {
-            rn_state_opts so = { rows[b] * 4 * (c.d_v + 1), TT_FILE, pols[p], 0, sc, 0, 0, 0 };
+            rn_state_opts so = { rows[b] * 4 * (c.d_v + 1), TT_FILE, pols[p], 0, sc, 0, 0, 0, 0 };
             rn_error err;
             rn_runtime *rt;
             CU_ASSERT_EQUAL_FATAL(rn_runtime_create_state(&m, 1, &so, &rt, &err), RN_OK);
@@ -258,7 +272,7 @@ TH_TEST(test_tiered_counters_chunk_order, "tiered hits and misses equal simulate
         for (int sc = 0; sc < 3; sc++)
             for (int p = 0; p < 6; p++)
                 for (int b = 0; b < 3; b++) {
-                    rn_state_opts so = { rows[b] * 4 * (c.d_v + 1), TT_FILE, pols[p], 0, sc, 0, 0, 0 };
+                    rn_state_opts so = { rows[b] * 4 * (c.d_v + 1), TT_FILE, pols[p], 0, sc, 0, 0, 0, 0 };
                     rn_error err;
                     rn_runtime *rt;
                     CU_ASSERT_EQUAL_FATAL(rn_runtime_create_state(&m, chunks[ci], &so, &rt, &err), RN_OK);
@@ -321,13 +335,13 @@ TH_TEST(test_tiered_refusals, "tiered state: bad options are refused with the op
     rn_error err;
     rn_runtime *rt = NULL;
     struct { rn_state_opts o; const char *word; } bad[] = {
-        { { 1000, NULL, NULL, 0, 0, 0, 0, 0 }, "--state-file" },
-        { { 1000, TT_FILE, "opt", 0, 0, 0, 0, 0 }, "--state-policy" },
-        { { 1000, TT_FILE, "bogus", 0, 0, 0, 0, 0 }, "bogus" },
-        { { 10, TT_FILE, NULL, 0, 0, 0, 0, 0 }, "--state-budget" },
-        { { 1000, "/nonexistent-dir/x.state", NULL, 0, 0, 0, 0, 0 }, "--state-file" },
-        { { 0, TT_FILE, NULL, 0, 0, 0, 0, 0 }, "--state-file" },
-        { { 1000, TT_FILE, NULL, 0, 7, 0, 0, 0 }, "--state-scope" },
+        { { 1000, NULL, NULL, 0, 0, 0, 0, 0, 0 }, "--state-file" },
+        { { 1000, TT_FILE, "opt", 0, 0, 0, 0, 0, 0 }, "--state-policy" },
+        { { 1000, TT_FILE, "bogus", 0, 0, 0, 0, 0, 0 }, "bogus" },
+        { { 10, TT_FILE, NULL, 0, 0, 0, 0, 0, 0 }, "--state-budget" },
+        { { 1000, "/nonexistent-dir/x.state", NULL, 0, 0, 0, 0, 0, 0 }, "--state-file" },
+        { { 0, TT_FILE, NULL, 0, 0, 0, 0, 0, 0 }, "--state-file" },
+        { { 1000, TT_FILE, NULL, 0, 7, 0, 0, 0, 0 }, "--state-scope" },
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         CU_ASSERT_NOT_EQUAL(rn_runtime_create_state(&m, 4, &bad[i].o, &rt, &err), RN_OK);
@@ -335,7 +349,7 @@ TH_TEST(test_tiered_refusals, "tiered state: bad options are refused with the op
         CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, bad[i].word));
     }
     /* interventions and head state need the dense store */
-    rn_state_opts so = { 1000, TT_FILE, NULL, 0, 0, 0, 0, 0 };
+    rn_state_opts so = { 1000, TT_FILE, NULL, 0, 0, 0, 0, 0, 0 };
     CU_ASSERT_EQUAL_FATAL(rn_runtime_create_state(&m, 4, &so, &rt, &err), RN_OK);
     const rn_real *S, *z;
     CU_ASSERT_EQUAL(rn_runtime_head_state(rt, 0, 0, &S, &z, &err), RN_EINPUT);
@@ -496,7 +510,7 @@ TH_TEST(test_tiered_direct, "tiered state with O_DIRECT equals dense (skipped wh
     const size_t nl = (size_t)(T_PRE + T_GEN) * c.vocab_size;
     float *ref = malloc(nl * 4), *got = malloc(nl * 4);
     CU_ASSERT_EQUAL_FATAL(run_seq(&m, NULL, 5, ref, NULL, NULL), RN_OK);
-    rn_state_opts so = { 10 * 4 * (c.d_v + 1), TT_FILE, "clock", 1, RN_STATE_SCOPE_HEAD, 0, 0, 0 };
+    rn_state_opts so = { 10 * 4 * (c.d_v + 1), TT_FILE, "clock", 1, RN_STATE_SCOPE_HEAD, 0, 0, 0, 0 };
     rn_error err;
     rn_runtime *rt;
     if (rn_runtime_create_state(&m, 5, &so, &rt, &err) == RN_EINPUT && strstr(err.msg, "O_DIRECT")) {
@@ -538,7 +552,7 @@ TH_TEST(test_tiered_file_header, "state file: dirty while written, clean after a
     tiny_config(&c, 1, 0, 1.0f);
     rn_model m;
     make_model(&m, &c, 31);
-    rn_state_opts so = { 5 * 4 * (c.d_v + 1), TT_FILE, "lru", 0, 0, 0, 0, 0 };
+    rn_state_opts so = { 5 * 4 * (c.d_v + 1), TT_FILE, "lru", 0, 0, 0, 0, 0, 0 };
     rn_error err;
     rn_runtime *rt;
     unlink(TT_FILE);
@@ -571,7 +585,7 @@ TH_TEST(test_tiered_file_header, "state file: dirty while written, clean after a
     /* a dirty header (what a killed run leaves) is refused, naming the file,
      * and the file is left alone; discard replaces it */
     char hb[RN_STATEFILE_DATA];
-    rn_statefile_info info = { RN_STATEFILE_DIRTY, 3, rn_statefile_shape(&c), 28, 162, 0 };
+    rn_statefile_info info = { RN_STATEFILE_DIRTY, 3, rn_statefile_shape(&c), 28, 162, 0, 0, 0, 0 };
     int fd = open(TT_FILE, O_RDWR);
     CU_ASSERT_FATAL(fd >= 0);
     CU_ASSERT_EQUAL(rn_statefile_write(fd, TT_FILE, &info, hb, &err), RN_OK);
@@ -643,7 +657,7 @@ TH_TEST(test_tiered_prefetch, "read-ahead changes neither outputs nor counters, 
                 for (int chunk = 1; chunk <= 9; chunk += 8) {
                     /* page cache: the threads' read-ahead (the default there is synchronous) */
                     rn_state_opts so = { rows[b] * 4 * (c.d_v + 1), TT_FILE, pols[p], direct, 0, 0, 1,
-                                         direct ? RN_STATE_IO_AUTO : RN_STATE_IO_THREADS };
+                                         direct ? RN_STATE_IO_AUTO : RN_STATE_IO_THREADS, 0 };
                     rn_state_counters off, on;
                     int rc = run_seq(&m, &so, chunk, ref, &off, NULL);
                     if (direct && rc) { fprintf(stderr, "(O_DIRECT refused here) "); goto done; }
@@ -703,7 +717,7 @@ TH_TEST(test_tiered_aio, "O_DIRECT with native AIO, with threads and synchronous
         for (int p = 0; p < 4; p++)
             for (int b = 0; b < 4; b++) {
                 rn_state_opts so = { rows[b] * 4 * (c.d_v + 1), TT_FILE, pols[p], 1, b % 3, 0, p & 1,
-                                     RN_STATE_IO_AUTO };
+                                     RN_STATE_IO_AUTO, 0 };
                 rn_state_counters ca, ct;
                 char *fa = NULL, *ft = NULL;
                 size_t la = 0, lt = 0;
@@ -743,7 +757,7 @@ TH_TEST(test_tiered_aio, "O_DIRECT with native AIO, with threads and synchronous
     /* two sequences with a reset between them (the file's blocks kept): the
      * flushed file still holds the dense state */
     for (int p = 0; p < 2; p++) {
-        rn_state_opts so = { 2 * 4 * (c.d_v + 1), TT_FILE, pols[p], 1, 0, 0, 0, RN_STATE_IO_AUTO };
+        rn_state_opts so = { 2 * 4 * (c.d_v + 1), TT_FILE, pols[p], 1, 0, 0, 0, RN_STATE_IO_AUTO, 0 };
         rn_runtime *dense, *rt;
         CU_ASSERT_EQUAL_FATAL(run_seq(&m, NULL, 7, ref, NULL, &dense), RN_OK);
         CU_ASSERT_EQUAL_FATAL(run_seq(&m, &so, 7, a, NULL, &rt), RN_OK);
@@ -767,7 +781,7 @@ TH_TEST(test_tiered_aio_fallback, "io_setup refused (RAMTRACE_AIO_FAIL): O_DIREC
     const size_t nl = (size_t)(T_PRE + T_GEN) * c.vocab_size;
     float *ref = malloc(nl * 4), *got = malloc(nl * 4);
     CU_ASSERT_EQUAL_FATAL(run_seq(&m, NULL, 3, ref, NULL, NULL), RN_OK);
-    rn_state_opts so = { 4 * 4 * (c.d_v + 1), TT_FILE, "lru", 1, 0, 0, 0, RN_STATE_IO_AUTO };
+    rn_state_opts so = { 4 * 4 * (c.d_v + 1), TT_FILE, "lru", 1, 0, 0, 0, RN_STATE_IO_AUTO, 0 };
     rn_state_counters cnt;
     setenv("RAMTRACE_AIO_FAIL", "1", 1);
     int rc = run_seq(&m, &so, 3, got, &cnt, NULL);
@@ -807,6 +821,319 @@ TH_TEST(test_tiered_aio_fallback, "io_setup refused (RAMTRACE_AIO_FAIL): O_DIREC
     free(ref); free(got);
     rn_model_free(&m);
     unlink(TT_FILE);
+}
+
+/* A model with 4096 slots a head (24,576 keys), so that a run writes back
+ * thousands of distinct rows. */
+static void wide_config(rn_config *c)
+{
+    tiny_config(c, 0, 0, 1.0f);
+    c->d_p = 4;
+    c->order = 6;
+}
+
+TH_TEST(test_tiered_disk_use, "a state file uses about rows written x row bytes of disk (packed rows, preallocated in chunks), page cache and O_DIRECT")
+{
+    rn_config c;
+    wide_config(&c);
+    rn_model m;
+    make_model(&m, &c, 71);
+    enum { T = 120 };
+    int tok[T];
+    for (int i = 0; i < T; i++) tok[i] = (i * 71 + 5) % c.vocab_size;
+    const uint64_t nk = (uint64_t)c.n_layers * c.n_heads * rn_config_slots(&c);
+    uint32_t *keys = aligned_alloc(4096, nk * 4 + 4096);
+    int direct_ran = 0;
+    for (int direct = 0; direct < 2; direct++) {
+        rn_state_opts so = { 3 * 4 * (c.d_v + 1), TT_FILE, "lru", direct, 0, 0, 0, RN_STATE_IO_AUTO, 0 };
+        rn_error err;
+        rn_runtime *rt;
+        unlink(TT_FILE);
+        int rc = rn_runtime_create_state(&m, 8, &so, &rt, &err);
+        if (direct && rc == RN_EINPUT && strstr(err.msg, "O_DIRECT")) { fprintf(stderr, "(O_DIRECT refused here) "); break; }
+        CU_ASSERT_EQUAL_FATAL(rc, RN_OK);
+        CU_ASSERT_EQUAL(rn_prefill(rt, tok, T - 20, NULL, 0, &err), RN_OK);
+        for (int i = T - 20; i < T; i++) CU_ASSERT_EQUAL(rn_step(rt, tok[i], NULL, &err), RN_OK);
+        CU_ASSERT_EQUAL(rn_runtime_flush_state(rt, &err), RN_OK);
+        rn_state_counters cnt;
+        rn_runtime_state_counters(rt, &cnt);
+        rn_runtime_free(rt);
+        int fd = open(TT_FILE, O_RDONLY);
+        CU_ASSERT_FATAL(fd >= 0);
+        rn_statefile_info info;
+        struct stat sb;
+        CU_ASSERT_FATAL(read_header_dir(fd, &info, keys, nk) && !fstat(fd, &sb));
+        close(fd);
+        /* every write-back is counted; the directory holds each key written once */
+        const uint64_t rows = info.dir_count, stride = cnt.row_bytes;
+        CU_ASSERT(rows > 2000 && rows <= cnt.bytes_written / stride);
+        /* disk: the rows (in whole append blocks), the header and the
+         * directory, plus less than one preallocation chunk; the layout
+         * before (row at key · stride, one 4 KiB block each under O_DIRECT)
+         * needed rows · 4096 */
+        uint64_t used = (uint64_t)sb.st_blocks * 512;
+        uint64_t apb = stride < 4096 ? 4096 / stride : 1;
+        uint64_t data = (rows + apb - 1) / apb * apb * stride, dir = (rows * 4 + 4095) / 4096 * 4096;
+        CU_ASSERT(used >= rows * stride);
+        CU_ASSERT(used <= RN_STATEFILE_DATA + data + dir + RN_STATE_PREALLOC + 4096);
+        if (direct) CU_ASSERT(used < rows * 4096 / 2);
+        /* the apparent size too: the data region is packed, not L·H·M rows */
+        CU_ASSERT((uint64_t)sb.st_size <= RN_STATEFILE_DATA + data + dir + RN_STATE_PREALLOC + 4096);
+        if (direct) CU_ASSERT((uint64_t)sb.st_size < RN_STATEFILE_DATA + nk * stride);
+        CU_ASSERT_EQUAL(info.dir_off % 4096, 0);
+        CU_ASSERT(info.dir_off >= RN_STATEFILE_DATA + data);
+        if (direct) direct_ran = 1;
+    }
+    (void)direct_ran;
+    free(keys);
+    rn_model_free(&m);
+    unlink(TT_FILE);
+}
+
+TH_TEST(test_tiered_append_block, "fresh rows still in the unfinished append block are read back right (budgets of 1 and 3 rows; every I/O path, page cache and O_DIRECT)")
+{
+    rn_config c;
+    tiny_config(&c, 2, 1, 0.9f);
+    rn_model m;
+    make_model(&m, &c, 81);
+    const size_t nl = (size_t)(T_PRE + T_GEN) * c.vocab_size;
+    float *ref = malloc(nl * 4), *got = malloc(nl * 4);
+    const int io[] = { RN_STATE_IO_AUTO, RN_STATE_IO_SYNC, RN_STATE_IO_THREADS };
+    int runs = 0;
+    for (int chunk = 1; chunk <= 8; chunk += 7) {
+        rn_runtime *dense;
+        CU_ASSERT_EQUAL_FATAL(run_seq(&m, NULL, chunk, ref, NULL, &dense), RN_OK);
+        for (int direct = 0; direct < 2; direct++)
+            for (int b = 1; b <= 3; b += 2)
+                for (int i = 0; i < 3; i++) {
+                    rn_state_opts so = { (uint64_t)b * 4 * (c.d_v + 1), TT_FILE, "lru", direct, 0, 0, 0, io[i], 0 };
+                    rn_state_counters cnt;
+                    rn_runtime *rt = NULL;
+                    unlink(TT_FILE);
+                    int rc = run_seq(&m, &so, chunk, got, &cnt, &rt);
+                    if (direct && rc == RN_EINPUT) continue; /* O_DIRECT refused here */
+                    CU_ASSERT_EQUAL_FATAL(rc, RN_OK);
+                    runs++;
+                    CU_ASSERT_EQUAL(memcmp(ref, got, nl * 4), 0);
+                    CU_ASSERT(cnt.bytes_read > 0);
+                    /* the page cache's append block holds 146 rows of 28
+                     * bytes, nearly all the 162 keys (most misses read
+                     * their row from it); O_DIRECT's 8 rows of 512 */
+                    CU_ASSERT(file_matches(dense, rt, &c));
+                    rn_runtime_free(rt);
+                }
+        rn_runtime_free(dense);
+    }
+    CU_ASSERT(runs >= 12);
+    free(ref); free(got);
+    rn_model_free(&m);
+    unlink(TT_FILE);
+}
+
+TH_TEST(test_tiered_file_versions, "a state file of format version 1, or one whose row directory fails its checksum, is refused (exit 2) and left alone; --state-discard replaces it")
+{
+    rn_config c;
+    tiny_config(&c, 1, 1, 1.0f);
+    rn_model m;
+    make_model(&m, &c, 91);
+    rn_state_opts so = { 4 * 4 * (c.d_v + 1), TT_FILE, "lru", 0, 0, 0, 0, 0, 0 };
+    rn_error err;
+    rn_runtime *rt = NULL;
+    /* version 1's header: the same magic, version 1, its fields */
+    char v1[RN_STATEFILE_DATA];
+    memset(v1, 0, sizeof v1);
+    memcpy(v1, "RNSTATE", 8);
+    uint32_t ver = 1, clean = RN_STATEFILE_CLEAN;
+    memcpy(v1 + 8, &ver, 4);
+    memcpy(v1 + 12, &clean, 4);
+    CU_ASSERT_EQUAL_FATAL(th_write_file(TT_FILE, v1, sizeof v1), 0);
+    CU_ASSERT_EQUAL(rn_runtime_create_state(&m, 4, &so, &rt, &err), RN_EINPUT);
+    CU_ASSERT_PTR_NULL(rt);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, TT_FILE));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "format version 1"));
+    size_t len = 0;
+    char *txt = th_read_file(TT_FILE, &len);
+    CU_ASSERT(txt && len == sizeof v1 && !memcmp(txt, v1, sizeof v1));
+    free(txt);
+    /* the command: one line, exit 2; --state-discard replaces it */
+    char sfb[512];
+    snprintf(sfb, sizeof sfb, "%s", th_path("v1.state"));
+    CU_ASSERT_EQUAL_FATAL(th_write_file(sfb, v1, sizeof v1), 0);
+    CU_ASSERT_EQUAL(th_run("%s run samples/kjv.bin samples/prompts/kjv.txt -n 2 --state-budget 4K --state-file %s",
+                           th_bin(), sfb), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(th_err(), "format version 1"));
+    CU_ASSERT_EQUAL(th_count_lines(th_err()), 1);
+    CU_ASSERT_EQUAL(th_run("%s run samples/kjv.bin samples/prompts/kjv.txt -n 2 --state-budget 4K --state-file %s "
+                           "--state-discard", th_bin(), sfb), 0);
+    unlink(sfb);
+    so.file = TT_FILE; /* th_path's buffer held v1.state */
+    so.discard = 1;
+    CU_ASSERT_EQUAL_FATAL(rn_runtime_create_state(&m, 4, &so, &rt, &err), RN_OK);
+    so.discard = 0;
+    /* a clean file: accepted while its directory is intact; one flipped
+     * byte of the directory and it is refused */
+    int tok[30];
+    for (int i = 0; i < 30; i++) tok[i] = (i * 13 + 1) % c.vocab_size;
+    CU_ASSERT_EQUAL(rn_prefill(rt, tok, 30, NULL, 0, &err), RN_OK);
+    CU_ASSERT_EQUAL(rn_runtime_flush_state(rt, &err), RN_OK);
+    rn_runtime_free(rt);
+    static uint32_t keys[1024] __attribute__((aligned(4096)));
+    rn_statefile_info info;
+    int fd = open(TT_FILE, O_RDWR);
+    CU_ASSERT_FATAL(fd >= 0);
+    CU_ASSERT_FATAL(read_header_dir(fd, &info, keys, 1024));
+    CU_ASSERT_EQUAL(info.state, RN_STATEFILE_CLEAN);
+    CU_ASSERT(info.dir_count > 10);
+    CU_ASSERT_EQUAL_FATAL(rn_runtime_create_state(&m, 4, &so, &rt, &err), RN_OK); /* intact: replaced */
+    CU_ASSERT_EQUAL(rn_runtime_flush_state(rt, &err), RN_OK);
+    rn_runtime_free(rt);
+    /* the run above flushed an empty state: write the earlier header back
+     * (its directory is still where it was: nothing was written since) */
+    char hb[RN_STATEFILE_DATA];
+    CU_ASSERT_EQUAL(rn_statefile_write(fd, TT_FILE, &info, hb, &err), RN_OK);
+    CU_ASSERT_FATAL(read_header_dir(fd, &info, keys, 1024));
+    uint32_t k3 = keys[3] ^ 1u;
+    CU_ASSERT_EQUAL(pwrite(fd, &k3, 4, (off_t)(info.dir_off + 12)), 4);
+    CU_ASSERT_EQUAL(rn_statefile_read_dir(fd, TT_FILE, &info, keys, &err), RN_EINPUT);
+    close(fd);
+    CU_ASSERT_EQUAL(rn_runtime_create_state(&m, 4, &so, &rt, &err), RN_EINPUT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "row directory fails its checksum"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, TT_FILE));
+    so.discard = 1;
+    CU_ASSERT_EQUAL_FATAL(rn_runtime_create_state(&m, 4, &so, &rt, &err), RN_OK);
+    rn_runtime_free(rt);
+    rn_model_free(&m);
+    unlink(TT_FILE);
+}
+
+/* One piece of a sequence on TT_FILE: resume (or start) it, prefill or
+ * step tokens [from, to) with their logits into out, flush unless last. */
+static int resume_piece(const rn_model *m, rn_state_opts so, int chunk, int resume, int from, int to, int prefill,
+                        int flush, float *out)
+{
+    rn_error err;
+    rn_runtime *rt;
+    so.resume = resume;
+    int rc = rn_runtime_create_state(m, chunk, &so, &rt, &err);
+    if (rc) { fprintf(stderr, "%s\n", err.msg); return rc; }
+    int tok[T_PRE + T_GEN];
+    for (int i = 0; i < T_PRE + T_GEN; i++) tok[i] = (i * 37 + 11) % m->cfg.vocab_size; /* as run_seq */
+    const int V = m->cfg.vocab_size;
+    if (rn_runtime_pos(rt) != from) rc = RN_EINTERNAL;
+    if (!rc && prefill) rc = rn_prefill(rt, tok + from, to - from, out + (size_t)from * V, 1, &err);
+    for (int i = from; i < to && !rc && !prefill; i++) rc = rn_step(rt, tok[i], out + (size_t)i * V, &err);
+    if (!rc && flush) rc = rn_runtime_flush_state(rt, &err);
+    if (rc) fprintf(stderr, "resume piece %d..%d: %s\n", from, to, rc == RN_EINTERNAL ? "position" : err.msg);
+    rn_runtime_free(rt);
+    return rc;
+}
+
+TH_TEST(test_tiered_resume, "a sequence resumed from clean state files (flushed, closed, reopened twice) is bit-identical to the dense runtime's; a file not flushed clean, of another model or row size, is refused")
+{
+    rn_config c;
+    tiny_config(&c, 4, 1, 0.8f);
+    rn_model m;
+    make_model(&m, &c, 101);
+    const size_t nl = (size_t)(T_PRE + T_GEN) * c.vocab_size;
+    float *ref = malloc(nl * 4), *got = malloc(nl * 4);
+    const char *pols[] = { "lru", "arc" };
+    const uint64_t rows[] = { 3, 40 };
+    int runs = 0;
+    for (int chunk = 1; chunk <= 7; chunk += 6) {
+        CU_ASSERT_EQUAL_FATAL(run_seq(&m, NULL, chunk, ref, NULL, NULL), RN_OK);
+        for (int direct = 0; direct < 2; direct++)
+            for (int p = 0; p < 2; p++)
+                for (int b = 0; b < 2; b++) {
+                    rn_state_opts so = { rows[b] * 4 * (c.d_v + 1), TT_FILE, pols[p], direct, 0, 0, 0,
+                                         (p + b) & 1 ? RN_STATE_IO_SYNC : RN_STATE_IO_AUTO, 0 };
+                    unlink(TT_FILE);
+                    memset(got, 0xff, nl * 4);
+                    int rc = resume_piece(&m, so, chunk, 0, 0, T_PRE, 1, 1, got);
+                    if (direct && rc == RN_EINPUT) continue; /* O_DIRECT refused here */
+                    CU_ASSERT_EQUAL(rc, RN_OK);
+                    CU_ASSERT_EQUAL(resume_piece(&m, so, chunk, 1, T_PRE, T_PRE + 4, 0, 1, got), RN_OK);
+                    CU_ASSERT_EQUAL(resume_piece(&m, so, chunk, 1, T_PRE + 4, T_PRE + T_GEN, 0, 0, got), RN_OK);
+                    CU_ASSERT_EQUAL(memcmp(ref, got, nl * 4), 0);
+                    runs++;
+                }
+    }
+    CU_ASSERT(runs >= 8);
+    /* refusals: the last piece ended without a flush (closed) */
+    rn_state_opts so = { 3 * 4 * (c.d_v + 1), TT_FILE, "lru", 0, 0, 0, 0, 0, 1 };
+    rn_error err;
+    rn_runtime *rt = NULL;
+    unlink(TT_FILE);
+    CU_ASSERT_EQUAL(resume_piece(&m, so, 4, 0, 0, 10, 1, 0, got), RN_OK);
+    CU_ASSERT_EQUAL(rn_runtime_create_state(&m, 4, &so, &rt, &err), RN_EINPUT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "--state-resume"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "not flushed clean"));
+    CU_ASSERT_EQUAL(file_state(NULL), RN_STATEFILE_CLOSED); /* left alone */
+    CU_ASSERT_EQUAL(resume_piece(&m, so, 4, 0, 0, 10, 1, 1, got), RN_OK); /* now clean */
+    rn_config c2 = c;
+    c2.order = 4;
+    rn_model m2;
+    make_model(&m2, &c2, 102);
+    CU_ASSERT_EQUAL(rn_runtime_create_state(&m2, 4, &so, &rt, &err), RN_EINPUT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "another model"));
+    rn_model_free(&m2);
+    so.direct = 1;
+    int rc = rn_runtime_create_state(&m, 4, &so, &rt, &err);
+    CU_ASSERT_EQUAL(rc, RN_EINPUT);
+    CU_ASSERT(strstr(err.msg, "another size") || strstr(err.msg, "O_DIRECT"));
+    so.direct = 0;
+    so.discard = 1;
+    CU_ASSERT_EQUAL(rn_runtime_create_state(&m, 4, &so, &rt, &err), RN_EINPUT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "--state-resume"));
+    CU_ASSERT_EQUAL(file_state(NULL), RN_STATEFILE_CLEAN);
+    free(ref); free(got);
+    rn_model_free(&m);
+    unlink(TT_FILE);
+}
+
+TH_TEST(test_tiered_cli_resume, "run --state-save then run --state-resume with the rest of the prompt prints what one dense run of the whole prompt prints; bad combinations exit 2")
+{
+    char sf[512], p1[512], p2[512], p12[512], dense[8192];
+    snprintf(sf, sizeof sf, "%s", th_path("resume.state"));
+    snprintf(p1, sizeof p1, "%s", th_path("p1.txt"));
+    snprintf(p2, sizeof p2, "%s", th_path("p2.txt"));
+    snprintf(p12, sizeof p12, "%s", th_path("p12.txt"));
+    size_t len = 0;
+    char *text = th_read_file("samples/prompts/kjv.txt", &len);
+    CU_ASSERT_FATAL(text && len > 100);
+    CU_ASSERT_EQUAL_FATAL(th_write_file(p1, text, 60), 0);
+    CU_ASSERT_EQUAL_FATAL(th_write_file(p2, text + 60, len - 60), 0);
+    CU_ASSERT_EQUAL_FATAL(th_write_file(p12, text, len), 0);
+    free(text);
+    CU_ASSERT_EQUAL_FATAL(th_run("%s run samples/kjv.bin %s -n 40 --seed 5", th_bin(), p12), 0);
+    snprintf(dense, sizeof dense, "%s", th_out());
+    const char *modes[] = { "", "--state-direct" };
+    for (int d = 0; d < 2; d++) {
+        unlink(sf);
+        CU_ASSERT_EQUAL(th_run("%s run samples/kjv.bin %s -n 0 --state-budget 4K --state-file %s --state-save %s",
+                               th_bin(), p1, sf, modes[d]), 0);
+        CU_ASSERT_EQUAL(th_run("%s run samples/kjv.bin %s -n 40 --seed 5 --state-budget 4K --state-file %s "
+                               "--state-resume %s", th_bin(), p2, sf, modes[d]), 0);
+        CU_ASSERT_STRING_EQUAL(th_out(), dense);
+        /* that run did not save: its file is closed, not resumable */
+        CU_ASSERT_EQUAL(th_run("%s run samples/kjv.bin %s -n 4 --state-budget 4K --state-file %s --state-resume %s",
+                               th_bin(), p2, sf, modes[d]), 2);
+        CU_ASSERT_PTR_NOT_NULL(strstr(th_err(), "--state-resume"));
+        CU_ASSERT_EQUAL(th_count_lines(th_err()), 1);
+    }
+    const char *bad[][2] = {
+        { "--state-resume", "--state-resume" },
+        { "--state-save", "--state-save" },
+        { "--state-budget 4K --state-file %s --state-resume --trace x.db", "--trace" },
+        { "--state-budget 4K --state-file %s --state-resume --state-discard", "--state-discard" },
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char opts[1024];
+        snprintf(opts, sizeof opts, bad[i][0], sf);
+        CU_ASSERT_EQUAL(th_run("%s run samples/kjv.bin %s -n 2 %s", th_bin(), p2, opts), 2);
+        CU_ASSERT_PTR_NOT_NULL(strstr(th_err(), bad[i][1]));
+        CU_ASSERT_EQUAL(th_count_lines(th_err()), 1);
+    }
+    unlink(sf);
 }
 
 TH_TEST(test_tiered_plot, "plot tiered draws a bench CSV; a CSV without its columns or with a bad number exits 2 naming it")
