@@ -46,7 +46,7 @@ BIN       := $(BUILD)/ramtrace
 TEST_BINS :=
 BENCH_BINS := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 
-.PHONY: all setup demo test test-long test-asan test-clang bench clean
+.PHONY: all ramtrace setup demo test test-long test-asan test-clang bench clean
 all: setup ramtrace $(LIB)
 
 setup:
@@ -54,8 +54,11 @@ setup:
 
 -include $(wildcard mk/*.mk)
 
+# ./ramtrace is a copy of the binary of the build directory in use, compared
+# by content (not by time): after `make BUILD=build-asan ramtrace`, a plain
+# `make ramtrace` puts the normal build back.
 ramtrace: $(BIN)
-	@cp $(BIN) ramtrace.tmp && mv -f ramtrace.tmp ramtrace
+	@cmp -s $(BIN) ramtrace || { cp $(BIN) ramtrace.tmp && mv -f ramtrace.tmp ramtrace; }
 
 $(LIB): $(LIB_OBJ)
 	@rm -f $@
