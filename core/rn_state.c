@@ -198,7 +198,10 @@ double rn_state_bytes(const rn_config *c, const rn_state_opts *o)
      * 20 bytes an id: LFU) with the id -> frame array, the row directory for
      * as many rows as the frames (it grows with the rows written: 20 to 40
      * bytes a row; docs/tiered-state.md) and the append block */
-    return (cap + WB_THREADS * WB_ROWS + PF_SLOTS) * ((double)row_stride(c, o->direct ? DIRECT_ALIGN : 0) + 9) +
+    /* O_DIRECT frames are padded to the alignment of the disk the file will
+     * be on (512 bytes on most: twice a 260-byte row), not to the largest */
+    const uint64_t stride = row_stride(c, o->direct ? rn_statefile_dio_align_path(o->file) : 0);
+    return (cap + WB_THREADS * WB_ROWS + PF_SLOTS) * ((double)stride + 9) +
            groups * (24.0 * (double)ids + (double)rn_keyids_bytes((uint32_t)ids)) + cap * 40 +
            3 * DIRECT_ALIGN + APPEND_BLOCK + (o->direct ? AIO_WRITES * (double)APPEND_BLOCK : 0);
 }

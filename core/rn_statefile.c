@@ -197,3 +197,26 @@ uint32_t rn_statefile_dio_align(int fd)
     }
     return good_align(v) ? (uint32_t)v : 4096;
 }
+
+uint32_t rn_statefile_dio_align_path(const char *path)
+{
+    if (!path || !*path) return 4096;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        /* not there yet: its directory is on the same device */
+        size_t n = strlen(path);
+        char *dir = malloc(n + 2);
+        if (!dir) return 4096;
+        memcpy(dir, path, n + 1);
+        char *slash = strrchr(dir, '/');
+        if (!slash) strcpy(dir, ".");
+        else if (slash == dir) dir[1] = '\0';
+        else *slash = '\0';
+        fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        free(dir);
+    }
+    if (fd < 0) return 4096;
+    uint32_t a = rn_statefile_dio_align(fd);
+    close(fd);
+    return a;
+}

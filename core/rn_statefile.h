@@ -91,6 +91,13 @@ int rn_statefile_check(int fd, const char *path, int discard, void *buf, rn_erro
  * most 4096. */
 uint32_t rn_statefile_dio_align(int fd);
 
+/* The same for a state file about to be created or replaced at path,
+ * before it is opened: that of the file when it exists, else that of the
+ * device holding its directory; 4096 when neither can be opened.  (The
+ * memory check sizes O_DIRECT frames with it before the store opens the
+ * file.) */
+uint32_t rn_statefile_dio_align_path(const char *path);
+
 /* Write info's header at offset 0 and fdatasync; RN_EIO naming path. */
 int rn_statefile_write(int fd, const char *path, const rn_statefile_info *info, void *buf, rn_error *err);
 
