@@ -538,6 +538,7 @@ typedef struct {
     char ckpt[1100];    /* checkpoint path */
     char recipe[2048];  /* rn_train_recipe of o */
     int64_t start;      /* first step (> 0 when resumed) */
+    int64_t ckpt_at;    /* the step of the checkpoint last written by this run (-1: none) */
     double t0, tokens;  /* loop start time; tokens trained since */
     char summary[1024]; /* the last evaluation's JSON */
 } run_state;
@@ -868,9 +869,13 @@ static int evaluate(run_state *s, int64_t step, int final, rn_error *err)
     return RN_OK;
 }
 
-/* Write the checkpoint at `step` steps done; `announce` reports it. */
+/* Write the checkpoint at `step` steps done; `announce` reports it.  A
+ * checkpoint at the step of the last one written is already on disk (a
+ * periodic one that an early stop or the end falls on): nothing is written
+ * or reported again. */
 static int checkpoint(run_state *s, int64_t step, int announce, rn_error *err)
 {
+    if (step == s->ckpt_at) return RN_OK;
     int rc = sync_host(s, err);
     if (!rc)
         rc = rn_checkpoint_save(s->ckpt, s->c, s->recipe, step, s->o->seed, s->m.params, s->mom,
@@ -883,7 +888,9 @@ static int checkpoint(run_state *s, int64_t step, int announce, rn_error *err)
         rc = rn_checkpoint_save(kept, s->c, s->recipe, step, s->o->seed, s->m.params, s->mom,
                                 s->mom + s->nb, s->nb, err);
     }
-    if (rc || !announce) return rc;
+    if (rc) return rc;
+    s->ckpt_at = step;
+    if (!announce) return RN_OK;
     rn_train_event ev = { .kind = RN_TRAIN_EV_CHECKPOINT, .step = step, .steps = s->o->opt.steps,
                           .text = s->ckpt };
     emit(s, &ev);
@@ -900,10 +907,11 @@ static int stop_requested(const run_state *s, int64_t step)
 }
 
 /* Whether a period (eval_every, ckpt_every; 0 = never) falls after `done`
- * steps, short of the end (the end has its own evaluation and checkpoint). */
-static int due(int64_t every, int64_t done, int64_t steps)
+ * steps, short of the end, `steps` or the stop_after before it (the end
+ * has its own evaluation and checkpoint). */
+static int due(int64_t every, int64_t done, int64_t end)
 {
-    return every > 0 && done % every == 0 && done < steps;
+    return every > 0 && done % every == 0 && done < end;
 }
 
 /* The steps from s.start, each followed by its due log line, evaluation
@@ -914,6 +922,9 @@ static int run_loop(run_state *s, rn_error *err)
     const rn_train_opts *o = s->o;
     int rc;
     int64_t step = s->start;
+    /* a stop_after ahead is the end for the periods: its stop writes the
+     * checkpoint and the final evaluation, once */
+    const int64_t end = o->stop_after > s->start && o->stop_after < o->opt.steps ? o->stop_after : o->opt.steps;
     for (; step < o->opt.steps; step++) {
         if (stop_requested(s, step)) {
             if ((rc = checkpoint(s, step, 1, err))) return rc;
@@ -926,11 +937,11 @@ static int run_loop(run_state *s, rn_error *err)
         if ((rc = train_step(s, step, &st, err))) return rc;
         const int64_t done = step + 1;
         if (done % o->log_every == 0 || done == o->opt.steps) log_step(s, done, &st);
-        if (due(o->eval_every, done, o->opt.steps) && (rc = evaluate(s, done, 0, err))) {
+        if (due(o->eval_every, done, end) && (rc = evaluate(s, done, 0, err))) {
             if (rc == RN_EINTR) continue; /* the loop top checkpoints `done` steps and stops */
             return rc;
         }
-        if (due(o->ckpt_every, done, o->opt.steps) && (rc = checkpoint(s, done, 1, err))) return rc;
+        if (due(o->ckpt_every, done, end) && (rc = checkpoint(s, done, 1, err))) return rc;
     }
     if ((rc = evaluate(s, step, 1, err))) return rc;
     if ((rc = checkpoint(s, step, 0, err))) return rc;
@@ -953,6 +964,7 @@ int rn_train_run(const rn_train_opts *opts, const rn_config *c, rn_train_report_
     s.report = report;
     s.user = user;
     s.stop = stop;
+    s.ckpt_at = -1;
     int rc = run_setup(&s, err);
     if (!rc) {
         s.t0 = now_s();

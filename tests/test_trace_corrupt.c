@@ -143,6 +143,34 @@ TH_TEST(test_out_of_range_values, "every out-of-range value is a one-line corrup
     }
 }
 
+/* cape_m must agree with the run's cape_masks: M on a head the config
+ * marks CAPE (layer 0 head 0 here), 0 on the others.  A block that says
+ * otherwise would be read with its slots shifted (or not) by position, so
+ * it is refused, naming the file and the block. */
+TH_TEST(test_cape_m_against_masks, "cape_m that contradicts the run's cape_masks is a corrupt block")
+{
+    static const struct { const char *name, *sql, *block, *why; int filtered; } edits[] = {
+        { "cape_m = M on a content-only head", "UPDATE event_blocks SET cape_m = 9 WHERE layer = 0 AND head = 1",
+          "layer 0, head 1", "content-only", 0 },
+        { "cape_m = M on layer 1", "UPDATE event_blocks SET cape_m = 9 WHERE layer = 1 AND head = 0",
+          "layer 1, head 0", "content-only", 0 },
+        { "cape_m = 0 on a CAPE head", "UPDATE event_blocks SET cape_m = 0 WHERE layer = 0 AND head = 0",
+          "layer 0, head 0", "CAPE (expected M)", 1 },
+    };
+    for (size_t i = 0; i < sizeof edits / sizeof *edits; i++) {
+        char name[64];
+        snprintf(name, sizeof name, "capem%zu.db", i);
+        const char *db = corrupted(name, edits[i].sql);
+        if (!db) continue;
+        expect_corrupt(db, edits[i].name, edits[i].filtered);
+        int rc = th_run("%s stats '%s'", th_bin(), db);
+        int ok = rc == 2 && strstr(th_err(), name) && strstr(th_err(), edits[i].block) &&
+                 strstr(th_err(), edits[i].why);
+        if (!ok) fprintf(stderr, "\n%s: stats -> %d: %s", edits[i].name, rc, th_err());
+        CU_ASSERT(ok);
+    }
+}
+
 /* Streams of a run whose positions are huge but few: memory follows the
  * number of events, not the largest position (this once sized a counting
  * array by the position: 16 GiB for one event at 2^31 - 1). */

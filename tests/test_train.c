@@ -501,6 +501,9 @@ TH_TEST(test_cli_resume_exact, "train CLI resume")
                                  th_bin(), cfg, ck, P("dummy.bin")), 0);
     CU_ASSERT(strstr(th_err(), "step 3/6") != NULL);
     CU_ASSERT(strstr(th_err(), "step 4/6") == NULL);
+    /* the stop falls on ckpt_every = 3: one checkpoint line (it was two) */
+    const char *ck3 = strstr(th_err(), "checkpoint at step 3:");
+    CU_ASSERT(ck3 != NULL && strstr(ck3 + 1, "checkpoint at step") == NULL);
     size_t la, lb;
     char *a = th_read_file(full, &la);
     /* resuming at step 3 must reproduce the uninterrupted model exactly */
@@ -753,12 +756,25 @@ TH_TEST(test_train_events, "the loop's events in order")
                                    "eval:6 done:6");
     CU_ASSERT_STRING_EQUAL(lg.start_text, P("ev.bin.ckpt"));
     CU_ASSERT_STRING_EQUAL(lg.done_text, P("ev.bin"));
-    /* stopped after 4 steps: the stop's checkpoint, then the end */
+    /* stopped after 4 steps: the stop's checkpoint, then the end, whose
+     * evaluation is the one at step 4 (it was reported twice, the periodic
+     * one and the final one) */
     memset(&lg, 0, sizeof lg);
     o.stop_after = 4;
     snprintf(o.ckpt, sizeof o.ckpt, "%s", P("ev_part.ckpt"));
     CU_ASSERT_EQUAL_FATAL(rn_train_run(&o, &c, record_event, &lg, NULL, &err), RN_OK);
-    CU_ASSERT_STRING_EQUAL(lg.seq, "start:0 step:1 step:2 eval:2 step:3 ckpt:3 step:4 eval:4 ckpt:4 eval:4 done:4");
+    CU_ASSERT_STRING_EQUAL(lg.seq, "start:0 step:1 step:2 eval:2 step:3 ckpt:3 step:4 ckpt:4 eval:4 done:4");
+    /* stopped on a checkpoint period (stop_after 6 of 8 steps, ckpt_every 3):
+     * one checkpoint and one evaluation at the stop (the checkpoint was
+     * written and reported twice) */
+    memset(&lg, 0, sizeof lg);
+    o.opt.steps = 8;
+    o.stop_after = 6;
+    snprintf(o.ckpt, sizeof o.ckpt, "%s", P("ev_six.ckpt"));
+    CU_ASSERT_EQUAL_FATAL(rn_train_run(&o, &c, record_event, &lg, NULL, &err), RN_OK);
+    CU_ASSERT_STRING_EQUAL(lg.seq, "start:0 step:1 step:2 eval:2 step:3 ckpt:3 step:4 eval:4 step:5 step:6 "
+                                   "ckpt:6 eval:6 done:6");
+    o.opt.steps = 6;
     /* resumed from there, with logging every other step */
     memset(&lg, 0, sizeof lg);
     o.stop_after = 0;
@@ -767,8 +783,8 @@ TH_TEST(test_train_events, "the loop's events in order")
     snprintf(o.ckpt, sizeof o.ckpt, "%s", P("ev_rest.ckpt"));
     CU_ASSERT_EQUAL_FATAL(rn_train_run(&o, &c, record_event, &lg, NULL, &err), RN_OK);
     CU_ASSERT_STRING_EQUAL(lg.seq, "start:4 step:6 eval:6 done:6");
-    /* interrupted (Ctrl-C) after step 3: its checkpoint, the stop's, and
-     * RN_EINTR with no final evaluation */
+    /* interrupted (Ctrl-C) after step 3: its checkpoint, which is the
+     * stop's too (not written again), and RN_EINTR with no final evaluation */
     volatile int stop = 0;
     memset(&lg, 0, sizeof lg);
     lg.stop_at = 3;
@@ -777,7 +793,7 @@ TH_TEST(test_train_events, "the loop's events in order")
     o.log_every = 1;
     snprintf(o.ckpt, sizeof o.ckpt, "%s", P("ev_int.ckpt"));
     CU_ASSERT_EQUAL(rn_train_run(&o, &c, record_event, &lg, &stop, &err), RN_EINTR);
-    CU_ASSERT_STRING_EQUAL(lg.seq, "start:0 step:1 step:2 eval:2 step:3 ckpt:3 ckpt:3");
+    CU_ASSERT_STRING_EQUAL(lg.seq, "start:0 step:1 step:2 eval:2 step:3 ckpt:3");
     CU_ASSERT(strstr(err.msg, "interrupted at step 3") != NULL);
     /* interrupted during the evaluation after step 2: the checkpoint says 2
      * steps (it once said 3, so a resume skipped a step) */

@@ -107,6 +107,9 @@ const char *tr_block_check(const tr_block_hdr *b, int64_t layer, int64_t head, c
                  (long long)b->pos0, (long long)r->n_tokens);
     else if (b->cape_m != 0 && b->cape_m != r->M)
         snprintf(buf, cap, "CAPE modulus %lld (not 0 or M = %lld)", (long long)b->cape_m, (long long)r->M);
+    else if (r->cape_mask && (b->cape_m != 0) != (int)((r->cape_mask[layer] >> head) & 1))
+        snprintf(buf, cap, "CAPE modulus %lld on a head the run's cape_masks mark %s", (long long)b->cape_m,
+                 b->cape_m ? "content-only (expected 0)" : "CAPE (expected M)");
     else {
         int64_t n = b->npos * tr_block_nops(b->ops) * r->K;
         if (b->n != n)

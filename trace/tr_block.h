@@ -88,6 +88,10 @@ typedef struct {
 typedef struct {
     int64_t L, H, M, K, n_tokens;        /* n_tokens < 0: positions unbounded */
     int slot_bits, weight_fmt;
+    /* the run's per-layer CAPE masks (L entries; bit n: head n is a CAPE
+     * head), or NULL where the caller has not got them: then cape_m is
+     * only checked to be 0 or M */
+    const uint64_t *cape_mask;
 } tr_block_run;
 
 /* NULL when hdr is consistent with its run (given layer and head); else a

@@ -42,6 +42,7 @@ struct tr_iter {
     int64_t prev_layer, prev_head, prev_end;
     int64_t run_id;
     tr_block_run run;  /* the run's header, for checking every block */
+    uint64_t cape_mask[RN_MAX_LAYERS]; /* the run's CAPE masks (run.cape_mask points here) */
 };
 
 int tr_open_read(const char *path, tr_db **out, rn_error *err)
@@ -409,6 +410,8 @@ int tr_iter_open(tr_db *d, int64_t run_id, const tr_filter *f, tr_iter **out, rn
     it->run.n_tokens = run.n_tokens;
     it->run.slot_bits = tr_slot_bits(it->run.M);
     it->run.weight_fmt = run.weight_format;
+    memcpy(it->cape_mask, run.cfg.cape_mask, sizeof it->cape_mask);
+    it->run.cape_mask = it->cape_mask;
     it->lo = f->pos_lo > 0 ? f->pos_lo : 0;
     it->hi = f->pos_hi >= 0 ? f->pos_hi : INT64_MAX;
     it->op_only = (f->ops & RN_OPS_BOTH) == RN_OPS_BOTH ? -1

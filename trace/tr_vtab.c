@@ -210,6 +210,7 @@ static int load_run(ev_cursor *c)
     if (r->M < 1 || r->M > ((int64_t)1 << 32) || r->K < 1 || r->K > r->M || r->weight_fmt < 0)
         return corrupt(c, "its run has an invalid n_slots, top_k or weight_format");
     r->slot_bits = tr_slot_bits(r->M);
+    r->cape_mask = NULL; /* the extension has no config parser: cape_m is checked to be 0 or M only */
     c->run_cached = c->run_id;
     return SQLITE_OK;
 }
