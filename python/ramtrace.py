@@ -12,7 +12,8 @@ Arrays: layer, head (uint16), pos (int32), op (uint8: 0 write, 1 read),
 rank (uint16), slot, addr (uint32), weight (float32, exactly the model's
 value; float16 widened for a run recorded with --weights f16), in the
 order (layer, head, pos, op, rank).  Needs only the standard library's
-sqlite3 and numpy (Debian: python3-numpy).
+sqlite3 and numpy (Debian: python3-numpy, for /usr/bin/python3; without
+numpy the import fails with a message saying so).
 
 A corrupt file (a block whose header disagrees with its run, a short BLOB,
 a slot >= M, a weight outside [0, 1]) raises TraceError naming the file.
@@ -31,7 +32,17 @@ import sqlite3
 import sys
 import time
 
-import numpy as np
+try:
+    import numpy as np
+except ImportError:
+    # scripts/setup installs numpy for Debian's /usr/bin/python3; another
+    # python3 first on PATH (pyenv, a venv) may lack it: say which to use
+    _NO_NUMPY = (f"numpy is not installed for {sys.executable}; scripts/setup installs it for /usr/bin/python3"
+                 " (Debian python3-numpy): run this module with /usr/bin/python3, or install numpy for this one")
+    if __name__ == "__main__":
+        print(f"ramtrace.py: {_NO_NUMPY}", file=sys.stderr)
+        sys.exit(2)
+    raise ImportError(_NO_NUMPY) from None
 
 APPLICATION_ID = 0x524E5452
 SCHEMA_VERSION = 2

@@ -280,6 +280,63 @@ TH_TEST(test_python_bad_args, "python/ramtrace.py: a bad option is one line and 
                            "ArgError layer: 2 does not exist (the model of run 1 has 2 layers)\n");
 }
 
+TH_TEST(test_demo_make, "make demo builds the extension that the demo (and the README after it) loads")
+{
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s", th_path("demo-build"));
+    /* -n: what make would run in a build directory that holds nothing yet */
+    CU_ASSERT_EQUAL_FATAL(th_run("env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -n demo BUILD='%s'", dir), 0);
+    char want[600];
+    snprintf(want, sizeof want, "-o %s/libramtrace_sql.so", dir);
+    CU_ASSERT_PTR_NOT_NULL(strstr(th_out(), want));
+    /* built before the demo runs, which is told where it is */
+    snprintf(want, sizeof want, "RAMTRACE_SQLEXT=%s/libramtrace_sql scripts/demo", dir);
+    const char *build = strstr(th_out(), "/libramtrace_sql.so"), *demo = strstr(th_out(), want);
+    CU_ASSERT_PTR_NOT_NULL(demo);
+    CU_ASSERT(build && demo && build < demo);
+}
+
+TH_TEST(test_demo_script, "scripts/demo: sqlite3 + .load and Python read its trace; a python3 without numpy is named")
+{
+    if (!have("command -v sqlite3")) { printf("skipped: no sqlite3 shell "); return; }
+    const char *py = python();
+    if (!py || strcmp(py, "/usr/bin/python3")) { printf("skipped: no /usr/bin/python3 with numpy "); return; }
+    /* a python3 first on PATH that cannot import numpy (as a pyenv or a
+     * venv without it): the system interpreter without its site packages */
+    char bin[512], fake[600], out[512];
+    snprintf(bin, sizeof bin, "%s", th_path("nonumpy"));
+    snprintf(fake, sizeof fake, "%s/python3", bin);
+    snprintf(out, sizeof out, "%s", th_path("demo-out"));
+    CU_ASSERT_EQUAL_FATAL(th_run("mkdir -p %s && printf '#!/bin/sh\\nexec /usr/bin/python3 -S \"$@\"\\n' > %s"
+                                 " && chmod +x %s", bin, fake, fake), 0);
+    CU_ASSERT_NOT_EQUAL_FATAL(th_run("%s -c 'import numpy'", fake), 0);
+
+    int rc = th_run("PATH='%s':\"$PATH\" RAMTRACE='%s' RAMTRACE_SQLEXT='%s' RAMTRACE_DEMO_OUT='%s' scripts/demo", bin,
+                    th_bin(), g_ext, out);
+    if (rc) fprintf(stderr, "\ndemo: %s", th_err());
+    CU_ASSERT_EQUAL_FATAL(rc, 0);
+    const char *o = th_out();
+    /* the shell's count and the module's, one head of the sample's run */
+    const char *s = strstr(o, "== the plain sqlite3 shell with the extension"), *p = strstr(o, "== Python (numpy)");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    long n_sql = strtol(strchr(s, '\n') + 1, NULL, 10), n_py = strtol(strchr(p, '\n') + 1, NULL, 10);
+    CU_ASSERT(n_sql > 0);
+    CU_ASSERT_EQUAL(n_sql, n_py);
+    char want[700];
+    snprintf(want, sizeof want, "note: the python3 on PATH (%s) has no numpy; scripts/setup installed it for"
+             " /usr/bin/python3: run python/ramtrace.py with /usr/bin/python3", fake);
+    CU_ASSERT_PTR_NOT_NULL(strstr(o, want));
+    snprintf(want, sizeof want, "%s/demo-mrc.png", out);
+    CU_ASSERT(th_file_exists(want));
+
+    /* the module itself, under that interpreter: one line, exit 2 */
+    CU_ASSERT_EQUAL(th_run("%s python/ramtrace.py %s", fake, g_db), 2);
+    CU_ASSERT_EQUAL(th_count_lines(th_err()), 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(th_err(), "ramtrace.py: numpy is not installed for"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(th_err(), "run this module with /usr/bin/python3"));
+}
+
 TH_TEST(test_f16_run, "--weights f16: the same slots as the exact run, weights rounded to float16")
 {
     tr_filter f = { 1, -1, RN_OPS_READ, 0, -1 };
