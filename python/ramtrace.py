@@ -93,6 +93,10 @@ def _check_args(run, layer, head, pos, ops):
             raise ArgError("pos", f"({lo}, {hi}): positions are >= 0")
         if hi is not None and hi < lo:
             raise ArgError("pos", f"lo {lo} > hi {hi}")
+        # positions are int32: a larger bound selects the same events (and
+        # stays in SQLite's and numpy's integer range)
+        lo = min(lo, 2**31)
+        hi = None if hi is None else min(hi, 2**31)
     return run, layer, head, lo, hi, OPS[ops]
 
 
@@ -160,7 +164,7 @@ def load_events(path, run=None, layer=None, head=None, pos=None, ops="rw", frame
 def _load(con, path, run, layer, head, lo, hi, opmask, frame):
     q = "SELECT run_id, n_layers, n_heads, n_slots, top_k, weight_format FROM runs"
     row = (con.execute(q + " ORDER BY run_id DESC LIMIT 1").fetchone() if run is None
-           else con.execute(q + " WHERE run_id = ?", (run,)).fetchone())
+           else con.execute(q + " WHERE run_id = ?", (run,)).fetchone() if -2**63 <= run < 2**63 else None)
     if row is None:
         raise TraceError(f"{path}: " + ("the trace holds no runs" if run is None else f"no run {run}"))
     run_id, L, H, M, K, wfmt = row

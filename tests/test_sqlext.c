@@ -233,6 +233,7 @@ TH_TEST(test_python_bad_args, "python/ramtrace.py: a bad option is one line and 
         { "--ops x", "--ops: invalid choice: 'x'" },
         { "--layer x", "--layer: invalid int value: 'x'" },
         { "--run 9", "no run 9" },
+        { "--run 99999999999999999999", "no run 99999999999999999999" },
         { "--dump /nonexistent-dir", "--dump: /nonexistent-dir: not a directory" },
     };
     for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
@@ -245,9 +246,14 @@ TH_TEST(test_python_bad_args, "python/ramtrace.py: a bad option is one line and 
         CU_ASSERT_PTR_NULL(strstr(th_err(), "Traceback"));
         CU_ASSERT_EQUAL(th_out()[0], '\0');
     }
-    /* Good options next to them still load (layer 1 of run 2: reads only). */
+    /* Good options next to them still load (layer 1 of run 2: reads only);
+     * a bound past every int32 position selects as no bound does. */
     CU_ASSERT_EQUAL(th_run("%s python/ramtrace.py %s --layer 1 --head 3 --pos :", py, g_db), 0);
     CU_ASSERT_EQUAL(strtol(th_out(), NULL, 10), 601 * 8);
+    CU_ASSERT_EQUAL(th_run("%s python/ramtrace.py %s --layer 1 --head 3 --pos 600:99999999999999999999", py, g_db), 0);
+    CU_ASSERT_EQUAL(strtol(th_out(), NULL, 10), 8);
+    CU_ASSERT_EQUAL(th_run("%s python/ramtrace.py %s --pos 99999999999999999999:", py, g_db), 0);
+    CU_ASSERT_EQUAL(strtol(th_out(), NULL, 10), 0);
 
     /* The API: ValueError (ArgError), its message naming the argument. */
     static const char script[] =
