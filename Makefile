@@ -122,8 +122,9 @@ test-clang:
 bench: setup $(BIN) $(BENCH_BINS)
 	@for b in $(BENCH_BINS); do echo "== $$b"; $$b || exit 1; done
 
+# (mk/sqlext.mk adds the extension, which the demo loads into sqlite3)
 demo: setup ramtrace
-	@scripts/demo
+	@RAMTRACE_SQLEXT=$(basename $(SQLEXT)) scripts/demo
 
 clean:
 	rm -rf build build-asan build-cuda ramtrace

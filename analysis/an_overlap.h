@@ -11,7 +11,9 @@
  *     rank 0 and the mean sum of the top-K weights (the share of the full
  *     address distribution that the top-K keeps);
  *   - spread: per run, distinct slots among the pairs' writes over the sum
- *     of their sizes (1: no two pairs share a slot), averaged over runs;
+ *     of their sizes (1: no two pairs share a slot), averaged over the runs
+ *     where at least 2 pairs have a write in the head (one pair alone
+ *     would count as 1 and say nothing);
  *   - overlap: for the right pair, |W ∩ R| (W the top-K written at w, R
  *     the top-K read at r), whether it is ≥ 1, and the share of R's weight
  *     on slots of W; the same for every other pair of the run (W_j of pair

@@ -10,8 +10,11 @@
 
 #include "an_replay.h"
 
-#define CHUNK (1u << 20) /* accesses per read or write */
+size_t an_spill_chunk = (size_t)1 << 20; /* accesses per read or write */
 uint64_t an_spill_direct_max = 1u << 23;
+
+/* The chunk in use: an_spill_chunk, at least 1. */
+static size_t chunk_len(void) { return an_spill_chunk ? an_spill_chunk : 1; }
 
 /* An unlinked temporary file in $TMPDIR (default /tmp). */
 static int temp_fd(rn_error *err)
@@ -81,7 +84,8 @@ int an_spill_build_order(const an_run *r, int layer, int head, int scope, int op
     /* groups: one per head, per layer, or one */
     int G = scope == AN_SCOPE_HEAD ? (l1 - l0) * (h1 - h0) : scope == AN_SCOPE_LAYER ? l1 - l0 : 1;
     out->s = calloc((size_t)G, sizeof *out->s);
-    uint32_t *buf = malloc(CHUNK * sizeof *buf);
+    const size_t chunk = chunk_len();
+    uint32_t *buf = malloc(chunk * sizeof *buf);
     an_idmap map = { 0 };
     an_replay *rp = NULL;
     /* Small models (L·H·M <= an_spill_direct_max) number keys through a table over
@@ -139,7 +143,7 @@ int an_spill_build_order(const an_run *r, int layer, int head, int scope, int op
                 rc = rn_seterr(err, RN_EINPUT, "too many events in one stream (at most 2^32-2)");
                 break;
             }
-            if (nb == CHUNK) {
+            if (nb == chunk) {
                 if ((rc = write_at(fd, buf, nb * sizeof *buf, (off + s->n - nb) * sizeof *buf, err))) break;
                 nb = 0;
                 if (stop && *stop) { rc = rn_seterr(err, RN_EINTR, "interrupted"); break; }
@@ -167,16 +171,18 @@ int an_spill_next_use(an_spill *sp, rn_error *err)
     int fd = temp_fd(err);
     if (fd < 0) return -fd;
     sp->fd_next = fd;
-    uint32_t *key = malloc(CHUNK * sizeof *key), *nxt = malloc(CHUNK * sizeof *nxt);
+    const size_t chunk = chunk_len();
+    uint32_t *key = malloc(chunk * sizeof *key), *nxt = malloc(chunk * sizeof *nxt);
     uint32_t *last = malloc(((size_t)an_spill_max_keys(sp) + 1) * sizeof *last);
     int rc = RN_OK;
     if (!key || !nxt || !last) rc = rn_seterr(err, RN_ENOMEM, "out of memory for next uses");
     for (int si = 0; si < sp->n && !rc; si++) {
         const an_spill_stream *s = &sp->s[si];
         for (uint32_t k = 0; k < s->n_keys; k++) last[k] = AN_NONE;
-        /* backward, chunk by chunk from the end */
+        /* backward, chunk by chunk from the end: last[] carries each key's
+         * next use (a stream index) across the chunks */
         for (uint64_t hi = s->n; hi > 0 && !rc;) {
-            uint64_t lo = hi > CHUNK ? hi - CHUNK : 0;
+            uint64_t lo = hi > chunk ? hi - chunk : 0;
             size_t m = (size_t)(hi - lo);
             if ((rc = read_at(sp->fd_key, key, m * sizeof *key, (s->off + lo) * sizeof *key, err))) break;
             for (size_t j = m; j-- > 0;) {

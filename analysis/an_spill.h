@@ -45,7 +45,8 @@ typedef struct {
 
 /* Stream the events of run r selected by layer / head (-1 = all) and ops
  * into the streams of scope; warmup as for an_simulate.  stop (may be
- * NULL) is polled every 1M accesses; non-zero stops with RN_EINTR.  A
+ * NULL) is polled every an_spill_chunk accesses; non-zero stops with
+ * RN_EINTR.  A
  * block outside the run's layers and heads is a corrupt trace. */
 int an_spill_build(const an_run *r, int layer, int head, int scope, int ops, int32_t warmup,
                    volatile const int *stop, an_spill *out, rn_error *err);
@@ -71,6 +72,12 @@ int an_spill_read(const an_spill *sp, int si, uint64_t i0, size_t n, uint32_t *k
  * (4 + 4 bytes a key), larger ones through a hash map; the same numbering
  * either way (the tests lower it to 0 to check the hash path). */
 extern uint64_t an_spill_direct_max;
+
+/* Accesses per read or write of the key and next-use files, and so the
+ * span of one step of an_spill_next_use's backward pass: 1M (4 MiB
+ * buffers) by default; the tests lower it to a few accesses so that a
+ * small trace crosses many chunk boundaries. */
+extern size_t an_spill_chunk;
 
 uint64_t an_spill_total(const an_spill *sp);
 uint32_t an_spill_max_keys(const an_spill *sp);

@@ -15,7 +15,8 @@ static int cmp_desc_u64(const void *a, const void *b)
     return (x < y) - (x > y);
 }
 
-/* Count of the most common delta: open addressing over (delta + M). */
+/* The most common delta and its share, ties as an_stats_shift_beats:
+ * counts by open addressing over the deltas. */
 static void delta_mode(const int64_t *d, size_t n, int64_t *mode, double *share)
 {
     *mode = 0;
@@ -32,7 +33,7 @@ static void delta_mode(const int64_t *d, size_t n, int64_t *mode, double *share)
         size_t j = (size_t)(h >> 20) & (cap - 1);
         while (cnt[j] && key[j] != d[i]) j = (j + 1) & (cap - 1);
         key[j] = d[i];
-        if (++cnt[j] > best || (cnt[j] == best && llabs(d[i]) < llabs(*mode))) {
+        if (an_stats_shift_beats(d[i], ++cnt[j], *mode, best)) {
             best = cnt[j];
             *mode = d[i];
         }

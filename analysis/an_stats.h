@@ -17,6 +17,8 @@
  *                same operation and rank at consecutive positions, taken
  *                mod M into (−M/2, M/2], and its share of those pairs.  A
  *                CAPE head whose address repeats shows −1 (the diagonal).
+ *                A tie in count goes to the smaller |shift|, then to the
+ *                negative one (an_stats_shift_beats).
  *   ws_mean:     mean number of distinct slots per window of `window`
  *                consecutive positions (non-overlapping windows from
  *                position 0; a last partial window is included).
@@ -44,6 +46,18 @@ typedef struct {
     double delta_share;
     double ws_mean;
 } an_head_stats;
+
+/* The shift mode's rule, one for the loaded (an_stats_head) and the
+ * streamed (an_stats_run) paths: shift d, now seen c times, replaces the
+ * mode so far (seen best times) when c > best, or c == best and |d| <
+ * |mode|, or c == best, |d| == |mode| and d < mode (−s before +s).  A total
+ * order, so the running mode ends on the same shift whatever order the
+ * pairs come in. */
+static inline int an_stats_shift_beats(int64_t d, uint64_t c, int64_t mode, uint64_t best)
+{
+    int64_t ad = d < 0 ? -d : d, am = mode < 0 ? -mode : mode;
+    return c > best || (c == best && (ad < am || (ad == am && d < mode)));
+}
 
 /* Summary of a group of heads: sums of counts and means of the per-head
  * shares. */

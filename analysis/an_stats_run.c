@@ -141,9 +141,9 @@ static int acc_add(head_acc *a, const tr_event *e, an_head_stats *o, rn_error *e
             int64_t d = ((int64_t)k - (int64_t)a->prevslot[j]) % M;
             if (d < 0) d += M;
             if (d > M / 2) d -= M;
-            /* the running mode, ties to the smaller |shift| (delta_mode) */
+            /* the running mode, with the loaded path's rule */
             uint64_t c = ++a->dcnt[d + M / 2];
-            if (c > a->best || (c == a->best && llabs(d) < llabs(a->mode))) { a->best = c; a->mode = d; }
+            if (an_stats_shift_beats(d, c, a->mode, a->best)) { a->best = c; a->mode = d; }
             a->nd++;
         }
         a->prevpos[j] = e->pos;

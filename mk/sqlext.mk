@@ -10,6 +10,7 @@ SQLEXT_FLAGS  = -std=c11 -O2 -g -Wall -Wextra -Werror $(WNO) -D_GNU_SOURCE -fPIC
                 -DTR_VTAB_EXTENSION -Itrace -Icore $(PKGCFG)
 
 all: $(SQLEXT)
+demo: $(SQLEXT)
 test: $(SQLEXT)
 bench: $(SQLEXT)
 

@@ -12,21 +12,37 @@ Arrays: layer, head (uint16), pos (int32), op (uint8: 0 write, 1 read),
 rank (uint16), slot, addr (uint32), weight (float32, exactly the model's
 value; float16 widened for a run recorded with --weights f16), in the
 order (layer, head, pos, op, rank).  Needs only the standard library's
-sqlite3 and numpy (Debian: python3-numpy).
+sqlite3 and numpy (Debian: python3-numpy, for /usr/bin/python3; without
+numpy the import fails with a message saying so).
 
 A corrupt file (a block whose header disagrees with its run, a short BLOB,
 a slot >= M, a weight outside [0, 1]) raises TraceError naming the file.
+A bad argument (an unknown ops, a layer or head the run does not have, a
+pos that is not (lo, hi) with 0 <= lo <= hi) raises ArgError, a ValueError
+whose message starts with the argument's name.
 
 As a command: python3 python/ramtrace.py TRACE.db [--run N] [--layer L]
 [--head H] [--pos LO:HI] [--ops r|w|rw] [--dump DIR] prints the event count
 and the load rate; --dump writes each array as raw little-endian DIR/NAME.bin.
+A bad file or option: one line on stderr naming it, exit status 2.
 """
+import operator
 import os
 import sqlite3
 import sys
 import time
 
-import numpy as np
+try:
+    import numpy as np
+except ImportError:
+    # scripts/setup installs numpy for Debian's /usr/bin/python3; another
+    # python3 first on PATH (pyenv, a venv) may lack it: say which to use
+    _NO_NUMPY = (f"numpy is not installed for {sys.executable}; scripts/setup installs it for /usr/bin/python3"
+                 " (Debian python3-numpy): run this module with /usr/bin/python3, or install numpy for this one")
+    if __name__ == "__main__":
+        print(f"ramtrace.py: {_NO_NUMPY}", file=sys.stderr)
+        sys.exit(2)
+    raise ImportError(_NO_NUMPY) from None
 
 APPLICATION_ID = 0x524E5452
 SCHEMA_VERSION = 2
@@ -35,6 +51,53 @@ COLUMNS = ("layer", "head", "pos", "op", "rank", "slot", "addr", "weight")
 
 class TraceError(Exception):
     """A file that is not a readable trace of this schema."""
+
+
+class ArgError(ValueError):
+    """A bad argument of load_events: str() is "ARG: problem"; .arg names it."""
+
+    def __init__(self, arg, msg):
+        super().__init__(f"{arg}: {msg}")
+        self.arg = arg
+        self.msg = msg
+
+
+OPS = {"rw": 3, "wr": 3, "w": 1, "r": 2}
+
+
+def _int_arg(name, v):
+    """v as an int (int, numpy integer, ...), or ArgError: no floats, no strings."""
+    if isinstance(v, bool):
+        raise ArgError(name, f"{v!r} is not an integer")
+    try:
+        return operator.index(v)
+    except TypeError:
+        raise ArgError(name, f"{v!r} is not an integer") from None
+
+
+def _check_args(run, layer, head, pos, ops):
+    """The arguments of load_events that need no file, normalised:
+    (run, layer, head, lo, hi, opmask); ArgError on a bad one."""
+    if not isinstance(ops, str) or ops not in OPS:
+        raise ArgError("ops", f"{ops!r} is not one of 'rw', 'r', 'w'")
+    run = None if run is None else _int_arg("run", run)
+    layer = None if layer is None else _int_arg("layer", layer)
+    head = None if head is None else _int_arg("head", head)
+    lo, hi = 0, None
+    if pos is not None:
+        if isinstance(pos, (str, bytes)) or not hasattr(pos, "__len__") or len(pos) != 2:
+            raise ArgError("pos", f"{pos!r} is not a pair (lo, hi)")
+        lo = 0 if pos[0] is None else _int_arg("pos", pos[0])
+        hi = None if pos[1] is None else _int_arg("pos", pos[1])
+        if lo < 0 or (hi is not None and hi < 0):
+            raise ArgError("pos", f"({lo}, {hi}): positions are >= 0")
+        if hi is not None and hi < lo:
+            raise ArgError("pos", f"lo {lo} > hi {hi}")
+        # positions are int32: a larger bound selects the same events (and
+        # stays in SQLite's and numpy's integer range)
+        lo = min(lo, 2**31)
+        hi = None if hi is None else min(hi, 2**31)
+    return run, layer, head, lo, hi, OPS[ops]
 
 
 def _connect(path):
@@ -86,35 +149,47 @@ def load_events(path, run=None, layer=None, head=None, pos=None, ops="rw", frame
 
     layer, head: one of each (None: all); pos: (lo, hi) positions lo <= pos < hi
     (either may be None); ops: "rw", "r" or "w".  Returns a dict of numpy
-    arrays (COLUMNS), or a pandas DataFrame with frame=True."""
+    arrays (COLUMNS), or a pandas DataFrame with frame=True.  A bad argument
+    raises ArgError (a ValueError), a bad file TraceError."""
+    args = _check_args(run, layer, head, pos, ops)
     con = _connect(path)
     try:
-        return _load(con, path, run, layer, head, pos, ops, frame)
+        return _load(con, path, *args, frame)
     except sqlite3.DatabaseError as e:
         raise TraceError(f"{path}: {e}") from None
     finally:
         con.close()
 
 
-def _load(con, path, run, layer, head, pos, ops, frame):
+def _load(con, path, run, layer, head, lo, hi, opmask, frame):
     q = "SELECT run_id, n_layers, n_heads, n_slots, top_k, weight_format FROM runs"
     row = (con.execute(q + " ORDER BY run_id DESC LIMIT 1").fetchone() if run is None
-           else con.execute(q + " WHERE run_id = ?", (int(run),)).fetchone())
+           else con.execute(q + " WHERE run_id = ?", (run,)).fetchone() if -2**63 <= run < 2**63 else None)
     if row is None:
         raise TraceError(f"{path}: " + ("the trace holds no runs" if run is None else f"no run {run}"))
     run_id, L, H, M, K, wfmt = row
     if wfmt not in ("f32", "f16") or not (1 <= K <= M):
         raise TraceError(f"{path}: corrupt trace: run {run_id} has an invalid header")
+    # the C reader's checks (an_run_check_head): a head the model lacks, or
+    # one the run did not trace, is an error, not an empty result
+    if layer is not None and not (0 <= layer < L):
+        raise ArgError("layer", f"{layer} does not exist (the model of run {run_id} has {L} layers)")
+    if head is not None and not (0 <= head < H):
+        raise ArgError("head", f"{head} does not exist (the model of run {run_id} has {H} heads)")
+    if layer is not None or head is not None:
+        hq = "SELECT count(*) FROM heads WHERE run_id = ?" + (" AND layer = ?" if layer is not None else "") \
+            + (" AND head = ?" if head is not None else "")
+        if con.execute(hq, [run_id] + [v for v in (layer, head) if v is not None]).fetchone()[0] == 0:
+            raise ArgError("layer" if layer is not None else "head",
+                           f"run {run_id} traced no head matching layer {-1 if layer is None else layer}, "
+                           f"head {-1 if head is None else head}")
     sbits = _slot_bits(M)
     wdt = np.dtype("<f4") if wfmt == "f32" else np.dtype("<f2")
-    lo = 0 if pos is None or pos[0] is None else int(pos[0])
-    hi = None if pos is None or pos[1] is None else int(pos[1])
-    opmask = {"rw": 3, "wr": 3, "w": 1, "r": 2}[ops]
     where, args = ["run_id = ?"], [run_id]
     if layer is not None:
-        where.append("layer = ?"); args.append(int(layer))
+        where.append("layer = ?"); args.append(layer)
     if head is not None:
-        where.append("head = ?"); args.append(int(head))
+        where.append("head = ?"); args.append(head)
     if opmask != 3:
         where.append("(ops & ?) != 0"); args.append(opmask)
     if hi is not None:
@@ -197,7 +272,12 @@ def _load(con, path, run, layer, head, pos, ops, frame):
 
 def _main(argv):
     import argparse
-    ap = argparse.ArgumentParser(prog="ramtrace.py", description="load one run's events of a ramtrace trace")
+
+    class Parser(argparse.ArgumentParser):
+        def error(self, message):  # one line, exit 2 (argparse prints the usage too)
+            self.exit(2, f"ramtrace.py: {message} (try --help)\n")
+
+    ap = Parser(prog="ramtrace.py", description="load one run's events of a ramtrace trace")
     ap.add_argument("trace")
     ap.add_argument("--run", type=int)
     ap.add_argument("--layer", type=int)
@@ -205,25 +285,43 @@ def _main(argv):
     ap.add_argument("--pos", help="LO:HI (either may be empty)")
     ap.add_argument("--ops", default="rw", choices=["rw", "r", "w"])
     ap.add_argument("--dump", help="write each array as raw DIR/NAME.bin")
-    a = ap.parse_args(argv)
+    a = ap.parse_args(argv)  # a malformed option: one line, exit 2
+    if a.dump is not None and not os.path.isdir(a.dump):
+        print(f"ramtrace.py: --dump: {a.dump}: not a directory", file=sys.stderr)
+        return 2
     pos = None
-    if a.pos:
-        lo, _, hi = a.pos.partition(":")
-        pos = (int(lo) if lo else None, int(hi) if hi else None)
+    if a.pos is not None:
+        lo, colon, hi = a.pos.partition(":")
+        try:
+            pos = (int(lo) if lo.strip() else None, int(hi) if hi.strip() else None)
+        except ValueError:
+            colon = ""
+        if not colon:
+            print(f"ramtrace.py: --pos: {a.pos!r} is not LO:HI (integers, either may be empty)", file=sys.stderr)
+            return 2
     t0 = time.perf_counter()
     try:
         ev = load_events(a.trace, a.run, a.layer, a.head, pos, a.ops)
-    except (TraceError, ValueError) as e:
+    except ArgError as e:
+        print(f"ramtrace.py: --{e.arg}: {e.msg}", file=sys.stderr)
+        return 2
+    except TraceError as e:
         print(f"ramtrace.py: {e}", file=sys.stderr)
         return 2
     dt = time.perf_counter() - t0
     n = len(ev["slot"])
     print(f"{n} events in {dt:.3f} s ({n / dt / 1e6 if dt > 0 else 0:.1f}M events/s)")
-    if a.dump:
+    if a.dump is not None:
         for k in COLUMNS:
             tmp = os.path.join(a.dump, k + ".bin.tmp")
-            ev[k].tofile(tmp)
-            os.replace(tmp, os.path.join(a.dump, k + ".bin"))
+            try:
+                ev[k].tofile(tmp)
+                os.replace(tmp, os.path.join(a.dump, k + ".bin"))
+            except OSError as e:
+                if os.path.exists(tmp):
+                    os.remove(tmp)
+                print(f"ramtrace.py: --dump: {tmp}: {e.strerror}", file=sys.stderr)
+                return 2
     return 0
 
 

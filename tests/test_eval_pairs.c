@@ -251,3 +251,53 @@ TH_TEST(test_cli_eval_by_pair, "eval --by-pair: rows per bin; bad values exit 2 
     CU_ASSERT_EQUAL(th_run("%s eval samples/kjv.bin --task text --by-pair 2", th_bin()), 2);
     CU_ASSERT(strstr(th_err(), "--by-pair") != NULL && th_count_lines(th_err()) == 1);
 }
+
+/* Several segments whose tallies differ (the short one all right, the long
+ * one about 0.6): each segment's rows must be its own tallies, so their
+ * queries-weighted mean is that segment's accuracy in the plain eval of the
+ * same segments (the same computation, without the tallies).  Rows built
+ * from another segment's tallies (the first's, reused) mix the all-right
+ * pairs into the long segment and miss by far more than the tolerance. */
+TH_TEST(test_cli_eval_by_pair_segments, "eval --by-pair with several segments: each segment's rows are its own tallies")
+{
+    static const char *const segs = "64:16,512:128";
+    static const int L[2] = { 64, 512 }, N[2] = { 16, 128 };
+    enum { EX = 6, B = 4 };
+    CU_ASSERT_EQUAL_FATAL(th_run("%s eval samples/mqar.bin --task mqar --examples %d --segments %s -f csv", th_bin(),
+                                 EX, segs), 0);
+    double plain[2];
+    for (int s = 0; s < 2; s++) {
+        char key[64];
+        snprintf(key, sizeof key, "\"(%d,%d)\",%d,%d,", L[s], N[s], L[s], N[s]);
+        const char *row = strstr(th_out(), key);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(row);
+        CU_ASSERT_EQUAL_FATAL(sscanf(row + strlen(key), "%lf", &plain[s]), 1);
+    }
+    /* the segments differ, so a row built from the wrong one shows */
+    CU_ASSERT(plain[0] - plain[1] > 0.15);
+    CU_ASSERT_EQUAL_FATAL(th_run("%s eval samples/mqar.bin --task mqar --examples %d --segments %s --by-pair %d -f csv",
+                                 th_bin(), EX, segs, B), 0);
+    int64_t q[2 * B];
+    double a[2 * B];
+    CU_ASSERT_EQUAL_FATAL(read_bins(th_out(), q, a, 2 * B), 2 * B);
+    for (int s = 0; s < 2; s++) {
+        double wsum = 0;
+        int64_t qsum = 0;
+        for (int b = 0; b < B; b++) {
+            CU_ASSERT_EQUAL(q[s * B + b], (int64_t)EX * (N[s] / B));
+            wsum += (double)q[s * B + b] * a[s * B + b];
+            qsum += q[s * B + b];
+        }
+        CU_ASSERT_EQUAL(qsum, (int64_t)EX * N[s]);
+        if (fabs(wsum / (double)qsum - plain[s]) >= 1e-9)
+            fprintf(stderr, "\nsegment (%d,%d): bins %.6f, eval %.6f", L[s], N[s], wsum / (double)qsum, plain[s]);
+        CU_ASSERT(fabs(wsum / (double)qsum - plain[s]) < 1e-9);
+    }
+    /* and the long segment's rows are not all right, its bins not all alike */
+    double lo = 1, hi = 0;
+    for (int b = 0; b < B; b++) {
+        if (a[B + b] < lo) lo = a[B + b];
+        if (a[B + b] > hi) hi = a[B + b];
+    }
+    CU_ASSERT(hi - lo > 0.1);
+}

@@ -192,3 +192,62 @@ TH_TEST(test_overlap_cli, "overlap: CSV rows per head; a missing run, bad line o
     CU_ASSERT_EQUAL(th_run("%s overlap %s --pairs %s --bogus", th_bin(), DB, PF), 2);
     CU_ASSERT_EQUAL(th_run("%s overlap %s --pairs %s", th_bin(), th_path("none.db"), PF), 2);
 }
+
+/* Appends the events of (head, pos, op): slots s[0..k), weights 0.5, 0.25. */
+static size_t put(tr_event *ev, size_t n, int head, int pos, int op, const uint32_t *s, int k)
+{
+    for (int r = 0; r < k; r++) {
+        tr_event *e = &ev[n++];
+        memset(e, 0, sizeof *e);
+        e->layer = 0;
+        e->head = (uint16_t)head;
+        e->pos = pos;
+        e->op = (uint8_t)op;
+        e->rank = (uint16_t)r;
+        e->slot = e->addr = s[r];
+        e->weight = r ? 0.25f : 0.5f;
+    }
+    return n;
+}
+
+TH_TEST(test_overlap_spread_present, "overlap: spread averages only runs where >= 2 pairs have writes in the head")
+{
+    /* one layer, two heads, M = 8, K = 2, positions 0..3 written and read
+     * (head 1 of run 1 writes nothing at 1).  Spread by hand:
+     *   run 1, pairs (0,2) (1,3): head 0 writes {0,1} and {1,2}: 3 distinct
+     *     of 4 = 0.75; head 1 has one present pair: not counted;
+     *   run 2, pairs (0,2) (5,6): position 5 is not in the run, one present
+     *     pair in each head: not counted;
+     *   run 3, one pair (1,3): not counted.
+     * So head 0: 0.75 (counting the one-pair runs, 1 each, would give 0.917),
+     * head 1: none, NaN. */
+    static const uint32_t w0[2] = { 0, 1 }, w1[2] = { 1, 2 }, rd[2] = { 1, 5 };
+    size_t n[2] = { 0, 0 };
+    tr_event evs[2][64];
+    for (int v = 0; v < 2; v++) /* v 0: head 1 writes at 1 too (runs 2, 3); v 1: it does not (run 1) */
+        for (int h = 0; h < 2; h++)
+            for (int p = 0; p < 4; p++) {
+                if (!(v == 1 && h == 1 && p == 1)) n[v] = put(evs[v], n[v], h, p, 0, p == 1 ? w1 : w0, 2);
+                n[v] = put(evs[v], n[v], h, p, 1, rd, 2);
+            }
+    an_overlap a;
+    rn_error err = { 0 };
+    CU_ASSERT_EQUAL_FATAL(an_overlap_init(&a, 1, 2, 8, &err), RN_OK);
+    const an_pair p1[2] = { { 0, 2 }, { 1, 3 } }, p2[2] = { { 0, 2 }, { 5, 6 } }, p3[1] = { { 1, 3 } };
+    CU_ASSERT_EQUAL(an_overlap_add(&a, evs[1], n[1], p1, 2, &err), RN_OK);
+    CU_ASSERT_EQUAL(an_overlap_add(&a, evs[0], n[0], p2, 2, &err), RN_OK);
+    CU_ASSERT_EQUAL(an_overlap_add(&a, evs[0], n[0], p3, 1, &err), RN_OK);
+    an_overlap_row rows[2];
+    an_overlap_rows(&a, rows);
+    CU_ASSERT_DOUBLE_EQUAL(rows[0].spread, 0.75, 1e-12);
+    CU_ASSERT(isnan(rows[1].spread));
+    /* the pairs counted, by hand: head 0 run 1 two right and two other, run
+     * 2 one right (pair 2 has no write nor read), run 3 one right; head 1
+     * run 1 loses the write of pair 2: pair 1 right, pair 2 reads pair 1's
+     * write (other) */
+    CU_ASSERT_EQUAL(rows[0].n_pairs, 4);
+    CU_ASSERT_EQUAL(rows[0].n_other, 2);
+    CU_ASSERT_EQUAL(rows[1].n_pairs, 3);
+    CU_ASSERT_EQUAL(rows[1].n_other, 1);
+    an_overlap_free(&a);
+}

@@ -258,3 +258,86 @@ TH_TEST(test_patch_cli, "patch command: table, CSV, JSON; errors exit 2")
     CU_ASSERT_EQUAL(th_count_lines(th_err()), 1);
     CU_ASSERT_EQUAL(th_run("%s plot patching --help", th_bin()), 0);
 }
+
+/* Probe: the read slot (K = 1) of head 0.0 at one position, and the write
+ * slot of every position. */
+typedef struct { int pos; uint32_t read; uint32_t wrote[64]; } one_slot;
+
+static void grab_one(void *user, int layer, int head, int pos, int op, int k, const uint32_t *slot,
+                     const uint32_t *addr, const float *weight)
+{
+    (void)addr, (void)weight, (void)k;
+    one_slot *a = user;
+    if (layer || head) return;
+    if (op == 0 && pos < 64) a->wrote[pos] = slot[0];
+    if (op == 1 && pos == a->pos) a->read = slot[0];
+}
+
+/* The per-slot rows' value and sign by hand.  One layer, one head, K = 1,
+ * no CAPE: the last position's logits depend on the earlier tokens only
+ * through the one slot s its query reads (the query itself depends on the
+ * last token only, the same in both runs, so the slot and its weight r are
+ * the same).  The inputs differ at one earlier position, where the clean
+ * token writes s and the corrupted one does not: the states differ at s.
+ * Restoring s's state at the read makes o = r·S_clean[s]/(z_clean[s] + ε),
+ * the clean run's o, so the logits are the clean ones: the slot row
+ * recovers +1 (100%), its metric is the clean metric, and so is the
+ * whole-head row's.  A patch the wrong way round, or a recovered measured
+ * from the clean end, gives -1 or another value. */
+TH_TEST(test_patch_slot_recovered, "patch per slot: the one slot a single-head model reads recovers +1 (by hand)")
+{
+    rn_config c;
+    rn_config_default(&c);
+    c.vocab_size = 40, c.d_model = 24, c.n_layers = 1, c.n_heads = 1, c.d_p = 4, c.order = 2;
+    c.d_v = 6, c.top_k = 1, c.d_ff = 32, c.gamma = 1, c.tokenizer = RN_TOK_IDS;
+    memset(c.cape_mask, 0, sizeof c.cape_mask);
+    rn_model m;
+    rn_error err;
+    CU_ASSERT_EQUAL_FATAL(rn_model_create_random(&m, &c, 7, &err), RN_OK);
+    for (int64_t j = 0; j < m.n_block; j++) m.params[j] *= 20.0f;
+    enum { T = 12 };
+    int clean[T], corrupt[T];
+    for (int t = 0; t < T; t++) clean[t] = (t * 7 + 3) % 40;
+    /* the slot the last token reads, and each token's write slot (the
+     * write address of a 1-layer model depends on the token alone) */
+    one_slot a = { .pos = T - 1 };
+    rn_probe probe = { .user = &a, .access = grab_one };
+    rn_runtime *rt;
+    CU_ASSERT_EQUAL_FATAL(rn_runtime_create(&m, 64, &rt, &err), RN_OK);
+    rn_runtime_set_probe(rt, &probe);
+    CU_ASSERT_EQUAL_FATAL(rn_prefill(rt, clean, T, NULL, 0, &err), RN_OK);
+    uint32_t s = a.read, wslot[40];
+    for (int tok = 0; tok < 40; tok++) {
+        rn_runtime_reset(rt);
+        CU_ASSERT_EQUAL_FATAL(rn_prefill(rt, &tok, 1, NULL, 0, &err), RN_OK);
+        wslot[tok] = a.wrote[0];
+    }
+    rn_runtime_free(rt);
+    /* position 4: a token that writes s (clean), one that does not (corrupt) */
+    int yes = -1, no = -1;
+    for (int tok = 0; tok < 40; tok++) {
+        if (wslot[tok] == s && yes < 0) yes = tok;
+        if (wslot[tok] != s && no < 0) no = tok;
+    }
+    CU_ASSERT_FATAL(yes >= 0 && no >= 0);
+    memcpy(corrupt, clean, sizeof clean);
+    clean[4] = yes;
+    corrupt[4] = no;
+    an_patch_result r;
+    CU_ASSERT_EQUAL_FATAL(an_patch_heads(&m, clean, T, corrupt, T, 5, 7, AN_METRIC_LOGIT_DIFF, 1, &r, &err), RN_OK);
+    CU_ASSERT_EQUAL_FATAL(r.n_rows, 2);
+    /* the inputs do differ at the last position's logits */
+    CU_ASSERT_FATAL(fabs(r.clean - r.corrupt) > 0.1);
+    const an_patch_row *head = &r.rows[0], *slot = &r.rows[1];
+    CU_ASSERT(head->slot == -1 && slot->slot == (int)s && slot->rank == 0);
+    /* tolerances: float logits of size |clean|, well inside the distance to -1 or 0 */
+    double tol = 1e-3 * (1 + fabs(r.clean)) / fabs(r.clean - r.corrupt);
+    if (fabs(slot->recovered - 1) > tol)
+        fprintf(stderr, "\nclean %g corrupt %g slot metric %g recovered %g", r.clean, r.corrupt, slot->metric,
+                slot->recovered);
+    CU_ASSERT(fabs(head->recovered - 1) <= tol);
+    CU_ASSERT(fabs(slot->recovered - 1) <= tol);
+    CU_ASSERT(fabs(slot->metric - r.clean) <= 1e-3 * (1 + fabs(r.clean)));
+    an_patch_free(&r);
+    rn_model_free(&m);
+}

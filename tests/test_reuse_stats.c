@@ -3,16 +3,19 @@
  * each against a brute-force count written here: the previous access to
  * the same slot found by scanning back, the distinct slots in between
  * counted one by one, percentiles read off a sorted copy, the shift mode
- * counted over every pair of consecutive positions; percentiles at exact
- * ties (q·n an integer). */
+ * counted over every pair of consecutive positions (ties in count to the
+ * smaller |shift|, then the negative one, through the loaded and the
+ * streamed computation); percentiles at exact ties (q·n an integer). */
 #include <stdlib.h>
 #include <string.h>
 
+#include "an_load.h"
 #include "an_reuse.h"
 #include "an_stats.h"
 #include "an_stream.h"
 #include "rn_rng.h"
 #include "th.h"
+#include "tr_writer.h"
 
 enum { MS = 64, KK = 2, NPOS = 300 };
 
@@ -182,10 +185,15 @@ static void brute_shift(const tr_event *ev, size_t n, int64_t *mode, double *sha
                 cnt[d + MS / 2 - 1]++; /* d in (−M/2, M/2]: index 0..M−1 */
                 pairs++;
             }
-    int best = 0;
-    for (int b = 1; b < MS; b++)
-        if (cnt[b] > cnt[best]) best = b;
-    *mode = best - MS / 2 + 1;
+    /* the most pairs; among equals the smaller |d|, then the negative d */
+    int best = -1;
+    for (int b = 0; b < MS; b++) {
+        int64_t d = b - MS / 2 + 1, m = best - MS / 2 + 1;
+        if (cnt[b] && (best < 0 || cnt[b] > cnt[best] ||
+                       (cnt[b] == cnt[best] && (llabs(d) < llabs(m) || (llabs(d) == llabs(m) && d < m)))))
+            best = b;
+    }
+    *mode = best < 0 ? 0 : best - MS / 2 + 1;
     *share = pairs ? (double)cnt[best] / (double)pairs : 0;
 }
 
@@ -223,8 +231,108 @@ TH_TEST(test_stats_shift, "stats: a CAPE head with a fixed address shifts by -1 
     int64_t mode;
     double share;
     brute_shift(ev, n, &mode, &share);
+    CU_ASSERT_EQUAL(st.delta, mode);
     CU_ASSERT_DOUBLE_EQUAL(st.delta_share, share, 1e-12);
     an_streams_free(&ss);
+}
+
+/* Shift ties: one head per layer, top-1, 11 positions; the write slots move
+ * by the shifts below, the read slots by the same ones from another start,
+ * so every shift is counted twice and the two named ones tie. */
+enum { TIE_HEADS = 5, TIE_SHIFTS = 10 };
+static const int tie_shift[TIE_HEADS][TIE_SHIFTS] = {
+    { 3, 3, 3, 3, 3, -1, -1, -1, -1, -1 },   /* the larger |shift| reaches the tie first */
+    { -1, -1, -1, -1, -1, 3, 3, 3, 3, 3 },   /* the smaller first */
+    { 2, 2, 2, 2, 2, -2, -2, -2, -2, -2 },   /* +s first, then -s */
+    { -2, -2, -2, -2, -2, 2, 2, 2, 2, 2 },   /* -s first */
+    { 5, 5, 5, -7, -7, -7, 1, 1, 32, 32 },   /* 5 and -7 tie above 1 and 32 (M/2) */
+};
+/* the rule by hand: smaller |shift|, then the negative one */
+static const int64_t tie_mode[TIE_HEADS] = { -1, -1, -2, -2, 5 };
+static const double tie_share[TIE_HEADS] = { 0.5, 0.5, 0.5, 0.5, 0.3 };
+
+static uint32_t tie_slot(int h, int p, int op)
+{
+    int64_t s = op ? 20 : 7;
+    for (int i = 0; i < p; i++) s += tie_shift[h][i];
+    return (uint32_t)(((s % MS) + MS) % MS);
+}
+
+TH_TEST(test_stats_shift_ties, "stats: shifts tied in count go to the smaller |shift|, then the negative, loaded and streamed")
+{
+    /* the trace: layer h is tie pattern h */
+    rn_config c;
+    cfg_one_head(&c, 0);
+    c.n_layers = TIE_HEADS;
+    c.top_k = 1;
+    char db[4096];
+    snprintf(db, sizeof db, "%s", th_path("ties.db"));
+    tr_select sel;
+    tr_select_all(&sel);
+    tr_run_meta meta;
+    memset(&meta, 0, sizeof meta);
+    meta.name = "ties";
+    meta.command = "trace";
+    meta.cfg = &c;
+    tr_writer *w;
+    rn_error err = {0};
+    CU_ASSERT_EQUAL_FATAL(tr_writer_open(db, &meta, &sel, NULL, &w, &err), RN_OK);
+    const rn_probe *pr = tr_writer_probe(w);
+    for (int p = 0; p <= TIE_SHIFTS; p++) {
+        tr_writer_add_token(w, p, 65, NULL, 0);
+        for (int h = 0; h < TIE_HEADS; h++)
+            for (int op = 0; op < 2; op++) {
+                uint32_t slot = tie_slot(h, p, op);
+                float wt = 1.0f;
+                pr->access(pr->user, h, 0, p, op, 1, &slot, &slot, &wt);
+            }
+    }
+    CU_ASSERT_EQUAL_FATAL(tr_writer_finish(w, TR_STATUS_COMPLETE, NULL, &err), RN_OK);
+
+    an_run r;
+    CU_ASSERT_EQUAL_FATAL(an_run_open(db, 0, &r, &err), RN_OK);
+    CU_ASSERT_EQUAL_FATAL(r.M, MS);
+    /* streamed, and (no model streams above 0 slots) each head loaded */
+    an_head_stats *hs[2];
+    int nh[2];
+    uint64_t total;
+    CU_ASSERT_EQUAL_FATAL(an_stats_run(&r, -1, -1, 16, NULL, &hs[0], &nh[0], &total, &err), RN_OK);
+    size_t keep = an_stats_stream_max_slots;
+    an_stats_stream_max_slots = 0;
+    int rc = an_stats_run(&r, -1, -1, 16, NULL, &hs[1], &nh[1], &total, &err);
+    an_stats_stream_max_slots = keep;
+    CU_ASSERT_EQUAL_FATAL(rc, RN_OK);
+    CU_ASSERT_EQUAL_FATAL(nh[0], TIE_HEADS);
+    CU_ASSERT_EQUAL_FATAL(nh[1], TIE_HEADS);
+    for (int h = 0; h < TIE_HEADS; h++) {
+        /* the loaded path on its own, and the brute-force count */
+        tr_event *ev;
+        size_t n;
+        CU_ASSERT_EQUAL_FATAL(an_run_load(&r, h, 0, RN_OPS_BOTH, &ev, &n, &err), RN_OK);
+        CU_ASSERT_EQUAL_FATAL(n, 2 * (TIE_SHIFTS + 1));
+        an_streams ss;
+        CU_ASSERT_EQUAL_FATAL(an_streams_build(ev, n, &r.run.cfg, AN_SCOPE_HEAD, RN_OPS_BOTH, &ss, &err), RN_OK);
+        an_head_stats st;
+        CU_ASSERT_EQUAL_FATAL(an_stats_head(&ss.s[0], MS, 0, 16, &st, &err), RN_OK);
+        int64_t mode;
+        double share;
+        brute_shift(ev, n, &mode, &share);
+        CU_ASSERT_EQUAL(mode, tie_mode[h]);
+        CU_ASSERT_DOUBLE_EQUAL(share, tie_share[h], 1e-12);
+        const int64_t got[3] = { st.delta, hs[0][h].delta, hs[1][h].delta };
+        const double gs[3] = { st.delta_share, hs[0][h].delta_share, hs[1][h].delta_share };
+        for (int k = 0; k < 3; k++) {
+            if (got[k] != tie_mode[h]) fprintf(stderr, "\nhead %d, path %d: shift %lld, want %lld", h, k,
+                                               (long long)got[k], (long long)tie_mode[h]);
+            CU_ASSERT_EQUAL(got[k], tie_mode[h]);
+            CU_ASSERT_DOUBLE_EQUAL(gs[k], tie_share[h], 1e-12);
+        }
+        an_streams_free(&ss);
+        free(ev);
+    }
+    free(hs[0]);
+    free(hs[1]);
+    an_run_close(&r);
 }
 
 TH_TEST(test_percentile_ties, "percentiles: the smallest v with at least q of the values <= v")

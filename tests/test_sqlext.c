@@ -146,11 +146,18 @@ TH_TEST(test_ramtrace_sql, "ramtrace sql: the same counts as the C reader, scope
         }
 }
 
-TH_TEST(test_python_reader, "python/ramtrace.py: the same events as the C reader")
+/* The interpreter with numpy the python tests use, or NULL. */
+static const char *python(void)
 {
     const char *py = "/usr/bin/python3";
     if (!th_file_exists(py)) py = "python3";
-    if (th_run("%s -c 'import numpy'", py)) { printf("skipped: no python3 with numpy "); return; }
+    return th_run("%s -c 'import numpy'", py) ? NULL : py;
+}
+
+TH_TEST(test_python_reader, "python/ramtrace.py: the same events as the C reader")
+{
+    const char *py = python();
+    if (!py) { printf("skipped: no python3 with numpy "); return; }
     char dir[512], p[700];
     snprintf(dir, sizeof dir, "%s", th_path("py"));
     CU_ASSERT_EQUAL_FATAL(th_run("mkdir -p %s", dir), 0);
@@ -206,6 +213,134 @@ TH_TEST(test_python_reader, "python/ramtrace.py: the same events as the C reader
     CU_ASSERT_EQUAL(th_run("%s python/ramtrace.py %s --run 1", py, bad), 2);
     CU_ASSERT_EQUAL(th_count_lines(th_err()), 1);
     CU_ASSERT_PTR_NOT_NULL(strstr(th_err(), "corrupt trace"));
+}
+
+TH_TEST(test_python_bad_args, "python/ramtrace.py: a bad option is one line and exit 2, a bad argument a ValueError")
+{
+    const char *py = python();
+    if (!py) { printf("skipped: no python3 with numpy "); return; }
+    /* option -> the words the one line must hold */
+    static const struct { const char *args, *want; } cases[] = {
+        { "--pos a:b", "--pos: 'a:b' is not LO:HI" },
+        { "--pos 7", "--pos: '7' is not LO:HI" },
+        { "--pos 5:2", "--pos: lo 5 > hi 2" },
+        { "--pos=-3:", "--pos: (-3, None): positions are >= 0" },
+        { "--layer 9", "--layer: 9 does not exist (the model of run 2 has 2 layers)" },
+        { "--run 1 --layer 2", "--layer: 2 does not exist (the model of run 1 has 2 layers)" },
+        { "--layer -1", "--layer: -1 does not exist" },
+        { "--head 4", "--head: 4 does not exist (the model of run 2 has 4 heads)" },
+        { "--run 2 --layer 0", "--layer: run 2 traced no head matching layer 0, head -1" },
+        { "--ops x", "--ops: invalid choice: 'x'" },
+        { "--layer x", "--layer: invalid int value: 'x'" },
+        { "--run 9", "no run 9" },
+        { "--run 99999999999999999999", "no run 99999999999999999999" },
+        { "--dump /nonexistent-dir", "--dump: /nonexistent-dir: not a directory" },
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        int rc = th_run("%s python/ramtrace.py %s %s", py, g_db, cases[c].args);
+        if (rc != 2 || th_count_lines(th_err()) != 1 || !strstr(th_err(), cases[c].want))
+            fprintf(stderr, "\n%s: rc %d: %s", cases[c].args, rc, th_err());
+        CU_ASSERT_EQUAL(rc, 2);
+        CU_ASSERT_EQUAL(th_count_lines(th_err()), 1);
+        CU_ASSERT_PTR_NOT_NULL(strstr(th_err(), cases[c].want));
+        CU_ASSERT_PTR_NULL(strstr(th_err(), "Traceback"));
+        CU_ASSERT_EQUAL(th_out()[0], '\0');
+    }
+    /* Good options next to them still load (layer 1 of run 2: reads only);
+     * a bound past every int32 position selects as no bound does. */
+    CU_ASSERT_EQUAL(th_run("%s python/ramtrace.py %s --layer 1 --head 3 --pos :", py, g_db), 0);
+    CU_ASSERT_EQUAL(strtol(th_out(), NULL, 10), 601 * 8);
+    CU_ASSERT_EQUAL(th_run("%s python/ramtrace.py %s --layer 1 --head 3 --pos 600:99999999999999999999", py, g_db), 0);
+    CU_ASSERT_EQUAL(strtol(th_out(), NULL, 10), 8);
+    CU_ASSERT_EQUAL(th_run("%s python/ramtrace.py %s --pos 99999999999999999999:", py, g_db), 0);
+    CU_ASSERT_EQUAL(strtol(th_out(), NULL, 10), 0);
+
+    /* The API: ValueError (ArgError), its message naming the argument. */
+    static const char script[] =
+        "import sys; sys.path.insert(0, 'python'); import ramtrace\n"
+        "cases = [dict(ops='x'), dict(ops=None), dict(layer=9), dict(head=4), dict(layer=-1), dict(layer=1.0),\n"
+        "         dict(pos=(5, 2)), dict(pos=5), dict(pos=('a', 3)), dict(pos=(-1, None)), dict(run=1, layer=2)]\n"
+        "for kw in cases:\n"
+        "    try:\n"
+        "        ramtrace.load_events(sys.argv[1], **kw); print('loaded')\n"
+        "    except ValueError as e:\n"
+        "        print(type(e).__name__, e)\n";
+    char path[512];
+    snprintf(path, sizeof path, "%s", th_path("py-args.py"));
+    FILE *f = fopen(path, "w");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    fputs(script, f);
+    fclose(f);
+    CU_ASSERT_EQUAL_FATAL(th_run("%s %s %s", py, path, g_db), 0);
+    CU_ASSERT_STRING_EQUAL(th_out(),
+                           "ArgError ops: 'x' is not one of 'rw', 'r', 'w'\n"
+                           "ArgError ops: None is not one of 'rw', 'r', 'w'\n"
+                           "ArgError layer: 9 does not exist (the model of run 2 has 2 layers)\n"
+                           "ArgError head: 4 does not exist (the model of run 2 has 4 heads)\n"
+                           "ArgError layer: -1 does not exist (the model of run 2 has 2 layers)\n"
+                           "ArgError layer: 1.0 is not an integer\n"
+                           "ArgError pos: lo 5 > hi 2\n"
+                           "ArgError pos: 5 is not a pair (lo, hi)\n"
+                           "ArgError pos: 'a' is not an integer\n"
+                           "ArgError pos: (-1, None): positions are >= 0\n"
+                           "ArgError layer: 2 does not exist (the model of run 1 has 2 layers)\n");
+}
+
+TH_TEST(test_demo_make, "make demo builds the extension that the demo (and the README after it) loads")
+{
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s", th_path("demo-build"));
+    /* -n: what make would run in a build directory that holds nothing yet */
+    CU_ASSERT_EQUAL_FATAL(th_run("env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -n demo BUILD='%s'", dir), 0);
+    char want[600];
+    snprintf(want, sizeof want, "-o %s/libramtrace_sql.so", dir);
+    CU_ASSERT_PTR_NOT_NULL(strstr(th_out(), want));
+    /* built before the demo runs, which is told where it is */
+    snprintf(want, sizeof want, "RAMTRACE_SQLEXT=%s/libramtrace_sql scripts/demo", dir);
+    const char *build = strstr(th_out(), "/libramtrace_sql.so"), *demo = strstr(th_out(), want);
+    CU_ASSERT_PTR_NOT_NULL(demo);
+    CU_ASSERT(build && demo && build < demo);
+}
+
+TH_TEST(test_demo_script, "scripts/demo: sqlite3 + .load and Python read its trace; a python3 without numpy is named")
+{
+    if (!have("command -v sqlite3")) { printf("skipped: no sqlite3 shell "); return; }
+    const char *py = python();
+    if (!py || strcmp(py, "/usr/bin/python3")) { printf("skipped: no /usr/bin/python3 with numpy "); return; }
+    /* a python3 first on PATH that cannot import numpy (as a pyenv or a
+     * venv without it): the system interpreter without its site packages */
+    char bin[512], fake[600], out[512];
+    snprintf(bin, sizeof bin, "%s", th_path("nonumpy"));
+    snprintf(fake, sizeof fake, "%s/python3", bin);
+    snprintf(out, sizeof out, "%s", th_path("demo-out"));
+    CU_ASSERT_EQUAL_FATAL(th_run("mkdir -p %s && printf '#!/bin/sh\\nexec /usr/bin/python3 -S \"$@\"\\n' > %s"
+                                 " && chmod +x %s", bin, fake, fake), 0);
+    CU_ASSERT_NOT_EQUAL_FATAL(th_run("%s -c 'import numpy'", fake), 0);
+
+    int rc = th_run("PATH='%s':\"$PATH\" RAMTRACE='%s' RAMTRACE_SQLEXT='%s' RAMTRACE_DEMO_OUT='%s' scripts/demo", bin,
+                    th_bin(), g_ext, out);
+    if (rc) fprintf(stderr, "\ndemo: %s", th_err());
+    CU_ASSERT_EQUAL_FATAL(rc, 0);
+    const char *o = th_out();
+    /* the shell's count and the module's, one head of the sample's run */
+    const char *s = strstr(o, "== the plain sqlite3 shell with the extension"), *p = strstr(o, "== Python (numpy)");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(s);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    long n_sql = strtol(strchr(s, '\n') + 1, NULL, 10), n_py = strtol(strchr(p, '\n') + 1, NULL, 10);
+    CU_ASSERT(n_sql > 0);
+    CU_ASSERT_EQUAL(n_sql, n_py);
+    char want[700];
+    snprintf(want, sizeof want, "note: the python3 on PATH (%s) has no numpy; scripts/setup installed it for"
+             " /usr/bin/python3: run python/ramtrace.py with /usr/bin/python3", fake);
+    CU_ASSERT_PTR_NOT_NULL(strstr(o, want));
+    snprintf(want, sizeof want, "%s/demo-mrc.png", out);
+    CU_ASSERT(th_file_exists(want));
+
+    /* the module itself, under that interpreter: one line, exit 2 */
+    CU_ASSERT_EQUAL(th_run("%s python/ramtrace.py %s", fake, g_db), 2);
+    CU_ASSERT_EQUAL(th_count_lines(th_err()), 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(th_err(), "ramtrace.py: numpy is not installed for"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(th_err(), "run this module with /usr/bin/python3"));
 }
 
 TH_TEST(test_f16_run, "--weights f16: the same slots as the exact run, weights rounded to float16")

@@ -329,3 +329,62 @@ TH_TEST(test_stats_per_head, "stats streamed head by head (1, 2, 3 threads) equa
     an_streams_free(&ss);
     an_run_close(&r);
 }
+
+TH_TEST(test_spill_chunks, "spill keys and next uses across chunk boundaries (chunks of 1 to 4096 accesses) vs brute force")
+{
+    an_run r;
+    rn_error err;
+    CU_ASSERT_EQUAL_FATAL(an_run_open(DB, 0, &r, &err), RN_OK);
+    const size_t chunks[] = { 1, 2, 3, 7, 64, 1000, 4096, an_spill_chunk };
+    const size_t keep = an_spill_chunk;
+    static const int scopes[2] = { AN_SCOPE_HEAD, AN_SCOPE_MODEL };
+    for (int sc = 0; sc < 2; sc++) {
+        const int scope = scopes[sc];
+        tr_event *ev;
+        size_t n;
+        CU_ASSERT_EQUAL_FATAL(an_run_load(&r, -1, -1, RN_OPS_BOTH, &ev, &n, &err), RN_OK);
+        an_streams ss;
+        CU_ASSERT_EQUAL_FATAL(an_streams_build(ev, n, &r.run.cfg, scope, RN_OPS_BOTH, &ss, &err), RN_OK);
+        free(ev);
+        /* brute force: the next access with the same key, scanning forward */
+        uint32_t **ref = calloc((size_t)ss.n, sizeof *ref);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(ref);
+        for (int i = 0; i < ss.n; i++) {
+            const an_stream *s = &ss.s[i];
+            ref[i] = malloc(s->n * sizeof **ref);
+            for (size_t j = 0; j < s->n; j++) {
+                size_t k = j + 1;
+                while (k < s->n && s->key[k] != s->key[j]) k++;
+                ref[i][j] = k < s->n ? (uint32_t)k : AN_NONE;
+            }
+        }
+        CU_ASSERT(ss.s[0].n > 4096); /* the largest chunk still splits the first stream */
+        for (size_t c = 0; c < sizeof chunks / sizeof *chunks; c++) {
+            an_spill_chunk = chunks[c];
+            an_spill sp;
+            int rc = an_spill_build(&r, -1, -1, scope, RN_OPS_BOTH, 0, NULL, &sp, &err);
+            if (!rc) rc = an_spill_next_use(&sp, &err);
+            an_spill_chunk = keep;
+            CU_ASSERT_EQUAL_FATAL(rc, RN_OK);
+            CU_ASSERT_EQUAL_FATAL(sp.n, ss.n);
+            int bad = 0;
+            for (int i = 0; i < ss.n; i++) {
+                const an_stream *s = &ss.s[i];
+                CU_ASSERT_EQUAL_FATAL(sp.s[i].n, s->n);
+                uint32_t *key = malloc(s->n * sizeof *key), *nxt = malloc(s->n * sizeof *nxt);
+                CU_ASSERT_EQUAL_FATAL(an_spill_read(&sp, i, 0, s->n, key, nxt, &err), RN_OK);
+                bad += memcmp(key, s->key, s->n * sizeof *key) != 0;
+                for (size_t j = 0; j < s->n; j++) bad += nxt[j] != ref[i][j];
+                free(key);
+                free(nxt);
+            }
+            if (bad) fprintf(stderr, "\nscope %d, chunk %zu: %d wrong", scope, chunks[c], bad);
+            CU_ASSERT_EQUAL(bad, 0);
+            an_spill_free(&sp);
+        }
+        for (int i = 0; i < ss.n; i++) free(ref[i]);
+        free(ref);
+        an_streams_free(&ss);
+    }
+    an_run_close(&r);
+}
