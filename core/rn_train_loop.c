@@ -258,9 +258,6 @@ int rn_train_opts_validate(const rn_train_opts *o, const rn_config *c, rn_error 
         return rn_seterr(err, RN_EINPUT, "the %lld steps past the %lld-step schedule would train at min_lr = 0, "
                                          "which changes nothing (set min_lr > 0)",
                          (long long)(o->opt.steps - sched), (long long)sched);
-    if (o->init_from[0] && o->resume[0])
-        return rn_seterr(err, RN_EINPUT, "--init-from starts a new run and --resume continues one (its checkpoint "
-                                         "holds the weights): give one of them");
     if (o->init_from[0] && (o->alpha_init != 0 || o->alpha_init_cape != 0))
         return rn_seterr(err, RN_EINPUT, "alpha_init sets the α of a random init; --init-from starts from the model's");
     if ((int64_t)o->batch * o->seq_len > (1 << 22))
@@ -567,7 +564,8 @@ typedef struct {
     rn_text text;
     FILE *log;
     char ckpt[1100];    /* checkpoint path */
-    char recipe[2048];  /* rn_train_recipe of o */
+    char recipe[2048];  /* rn_train_recipe of o (and the --init-from line: run_recipe) */
+    uint64_t init_sum;  /* --init-from: the model's checksum (rn_model_checksum) */
     int64_t start;      /* first step (> 0 when resumed) */
     int64_t ck_steps;   /* --resume: the steps of the checkpoint's run (its recipe's) */
     int64_t ckpt_at;    /* the step of the checkpoint last written by this run (-1: none) */
@@ -680,7 +678,7 @@ static void init_alpha(rn_model *m, const rn_train_opts *o)
 
 /* --init-from: m (made for this run's config) takes the weights of the
  * model file at path, whose config must be m's. */
-static int init_from_model(rn_model *m, const char *path, rn_error *err)
+static int init_from_model(rn_model *m, const char *path, uint64_t *sum, rn_error *err)
 {
     rn_model src;
     int rc = rn_model_load(&src, path, err);
@@ -699,9 +697,23 @@ static int init_from_model(rn_model *m, const char *path, rn_error *err)
                        (long long)src.n_block, (long long)m->n_block);
     } else {
         memcpy(m->params, src.params, sizeof(rn_real) * (size_t)m->n_block);
+        *sum = rn_model_checksum(&src);
     }
     rn_model_free(&src);
     return rc;
+}
+
+/* The recipe of o for the checkpoints of run s: rn_train_recipe, and for
+ * a run started with --init-from a last line naming the model by its
+ * checksum (the start shapes the run as the training keys do, so a resume
+ * needs the same model).  Nonzero when buf is too small. */
+static int run_recipe(const run_state *s, const rn_train_opts *o, char *buf, size_t n)
+{
+    size_t k = rn_train_recipe(o, buf, n);
+    if (k >= n) return 1;
+    if (o->init_from[0])
+        k += (size_t)snprintf(buf + k, n - k, "init_from = %016llx\n", (unsigned long long)s->init_sum);
+    return k >= n;
 }
 
 /* Setup: check the options, build the model, trainer and buffers, resume
@@ -726,7 +738,7 @@ static int run_setup(run_state *s, rn_error *err)
     }
     if ((rc = rn_model_create_random(&s->m, c, o->seed, err))) return rc;
     init_alpha(&s->m, o);
-    if (o->init_from[0] && (rc = init_from_model(&s->m, o->init_from, err))) return rc;
+    if (o->init_from[0] && (rc = init_from_model(&s->m, o->init_from, &s->init_sum, err))) return rc;
     int max_rows = o->batch * o->seq_len, max_lab = max_rows;
     if (o->task == RN_TASK_MQAR) {
         for (int i = 0; i < o->n_eval_segs; i++)
@@ -747,7 +759,7 @@ static int run_setup(run_state *s, rn_error *err)
     s->pbuf = malloc(sizeof(double) * (size_t)(max_rows + max_space(o->eval_segs, o->n_eval_segs)));
     if (!s->mom || !s->tok || !s->pbuf) return rn_seterr(err, RN_ENOMEM, "out of memory");
     s->tgt = s->tok + max_rows;
-    if (rn_train_recipe(o, s->recipe, sizeof s->recipe) >= sizeof s->recipe)
+    if (run_recipe(s, o, s->recipe, sizeof s->recipe))
         return rn_seterr(err, RN_EINTERNAL, "training recipe too long");
     if (o->resume[0]) {
         /* the checkpoint's recipe is this run's with its own steps (an
@@ -755,7 +767,7 @@ static int run_setup(run_state *s, rn_error *err)
         rn_train_opts ck = *o;
         ck.opt.steps = s->ck_steps;
         char want[sizeof s->recipe];
-        if (rn_train_recipe(&ck, want, sizeof want) >= sizeof want)
+        if (run_recipe(s, &ck, want, sizeof want))
             return rn_seterr(err, RN_EINTERNAL, "training recipe too long");
         uint64_t seed;
         rc = rn_checkpoint_load(o->resume, c, want, &s->start, &seed, s->m.params, s->mom,

@@ -156,8 +156,10 @@ typedef void (*rn_train_report_fn)(void *user, const rn_train_event *ev);
  *
  * o->init_from starts from that model's weights (a model.bin or
  * safetensors file whose config must be c: RN_EINPUT naming the first key
- * that differs) with zero AdamW moments at step 0; not with resume or
- * alpha_init. */
+ * that differs) with zero AdamW moments at step 0; not with alpha_init.
+ * The checkpoints' recipe names the model by its checksum, so a resume of
+ * such a run gives the same init_from (the checkpoint's weights replace
+ * the model's) and one without it, or with another model, is refused. */
 int rn_train_run(const rn_train_opts *o, const rn_config *c, rn_train_report_fn report,
                  void *user, volatile int *stop, rn_error *err);
 

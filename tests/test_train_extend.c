@@ -365,8 +365,9 @@ TH_TEST(test_train_init_from, "--init-from: step 0 is the model's eval loss; fre
 
 /* `train --init-from` on the command line: the config is the model's
  * (4 layers, not the text default's 2); a model key that differs from it,
- * a missing or damaged model file, --resume beside it: one line, exit 2,
- * no output. */
+ * a missing or damaged model file: one line, exit 2, no output.  Its
+ * checkpoints name the model (checksum 372b9aaf62b6b705, as `ramtrace
+ * info samples/kjv.bin` shows): a resume needs the same --init-from. */
 TH_TEST(test_cli_init_from, "train --init-from: the model's config; conflicts and bad files refused")
 {
     const char *corpus = twice_corpus();
@@ -418,10 +419,23 @@ TH_TEST(test_cli_init_from, "train --init-from: the model's config; conflicts an
         CU_ASSERT_PTR_NOT_NULL(strstr(th_err(), files[i]));
         CU_ASSERT_FALSE(th_file_exists(P("bad_init.bin")));
     }
-    /* with --resume, or with alpha_init (an init of its own): refused */
-    CU_ASSERT_EQUAL(th_run("%s -q train %s --data %s --init-from samples/kjv.bin --resume %s.ckpt -o %s", th_bin(),
-                           common, corpus, out, P("both.bin")), 2);
-    CU_ASSERT_PTR_NOT_NULL(strstr(th_err(), "give one of them"));
+    /* its resume: the same command with --resume (config from the model,
+     * weights from the checkpoint) continues it exactly; without
+     * --init-from, or from another model of that config, it is another run */
+    CU_ASSERT_EQUAL_FATAL(th_run("%s -q train %s --data %s --init-from samples/kjv.bin --threads 1 --stop-after 1 "
+                                 "--ckpt %s -o %s", th_bin(), common, corpus, P("half.ckpt"), P("half.bin")), 0);
+    CU_ASSERT_EQUAL(th_run("%s -q train %s --data %s --init-from samples/kjv.bin --threads 1 --resume %s -o %s",
+                           th_bin(), common, corpus, P("half.ckpt"), P("resumed.bin")), 0);
+    CU_ASSERT(same_file(P("resumed.bin"), out));
+    CU_ASSERT_EQUAL(th_run("%s -q train %s --data %s --config samples/configs/kjv.cfg --seq-len 64 --batch 1 "
+                           "--set warmup=0 --steps 2 --lr 1e-3 --set min_lr=1e-4 --resume %s -o %s",
+                           th_bin(), common, corpus, P("half.ckpt"), P("both.bin")), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(th_err(), "'init_from = 372b9aaf62b6b705', this run has no such key"));
+    CU_ASSERT_EQUAL(th_run("%s -q train %s --data %s --init-from %s --resume %s -o %s", th_bin(), common, corpus, out,
+                           P("half.ckpt"), P("both.bin")), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(th_err(), "'init_from = 372b9aaf62b6b705', this run has 'init_from = "));
+    CU_ASSERT_EQUAL(th_count_lines(th_err()), 1);
+    /* with alpha_init (an init of its own): refused */
     CU_ASSERT_EQUAL(th_run("%s -q train %s --data %s --init-from samples/kjv.bin --set alpha_init=1 -o %s", th_bin(),
                            common, corpus, P("both.bin")), 2);
     CU_ASSERT_PTR_NOT_NULL(strstr(th_err(), "alpha_init"));
