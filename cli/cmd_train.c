@@ -179,7 +179,7 @@ int cmd_train(int argc, char **argv)
     if (task == RN_TASK_TEXT && !data)
         return cli_usage_error("train", "--task text needs a corpus: --data FILE (none is installed; "
                                         "scripts/setup writes data/kjv.txt in a source checkout)");
-    rn_config c;
+    rn_config c, init_cfg;
     rn_train_opts o;
     if (init_from) {
         /* the model's config is the run's; keys below that change it are
@@ -189,7 +189,7 @@ int cmd_train(int argc, char **argv)
             fprintf(stderr, "ramtrace train: --init-from: %s\n", err.msg);
             return 2;
         }
-        c = im.cfg;
+        c = init_cfg = im.cfg;
         rn_model_free(&im);
     } else {
         task_defaults(&c, task);
@@ -207,6 +207,8 @@ int cmd_train(int argc, char **argv)
     }
     /* as in init: an override that shrinks the shape drops stale CAPE bits */
     if (shape_set && !cape_set) rn_config_clip_masks(&c);
+    /* before the config's own checks: the key that changed it is the news */
+    if (init_from && rn_train_check_init_config(init_from, &init_cfg, &c, &err)) return cli_fail(&err);
     o.device = device;
     snprintf(o.out, sizeof o.out, "%s", out);
     if (ckpt) snprintf(o.ckpt, sizeof o.ckpt, "%s", ckpt);

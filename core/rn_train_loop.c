@@ -676,6 +676,19 @@ static void init_alpha(rn_model *m, const rn_train_opts *o)
         }
 }
 
+int rn_train_check_init_config(const char *path, const rn_config *model_cfg, const rn_config *c,
+                               rn_error *err)
+{
+    char a[8192], b[8192];
+    size_t la = rn_config_format(model_cfg, a, sizeof a), lb = rn_config_format(c, b, sizeof b);
+    if (la >= sizeof a || lb >= sizeof b) return rn_seterr(err, RN_EINTERNAL, "%s: config text too long", path);
+    if (!strcmp(a, b)) return RN_OK;
+    char why[600];
+    rn_checkpoint_diff_lines(a, b, why, sizeof why);
+    return rn_seterr(err, RN_EINPUT, "--init-from %s: the model has %s (the run takes the model's config: "
+                                     "leave out the keys that change it)", path, why);
+}
+
 /* --init-from: m (made for this run's config) takes the weights of the
  * model file at path, whose config must be m's. */
 static int init_from_model(rn_model *m, const char *path, uint64_t *sum, rn_error *err)
@@ -683,15 +696,8 @@ static int init_from_model(rn_model *m, const char *path, uint64_t *sum, rn_erro
     rn_model src;
     int rc = rn_model_load(&src, path, err);
     if (rc) return rc;
-    char a[8192], b[8192];
-    size_t la = rn_config_format(&src.cfg, a, sizeof a), lb = rn_config_format(&m->cfg, b, sizeof b);
-    if (la >= sizeof a || lb >= sizeof b) {
-        rc = rn_seterr(err, RN_EINTERNAL, "%s: config text too long", path);
-    } else if (strcmp(a, b)) {
-        char why[600];
-        rn_checkpoint_diff_lines(a, b, why, sizeof why);
-        rc = rn_seterr(err, RN_EINPUT, "--init-from %s: the model has %s (the run takes the model's config: "
-                                       "leave out the keys that change it)", path, why);
+    if ((rc = rn_train_check_init_config(path, &src.cfg, &m->cfg, err))) {
+        /* named */
     } else if (src.n_block != m->n_block) {
         rc = rn_seterr(err, RN_EINTERNAL, "%s: %lld parameters, the config has %lld", path,
                        (long long)src.n_block, (long long)m->n_block);

@@ -163,6 +163,12 @@ typedef void (*rn_train_report_fn)(void *user, const rn_train_event *ev);
 int rn_train_run(const rn_train_opts *o, const rn_config *c, rn_train_report_fn report,
                  void *user, volatile int *stop, rn_error *err);
 
+/* --init-from's check: a run of config c may start from the model at
+ * path, whose config is model_cfg, only when they are equal; RN_EINPUT
+ * naming the first key that differs otherwise. */
+int rn_train_check_init_config(const char *path, const rn_config *model_cfg, const rn_config *c,
+                               rn_error *err);
+
 /* What an evaluation polls and reports: stop (optional) is polled between
  * batches (set: RN_EINTR); progress (optional) is called after each batch
  * with the examples (MQAR) or windows (text) done and the total. */
