@@ -182,8 +182,8 @@ int cmd_train(int argc, char **argv)
     rn_config c, init_cfg;
     rn_train_opts o;
     if (init_from) {
-        /* the model's config is the run's; keys below that change it are
-         * refused by rn_train_run, naming the first */
+        /* the model's config is the run's; --config or --set keys that
+         * change it are refused below, naming the first */
         rn_model im;
         if (rn_model_load(&im, init_from, &err)) {
             fprintf(stderr, "ramtrace train: --init-from: %s\n", err.msg);
