@@ -32,7 +32,7 @@ static const char *P(const char *name)
 static const char *tiny_cfg(void)
 {
     static char p[512];
-    snprintf(p, sizeof p, "%s", P("tiny.cfg"));
+    snprintf(p, sizeof p, "%s", P("ext_tiny.cfg"));
     const char *t = "vocab_size = 600\ntokenizer = ids\nd_model = 16\nn_layers = 2\nn_heads = 2\n"
                     "d_p = 4\norder = 2\nd_v = 8\ntop_k = 2\nd_ff = 32\ncape = first:1\n"
                     "steps = 6\nbatch = 1\nseq_len = 256\nlr = 3e-3\nwarmup = 2\neval_every = 0\n"
@@ -155,9 +155,10 @@ TH_TEST(test_schedule_steps_lr, "schedule_steps: warm-up and cosine over the sch
 TH_TEST(test_cli_resume_extends, "train --resume with more steps extends a finished run")
 {
     const char *cfg = tiny_cfg();
-    const char *six = P("six.bin"), *ck6 = P("six.ckpt"), *ext = P("ext9.bin"), *ck9 = P("ext9.ckpt");
-    const char *ref = P("ref9.bin"), *cos9 = P("cos9.bin");
-    CU_ASSERT_EQUAL_FATAL(th_run("%s train --task mqar --config %s --threads 1 --ckpt %s -o %s", th_bin(), cfg, ck6, six), 0);
+    const char *six = P("ext_six.bin"), *ck6 = P("ext_six.ckpt"), *ext = P("ext_ext9.bin"), *ck9 = P("ext_ext9.ckpt");
+    const char *ref = P("ext_ref9.bin"), *cos9 = P("ext_cos9.bin");
+    CU_ASSERT_EQUAL_FATAL(th_run("%s train --task mqar --config %s --threads 1 --ckpt %s -o %s", th_bin(), cfg, ck6,
+                                 six), 0);
     char ref_out[8192], l7[32], l7ref[32];
     CU_ASSERT_EQUAL_FATAL(th_run("%s train --task mqar --config %s --threads 1 --steps 9 --set schedule_steps=6 -o %s",
                                  th_bin(), cfg, ref), 0);
@@ -196,24 +197,24 @@ TH_TEST(test_cli_resume_extends, "train --resume with more steps extends a finis
     /* extended again, to 12: the same as the single run of 12 steps on the
      * 6-step schedule (the schedule comes from the checkpoint) */
     CU_ASSERT_EQUAL(th_run("%s train --task mqar --config %s --threads 1 --steps 12 --resume %s --ckpt %s -o %s",
-                           th_bin(), cfg, ck9, P("ext12.ckpt"), P("ext12.bin")), 0);
+                           th_bin(), cfg, ck9, P("ext_ext12.ckpt"), P("ext_ext12.bin")), 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(th_err(), "step 10/12"));
     CU_ASSERT_EQUAL(th_run("%s train --task mqar --config %s --threads 1 --steps 12 --set schedule_steps=6 -o %s",
-                           th_bin(), cfg, P("ref12.bin")), 0);
-    CU_ASSERT(same_file(P("ext12.bin"), P("ref12.bin")));
+                           th_bin(), cfg, P("ext_ref12.bin")), 0);
+    CU_ASSERT(same_file(P("ext_ext12.bin"), P("ext_ref12.bin")));
     /* resuming the extension's checkpoint as it was (steps 9) trains no
      * more and keeps the model */
     CU_ASSERT_EQUAL(th_run("%s train --task mqar --config %s --threads 1 --steps 9 --resume %s --ckpt %s -o %s",
-                           th_bin(), cfg, ck9, P("again.ckpt"), P("again.bin")), 0);
-    CU_ASSERT(same_file(P("again.bin"), ext));
+                           th_bin(), cfg, ck9, P("ext_again.ckpt"), P("ext_again.bin")), 0);
+    CU_ASSERT(same_file(P("ext_again.bin"), ext));
     /* fewer steps than done: refused, one line, nothing written */
     size_t l0, l1;
     char *c0 = th_read_file(ck9, &l0);
     CU_ASSERT_EQUAL(th_run("%s -q train --task mqar --config %s --steps 7 --resume %s --ckpt %s -o %s", th_bin(), cfg,
-                           ck9, ck9, P("fewer.bin")), 2);
+                           ck9, ck9, P("ext_fewer.bin")), 2);
     CU_ASSERT_PTR_NOT_NULL(strstr(th_err(), "the run has done 9 steps; steps = 7 cannot be fewer"));
     CU_ASSERT_EQUAL(th_count_lines(th_err()), 1);
-    CU_ASSERT_FALSE(th_file_exists(P("fewer.bin")));
+    CU_ASSERT_FALSE(th_file_exists(P("ext_fewer.bin")));
     char *c1 = th_read_file(ck9, &l1);
     CU_ASSERT(c0 && c1 && l0 == l1 && memcmp(c0, c1, l0) == 0);
     free(c0);
@@ -221,30 +222,30 @@ TH_TEST(test_cli_resume_extends, "train --resume with more steps extends a finis
     /* a run stopped at step 3 of 6 resumed with 5 steps would end its
      * cosine early (a different run): refused; with 8 it is extended */
     CU_ASSERT_EQUAL_FATAL(th_run("%s train --task mqar --config %s --threads 1 --stop-after 3 --ckpt %s -o %s",
-                                 th_bin(), cfg, P("three.ckpt"), P("three.bin")), 0);
+                                 th_bin(), cfg, P("ext_three.ckpt"), P("ext_three.bin")), 0);
     CU_ASSERT_EQUAL(th_run("%s -q train --task mqar --config %s --steps 5 --resume %s -o %s", th_bin(), cfg,
-                           P("three.ckpt"), P("short.bin")), 2);
+                           P("ext_three.ckpt"), P("ext_short.bin")), 2);
     CU_ASSERT_PTR_NOT_NULL(strstr(th_err(), "steps = 5 would cut the run's 6-step schedule short"));
     CU_ASSERT_EQUAL(th_count_lines(th_err()), 1);
-    CU_ASSERT_FALSE(th_file_exists(P("short.bin")));
+    CU_ASSERT_FALSE(th_file_exists(P("ext_short.bin")));
     CU_ASSERT_EQUAL(th_run("%s train --task mqar --config %s --threads 1 --steps 8 --resume %s --ckpt %s -o %s",
-                           th_bin(), cfg, P("three.ckpt"), P("three8.ckpt"), P("three8.bin")), 0);
+                           th_bin(), cfg, P("ext_three.ckpt"), P("ext_three8.ckpt"), P("ext_three8.bin")), 0);
     CU_ASSERT_EQUAL(th_run("%s train --task mqar --config %s --threads 1 --steps 8 --set schedule_steps=6 -o %s",
-                           th_bin(), cfg, P("ref8.bin")), 0);
-    CU_ASSERT(same_file(P("three8.bin"), P("ref8.bin")));
+                           th_bin(), cfg, P("ext_ref8.bin")), 0);
+    CU_ASSERT(same_file(P("ext_three8.bin"), P("ext_ref8.bin")));
     /* an explicit schedule other than the checkpoint's is another recipe */
     CU_ASSERT_EQUAL(th_run("%s -q train --task mqar --config %s --steps 12 --set schedule_steps=9 --resume %s -o %s",
-                           th_bin(), cfg, ck9, P("other.bin")), 2);
+                           th_bin(), cfg, ck9, P("ext_other.bin")), 2);
     CU_ASSERT_PTR_NOT_NULL(strstr(th_err(), "'schedule_steps = 6', this run has 'schedule_steps = 9'"));
-    CU_ASSERT_FALSE(th_file_exists(P("other.bin")));
+    CU_ASSERT_FALSE(th_file_exists(P("ext_other.bin")));
     /* extending a schedule that ends at min_lr = 0 would not train */
-    CU_ASSERT_EQUAL_FATAL(th_run("%s train --task mqar --config %s --threads 1 --set min_lr=0 --ckpt %s -o %s", th_bin(),
-                                 cfg, P("zero.ckpt"), P("zero.bin")), 0);
+    CU_ASSERT_EQUAL_FATAL(th_run("%s train --task mqar --config %s --threads 1 --set min_lr=0 --ckpt %s -o %s",
+                                 th_bin(), cfg, P("ext_zero.ckpt"), P("ext_zero.bin")), 0);
     CU_ASSERT_EQUAL(th_run("%s -q train --task mqar --config %s --set min_lr=0 --steps 9 --resume %s -o %s", th_bin(),
-                           cfg, P("zero.ckpt"), P("zero9.bin")), 2);
+                           cfg, P("ext_zero.ckpt"), P("ext_zero9.bin")), 2);
     CU_ASSERT_PTR_NOT_NULL(strstr(th_err(), "min_lr = 0"));
     CU_ASSERT_EQUAL(th_count_lines(th_err()), 1);
-    CU_ASSERT_FALSE(th_file_exists(P("zero9.bin")));
+    CU_ASSERT_FALSE(th_file_exists(P("ext_zero9.bin")));
 }
 
 /* A corpus whose training split and held-out split are the same 65 bytes
@@ -260,7 +261,7 @@ static const char *twice_corpus(void)
     memcpy(buf, t, 65);
     memcpy(buf + 65, t, 65);
     free(t);
-    snprintf(path, sizeof path, "%s", P("twice.txt"));
+    snprintf(path, sizeof path, "%s", P("ext_twice.txt"));
     th_write_file(path, buf, sizeof buf);
     return path;
 }
@@ -300,7 +301,7 @@ TH_TEST(test_train_init_from, "--init-from: step 0 is the model's eval loss; fre
     o.eval_windows = 0;
     o.log_every = 1;
     snprintf(o.data, sizeof o.data, "%s", corpus);
-    snprintf(o.out, sizeof o.out, "%s", P("init.bin"));
+    snprintf(o.out, sizeof o.out, "%s", P("ext_init.bin"));
     snprintf(o.init_from, sizeof o.init_from, "%s", "samples/kjv.bin");
     first_step f = { 0, 0, 0, 0 };
     int rc = rn_train_run(&o, &src.cfg, record_first, &f, NULL, &err);
@@ -317,7 +318,7 @@ TH_TEST(test_train_init_from, "--init-from: step 0 is the model's eval loss; fre
     /* a random init of the same config starts elsewhere (near ln 257) */
     first_step r = { 0, 0, 0, 0 };
     o.init_from[0] = 0;
-    snprintf(o.out, sizeof o.out, "%s", P("random.bin"));
+    snprintf(o.out, sizeof o.out, "%s", P("ext_random.bin"));
     CU_ASSERT_EQUAL_FATAL(rn_train_run(&o, &src.cfg, record_first, &r, NULL, &err), RN_OK);
     CU_ASSERT(fabs(r.loss - eval_loss) > 1.0);
     /* the one update: trainer forward/backward on the window (batch 1),
@@ -340,7 +341,7 @@ TH_TEST(test_train_init_from, "--init-from: step 0 is the model's eval loss; fre
     rn_adamw_update(&m.cfg, m.params, rn_trainer_grads(tr), mom, mom + m.n_block, &o.opt, 0,
                     rn_train_lr_at(&o, 0), gscale);
     rn_model got;
-    CU_ASSERT_EQUAL_FATAL(rn_model_load(&got, P("init.bin"), &err), RN_OK);
+    CU_ASSERT_EQUAL_FATAL(rn_model_load(&got, P("ext_init.bin"), &err), RN_OK);
     CU_ASSERT_EQUAL_FATAL(got.n_block, m.n_block);
     int64_t far = 0, moved = 0;
     for (int64_t i = 0; i < m.n_block; i++) {
@@ -352,7 +353,7 @@ TH_TEST(test_train_init_from, "--init-from: step 0 is the model's eval loss; fre
     /* its checkpoint counts the new run's steps */
     char *rec = NULL;
     int64_t step = -1;
-    CU_ASSERT_EQUAL(rn_checkpoint_peek(P("init.bin.ckpt"), &rec, &step, &err), RN_OK);
+    CU_ASSERT_EQUAL(rn_checkpoint_peek(P("ext_init.bin.ckpt"), &rec, &step, &err), RN_OK);
     CU_ASSERT_EQUAL(step, 1);
     free(rec);
     rn_model_free(&got);
@@ -372,8 +373,9 @@ TH_TEST(test_cli_init_from, "train --init-from: the model's config; conflicts an
 {
     const char *corpus = twice_corpus();
     CU_ASSERT_PTR_NOT_NULL_FATAL(corpus);
-    const char *out = P("cli_init.bin");
-    const char *common = "--task text --seq-len 64 --batch 1 --set val_frac=0.5 --steps 2 --set eval_every=0 --set ckpt_every=0";
+    const char *out = P("ext_cli_init.bin");
+    const char *common = "--task text --seq-len 64 --batch 1 --set val_frac=0.5 --steps 2 --set eval_every=0 "
+                         "--set ckpt_every=0";
     CU_ASSERT_EQUAL(th_run("%s train %s --data %s --init-from samples/kjv.bin --threads 1 -o %s", th_bin(), common,
                            corpus, out), 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(th_err(), "from the weights of samples/kjv.bin"));
@@ -392,54 +394,55 @@ TH_TEST(test_cli_init_from, "train --init-from: the model's config; conflicts an
     /* the sample's own config file: the same model keys, accepted */
     CU_ASSERT_EQUAL(th_run("%s -q train %s --config samples/configs/kjv.cfg --seq-len 64 --batch 1 --data %s "
                            "--init-from samples/kjv.bin --threads 1 --set val_frac=0.5 --steps 1 --set warmup=0 -o %s",
-                           th_bin(), "--task text", corpus, P("cfg_init.bin")), 0);
+                           th_bin(), "--task text", corpus, P("ext_cfg_init.bin")), 0);
     CU_ASSERT_EQUAL(th_err()[0], '\0');
     /* a conflicting model key: named, with the model's value */
     static const char *const bad[] = { "--set d_model=64", "--set n_layers=2", "--set top_k=4",
                                        "--config samples/configs/tiny.cfg" };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         CU_ASSERT_EQUAL(th_run("%s -q train %s --data %s --init-from samples/kjv.bin %s -o %s", th_bin(), common,
-                               corpus, bad[i], P("conflict.bin")), 2);
+                               corpus, bad[i], P("ext_conflict.bin")), 2);
         CU_ASSERT_EQUAL(th_count_lines(th_err()), 1);
         CU_ASSERT_PTR_NOT_NULL(strstr(th_err(), "--init-from samples/kjv.bin: the model has '"));
-        CU_ASSERT_FALSE(th_file_exists(P("conflict.bin")));
+        CU_ASSERT_FALSE(th_file_exists(P("ext_conflict.bin")));
     }
     CU_ASSERT_EQUAL(th_run("%s -q train %s --data %s --init-from samples/kjv.bin --set d_model=64 -o %s", th_bin(),
-                           common, corpus, P("conflict.bin")), 2);
+                           common, corpus, P("ext_conflict.bin")), 2);
     CU_ASSERT_PTR_NOT_NULL(strstr(th_err(), "'d_model = 128', this run has 'd_model = 64'"));
     /* missing, damaged, not a model */
-    CU_ASSERT_EQUAL(th_run("head -c 5000 samples/kjv.bin > %s", P("cut.bin")), 0);
-    th_write_file(P("junk.bin"), "not a model at all\n", 19);
-    const char *files[] = { P("nope.bin"), P("cut.bin"), P("junk.bin") };
+    CU_ASSERT_EQUAL(th_run("head -c 5000 samples/kjv.bin > %s", P("ext_cut.bin")), 0);
+    th_write_file(P("ext_junk.bin"), "not a model at all\n", 19);
+    const char *files[] = { P("ext_nope.bin"), P("ext_cut.bin"), P("ext_junk.bin") };
     for (size_t i = 0; i < 3; i++) {
         CU_ASSERT_EQUAL(th_run("%s -q train %s --data %s --init-from %s -o %s", th_bin(), common, corpus, files[i],
-                               P("bad_init.bin")), 2);
+                               P("ext_bad_init.bin")), 2);
         CU_ASSERT_EQUAL(th_count_lines(th_err()), 1);
         CU_ASSERT_PTR_NOT_NULL(strstr(th_err(), "--init-from"));
         CU_ASSERT_PTR_NOT_NULL(strstr(th_err(), files[i]));
-        CU_ASSERT_FALSE(th_file_exists(P("bad_init.bin")));
+        CU_ASSERT_FALSE(th_file_exists(P("ext_bad_init.bin")));
     }
     /* its resume: the same command with --resume (config from the model,
      * weights from the checkpoint) continues it exactly; without
      * --init-from, or from another model of that config, it is another run */
     CU_ASSERT_EQUAL_FATAL(th_run("%s -q train %s --data %s --init-from samples/kjv.bin --threads 1 --stop-after 1 "
-                                 "--ckpt %s -o %s", th_bin(), common, corpus, P("half.ckpt"), P("half.bin")), 0);
+                                 "--ckpt %s -o %s",
+                                 th_bin(), common, corpus, P("ext_half.ckpt"), P("ext_half.bin")), 0);
     CU_ASSERT_EQUAL(th_run("%s -q train %s --data %s --init-from samples/kjv.bin --threads 1 --resume %s -o %s",
-                           th_bin(), common, corpus, P("half.ckpt"), P("resumed.bin")), 0);
-    CU_ASSERT(same_file(P("resumed.bin"), out));
+                           th_bin(), common, corpus, P("ext_half.ckpt"), P("ext_resumed.bin")), 0);
+    CU_ASSERT(same_file(P("ext_resumed.bin"), out));
     CU_ASSERT_EQUAL(th_run("%s -q train %s --data %s --config samples/configs/kjv.cfg --seq-len 64 --batch 1 "
                            "--set warmup=0 --steps 2 --lr 1e-3 --set min_lr=1e-4 --resume %s -o %s",
-                           th_bin(), common, corpus, P("half.ckpt"), P("both.bin")), 2);
+                           th_bin(), common, corpus, P("ext_half.ckpt"), P("ext_both.bin")), 2);
     CU_ASSERT_PTR_NOT_NULL(strstr(th_err(), "'init_from = 372b9aaf62b6b705', this run has no such key"));
     CU_ASSERT_EQUAL(th_run("%s -q train %s --data %s --init-from %s --resume %s -o %s", th_bin(), common, corpus, out,
-                           P("half.ckpt"), P("both.bin")), 2);
+                           P("ext_half.ckpt"), P("ext_both.bin")), 2);
     CU_ASSERT_PTR_NOT_NULL(strstr(th_err(), "'init_from = 372b9aaf62b6b705', this run has 'init_from = "));
     CU_ASSERT_EQUAL(th_count_lines(th_err()), 1);
     /* with alpha_init (an init of its own): refused */
     CU_ASSERT_EQUAL(th_run("%s -q train %s --data %s --init-from samples/kjv.bin --set alpha_init=1 -o %s", th_bin(),
-                           common, corpus, P("both.bin")), 2);
+                           common, corpus, P("ext_both.bin")), 2);
     CU_ASSERT_PTR_NOT_NULL(strstr(th_err(), "alpha_init"));
-    CU_ASSERT_FALSE(th_file_exists(P("both.bin")));
+    CU_ASSERT_FALSE(th_file_exists(P("ext_both.bin")));
 }
 
 /* Outside the source tree there is no data/kjv.txt: train and eval --task
@@ -453,10 +456,10 @@ TH_TEST(test_cli_text_needs_data, "train/eval --task text without --data: one li
     CU_ASSERT_PTR_NOT_NULL_FATAL(realpath(th_bin(), bin));
     CU_ASSERT_PTR_NOT_NULL_FATAL(realpath("samples/kjv.bin", model));
     const char *dir = th_tmpdir();
-    CU_ASSERT_EQUAL(th_run("cd %s && %s train --task text -o fresh.bin", dir, bin), 2);
+    CU_ASSERT_EQUAL(th_run("cd %s && %s train --task text -o ext_fresh.bin", dir, bin), 2);
     CU_ASSERT_PTR_NOT_NULL(strstr(th_err(), "--task text needs a corpus: --data FILE"));
     CU_ASSERT_EQUAL(th_count_lines(th_err()), 1);
-    CU_ASSERT_FALSE(th_file_exists(P("fresh.bin")));
+    CU_ASSERT_FALSE(th_file_exists(P("ext_fresh.bin")));
     CU_ASSERT_EQUAL(th_run("cd %s && %s eval %s --task text", dir, bin, model), 2);
     CU_ASSERT_PTR_NOT_NULL(strstr(th_err(), "--task text needs a corpus: --data FILE"));
     CU_ASSERT_EQUAL(th_count_lines(th_err()), 1);
@@ -465,10 +468,10 @@ TH_TEST(test_cli_text_needs_data, "train/eval --task text without --data: one li
     CU_ASSERT_EQUAL(th_run("%s eval samples/kjv.bin --task text", th_bin()), 2);
     CU_ASSERT_PTR_NOT_NULL(strstr(th_err(), "--data FILE"));
     /* --data relative to the directory the command runs in */
-    CU_ASSERT_EQUAL(th_run("cd %s && %s eval %s --task text --data twice.txt --seq-len 64 --val-frac 0.5 -f csv", dir,
-                           bin, model), 0);
+    CU_ASSERT_EQUAL(th_run("cd %s && %s eval %s --task text --data ext_twice.txt --seq-len 64 --val-frac 0.5 "
+                           "-f csv", dir, bin, model), 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(th_out(), "loss_nats_per_byte,bits_per_byte\n"));
-    CU_ASSERT_EQUAL(th_run("cd %s && %s -q train --task text --data twice.txt --seq-len 64 --batch 1 --set val_frac=0.5 "
-                           "--steps 1 --threads 1 -o fresh.bin", dir, bin), 0);
-    CU_ASSERT(th_file_exists(P("fresh.bin")));
+    CU_ASSERT_EQUAL(th_run("cd %s && %s -q train --task text --data ext_twice.txt --seq-len 64 --batch 1 "
+                           "--set val_frac=0.5 --steps 1 --threads 1 -o ext_fresh.bin", dir, bin), 0);
+    CU_ASSERT(th_file_exists(P("ext_fresh.bin")));
 }
