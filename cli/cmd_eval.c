@@ -33,7 +33,8 @@ static const char usage[] =
     "                     context: each segment's pairs 0..N-1 (in the order\n"
     "                     written) in B equal bins, 1 <= B <= every segment's N;\n"
     "                     rows segment,L,N,bin,pair_from,pair_to,queries,accuracy\n"
-    "  --data FILE        text: corpus (default data/kjv.txt)\n"
+    "  --data FILE        text: corpus (required; scripts/setup writes\n"
+    "                     data/kjv.txt in a source checkout)\n"
     "  --val-frac X       text: held-out fraction at the end (default 0.05)\n"
     "  --seq-len N        text: window length (default 256)\n"
     "  --windows N        text: number of held-out windows, 0 = all (default 0)\n"
@@ -149,7 +150,7 @@ int cmd_eval(int argc, char **argv)
         { "val-frac", 1, 0, 'v' }, { "seq-len", 1, 0, 'L' }, { "windows", 1, 0, 'w' },
         { "threads", 1, 0, 'T' }, { "top-k", 1, 0, 'k' }, { "format", 1, 0, 'f' }, { "device", 1, 0, 'D' },
         { "segments", 1, 0, 'S' }, { "by-pair", 1, 0, 'P' }, { 0, 0, 0, 0 } };
-    const char *task = NULL, *data = "data/kjv.txt";
+    const char *task = NULL, *data = NULL;
     long examples = 1000, seq = 256, windows = 0, threads = 0, top_k = 0, by_pair = 0;
     uint64_t seed = 4242;
     double vf = 0.05;
@@ -191,6 +192,9 @@ int cmd_eval(int argc, char **argv)
     int is_mqar = !strcmp(task, "mqar");
     if (!is_mqar && strcmp(task, "text")) return cli_usage_error("eval", "unknown task '%s' (expected mqar or text)", task);
     if (by_pair && !is_mqar) return cli_usage_error("eval", "--by-pair: only for --task mqar");
+    if (!is_mqar && !data)
+        return cli_usage_error("eval", "--task text needs a corpus: --data FILE (none is installed; "
+                                       "scripts/setup writes data/kjv.txt in a source checkout)");
     int total_pairs = 0; /* Σ N over the segments: the per-pair tallies */
     for (int i = 0; by_pair && i < segopt.n_eval_segs; i++) {
         const rn_mqar_seg *sg = &segopt.eval_segs[i];

@@ -8,6 +8,7 @@
 
 #include "cli.h"
 #include "rn_device.h"
+#include "rn_modelfile.h"
 #include "rn_train_loop.h"
 
 const char cmd_train_summary[] = "train a model on MQAR or byte-level text";
@@ -23,9 +24,15 @@ static const char usage[] =
     "options:\n"
     "  --task mqar|text     the task (default mqar)\n"
     "  --config FILE        model + training keys (key = value lines)\n"
-    "  --data FILE          text corpus (default data/kjv.txt)\n"
+    "  --data FILE          text corpus (required for --task text; scripts/setup\n"
+    "                       writes data/kjv.txt in a source checkout)\n"
     "  -o, --output MODEL   the trained model (required)\n"
-    "  --resume CKPT        continue a run from its checkpoint\n"
+    "  --resume CKPT        continue a run from its checkpoint; --steps beyond its\n"
+    "                       steps extends the run (the added steps at min_lr)\n"
+    "  --init-from MODEL    start a new run from MODEL's weights (fresh AdamW\n"
+    "                       moments, step 0); the config is MODEL's: model keys\n"
+    "                       that differ from it are refused.  Its resume takes\n"
+    "                       the same --init-from MODEL\n"
     "  --ckpt PATH          checkpoint path (default MODEL.ckpt)\n"
     "  --log PATH           metrics log, one JSON object per line\n"
     "  --set KEY=VALUE      set any config key (repeatable)\n"
@@ -40,6 +47,9 @@ static const char usage[] =
     "Checkpoints are written atomically every ckpt_every steps and on Ctrl-C;\n"
     "with one thread a resumed run repeats the uninterrupted loss curve (the\n"
     "checkpoint records the training keys; a resume that changes one is refused).\n"
+    "A resume with more steps than the run had extends it: warm-up and cosine\n"
+    "decay keep the run's schedule_steps, and the steps past them train at\n"
+    "min_lr (the run that --set schedule_steps=N would have made from scratch).\n"
     "Sparse addresses learn faster started dense: --set top_k_start=M anneals\n"
     "the training K down to top_k over the first top_k_anneal of the steps.\n"
     "MQAR: --set mqar_first=16:2,32:4 --set mqar_first_steps=N trains on short\n"
@@ -107,7 +117,7 @@ int cmd_train(int argc, char **argv)
         { "steps", 1, 0, 1 }, { "lr", 1, 0, 2 }, { "batch", 1, 0, 3 }, { "seq-len", 1, 0, 4 },
         { "seed", 1, 0, 5 }, { "eps-g", 1, 0, 6 }, { "eval-every", 1, 0, 7 }, { "ckpt-every", 1, 0, 8 },
         { "max-seconds", 1, 0, 9 }, { "threads", 1, 0, 10 }, { "stop-after", 1, 0, 11 }, { "device", 1, 0, 12 },
-        { 0, 0, 0, 0 } };
+        { "init-from", 1, 0, 13 }, { 0, 0, 0, 0 } };
     static const char *const keyname[] = { "", "steps", "lr", "batch", "seq_len", "seed", "eps_g",
                                            "eval_every", "ckpt_every", "max_seconds", "", "stop_after" };
     const char *task_s = "mqar", *cfg_path = NULL, *data = NULL, *out = NULL, *resume = NULL,
@@ -117,7 +127,7 @@ int cmd_train(int argc, char **argv)
     char kvbuf[128][256];
     int nov = 0;
     long threads = 0;
-    const char *device_arg = NULL;
+    const char *device_arg = NULL, *init_from = NULL;
     rn_device device;
     rn_error err = { 0, "" };
     optind = 1;
@@ -133,6 +143,7 @@ int cmd_train(int argc, char **argv)
         case 'k': ckpt = optarg; break;
         case 'l': log = optarg; break;
         case 12: device_arg = optarg; break;
+        case 13: init_from = optarg; break;
         case 's': {
             if (nov == 128) return cli_usage_error("train", "too many --set options");
             snprintf(kvbuf[nov], sizeof kvbuf[nov], "%s", optarg);
@@ -165,9 +176,24 @@ int cmd_train(int argc, char **argv)
     else if (!strcmp(task_s, "text")) task = RN_TASK_TEXT;
     else return cli_usage_error("train", "unknown task '%s' (expected mqar or text)", task_s);
     if (!out) return cli_usage_error("train", "no output model (-o MODEL)");
-    rn_config c;
+    if (task == RN_TASK_TEXT && !data)
+        return cli_usage_error("train", "--task text needs a corpus: --data FILE (none is installed; "
+                                        "scripts/setup writes data/kjv.txt in a source checkout)");
+    rn_config c, init_cfg;
     rn_train_opts o;
-    task_defaults(&c, task);
+    if (init_from) {
+        /* the model's config is the run's; --config or --set keys that
+         * change it are refused below, naming the first */
+        rn_model im;
+        if (rn_model_load(&im, init_from, &err)) {
+            fprintf(stderr, "ramtrace train: --init-from: %s\n", err.msg);
+            return 2;
+        }
+        c = init_cfg = im.cfg;
+        rn_model_free(&im);
+    } else {
+        task_defaults(&c, task);
+    }
     rn_train_opts_default(&o, task);
     if (cfg_path && rn_config_load_file(&c, cfg_path, rn_train_opts_set, &o, &err)) return cli_fail(&err);
     int shape_set = 0, cape_set = 0;
@@ -181,19 +207,23 @@ int cmd_train(int argc, char **argv)
     }
     /* as in init: an override that shrinks the shape drops stale CAPE bits */
     if (shape_set && !cape_set) rn_config_clip_masks(&c);
+    /* before the config's own checks: the key that changed it is the news */
+    if (init_from && rn_train_check_init_config(init_from, &init_cfg, &c, &err)) return cli_fail(&err);
     o.device = device;
     snprintf(o.out, sizeof o.out, "%s", out);
     if (ckpt) snprintf(o.ckpt, sizeof o.ckpt, "%s", ckpt);
     if (log) snprintf(o.log, sizeof o.log, "%s", log);
     if (resume) snprintf(o.resume, sizeof o.resume, "%s", resume);
-    snprintf(o.data, sizeof o.data, "%s", data ? data : (task == RN_TASK_TEXT ? "data/kjv.txt" : ""));
+    if (init_from) snprintf(o.init_from, sizeof o.init_from, "%s", init_from);
+    snprintf(o.data, sizeof o.data, "%s", data ? data : "");
     if (rn_config_validate(&c, &err) || rn_train_opts_validate(&o, &c, &err)) return cli_fail(&err);
     cli_threads(threads);
     cli_install_signals();
     int tty = cli_stderr_tty();
     cli_info("training %s: %lld parameters, %lld steps%s%s\n", task_s,
-            (long long)rn_config_param_count(&c), (long long)o.opt.steps, resume ? ", resuming from " : "",
-            resume ? resume : "");
+            (long long)rn_config_param_count(&c), (long long)o.opt.steps,
+            resume ? ", resuming from " : init_from ? ", from the weights of " : "",
+            resume ? resume : init_from ? init_from : "");
     int rc = rn_train_run(&o, &c, report, &tty, &cli_stop_flag, &err);
     if (tty && !cli_quiet) fputc('\n', stderr);
     if (rc) return cli_fail(&err);

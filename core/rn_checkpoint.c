@@ -58,9 +58,7 @@ int rn_checkpoint_save(const char *path, const rn_config *c, const char *recipe,
     return rn_atomic_commit(&af, err);
 }
 
-/* The first line where recipes a (stored) and b (this run) differ, for
- * the message: "'steps = 6500', this run has 'steps = 8500'". */
-static void recipe_diff(const char *a, const char *b, char *out, size_t n)
+void rn_checkpoint_diff_lines(const char *a, const char *b, char *out, size_t n)
 {
     for (;;) {
         size_t la = strcspn(a, "\n"), lb = strcspn(b, "\n");
@@ -114,7 +112,7 @@ int rn_checkpoint_load(const char *path, const rn_config *c, const char *recipe,
     if (strlen(rec) != rlen) { rc = rn_seterr(err, RN_EINPUT, "%s: corrupt checkpoint header (recipe text)", path); goto out; }
     if (strcmp(rec, recipe)) {
         char why[600];
-        recipe_diff(rec, recipe, why, sizeof why);
+        rn_checkpoint_diff_lines(rec, recipe, why, sizeof why);
         rc = rn_seterr(err, RN_EINPUT, "%s: checkpoint was written with %s (resume needs the same training keys)", path, why);
         goto out;
     }
@@ -138,8 +136,9 @@ out:
     return rc;
 }
 
-/* The header's config and recipe texts (the first fields of the layout). */
-static int read_header(const char *path, rn_config *c, char **recipe, rn_error *err)
+/* The header's config and recipe texts (the first fields of the layout),
+ * and the step after them when step is not NULL. */
+static int read_header(const char *path, rn_config *c, char **recipe, int64_t *step, rn_error *err)
 {
     FILE *f = fopen(path, "rb");
     if (!f) return rn_seterr(err, RN_EINPUT, "%s: cannot open checkpoint: %s", path, strerror(errno));
@@ -161,8 +160,10 @@ static int read_header(const char *path, rn_config *c, char **recipe, rn_error *
         rc = rn_seterr(err, RN_EINPUT, "%s: corrupt checkpoint header (recipe length %u)", path, rlen);
     else if (!(*recipe = calloc(1, (size_t)rlen + 1)))
         rc = rn_seterr(err, RN_ENOMEM, "out of memory");
-    else if (fread(*recipe, 1, rlen, f) != rlen)
+    else if (fread(*recipe, 1, rlen, f) != rlen || (step && fread(step, 8, 1, f) != 1))
         rc = rn_seterr(err, RN_EINPUT, "%s: checkpoint is truncated", path);
+    else if (strlen(*recipe) != rlen || (step && *step < 0))
+        rc = rn_seterr(err, RN_EINPUT, "%s: corrupt checkpoint header (%s)", path, step && *step < 0 ? "step" : "recipe text");
     fclose(f);
     if (!rc) {
         rn_config_default(c);
@@ -181,7 +182,7 @@ int rn_checkpoint_read_model(const char *path, rn_model *m, int64_t *step, rn_er
 {
     rn_config c;
     char *recipe = NULL;
-    int rc = read_header(path, &c, &recipe, err);
+    int rc = read_header(path, &c, &recipe, NULL, err);
     if (rc) return rc;
     if ((rc = rn_model_create_random(m, &c, 1, err))) {
         free(recipe);
@@ -196,4 +197,10 @@ int rn_checkpoint_read_model(const char *path, rn_model *m, int64_t *step, rn_er
     free(recipe);
     if (rc) rn_model_free(m);
     return rc;
+}
+
+int rn_checkpoint_peek(const char *path, char **recipe, int64_t *step, rn_error *err)
+{
+    rn_config c;
+    return read_header(path, &c, recipe, step, err);
 }

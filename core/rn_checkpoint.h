@@ -37,4 +37,16 @@ int rn_checkpoint_load(const char *path, const rn_config *c, const char *recipe,
  * naming the file when it is not a checkpoint or is damaged. */
 int rn_checkpoint_read_model(const char *path, rn_model *m, int64_t *step, rn_error *err);
 
+/* The header of a checkpoint without its parameters: the recipe (*recipe,
+ * malloc'd, NUL-terminated; the caller frees it) and the step reached.
+ * The config is parsed and validated but the checksum is not verified
+ * here: rn_checkpoint_load does that.  RN_EINPUT naming the file when it
+ * is missing, not a checkpoint or its header is damaged. */
+int rn_checkpoint_peek(const char *path, char **recipe, int64_t *step, rn_error *err);
+
+/* The first line where the `key = value` texts a (stored) and b (this
+ * run) differ, for a message: "'steps = 6500', this run has 'steps =
+ * 8500'" (or "no '...'" / "'...', this run has no such key"). */
+void rn_checkpoint_diff_lines(const char *a, const char *b, char *out, size_t n);
+
 #endif

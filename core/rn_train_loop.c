@@ -153,6 +153,7 @@ int rn_train_opts_set(void *user, const char *key, const char *v, rn_error *err)
     D("min_lr", opt.min_lr, 0, 10);
     IN("warmup", opt.warmup, 0, 1e9);
     IN("steps", opt.steps, 1, 1e9);
+    IN("schedule_steps", schedule_steps, 0, 1e9);
     D("beta1", opt.beta1, 0, 0.999999);
     D("beta2", opt.beta2, 0, 0.999999);
     D("adam_eps", opt.eps, 0, 1);
@@ -187,13 +188,29 @@ int rn_train_opts_set(void *user, const char *key, const char *v, rn_error *err)
     return rn_seterr(err, RN_EINPUT, "unknown config key '%s'", key);
 }
 
+int64_t rn_train_schedule(const rn_train_opts *o)
+{
+    return o->schedule_steps > 0 ? o->schedule_steps : o->opt.steps;
+}
+
+double rn_train_lr_at(const rn_train_opts *o, int64_t step)
+{
+    rn_adamw_opts a = o->opt;
+    a.steps = rn_train_schedule(o);
+    if (a.warmup < 0) a.warmup = a.steps / 20;
+    return rn_lr_at(&a, step);
+}
+
 size_t rn_train_recipe(const rn_train_opts *o, char *buf, size_t n)
 {
-    int64_t warmup = o->opt.warmup < 0 ? o->opt.steps / 20 : o->opt.warmup;
+    const int64_t sched = rn_train_schedule(o);
+    int64_t warmup = o->opt.warmup < 0 ? sched / 20 : o->opt.warmup;
     size_t k = 0;
 #define ADD(...) do { int w_ = snprintf(buf + (k < n ? k : n), k < n ? n - k : 0, __VA_ARGS__); if (w_ > 0) k += (size_t)w_; } while (0)
     ADD("task = %s\n", o->task == RN_TASK_MQAR ? "mqar" : "text");
     ADD("steps = %lld\nwarmup = %lld\n", (long long)o->opt.steps, (long long)warmup);
+    /* only when shorter than steps, so the recipes of other runs read as before */
+    if (sched != o->opt.steps) ADD("schedule_steps = %lld\n", (long long)sched);
     ADD("lr = %.17g\nmin_lr = %.17g\n", o->opt.lr, o->opt.min_lr);
     ADD("beta1 = %.17g\nbeta2 = %.17g\nadam_eps = %.17g\n", o->opt.beta1, o->opt.beta2, o->opt.eps);
     ADD("weight_decay = %.17g\nclip = %.17g\n", o->opt.weight_decay, o->opt.clip);
@@ -230,8 +247,19 @@ int rn_train_opts_validate(const rn_train_opts *o, const rn_config *c, rn_error 
 {
     if (o->opt.min_lr > o->opt.lr)
         return rn_seterr(err, RN_EINPUT, "min_lr (%g) must not exceed lr (%g)", o->opt.min_lr, o->opt.lr);
-    if (o->opt.warmup >= 0 && o->opt.warmup > o->opt.steps)
-        return rn_seterr(err, RN_EINPUT, "warmup (%lld) must not exceed steps (%lld)", (long long)o->opt.warmup, (long long)o->opt.steps);
+    const int64_t sched = rn_train_schedule(o);
+    if (sched > o->opt.steps)
+        return rn_seterr(err, RN_EINPUT, "schedule_steps (%lld) must not exceed steps (%lld) (stop_after ends a run early)",
+                         (long long)sched, (long long)o->opt.steps);
+    if (o->opt.warmup >= 0 && o->opt.warmup > sched)
+        return rn_seterr(err, RN_EINPUT, "warmup (%lld) must not exceed %s (%lld)", (long long)o->opt.warmup,
+                         sched < o->opt.steps ? "schedule_steps" : "steps", (long long)sched);
+    if (sched < o->opt.steps && o->opt.min_lr == 0)
+        return rn_seterr(err, RN_EINPUT, "the %lld steps past the %lld-step schedule would train at min_lr = 0, "
+                                         "which changes nothing (set min_lr > 0)",
+                         (long long)(o->opt.steps - sched), (long long)sched);
+    if (o->init_from[0] && (o->alpha_init != 0 || o->alpha_init_cape != 0))
+        return rn_seterr(err, RN_EINPUT, "alpha_init sets the α of a random init; --init-from starts from the model's");
     if ((int64_t)o->batch * o->seq_len > (1 << 22))
         return rn_seterr(err, RN_EINPUT, "batch x seq_len = %lld rows is too large (max 4194304)", (long long)o->batch * o->seq_len);
     if (o->anneal_layers && (c->n_layers >= 64 || o->anneal_layers >> c->n_layers))
@@ -293,13 +321,13 @@ static int anneal_k(int start, double anneal, int64_t steps, int k_final, int64_
 
 int rn_train_top_k_at(const rn_train_opts *o, int k_final, int64_t step)
 {
-    return anneal_k(o->top_k_start, o->top_k_anneal, o->opt.steps, k_final, step);
+    return anneal_k(o->top_k_start, o->top_k_anneal, rn_train_schedule(o), k_final, step);
 }
 
 int rn_train_read_k_at(const rn_train_opts *o, int k_final, int64_t step)
 {
     int start = o->top_k_read_start ? o->top_k_read_start : o->top_k_start;
-    return anneal_k(start, o->top_k_anneal, o->opt.steps, k_final, step);
+    return anneal_k(start, o->top_k_anneal, rn_train_schedule(o), k_final, step);
 }
 
 static uint64_t stream_seed(uint64_t seed, uint64_t stream, uint64_t i)
@@ -536,8 +564,10 @@ typedef struct {
     rn_text text;
     FILE *log;
     char ckpt[1100];    /* checkpoint path */
-    char recipe[2048];  /* rn_train_recipe of o */
+    char recipe[2048];  /* rn_train_recipe of o (and the --init-from line: run_recipe) */
+    uint64_t init_sum;  /* --init-from: the model's checksum (rn_model_checksum) */
     int64_t start;      /* first step (> 0 when resumed) */
+    int64_t ck_steps;   /* --resume: the steps of the checkpoint's run (its recipe's) */
     int64_t ckpt_at;    /* the step of the checkpoint last written by this run (-1: none) */
     double t0, tokens;  /* loop start time; tokens trained since */
     char summary[1024]; /* the last evaluation's JSON */
@@ -646,6 +676,52 @@ static void init_alpha(rn_model *m, const rn_train_opts *o)
         }
 }
 
+int rn_train_check_init_config(const char *path, const rn_config *model_cfg, const rn_config *c,
+                               rn_error *err)
+{
+    char a[8192], b[8192];
+    size_t la = rn_config_format(model_cfg, a, sizeof a), lb = rn_config_format(c, b, sizeof b);
+    if (la >= sizeof a || lb >= sizeof b) return rn_seterr(err, RN_EINTERNAL, "%s: config text too long", path);
+    if (!strcmp(a, b)) return RN_OK;
+    char why[600];
+    rn_checkpoint_diff_lines(a, b, why, sizeof why);
+    return rn_seterr(err, RN_EINPUT, "--init-from %s: the model has %s (the run takes the model's config: "
+                                     "leave out the keys that change it)", path, why);
+}
+
+/* --init-from: m (made for this run's config) takes the weights of the
+ * model file at path, whose config must be m's. */
+static int init_from_model(rn_model *m, const char *path, uint64_t *sum, rn_error *err)
+{
+    rn_model src;
+    int rc = rn_model_load(&src, path, err);
+    if (rc) return rc;
+    if ((rc = rn_train_check_init_config(path, &src.cfg, &m->cfg, err))) {
+        /* named */
+    } else if (src.n_block != m->n_block) {
+        rc = rn_seterr(err, RN_EINTERNAL, "%s: %lld parameters, the config has %lld", path,
+                       (long long)src.n_block, (long long)m->n_block);
+    } else {
+        memcpy(m->params, src.params, sizeof(rn_real) * (size_t)m->n_block);
+        *sum = rn_model_checksum(&src);
+    }
+    rn_model_free(&src);
+    return rc;
+}
+
+/* The recipe of o for the checkpoints of run s: rn_train_recipe, and for
+ * a run started with --init-from a last line naming the model by its
+ * checksum (the start shapes the run as the training keys do, so a resume
+ * needs the same model).  Nonzero when buf is too small. */
+static int run_recipe(const run_state *s, const rn_train_opts *o, char *buf, size_t n)
+{
+    size_t k = rn_train_recipe(o, buf, n);
+    if (k >= n) return 1;
+    if (o->init_from[0])
+        k += (size_t)snprintf(buf + k, n - k, "init_from = %016llx\n", (unsigned long long)s->init_sum);
+    return k >= n;
+}
+
 /* Setup: check the options, build the model, trainer and buffers, resume
  * from a checkpoint and open the metrics log.  s is zeroed except for o, c
  * and the callback; whatever it allocates run_free releases, on success or
@@ -668,6 +744,7 @@ static int run_setup(run_state *s, rn_error *err)
     }
     if ((rc = rn_model_create_random(&s->m, c, o->seed, err))) return rc;
     init_alpha(&s->m, o);
+    if (o->init_from[0] && (rc = init_from_model(&s->m, o->init_from, &s->init_sum, err))) return rc;
     int max_rows = o->batch * o->seq_len, max_lab = max_rows;
     if (o->task == RN_TASK_MQAR) {
         for (int i = 0; i < o->n_eval_segs; i++)
@@ -688,11 +765,18 @@ static int run_setup(run_state *s, rn_error *err)
     s->pbuf = malloc(sizeof(double) * (size_t)(max_rows + max_space(o->eval_segs, o->n_eval_segs)));
     if (!s->mom || !s->tok || !s->pbuf) return rn_seterr(err, RN_ENOMEM, "out of memory");
     s->tgt = s->tok + max_rows;
-    if (rn_train_recipe(o, s->recipe, sizeof s->recipe) >= sizeof s->recipe)
+    if (run_recipe(s, o, s->recipe, sizeof s->recipe))
         return rn_seterr(err, RN_EINTERNAL, "training recipe too long");
     if (o->resume[0]) {
+        /* the checkpoint's recipe is this run's with its own steps (an
+         * extension only adds steps; resume_plan checked the rest) */
+        rn_train_opts ck = *o;
+        ck.opt.steps = s->ck_steps;
+        char want[sizeof s->recipe];
+        if (run_recipe(s, &ck, want, sizeof want))
+            return rn_seterr(err, RN_EINTERNAL, "training recipe too long");
         uint64_t seed;
-        rc = rn_checkpoint_load(o->resume, c, s->recipe, &s->start, &seed, s->m.params, s->mom,
+        rc = rn_checkpoint_load(o->resume, c, want, &s->start, &seed, s->m.params, s->mom,
                                 s->mom + s->nb, s->nb, err);
         if (rc) return rc;
         if (seed != o->seed)
@@ -787,7 +871,7 @@ static int train_step_cuda(run_state *s, int64_t step, step_stats *st, rn_error 
     if (!isfinite(gn))
         return rn_seterr(err, RN_EINPUT, "gradient is not finite at step %lld; stopped (last checkpoint kept: %s)",
                          (long long)step, s->ckpt);
-    double lr = rn_lr_at(&o->opt, step);
+    double lr = rn_train_lr_at(o, step);
     double gscale = (o->opt.clip > 0 && gn > o->opt.clip) ? o->opt.clip / gn : 1.0;
     if ((rc = rn_cuda_trainer_adamw(s->gtr, &o->opt, step, lr, gscale, err))) return rc;
     st->loss = loss;
@@ -824,7 +908,7 @@ static int train_step(run_state *s, int64_t step, step_stats *st, rn_error *err)
     if (!isfinite(gn))
         return rn_seterr(err, RN_EINPUT, "gradient is not finite at step %lld; stopped (last checkpoint kept: %s)",
                          (long long)step, s->ckpt);
-    double lr = rn_lr_at(&o->opt, step);
+    double lr = rn_train_lr_at(o, step);
     double gscale = (o->opt.clip > 0 && gn > o->opt.clip) ? o->opt.clip / gn : 1.0;
     rn_adamw_update(s->c, s->m.params, rn_trainer_grads(tr), s->mom, s->mom + s->nb, &o->opt, step, lr, gscale);
     st->loss = loss;
@@ -952,20 +1036,71 @@ static int run_loop(run_state *s, rn_error *err)
     return RN_OK;
 }
 
+/* The first line `key = N` of a recipe: N, or -1 when there is none. */
+static int64_t recipe_int(const char *rec, const char *key)
+{
+    size_t kl = strlen(key);
+    for (const char *p = rec; *p; p += strcspn(p, "\n"), p += *p == '\n') {
+        if (!strncmp(p, key, kl) && !strncmp(p + kl, " = ", 3)) {
+            char *end;
+            errno = 0;
+            long long v = strtoll(p + kl + 3, &end, 10);
+            return errno || end == p + kl + 3 || (*end && *end != '\n') || v < 0 ? -1 : (int64_t)v;
+        }
+    }
+    return -1;
+}
+
+/* --resume: the checkpoint's run (its steps done, steps and schedule,
+ * from the header) against o's steps.  Fewer steps than done, or than the
+ * schedule, are refused; the schedule is the checkpoint's unless o sets
+ * one (then the recipes must agree).  *ck_steps: the checkpoint's steps. */
+static int resume_plan(rn_train_opts *o, int64_t *ck_steps, rn_error *err)
+{
+    char *rec = NULL;
+    int64_t done;
+    int rc = rn_checkpoint_peek(o->resume, &rec, &done, err);
+    if (rc) return rc;
+    int64_t total = recipe_int(rec, "steps"), sched = recipe_int(rec, "schedule_steps");
+    free(rec);
+    if (total < 1 || done > total)
+        return rn_seterr(err, RN_EINPUT, "%s: corrupt checkpoint header (steps)", o->resume);
+    if (sched < 1) sched = total;
+    if (o->opt.steps < done)
+        return rn_seterr(err, RN_EINPUT, "%s: the run has done %lld steps; steps = %lld cannot be fewer "
+                                         "(a resume trains up to steps: give more to extend it)",
+                         o->resume, (long long)done, (long long)o->opt.steps);
+    if (o->schedule_steps && o->schedule_steps != sched)
+        return rn_seterr(err, RN_EINPUT, "%s: checkpoint was written with 'schedule_steps = %lld', this run has "
+                                         "'schedule_steps = %lld' (resume needs the same training keys)",
+                         o->resume, (long long)sched, (long long)o->schedule_steps);
+    if (!o->schedule_steps) o->schedule_steps = sched;
+    if (o->opt.steps < o->schedule_steps)
+        return rn_seterr(err, RN_EINPUT, "%s: steps = %lld would cut the run's %lld-step schedule short (a different "
+                                         "run): stop_after ends a run early, more steps extend it",
+                         o->resume, (long long)o->opt.steps, (long long)o->schedule_steps);
+    *ck_steps = total;
+    return RN_OK;
+}
+
 int rn_train_run(const rn_train_opts *opts, const rn_config *c, rn_train_report_fn report,
                  void *user, volatile int *stop, rn_error *err)
 {
     rn_train_opts o = *opts;
-    if (o.opt.warmup < 0) o.opt.warmup = o.opt.steps / 20;
+    int64_t ck_steps = 0;
+    int rc = o.resume[0] ? resume_plan(&o, &ck_steps, err) : RN_OK;
+    if (rc) return rc;
+    if (o.opt.warmup < 0) o.opt.warmup = rn_train_schedule(&o) / 20;
     run_state s;
     memset(&s, 0, sizeof s);
+    s.ck_steps = ck_steps;
     s.o = &o;
     s.c = c;
     s.report = report;
     s.user = user;
     s.stop = stop;
     s.ckpt_at = -1;
-    int rc = run_setup(&s, err);
+    rc = run_setup(&s, err);
     if (!rc) {
         s.t0 = now_s();
         rn_train_event ev = { .kind = RN_TRAIN_EV_START, .step = s.start, .steps = o.opt.steps,

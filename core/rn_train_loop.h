@@ -51,6 +51,12 @@ typedef struct {
     char ckpt[1024];          /* checkpoint path ("" = out + ".ckpt") */
     char log[1024];           /* metrics log (JSONL; "" = none) */
     char resume[1024];        /* checkpoint to resume from ("" = none) */
+    int64_t schedule_steps;   /* the length of the schedule (key schedule_steps; 0 = steps):
+                               * warm-up, cosine decay and the top-K annealing span its
+                               * steps; the steps past it train at min_lr.  A resume with
+                               * more steps than its checkpoint's run extends that run so */
+    char init_from[1024];     /* model.bin to start from instead of a random init ("" =
+                               * none): its weights, with fresh AdamW moments, at step 0 */
     int device;               /* RN_DEVICE_CPU or RN_DEVICE_CUDA (rn_device.h): where the
                                * steps run; evaluation always runs on the CPU.  Not part
                                * of the recipe: a checkpoint resumes on either device. */
@@ -58,7 +64,7 @@ typedef struct {
 
 void rn_train_opts_default(rn_train_opts *o, int task);
 
-/* rn_config_extra_fn for the training keys (lr, min_lr, warmup, steps,
+/* rn_config_extra_fn for the training keys (lr, min_lr, warmup, steps, schedule_steps,
  * batch, seq_len, grad_accum, weight_decay, clip, beta1, beta2, eps_g,
  * eval_every, ckpt_every, ckpt_keep, log_every, seed, eval_examples, eval_windows,
  * val_frac, max_seconds, stop_after, top_k_start, top_k_read_start,
@@ -82,6 +88,14 @@ int rn_mqar_seg_at(const int *w, int n, int64_t pos);
 
 /* Cross-field checks (ranges, the task's shapes against the config). */
 int rn_train_opts_validate(const rn_train_opts *o, const rn_config *c, rn_error *err);
+
+/* The schedule's length: schedule_steps, or steps when it is 0. */
+int64_t rn_train_schedule(const rn_train_opts *o);
+
+/* The learning rate of 0-based `step`: rn_lr_at over the schedule's
+ * length (warm-up as given, or schedule/20 when warmup < 0), so every step
+ * past the schedule has min_lr. */
+double rn_train_lr_at(const rn_train_opts *o, int64_t step);
 
 /* Top-K annealing: the K the training forward uses at 0-based `step` for
  * a model whose K is k_final.  Off (top_k_start <= k_final): k_final.  On:
@@ -129,9 +143,31 @@ typedef void (*rn_train_report_fn)(void *user, const rn_train_event *ev);
  * (optional; see rn_train_event).  stop (optional) is polled every step:
  * when set, a checkpoint is written and RN_EINTR returned.  A non-finite
  * loss stops with RN_EINPUT naming the step (the last checkpoint stays).
- * On success the model is saved to o->out. */
+ * On success the model is saved to o->out.
+ *
+ * o->resume continues the run of a checkpoint: its recipe must be this
+ * run's, except for steps.  steps below the steps done is refused; steps
+ * that end the checkpoint's schedule early are refused too (a different
+ * run); more steps than the checkpoint's run had extend it: the schedule
+ * keeps its length (schedule_steps, taken from the checkpoint when not
+ * set) and the added steps train at min_lr, so the extended run is the
+ * run that was given those steps and that schedule from the start.  Its
+ * checkpoints record the new steps.
+ *
+ * o->init_from starts from that model's weights (a model.bin or
+ * safetensors file whose config must be c: RN_EINPUT naming the first key
+ * that differs) with zero AdamW moments at step 0; not with alpha_init.
+ * The checkpoints' recipe names the model by its checksum, so a resume of
+ * such a run gives the same init_from (the checkpoint's weights replace
+ * the model's) and one without it, or with another model, is refused. */
 int rn_train_run(const rn_train_opts *o, const rn_config *c, rn_train_report_fn report,
                  void *user, volatile int *stop, rn_error *err);
+
+/* --init-from's check: a run of config c may start from the model at
+ * path, whose config is model_cfg, only when they are equal; RN_EINPUT
+ * naming the first key that differs otherwise. */
+int rn_train_check_init_config(const char *path, const rn_config *model_cfg, const rn_config *c,
+                               rn_error *err);
 
 /* What an evaluation polls and reports: stop (optional) is polled between
  * batches (set: RN_EINTR); progress (optional) is called after each batch
