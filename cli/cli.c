@@ -4,10 +4,12 @@
 #include <errno.h>
 #include <math.h>
 #include <omp.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -58,8 +60,37 @@ void cli_info(const char *fmt, ...)
     fflush(stderr);
 }
 
+int cli_stdout_gone(void)
+{
+    struct stat st;
+    if (fstat(1, &st) || !(S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode))) return 0;
+    /* a pipe whose reader closed polls as POLLERR (a socket as POLLHUP) */
+    struct pollfd p = { .fd = 1, .events = POLLOUT };
+    return poll(&p, 1, 0) == 1 && (p.revents & (POLLERR | POLLHUP));
+}
+
+int cli_exit_status(int rc)
+{
+    /* only a write that failed counts: a reader that left after taking
+     * everything (`| head -1` of one line) is no failure */
+    if (rc || (!fflush(stdout) && !ferror(stdout))) return rc;
+    if (cli_stdout_gone()) return CLI_EXIT_PIPE;
+    fprintf(stderr, "ramtrace: writing the output failed\n");
+    return 1;
+}
+
+void cli_report(const char *fmt, ...)
+{
+    if (cli_quiet) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vprintf(fmt, ap);
+    va_end(ap);
+}
+
 int cli_fail(const rn_error *err)
 {
+    if (err->code == RN_EIO && cli_stdout_gone()) return CLI_EXIT_PIPE; /* quietly: the reader left */
     fprintf(stderr, "ramtrace: %s\n", err->msg[0] ? err->msg : "unknown error");
     if (err->code == RN_EINTR) return cli_interrupt_status();
     return rn_exit_status(err->code ? err->code : RN_EINTERNAL);

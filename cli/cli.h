@@ -5,7 +5,15 @@
  * in main.c is generated from the file names.  argv[0] is the command name.
  * A command returns the process exit status: 0 ok, 2 bad input (option,
  * file, prompt), 1 other failures, 130 interrupted by SIGINT (Ctrl-C), 143
- * by SIGTERM.
+ * by SIGTERM, 141 (CLI_EXIT_PIPE) when stdout's reader went away (`| head`).
+ *
+ * Output to a closed pipe: SIGPIPE is ignored (so temp files are removed
+ * and the run is closed as on any error), writes fail with EPIPE, and the
+ * command ends as a program killed by SIGPIPE would look to its shell:
+ * status 141, no message.  The policy is here only: cli_fail stays quiet
+ * for an I/O error once stdout's reader is gone (whatever the stream:
+ * `-o -` writes through its own), and main() passes every command's status
+ * through cli_exit_status.
  */
 #ifndef CLI_H
 #define CLI_H
@@ -32,8 +40,21 @@ void cli_install_signals(void);
  * for SIGINT, 143 for SIGTERM; 130 when no signal was seen). */
 int cli_interrupt_status(void);
 
+/* Exit status of a command whose reader closed stdout: 128 + SIGPIPE. */
+#define CLI_EXIT_PIPE 141
+
+/* True when stdout is a pipe or socket whose reader is gone: more output
+ * is pointless, and a failed write to it no error to report. */
+int cli_stdout_gone(void);
+
+/* The process exit status for a command that returned rc (0: stdout is
+ * flushed; when a write to it failed, CLI_EXIT_PIPE quietly if its reader
+ * is gone, else one line and 1). */
+int cli_exit_status(int rc);
+
 /* Print "ramtrace: <msg>" to stderr and return the exit status for err
- * (cli_interrupt_status() for RN_EINTR). */
+ * (cli_interrupt_status() for RN_EINTR); nothing is printed, and the
+ * status is CLI_EXIT_PIPE, for an I/O error once cli_stdout_gone(). */
 int cli_fail(const rn_error *err);
 
 /* -q/--quiet (any command; main.c takes it out of argv): informational
@@ -42,6 +63,10 @@ extern int cli_quiet;
 
 /* An informational line (or progress) on stderr, unless --quiet. */
 void cli_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* A command's report line on stdout (what upgrade and repair did), unless
+ * --quiet. */
+void cli_report(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* After a failed model load of model_path: when the command's next
  * argument `other` is a model file (model.bin magic, or a .safetensors

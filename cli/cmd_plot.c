@@ -93,7 +93,7 @@ static int plot_mqar(int argc, char **argv)
         { "anchors", required_argument, 0, 'a' }, { "width", required_argument, 0, 'W' },
         { "height", required_argument, 0, 'E' }, { "dpi", required_argument, 0, O_DPI },
         { "font", required_argument, 0, O_FONT }, { "title", required_argument, 0, O_TITLE },
-        { 0, 0, 0, 0 }
+        { "threads", required_argument, 0, 'j' }, { 0, 0, 0, 0 }
     };
     const int frontier = !strcmp(argv[0], "frontier");
     fig_mqar_opts o = { 0 };
@@ -101,10 +101,12 @@ static int plot_mqar(int argc, char **argv)
     optind = 1;
     opterr = 0;
     int c;
-    while ((c = getopt_long(argc, argv, ":o:W:E:", opts, NULL)) != -1) {
+    long threads = 0;
+    while ((c = getopt_long(argc, argv, ":o:W:E:j:", opts, NULL)) != -1) {
         int rc = 0;
         switch (c) {
         case 'o': o.out = optarg; break;
+        case 'j': rc = cli_parse_long("--threads", optarg, 1, 1024, &threads, &err); break;
         case 'c': o.results = optarg; break;
         case 'a':
             if (!frontier) return cli_usage_error("plot", "--anchors is for plot frontier");
@@ -123,6 +125,7 @@ static int plot_mqar(int argc, char **argv)
     if (optind < argc) return cli_usage_error("plot", "unexpected argument '%s'", argv[optind]);
     if (!o.results) return cli_usage_error("plot", "plot %s needs --csv RESULTS.csv", argv[0]);
     if (!o.out) return cli_usage_error("plot", "-o FILE is required");
+    cli_threads(threads); /* accepted as everywhere; these figures draw on one thread */
     int rc = frontier ? fig_mqar_frontier(&o, &err) : fig_mqar_scaling(&o, &err);
     cairo_debug_reset_static_data();
     return rc ? cli_fail(&err) : 0;

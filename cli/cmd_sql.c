@@ -1,6 +1,7 @@
 /* cmd_sql.c — `ramtrace sql TRACE.db "SELECT ..."`: run SQL on a trace over a
  * read-only connection; SQL from the argument, a file (-f) or stdin; scoped
- * to one run (the latest, or --run N) unless --all-runs. */
+ * to one run (the latest, or --run N) unless --all-runs.  -f is --format, as
+ * in every command (the SQL file is --file). */
 #include <getopt.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -18,7 +19,7 @@ static void usage(void)
     printf("usage: ramtrace sql TRACE.db [SQL] [options]\n\n"
            "Run SQL statements on a trace database opened read-only (statements that\n"
            "would modify it are refused).  SQL comes from the argument, from a file\n"
-           "(-f FILE), or from stdin when neither is given (or SQL is '-').\n"
+           "(--file FILE), or from stdin when neither is given (or SQL is '-').\n"
            "Tables and views: runs, tokens, heads, events, writes, reads\n"
            "(docs/trace-schema.md).\n\n"
            "One run at a time: events, reads, writes, tokens, heads and event_groups\n"
@@ -28,8 +29,8 @@ static void usage(void)
            "options:\n"
            "      --run N           scope the SQL to run N (default: the latest run)\n"
            "      --all-runs        no scoping: every run's rows\n"
-           "  -f, --file FILE       read the SQL from FILE\n"
-           "  -F, --format FMT      table (default), csv or json\n"
+           "      --file FILE       read the SQL from FILE\n"
+           "  -f, -F, --format FMT  table (default), csv or json\n"
            "  -h, --help            this text\n\n"
            "example:\n"
            "  ramtrace sql trace.db \"SELECT layer, head, count(*) FROM reads GROUP BY 1, 2\"\n");
@@ -57,7 +58,7 @@ int cmd_sql(int argc, char **argv)
 {
     if (cli_wants_help(argc, argv)) { usage(); return 0; }
     static const struct option opts[] = {
-        { "file", required_argument, 0, 'f' }, { "format", required_argument, 0, 'F' },
+        { "file", required_argument, 0, 'i' }, { "format", required_argument, 0, 'f' },
         { "run", required_argument, 0, 'r' }, { "all-runs", no_argument, 0, 'a' },
         { 0, 0, 0, 0 }
     };
@@ -70,7 +71,8 @@ int cmd_sql(int argc, char **argv)
     int c;
     while ((c = getopt_long(argc, argv, ":f:F:", opts, NULL)) != -1) {
         switch (c) {
-        case 'f': file = optarg; break;
+        case 'i': file = optarg; break;
+        case 'f':
         case 'F': fmt = optarg; break;
         case 'r':
             if (cli_parse_long("--run", optarg, 1, INT32_MAX, &run, &perr))

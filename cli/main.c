@@ -46,7 +46,7 @@ int main(int argc, char **argv)
         for (size_t i = 0; i < N_COMMANDS; i++)
             if (!strcmp(argv[2], cli_commands[i].name)) {
                 char *hargv[] = { argv[2], "--help", NULL };
-                return cli_commands[i].fn(2, hargv);
+                return cli_exit_status(cli_commands[i].fn(2, hargv));
             }
         fprintf(stderr, "ramtrace help: unknown command '%s' (try 'ramtrace --help')\n", argv[2]);
         return 2;
@@ -62,7 +62,7 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < N_COMMANDS; i++)
         if (!strcmp(argv[1], cli_commands[i].name)) {
             cli_install_signals();
-            return cli_commands[i].fn(argc - 1, argv + 1);
+            return cli_exit_status(cli_commands[i].fn(argc - 1, argv + 1));
         }
     fprintf(stderr, "ramtrace: unknown command '%s' (try 'ramtrace --help')\n", argv[1]);
     return 2;
