@@ -20,6 +20,7 @@
 
 #include <signal.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "rn_error.h"
 #include "rn_state.h"
@@ -95,8 +96,8 @@ int cli_parse_size(const char *opt, const char *s, uint64_t *out, rn_error *err)
     "                        replaced, unless a killed run left it dirty or it is not\n" \
     "                        a state file of this version)\n" \
     "      --state-discard   replace --state-file even then\n" \
-    "      --state-policy P  which rows stay in memory: lru (default), clock, fifo,\n" \
-    "                        lfu, arc, s3fifo\n" \
+    "      --state-policy P  which rows stay in memory: an online policy (below;\n" \
+    "                        default lru)\n" \
     "      --state-scope S   one cache (and budget) for the model (default), each layer\n" \
     "                        or each head, as simulate --scope\n" \
     "      --state-direct    read and write the state file with O_DIRECT (no page cache),\n" \
@@ -117,8 +118,18 @@ enum { CLI_O_STATE_BUDGET = 3000, CLI_O_STATE_FILE, CLI_O_STATE_POLICY, CLI_O_ST
     { "state-discard", no_argument, 0, CLI_O_STATE_DISCARD }, \
     { "state-no-prefetch", no_argument, 0, CLI_O_STATE_NO_PREFETCH }, \
     { "state-io", required_argument, 0, CLI_O_STATE_IO }
+/* The cache policies of the registry (core/rn_cache.h), under a
+ * "policies:" heading, one "  NAME  summary" line each; online_only leaves
+ * out those that need the future accesses (opt), which a running model
+ * (--state-policy) cannot use. */
+void cli_print_policies(FILE *f, int online_only);
+
+/* Their names, "lru, fifo, ..." (truncated to cap). */
+void cli_policy_names(char *buf, size_t cap, int online_only);
+
 /* Handle option c if it is one of the state options: 1 handled (*rc set),
- * 0 not a state option. */
+ * 0 not a state option.  An unknown --state-policy is refused here, naming
+ * the online policies. */
 int cli_state_option(int c, const char *arg, rn_state_opts *o, int *rc, rn_error *err);
 /* One line on stderr: the tiered state's counters. */
 void cli_state_report(const rn_state_opts *o, const rn_state_counters *c);

@@ -49,7 +49,8 @@ static void usage(void)
            "                          ablate-layer L[@T0-T1]  scale-slots L.H:S1,...=F[@T0-T1]\n"
            "                          patch-head L.H from FILE|TRACE.db[#RUN][@T0-T1]\n"
            "                        (docs/interventions.md)\n"
-           "  -h, --help            this text\n");
+           "  -h, --help            this text\n\n");
+    cli_print_policies(stdout, 1); /* --state-policy's, from the registry */
 }
 
 int cmd_run(int argc, char **argv)

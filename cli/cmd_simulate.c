@@ -11,7 +11,7 @@
 #include "cli.h"
 #include "rn_atomic.h"
 
-const char cmd_simulate_summary[] = "simulate hot-slot caches (LRU, FIFO, CLOCK, LFU, ARC, S3-FIFO, OPT)";
+const char cmd_simulate_summary[] = "simulate hot-slot caches under each cache policy (simulate --help lists them)";
 
 static const char usage[] =
     "usage: ramtrace simulate TRACE.db [--policy LIST] (--capacity LIST | --sweep) [options]\n"
@@ -24,8 +24,7 @@ static const char usage[] =
     "by head, position by position), the order to predict a --state-budget run.\n"
     "\n"
     "options:\n"
-    "  -p, --policy LIST     comma-separated: lru,fifo,clock,lfu,arc,s3fifo,opt\n"
-    "                        or all (default all)\n"
+    "  -p, --policy LIST     comma-separated policies (below) or all (default all)\n"
     "  -c, --capacity LIST   comma-separated capacities in slots, e.g. 64,256,1024\n"
     "      --sweep           capacities 1, 2, 4, ... up to the distinct keys\n"
     "                        (default when no --capacity is given)\n"
@@ -49,6 +48,9 @@ static const char usage[] =
     "  -j, --threads N       run the policy x capacity cells on N threads at once\n"
     "                        (default: the free cores; the results are the same)\n"
     "  -h, --help            this text\n"
+    "\n";
+
+static const char example[] =
     "\n"
     "example: ramtrace simulate trace.db --policy lru,s3fifo,opt --capacity 256,1024 --scope head\n";
 
@@ -83,7 +85,12 @@ static int parse_caps(const char *s, uint64_t *out, int cap, int *n, rn_error *e
 
 int cmd_simulate(int argc, char **argv)
 {
-    if (cli_wants_help(argc, argv)) { fputs(usage, stdout); return 0; }
+    if (cli_wants_help(argc, argv)) {
+        fputs(usage, stdout);
+        cli_print_policies(stdout, 0); /* the registry, core/rn_cache.h */
+        fputs(example, stdout);
+        return 0;
+    }
     enum { O_SWEEP = 256, O_SCOPE, O_OPS, O_WARMUP, O_LAYER, O_HEAD, O_RUN, O_MRC, O_MRCOUT, O_ORDER };
     static const struct option opts[] = {
         { "policy", required_argument, 0, 'p' }, { "capacity", required_argument, 0, 'c' },

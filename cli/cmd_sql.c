@@ -62,7 +62,8 @@ int cmd_sql(int argc, char **argv)
         { "run", required_argument, 0, 'r' }, { "all-runs", no_argument, 0, 'a' },
         { 0, 0, 0, 0 }
     };
-    const char *file = NULL, *fmt = "table";
+    const char *file = NULL;
+    int format = RN_FMT_TABLE;
     long run = TR_RUN_LATEST;
     int all_runs = 0, run_given = 0;
     rn_error perr = { 0 };
@@ -73,7 +74,11 @@ int cmd_sql(int argc, char **argv)
         switch (c) {
         case 'i': file = optarg; break;
         case 'f':
-        case 'F': fmt = optarg; break;
+        case 'F': /* checked here: `-f FILE.sql`, the old spelling of --file, is named as such */
+            if (rn_format_parse(optarg, &format, &perr))
+                return cli_usage_error("sql", "%s%s", perr.msg,
+                                       strchr(optarg, '.') || strchr(optarg, '/') ? " (the SQL file is --file FILE)" : "");
+            break;
         case 'r':
             if (cli_parse_long("--run", optarg, 1, INT32_MAX, &run, &perr))
                 return cli_usage_error("sql", "%s", perr.msg);
@@ -85,9 +90,6 @@ int cmd_sql(int argc, char **argv)
         }
     }
     if (all_runs && run_given) return cli_usage_error("sql", "give --run or --all-runs, not both");
-    int format;
-    rn_error ferr = { 0 };
-    if (rn_format_parse(fmt, &format, &ferr)) return cli_usage_error("sql", "%s", ferr.msg);
     int nargs = argc - optind;
     if (nargs < 1) return cli_usage_error("sql", "expected TRACE.db");
     if (nargs > 2) return cli_usage_error("sql", "expected TRACE.db and at most one SQL argument (quote it)");

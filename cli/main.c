@@ -15,8 +15,13 @@ static void usage(FILE *f)
                "commands:\n");
     for (size_t i = 0; i < N_COMMANDS; i++)
         fprintf(f, "  %-10s %s\n", cli_commands[i].name, cli_commands[i].summary);
-    fprintf(f, "\n'ramtrace <command> --help' (or 'ramtrace help <command>') describes a command's options.\n"
-               "-q/--quiet, with any command, leaves out informational lines and progress.\n");
+    fprintf(f, "\n'ramtrace <command> --help' (or 'ramtrace help <command>') describes a command's options.\n\n"
+               "options:\n"
+               "  -h, --help            this text\n"
+               "      --version         the version of ramtrace\n\n"
+               "options of every command:\n"
+               "  -q, --quiet           leave out informational lines and progress (errors still\n"
+               "                        print)\n");
 }
 
 /* Take -q/--quiet out of argv (before a `--`), setting cli_quiet. */

@@ -104,8 +104,9 @@ TH_TEST(test_short_flags, "-f is --format in sql too (the SQL file is --file); v
     CU_ASSERT_PTR_NOT_NULL(strstr(th_out(), "\"x\": 42"));
     CU_ASSERT_EQUAL(th_run("%s sql %s --file %s -F csv", th_bin(), g_db, sqlf), 0);
     CU_ASSERT_STRING_EQUAL(th_out(), "x\n42\n");
-    CU_ASSERT_EQUAL(th_run("%s sql %s -f %s", th_bin(), g_db, sqlf), 2); /* a file name is not a format */
+    CU_ASSERT_EQUAL(th_run("%s sql %s -f %s -F csv", th_bin(), g_db, sqlf), 2); /* a file name is not a format */
     CU_ASSERT_EQUAL(th_count_lines(th_err()), 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(th_err(), "the SQL file is --file"));
     /* every command's -f, where it has one, is --format */
     const char *cmds[] = { "attribute", "eval", "export", "info", "overlap", "patch", "runs", "simulate", "slots",
                            "sql", "stats" };
@@ -179,4 +180,238 @@ TH_TEST(test_simulate_bounds, "simulate: --warmup past the run and --capacity pa
     CU_ASSERT_EQUAL(th_run("%s simulate %s --capacity 2049 --scope layer", th_bin(), g_db), 2);
     CU_ASSERT_EQUAL(th_count_lines(th_err()), 1);
     CU_ASSERT_EQUAL(th_run("%s simulate %s --capacity 2048 --scope layer -q -f csv", th_bin(), g_db), 0);
+}
+
+/* ---- help texts, registries and the completion ---- */
+
+enum { MAXW = 256, WLEN = 48 };
+typedef struct { int n; char w[MAXW][WLEN]; } wordset;
+
+static int ws_has(const wordset *s, const char *w)
+{
+    for (int i = 0; i < s->n; i++)
+        if (!strcmp(s->w[i], w)) return 1;
+    return 0;
+}
+
+static void ws_add(wordset *s, const char *w, size_t len)
+{
+    char t[WLEN];
+    if (len >= WLEN) len = WLEN - 1;
+    memcpy(t, w, len);
+    t[len] = 0;
+    if (!ws_has(s, t) && s->n < MAXW) snprintf(s->w[s->n++], WLEN, "%s", t);
+}
+
+/* Is w an option word: -x, or --lower-case-words? */
+static int is_opt(const char *w, size_t len)
+{
+    if (len == 2) return w[0] == '-' && ((w[1] >= 'a' && w[1] <= 'z') || (w[1] >= 'A' && w[1] <= 'Z'));
+    if (len < 3 || w[0] != '-' || w[1] != '-' || w[2] < 'a' || w[2] > 'z') return 0;
+    for (size_t i = 3; i < len; i++)
+        if (!((w[i] >= 'a' && w[i] <= 'z') || (w[i] >= '0' && w[i] <= '9') || w[i] == '-')) return 0;
+    return 1;
+}
+
+/* The options a help text lists: in each line indented 2 to 6 spaces that
+ * starts with '-', the text before the first double space, split at ", ",
+ * each piece's first word (a trailing ',' dropped).  Written apart from
+ * scripts/gen-completion's awk, to check it. */
+static void help_options(const char *help, wordset *s)
+{
+    for (const char *l = help; *l; ) {
+        const char *e = strchr(l, '\n');
+        size_t len = e ? (size_t)(e - l) : strlen(l);
+        size_t ind = 0;
+        while (ind < len && l[ind] == ' ') ind++;
+        if (ind >= 2 && ind <= 6 && ind < len && l[ind] == '-') {
+            const char *p = l + ind, *end = l + len;
+            for (const char *q = p; q + 1 < end; q++)
+                if (q[0] == ' ' && q[1] == ' ') { end = q; break; }
+            while (p < end) {
+                const char *sep = p;
+                while (sep < end && !(sep[0] == ',' && sep + 1 < end && sep[1] == ' ')) sep++;
+                size_t wl = strcspn(p, " ,");
+                if (p + wl > sep) wl = (size_t)(sep - p);
+                if (is_opt(p, wl)) ws_add(s, p, wl);
+                p = sep < end ? sep + 2 : end;
+            }
+        }
+        l += len + (e != NULL);
+    }
+}
+
+/* Every option word mentioned anywhere in a help text. */
+static void help_mentions(const char *help, wordset *s)
+{
+    for (const char *p = help; (p = strstr(p, "--")); ) {
+        size_t len = 2;
+        while ((p[len] >= 'a' && p[len] <= 'z') || (p[len] >= '0' && p[len] <= '9') || p[len] == '-') len++;
+        if ((p == help || p[-1] == ' ' || p[-1] == '[' || p[-1] == '(' || p[-1] == '\n') && is_opt(p, len))
+            ws_add(s, p, len);
+        p += len;
+    }
+}
+
+/* The words of the lines under heading h ("commands:") of a help text. */
+static void section_words(const char *help, const char *h, wordset *s)
+{
+    const char *p = strstr(help, h);
+    if (!p) return;
+    for (p = strchr(p, '\n'); p && p[1] == ' '; p = strchr(p + 1, '\n'))
+        if (p[1] == ' ' && p[2] == ' ' && p[3] >= 'a' && p[3] <= 'z') ws_add(s, p + 3, strcspn(p + 3, " \n"));
+}
+
+/* What the completion offers for `ramtrace WORDS<TAB>` (cword: the index
+ * of the word completed). */
+static void complete(const char *file, const char *words, int cword, wordset *s)
+{
+    CU_ASSERT_EQUAL_FATAL(th_run("bash -c '. %s; COMP_WORDS=(ramtrace %s); COMP_CWORD=%d; _ramtrace; "
+                                 "printf \"%%s\\n\" \"${COMPREPLY[@]}\"'", file, words, cword), 0);
+    for (const char *l = th_out(); *l; ) {
+        size_t len = strcspn(l, "\n");
+        if (len) ws_add(s, l, len);
+        l += len + (l[len] == '\n');
+    }
+}
+
+TH_TEST(test_completion, "bash completion: for every command exactly the options its --help lists, -q too; plot's kinds")
+{
+    char file[512];
+    snprintf(file, sizeof file, "%s", th_path("ramtrace.bash"));
+    CU_ASSERT_EQUAL_FATAL(th_run("scripts/gen-completion %s %s", th_bin(), file), 0);
+    CU_ASSERT_EQUAL(th_run("bash -n %s", file), 0);
+    CU_ASSERT_EQUAL_FATAL(th_run("%s --help", th_bin()), 0);
+    char *top = strdup(th_out());
+    wordset cmds = { 0 }, every = { 0 }, all = { 0 };
+    section_words(top, "commands:", &cmds);
+    const char *ev = strstr(top, "options of every command:");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ev);
+    help_options(ev, &every);
+    CU_ASSERT(ws_has(&every, "-q") && ws_has(&every, "--quiet"));
+    CU_ASSERT(cmds.n >= 20);
+    wordset first = { 0 };
+    complete(file, "\"\"", 1, &first);
+    for (int i = 0; i < cmds.n; i++) CU_ASSERT(ws_has(&first, cmds.w[i]));
+    CU_ASSERT(ws_has(&first, "--version"));
+    char *helps[MAXW] = { 0 };
+    for (int i = 0; i < cmds.n; i++) {
+        const char *c = cmds.w[i];
+        CU_ASSERT_EQUAL_FATAL(th_run("%s %s --help", th_bin(), c), 0);
+        helps[i] = strdup(th_out());
+        wordset want = every, kinds = { 0 }, got = { 0 };
+        help_options(helps[i], &want);
+        CU_ASSERT(ws_has(&want, "--help"));
+        section_words(helps[i], "kinds:", &kinds);
+        for (int k = 0; k < kinds.n; k++) { /* plot patching has options of its own */
+            CU_ASSERT_EQUAL_FATAL(th_run("%s %s %s --help", th_bin(), c, kinds.w[k]), 0);
+            help_options(th_out(), &want);
+        }
+        char words[128];
+        snprintf(words, sizeof words, "%s -", c);
+        complete(file, words, 2, &got);
+        for (int k = 0; k < want.n; k++) {
+            if (!ws_has(&got, want.w[k])) fprintf(stderr, "\ncompletion of %s lacks %s", c, want.w[k]);
+            CU_ASSERT(ws_has(&got, want.w[k]));
+        }
+        for (int k = 0; k < got.n; k++) {
+            if (!ws_has(&want, got.w[k]) || !is_opt(got.w[k], strlen(got.w[k])))
+                fprintf(stderr, "\ncompletion of %s offers %s, not in its --help", c, got.w[k]);
+            CU_ASSERT(ws_has(&want, got.w[k]) && is_opt(got.w[k], strlen(got.w[k])));
+            ws_add(&all, got.w[k], strlen(got.w[k]));
+        }
+        /* the first argument: the kinds, where the command has them */
+        wordset arg = { 0 };
+        snprintf(words, sizeof words, "%s \"\"", c);
+        complete(file, words, 2, &arg);
+        if (kinds.n) {
+            CU_ASSERT_EQUAL(arg.n, kinds.n);
+            for (int k = 0; k < kinds.n; k++) CU_ASSERT(ws_has(&arg, kinds.w[k]));
+        }
+    }
+    /* an option a help text mentions is one some command (or ramtrace) takes */
+    help_options(top, &all);
+    for (int i = 0; i < cmds.n; i++) {
+        wordset m = { 0 };
+        help_mentions(helps[i], &m);
+        for (int k = 0; k < m.n; k++) {
+            if (!ws_has(&all, m.w[k])) fprintf(stderr, "\n%s --help mentions %s, which no command takes", cmds.w[i], m.w[k]);
+            CU_ASSERT(ws_has(&all, m.w[k]));
+        }
+        free(helps[i]);
+    }
+    /* what the issue found missing or bogus */
+    wordset train = { 0 }, plot = { 0 }, run = { 0 };
+    complete(file, "train -", 2, &train);
+    complete(file, "plot -", 2, &plot);
+    complete(file, "run -", 2, &run);
+    const char *tw[] = { "--lr", "--batch", "--seq-len", "--seed", "--eps-g", "--ckpt-every", "--max-seconds",
+                         "--stop-after", "-j", "-q" };
+    for (size_t k = 0; k < sizeof tw / sizeof tw[0]; k++) CU_ASSERT(ws_has(&train, tw[k]));
+    const char *pw[] = { "--csv", "--anchors", "--answer", "--metric", "-q", "--quiet" };
+    for (size_t k = 0; k < sizeof pw / sizeof pw[0]; k++) CU_ASSERT(ws_has(&plot, pw[k]));
+    CU_ASSERT(ws_has(&run, "--state-file") && ws_has(&run, "--top-k") && !ws_has(&run, "--state-file:"));
+    free(top);
+}
+
+TH_TEST(test_registries, "plot's kinds and the cache policies: help, errors and completion list the registries")
+{
+    /* plot --help's kinds, and the error for an unknown kind names each */
+    CU_ASSERT_EQUAL_FATAL(th_run("%s plot --help", th_bin()), 0);
+    wordset kinds = { 0 }, pols = { 0 };
+    section_words(th_out(), "kinds:", &kinds);
+    section_words(th_out(), "policies:", &pols);
+    CU_ASSERT_EQUAL(kinds.n, 9);
+    CU_ASSERT(ws_has(&kinds, "tiered") && ws_has(&kinds, "frontier") && ws_has(&kinds, "patching"));
+    CU_ASSERT_EQUAL(th_run("%s plot nosuchkind %s -o %s", th_bin(), g_db, th_path("k.png")), 2);
+    CU_ASSERT_EQUAL(th_count_lines(th_err()), 1);
+    for (int k = 0; k < kinds.n; k++) CU_ASSERT_PTR_NOT_NULL(strstr(th_err(), kinds.w[k]));
+    /* each kind is drawn or dispatched: no kind the help lists is unknown */
+    for (int k = 0; k < kinds.n; k++) {
+        CU_ASSERT_NOT_EQUAL(th_run("%s plot %s %s -o %s", th_bin(), kinds.w[k], th_path("nope.db"), th_path("k.png")), 0);
+        CU_ASSERT_PTR_NULL(strstr(th_err(), "unknown plot kind"));
+    }
+    /* policies: simulate --help lists all seven; run and trace the online
+     * ones (no opt); each is accepted where it is listed */
+    CU_ASSERT_EQUAL(pols.n, 7);
+    CU_ASSERT_EQUAL_FATAL(th_run("%s simulate --help", th_bin()), 0);
+    wordset sim = { 0 }, st = { 0 };
+    section_words(th_out(), "policies:", &sim);
+    CU_ASSERT_EQUAL(sim.n, 7);
+    CU_ASSERT_EQUAL_FATAL(th_run("%s run --help", th_bin()), 0);
+    section_words(th_out(), "policies:", &st);
+    CU_ASSERT_EQUAL(st.n, 6);
+    CU_ASSERT(!ws_has(&st, "opt") && ws_has(&sim, "opt"));
+    for (int k = 0; k < sim.n; k++) {
+        CU_ASSERT_EQUAL(th_run("%s simulate %s --policy %s --capacity 8 -q -f csv", th_bin(), g_db, sim.w[k]), 0);
+        CU_ASSERT_PTR_NOT_NULL(strstr(th_out(), sim.w[k]));
+    }
+    for (int k = 0; k < st.n; k++) {
+        CU_ASSERT_EQUAL(th_run("%s run %s %s -n 1 -q --state-budget 64K --state-file %s --state-policy %s", th_bin(),
+                               g_model, g_input, th_path("st.bin"), st.w[k]), 0);
+    }
+    CU_ASSERT_EQUAL(th_run("%s run %s %s -n 1 --state-budget 64K --state-file %s --state-policy nope", th_bin(), g_model,
+                           g_input, th_path("st.bin")), 2);
+    CU_ASSERT_EQUAL(th_count_lines(th_err()), 1);
+    for (int k = 0; k < st.n; k++) CU_ASSERT_PTR_NOT_NULL(strstr(th_err(), st.w[k]));
+    CU_ASSERT_EQUAL(th_run("%s simulate %s --policy nope", th_bin(), g_db), 2);
+    for (int k = 0; k < sim.n; k++) CU_ASSERT_PTR_NOT_NULL(strstr(th_err(), sim.w[k]));
+}
+
+TH_TEST(test_plot_trace_title, "plot trace --title: names the one panel, or heads a page of several")
+{
+    char a[512], b[512], c[512];
+    const char *sel[] = { "--layers 1 --heads 0", "--layers 1" };
+    for (int i = 0; i < 2; i++) {
+        snprintf(a, sizeof a, "%s", th_path("ta.png"));
+        snprintf(b, sizeof b, "%s", th_path("tb.png"));
+        snprintf(c, sizeof c, "%s", th_path("tc.png"));
+        CU_ASSERT_EQUAL_FATAL(th_run("%s plot trace %s %s --to 64 -o %s", th_bin(), g_db, sel[i], a), 0);
+        CU_ASSERT_EQUAL_FATAL(th_run("%s plot trace %s %s --to 64 -o %s --title 'first title'", th_bin(), g_db, sel[i], b), 0);
+        CU_ASSERT_EQUAL_FATAL(th_run("%s plot trace %s %s --to 64 -o %s --title 'other words'", th_bin(), g_db, sel[i], c), 0);
+        CU_ASSERT(!th_files_equal(a, b));
+        CU_ASSERT(!th_files_equal(b, c));
+        CU_ASSERT_EQUAL_FATAL(th_run("%s plot trace %s %s --to 64 -o %s --title 'first title'", th_bin(), g_db, sel[i], c), 0);
+        CU_ASSERT(th_files_equal(b, c)); /* the same title draws the same page */
+    }
 }
