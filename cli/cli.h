@@ -7,6 +7,11 @@
  * file, prompt), 1 other failures, 130 interrupted by SIGINT (Ctrl-C), 143
  * by SIGTERM, 141 (CLI_EXIT_PIPE) when stdout's reader went away (`| head`).
  *
+ * Help texts share one layout, which scripts/gen-completion reads (and
+ * tests/test_cli_opts.c checks): every option on an option line, indented
+ * 2 to 6 spaces, its options comma-separated before a two-space gap; a
+ * line indented further is description.
+ *
  * Output to a closed pipe: SIGPIPE is ignored (so temp files are removed
  * and the run is closed as on any error), writes fail with EPIPE, and the
  * command ends as a program killed by SIGPIPE would look to its shell:
