@@ -18,9 +18,9 @@ static char g_model[512], g_input[512], g_db[512];
  * events: sql prints 26 MB of them). */
 static int setup(void)
 {
-    snprintf(g_model, sizeof g_model, "%s", th_path("tiny.bin"));
-    snprintf(g_input, sizeof g_input, "%s", th_path("input.txt"));
-    snprintf(g_db, sizeof g_db, "%s", th_path("t.db"));
+    snprintf(g_model, sizeof g_model, "%s", th_path("co-tiny.bin"));
+    snprintf(g_input, sizeof g_input, "%s", th_path("co-input.txt"));
+    snprintf(g_db, sizeof g_db, "%s", th_path("co-t.db"));
     if (th_run("%s init --config samples/configs/tiny.cfg --seed 3 -o %s", th_bin(), g_model)) return -1;
     if (th_write_verses(g_input, 3000)) return -1;
     return th_run("%s trace %s %s -o %s", th_bin(), g_model, g_input, g_db) ? -1 : 0;
@@ -33,7 +33,7 @@ TH_SUITE(cli_opts, setup, NULL);
 static int into_head(const char *args)
 {
     return th_run("bash -c '%s %s 2>%s | head -c 100 >/dev/null; exit ${PIPESTATUS[0]}'; rc=$?; cat %s >&2; exit $rc",
-                  th_bin(), args, th_path("head.err"), th_path("head.err"));
+                  th_bin(), args, th_path("co-head.err"), th_path("co-head.err"));
 }
 
 TH_TEST(test_epipe, "output into a closed pipe: status 141 (as SIGPIPE), nothing on stderr")
@@ -81,13 +81,13 @@ TH_TEST(test_threads_everywhere, "-j on train, eval, overlap and plot frontier: 
         CU_ASSERT_PTR_NOT_NULL(strstr(th_err(), "--threads: 0 is out of range"));
     }
     char out[512];
-    snprintf(out, sizeof out, "%s", th_path("j.bin"));
+    snprintf(out, sizeof out, "%s", th_path("co-j.bin"));
     CU_ASSERT_EQUAL(th_run("%s eval samples/mqar.bin --task mqar --examples 2 --segments 64:4 -j 2 -f csv", th_bin()), 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(th_out(), "\"(64,4)\",64,4,"));
     CU_ASSERT_EQUAL(th_run("%s train --task mqar --config samples/configs/mqar.cfg --steps 1 --batch 2 --set warmup=0 "
                            "--set eval_every=0 -j 1 -q -o %s", th_bin(), out), 0);
     CU_ASSERT(th_file_exists(out));
-    CU_ASSERT_EQUAL(th_run("%s plot frontier -j 1 -o %s", th_bin(), th_path("f.png")), 2);
+    CU_ASSERT_EQUAL(th_run("%s plot frontier -j 1 -o %s", th_bin(), th_path("co-f.png")), 2);
     CU_ASSERT_PTR_NOT_NULL(strstr(th_err(), "needs --csv"));
     CU_ASSERT_EQUAL(th_run("%s overlap -j 1 %s", th_bin(), g_db), 2);
     CU_ASSERT_PTR_NOT_NULL(strstr(th_err(), "--pairs is required"));
@@ -96,7 +96,7 @@ TH_TEST(test_threads_everywhere, "-j on train, eval, overlap and plot frontier: 
 TH_TEST(test_short_flags, "-f is --format in sql too (the SQL file is --file); version --help; -q upgrade/repair")
 {
     char sqlf[512];
-    snprintf(sqlf, sizeof sqlf, "%s", th_path("q.sql"));
+    snprintf(sqlf, sizeof sqlf, "%s", th_path("co-q.sql"));
     CU_ASSERT_EQUAL_FATAL(th_write_file(sqlf, "SELECT 6 * 7 AS x", 17), 0);
     CU_ASSERT_EQUAL(th_run("%s sql %s \"SELECT 6 * 7 AS x\" -f csv", th_bin(), g_db), 0);
     CU_ASSERT_STRING_EQUAL(th_out(), "x\n42\n");
@@ -122,7 +122,7 @@ TH_TEST(test_short_flags, "-f is --format in sql too (the SQL file is --file); v
     CU_ASSERT_EQUAL(th_run("%s version extra", th_bin()), 2);
 
     char v1[512];
-    snprintf(v1, sizeof v1, "%s", th_path("v1.db"));
+    snprintf(v1, sizeof v1, "%s", th_path("co-v1.db"));
     CU_ASSERT_EQUAL_FATAL(th_run("cp tests/data/trace-v1.db %s", v1), 0);
     CU_ASSERT_EQUAL(th_run("%s upgrade -q %s", th_bin(), v1), 0);
     CU_ASSERT_STRING_EQUAL(th_out(), "");
@@ -141,8 +141,8 @@ TH_TEST(test_short_flags, "-f is --format in sql too (the SQL file is --file); v
 TH_TEST(test_run_top_k, "run --top-k K: the K trace --top-k uses, recorded by --trace; out of range refused")
 {
     char db[512], db2[512];
-    snprintf(db, sizeof db, "%s", th_path("k.db"));
-    snprintf(db2, sizeof db2, "%s", th_path("k2.db"));
+    snprintf(db, sizeof db, "%s", th_path("co-k.db"));
+    snprintf(db2, sizeof db2, "%s", th_path("co-k2.db"));
     CU_ASSERT_EQUAL(th_run("%s run %s %s -n 4 -t 0 --top-k 3 --trace %s -q", th_bin(), g_model, g_input, db), 0);
     char *out_k3 = strdup(th_out());
     CU_ASSERT_EQUAL(th_sql_int(db, "SELECT top_k FROM runs"), 3);
@@ -278,7 +278,7 @@ static void complete(const char *file, const char *words, int cword, wordset *s)
 TH_TEST(test_completion, "bash completion: for every command exactly the options its --help lists, -q too; plot's kinds")
 {
     char file[512];
-    snprintf(file, sizeof file, "%s", th_path("ramtrace.bash"));
+    snprintf(file, sizeof file, "%s", th_path("co-ramtrace.bash"));
     CU_ASSERT_EQUAL_FATAL(th_run("scripts/gen-completion %s %s", th_bin(), file), 0);
     CU_ASSERT_EQUAL(th_run("bash -n %s", file), 0);
     CU_ASSERT_EQUAL_FATAL(th_run("%s --help", th_bin()), 0);
@@ -363,12 +363,12 @@ TH_TEST(test_registries, "plot's kinds and the cache policies: help, errors and 
     section_words(th_out(), "policies:", &pols);
     CU_ASSERT_EQUAL(kinds.n, 9);
     CU_ASSERT(ws_has(&kinds, "tiered") && ws_has(&kinds, "frontier") && ws_has(&kinds, "patching"));
-    CU_ASSERT_EQUAL(th_run("%s plot nosuchkind %s -o %s", th_bin(), g_db, th_path("k.png")), 2);
+    CU_ASSERT_EQUAL(th_run("%s plot nosuchkind %s -o %s", th_bin(), g_db, th_path("co-k.png")), 2);
     CU_ASSERT_EQUAL(th_count_lines(th_err()), 1);
     for (int k = 0; k < kinds.n; k++) CU_ASSERT_PTR_NOT_NULL(strstr(th_err(), kinds.w[k]));
     /* each kind is drawn or dispatched: no kind the help lists is unknown */
     for (int k = 0; k < kinds.n; k++) {
-        CU_ASSERT_NOT_EQUAL(th_run("%s plot %s %s -o %s", th_bin(), kinds.w[k], th_path("nope.db"), th_path("k.png")), 0);
+        CU_ASSERT_NOT_EQUAL(th_run("%s plot %s %s -o %s", th_bin(), kinds.w[k], th_path("co-nope.db"), th_path("co-k.png")), 0);
         CU_ASSERT_PTR_NULL(strstr(th_err(), "unknown plot kind"));
     }
     /* policies: simulate --help lists all seven; run and trace the online
@@ -388,10 +388,10 @@ TH_TEST(test_registries, "plot's kinds and the cache policies: help, errors and 
     }
     for (int k = 0; k < st.n; k++) {
         CU_ASSERT_EQUAL(th_run("%s run %s %s -n 1 -q --state-budget 64K --state-file %s --state-policy %s", th_bin(),
-                               g_model, g_input, th_path("st.bin"), st.w[k]), 0);
+                               g_model, g_input, th_path("co-st.bin"), st.w[k]), 0);
     }
     CU_ASSERT_EQUAL(th_run("%s run %s %s -n 1 --state-budget 64K --state-file %s --state-policy nope", th_bin(), g_model,
-                           g_input, th_path("st.bin")), 2);
+                           g_input, th_path("co-st.bin")), 2);
     CU_ASSERT_EQUAL(th_count_lines(th_err()), 1);
     for (int k = 0; k < st.n; k++) CU_ASSERT_PTR_NOT_NULL(strstr(th_err(), st.w[k]));
     CU_ASSERT_EQUAL(th_run("%s simulate %s --policy nope", th_bin(), g_db), 2);
@@ -403,9 +403,9 @@ TH_TEST(test_plot_trace_title, "plot trace --title: names the one panel, or head
     char a[512], b[512], c[512];
     const char *sel[] = { "--layers 1 --heads 0", "--layers 1" };
     for (int i = 0; i < 2; i++) {
-        snprintf(a, sizeof a, "%s", th_path("ta.png"));
-        snprintf(b, sizeof b, "%s", th_path("tb.png"));
-        snprintf(c, sizeof c, "%s", th_path("tc.png"));
+        snprintf(a, sizeof a, "%s", th_path("co-ta.png"));
+        snprintf(b, sizeof b, "%s", th_path("co-tb.png"));
+        snprintf(c, sizeof c, "%s", th_path("co-tc.png"));
         CU_ASSERT_EQUAL_FATAL(th_run("%s plot trace %s %s --to 64 -o %s", th_bin(), g_db, sel[i], a), 0);
         CU_ASSERT_EQUAL_FATAL(th_run("%s plot trace %s %s --to 64 -o %s --title 'first title'", th_bin(), g_db, sel[i], b), 0);
         CU_ASSERT_EQUAL_FATAL(th_run("%s plot trace %s %s --to 64 -o %s --title 'other words'", th_bin(), g_db, sel[i], c), 0);
