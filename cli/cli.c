@@ -4,15 +4,18 @@
 #include <errno.h>
 #include <math.h>
 #include <omp.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "an_stop.h"
 #include "rn_atomic.h"
+#include "rn_cache.h"
 #include "rn_threads.h"
 #include "tr_query.h"
 
@@ -58,8 +61,37 @@ void cli_info(const char *fmt, ...)
     fflush(stderr);
 }
 
+int cli_stdout_gone(void)
+{
+    struct stat st;
+    if (fstat(1, &st) || !(S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode))) return 0;
+    /* a pipe whose reader closed polls as POLLERR (a socket as POLLHUP) */
+    struct pollfd p = { .fd = 1, .events = POLLOUT };
+    return poll(&p, 1, 0) == 1 && (p.revents & (POLLERR | POLLHUP));
+}
+
+int cli_exit_status(int rc)
+{
+    /* only a write that failed counts: a reader that left after taking
+     * everything (`| head -1` of one line) is no failure */
+    if (rc || (!fflush(stdout) && !ferror(stdout))) return rc;
+    if (cli_stdout_gone()) return CLI_EXIT_PIPE;
+    fprintf(stderr, "ramtrace: writing the output failed\n");
+    return 1;
+}
+
+void cli_report(const char *fmt, ...)
+{
+    if (cli_quiet) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vprintf(fmt, ap);
+    va_end(ap);
+}
+
 int cli_fail(const rn_error *err)
 {
+    if (err->code == RN_EIO && cli_stdout_gone()) return CLI_EXIT_PIPE; /* quietly: the reader left */
     fprintf(stderr, "ramtrace: %s\n", err->msg[0] ? err->msg : "unknown error");
     if (err->code == RN_EINTR) return cli_interrupt_status();
     return rn_exit_status(err->code ? err->code : RN_EINTERNAL);
@@ -165,6 +197,25 @@ int cli_parse_size(const char *opt, const char *s, uint64_t *out, rn_error *err)
     return RN_OK;
 }
 
+void cli_print_policies(FILE *f, int online_only)
+{
+    fprintf(f, "policies:\n");
+    for (int i = 0; i < rn_policy_count(); i++) {
+        const rn_policy *p = rn_policy_at(i);
+        if (!online_only || !p->needs_next) fprintf(f, "  %-10s %s\n", p->name, p->summary);
+    }
+}
+
+void cli_policy_names(char *buf, size_t cap, int online_only)
+{
+    size_t n = 0;
+    if (cap) buf[0] = 0;
+    for (int i = 0; i < rn_policy_count() && n < cap; i++) {
+        const rn_policy *p = rn_policy_at(i);
+        if (!online_only || !p->needs_next) n += (size_t)snprintf(buf + n, cap - n, "%s%s", n ? ", " : "", p->name);
+    }
+}
+
 int cli_state_option(int c, const char *arg, rn_state_opts *o, int *rc, rn_error *err)
 {
     *rc = RN_OK;
@@ -174,7 +225,17 @@ int cli_state_option(int c, const char *arg, rn_state_opts *o, int *rc, rn_error
             *rc = rn_seterr(err, RN_EINPUT, "--state-budget: 0 holds no slot");
         return 1;
     case CLI_O_STATE_FILE: o->file = arg; return 1;
-    case CLI_O_STATE_POLICY: o->policy = arg; return 1;
+    case CLI_O_STATE_POLICY: {
+        const rn_policy *p = rn_policy_find(arg);
+        if (!p || p->needs_next) {
+            char names[256];
+            cli_policy_names(names, sizeof names, 1);
+            *rc = rn_seterr(err, RN_EINPUT, "--state-policy: '%s' is not an online policy (%s)%s", arg, names,
+                            p ? "; it needs the future accesses: simulate only" : "");
+        }
+        o->policy = arg;
+        return 1;
+    }
     case CLI_O_STATE_DIRECT: o->direct = 1; return 1;
     case CLI_O_STATE_DISCARD: o->discard = 1; return 1;
     case CLI_O_STATE_NO_PREFETCH: o->no_prefetch = 1; return 1;

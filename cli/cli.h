@@ -5,13 +5,27 @@
  * in main.c is generated from the file names.  argv[0] is the command name.
  * A command returns the process exit status: 0 ok, 2 bad input (option,
  * file, prompt), 1 other failures, 130 interrupted by SIGINT (Ctrl-C), 143
- * by SIGTERM.
+ * by SIGTERM, 141 (CLI_EXIT_PIPE) when stdout's reader went away (`| head`).
+ *
+ * Help texts share one layout, which scripts/gen-completion reads (and
+ * tests/test_cli_opts.c checks): every option on an option line, indented
+ * 2 to 6 spaces, its options comma-separated before a two-space gap; a
+ * line indented further is description.
+ *
+ * Output to a closed pipe: SIGPIPE is ignored (so temp files are removed
+ * and the run is closed as on any error), writes fail with EPIPE, and the
+ * command ends as a program killed by SIGPIPE would look to its shell:
+ * status 141, no message.  The policy is here only: cli_fail stays quiet
+ * for an I/O error once stdout's reader is gone (whatever the stream:
+ * `-o -` writes through its own), and main() passes every command's status
+ * through cli_exit_status.
  */
 #ifndef CLI_H
 #define CLI_H
 
 #include <signal.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "rn_error.h"
 #include "rn_state.h"
@@ -32,8 +46,21 @@ void cli_install_signals(void);
  * for SIGINT, 143 for SIGTERM; 130 when no signal was seen). */
 int cli_interrupt_status(void);
 
+/* Exit status of a command whose reader closed stdout: 128 + SIGPIPE. */
+#define CLI_EXIT_PIPE 141
+
+/* True when stdout is a pipe or socket whose reader is gone: more output
+ * is pointless, and a failed write to it no error to report. */
+int cli_stdout_gone(void);
+
+/* The process exit status for a command that returned rc (0: stdout is
+ * flushed; when a write to it failed, CLI_EXIT_PIPE quietly if its reader
+ * is gone, else one line and 1). */
+int cli_exit_status(int rc);
+
 /* Print "ramtrace: <msg>" to stderr and return the exit status for err
- * (cli_interrupt_status() for RN_EINTR). */
+ * (cli_interrupt_status() for RN_EINTR); nothing is printed, and the
+ * status is CLI_EXIT_PIPE, for an I/O error once cli_stdout_gone(). */
 int cli_fail(const rn_error *err);
 
 /* -q/--quiet (any command; main.c takes it out of argv): informational
@@ -42,6 +69,10 @@ extern int cli_quiet;
 
 /* An informational line (or progress) on stderr, unless --quiet. */
 void cli_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* A command's report line on stdout (what upgrade and repair did), unless
+ * --quiet. */
+void cli_report(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* After a failed model load of model_path: when the command's next
  * argument `other` is a model file (model.bin magic, or a .safetensors
@@ -70,8 +101,8 @@ int cli_parse_size(const char *opt, const char *s, uint64_t *out, rn_error *err)
     "                        replaced, unless a killed run left it dirty or it is not\n" \
     "                        a state file of this version)\n" \
     "      --state-discard   replace --state-file even then\n" \
-    "      --state-policy P  which rows stay in memory: lru (default), clock, fifo,\n" \
-    "                        lfu, arc, s3fifo\n" \
+    "      --state-policy P  which rows stay in memory: an online policy (below;\n" \
+    "                        default lru)\n" \
     "      --state-scope S   one cache (and budget) for the model (default), each layer\n" \
     "                        or each head, as simulate --scope\n" \
     "      --state-direct    read and write the state file with O_DIRECT (no page cache),\n" \
@@ -92,8 +123,18 @@ enum { CLI_O_STATE_BUDGET = 3000, CLI_O_STATE_FILE, CLI_O_STATE_POLICY, CLI_O_ST
     { "state-discard", no_argument, 0, CLI_O_STATE_DISCARD }, \
     { "state-no-prefetch", no_argument, 0, CLI_O_STATE_NO_PREFETCH }, \
     { "state-io", required_argument, 0, CLI_O_STATE_IO }
+/* The cache policies of the registry (core/rn_cache.h), under a
+ * "policies:" heading, one "  NAME  summary" line each; online_only leaves
+ * out those that need the future accesses (opt), which a running model
+ * (--state-policy) cannot use. */
+void cli_print_policies(FILE *f, int online_only);
+
+/* Their names, "lru, fifo, ..." (truncated to cap). */
+void cli_policy_names(char *buf, size_t cap, int online_only);
+
 /* Handle option c if it is one of the state options: 1 handled (*rc set),
- * 0 not a state option. */
+ * 0 not a state option.  An unknown --state-policy is refused here, naming
+ * the online policies. */
 int cli_state_option(int c, const char *arg, rn_state_opts *o, int *rc, rn_error *err);
 /* One line on stderr: the tiered state's counters. */
 void cli_state_report(const rn_state_opts *o, const rn_state_counters *c);

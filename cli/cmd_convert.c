@@ -18,6 +18,9 @@ static const char usage_text[] =
     "reached, so an interrupted run is usable.  IN is fully validated first;\n"
     "OUT is written atomically.\n"
     "\n"
+    "options:\n"
+    "  -h, --help            this text\n"
+    "\n"
     "examples: ramtrace convert model.bin model.safetensors\n"
     "          ramtrace convert model.bin.ckpt partial.bin\n";
 

@@ -40,7 +40,7 @@ static const char usage[] =
     "  --windows N        text: number of held-out windows, 0 = all (default 0)\n"
     "  --top-k K          read and write K slots per token instead of the\n"
     "                     model's top_k (1..min(M, 1024)): accuracy against K\n"
-    "  --threads N        OpenMP/BLAS threads (default: the free cores)\n"
+    "  -j, --threads N    OpenMP/BLAS threads (default: the free cores)\n"
     "  --device DEV       cpu (default) or cuda (a CUDA build and a GPU): the\n"
     "                     forward passes on the GPU (docs/cuda.md)\n"
     "  -f, --format F     table (default), csv or json; mqar rows\n"
@@ -163,7 +163,7 @@ int cmd_eval(int argc, char **argv)
     optind = 1;
     opterr = 0;
     int ch;
-    while ((ch = getopt_long(argc, argv, ":f:", lo, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, ":f:j:", lo, NULL)) != -1) {
         switch (ch) {
         case 't': task = optarg; break;
         case 'd': data = optarg; break;
@@ -173,7 +173,8 @@ int cmd_eval(int argc, char **argv)
         case 'v': if (cli_parse_double("--val-frac", optarg, 0.001, 0.5, &vf, &err)) return cli_fail(&err); break;
         case 'L': if (cli_parse_long("--seq-len", optarg, 1, 1 << 20, &seq, &err)) return cli_fail(&err); break;
         case 'w': if (cli_parse_long("--windows", optarg, 0, 1L << 30, &windows, &err)) return cli_fail(&err); break;
-        case 'T': if (cli_parse_long("--threads", optarg, 1, 1024, &threads, &err)) return cli_fail(&err); break;
+        case 'T':
+        case 'j': if (cli_parse_long("--threads", optarg, 1, 1024, &threads, &err)) return cli_fail(&err); break;
         case 'S':
             if (rn_train_opts_set(&segopt, "mqar_eval", optarg, &err))
                 return cli_usage_error("eval", "--segments: '%s' is not a list of up to 16 L:N pairs", optarg);

@@ -30,6 +30,7 @@ static const char usage[] =
     "      --pairs FILE      the position pairs (required)\n"
     "  -f, --format F        table (default), csv or json\n"
     "  -o, --output FILE     write to FILE instead of stdout (atomically; - is stdout)\n"
+    "  -j, --threads N       threads (default: the free cores)\n"
     "  -h, --help            this text\n"
     "\n"
     "example: ramtrace overlap trace.db --pairs pairs.txt -f csv\n";
@@ -40,18 +41,20 @@ int cmd_overlap(int argc, char **argv)
     enum { O_PAIRS = 256 };
     static const struct option opts[] = {
         { "pairs", required_argument, 0, O_PAIRS }, { "format", required_argument, 0, 'f' },
-        { "output", required_argument, 0, 'o' }, { 0, 0, 0, 0 } };
+        { "output", required_argument, 0, 'o' }, { "threads", required_argument, 0, 'j' }, { 0, 0, 0, 0 } };
     int fmt = RN_FMT_TABLE, c;
     const char *outp = NULL, *pairs = NULL;
+    long threads = 0;
     rn_error err = { 0 };
     optind = 1;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, ":f:o:", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":f:o:j:", opts, NULL)) != -1) {
         int rc = RN_OK;
         switch (c) {
         case O_PAIRS: pairs = optarg; break;
         case 'f': rc = rn_format_parse(optarg, &fmt, &err); break;
         case 'o': outp = optarg; break;
+        case 'j': rc = cli_parse_long("--threads", optarg, 1, 1024, &threads, &err); break;
         case ':': return cli_usage_error(argv[0], "%s needs a value", argv[optind - 1]);
         default: return cli_usage_error(argv[0], "unknown option '%s'", argv[optind - 1]);
         }
@@ -59,6 +62,7 @@ int cmd_overlap(int argc, char **argv)
     }
     if (argc - optind != 1) return cli_usage_error(argv[0], "expected TRACE.db");
     if (!pairs) return cli_usage_error(argv[0], "--pairs is required");
+    cli_threads(threads);
     an_overlap_row *rows = NULL;
     int n = 0, have_af = 0;
     rn_atomic_file af;

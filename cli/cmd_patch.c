@@ -15,6 +15,17 @@
 
 const char cmd_patch_summary[] = "activation patching: how much of a clean-vs-corrupted difference each head carries";
 
+/* The options of the sweep, shared by patch and plot patching. */
+#define SWEEP_OPTS \
+    "      --answer TOKEN    the clean input's answer (bytes: one byte, \\n, \\t,\n" \
+    "                        \\\\ or <bos>; ids: the id; #N: the id N) (required)\n" \
+    "      --wrong TOKEN     the other side of logit-diff (default: the corrupted\n" \
+    "                        run's most likely token other than the answer)\n" \
+    "      --metric M        logit-diff (default), prob or loss\n" \
+    "      --slot-heads N    then restore, one at a time, each slot read at the last\n" \
+    "                        position in the N heads that recover most (default 3;\n" \
+    "                        0 = heads only): 2 + N*K more forward passes\n"
+
 static const char usage[] =
     "usage: ramtrace patch MODEL CLEAN CORRUPT --answer TOKEN [options]\n"
     "\n"
@@ -27,14 +38,7 @@ static const char usage[] =
     "at the last position's read (the corrupted query's read weight r).\n"
     "\n"
     "options:\n"
-    "      --answer TOKEN    the clean input's answer (bytes: one byte, \\n, \\t,\n"
-    "                        \\\\ or <bos>; ids: the id; #N: the id N) (required)\n"
-    "      --wrong TOKEN     the other side of logit-diff (default: the corrupted\n"
-    "                        run's most likely token other than the answer)\n"
-    "      --metric M        logit-diff (default), prob or loss\n"
-    "      --slot-heads N    then restore, one at a time, each slot read at the last\n"
-    "                        position in the N heads that recover most (default 3;\n"
-    "                        0 = heads only): 2 + N*K more forward passes\n"
+    SWEEP_OPTS
     "  -f, --format F        table (default), csv or json\n"
     "      --plot FILE       also draw the result (.png, .svg or .pdf): recovered\n"
     "                        per layer x head, and per restored slot\n"
@@ -49,7 +53,13 @@ static const char plot_usage[] =
     "\n"
     "The figure of `ramtrace patch` (recovered per layer x head, and per restored\n"
     "slot) without the table: -o names the figure (.png, .svg or .pdf); the other\n"
-    "options are patch's (ramtrace patch --help).\n";
+    "options are patch's (ramtrace patch --help).\n"
+    "\n"
+    "options:\n"
+    SWEEP_OPTS
+    "  -o, --output FILE     the figure: .png, .svg or .pdf (required)\n"
+    "  -j, --threads N       threads (default: the free cores)\n"
+    "  -h, --help            this text\n";
 
 /* patch, or with as_plot `plot patching`: the same sweep, where -o names
  * the figure and no table is printed. */

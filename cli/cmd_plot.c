@@ -10,31 +10,23 @@
 #include "fig_tiered.h"
 #include "fig_mqar.h"
 
-const char cmd_plot_summary[] = "draw a trace, heatmap, hit-ratio, reuse or attribution plot";
+const char cmd_plot_summary[] = "draw a figure of a trace, a benchmark or a sweep (plot --help lists the kinds)";
 
 static void usage(void)
 {
     printf("usage: ramtrace plot KIND TRACE.db -o FILE.png|.svg|.pdf [options]\n\n"
            "Draw a figure of a traced run; the format follows the output's extension.\n\n"
-           "kinds:\n"
-           "  trace        memory slot x token position, writes vermilion, reads blue\n"
-           "               (opacity by weight), one panel per selected head\n"
-           "  heatmap      access counts per slot bin and time bucket; one head, or with\n"
-           "               --model (or several heads selected) a layers x heads grid\n"
-           "  mrc          hit ratio against cache capacity for several policies\n"
-           "  reuse        reuse-time and stack-distance histograms and CDFs\n"
-           "  attribution  one head's token x token attribution matrix\n"
-           "  tiered       the tiered state's tokens/s against its budget, beside the\n"
-           "               disk's read-rate bound: ramtrace plot tiered BENCH.csv -o FILE\n"
-           "               (the CSV of scripts/bench-tiered; docs/tiered-state.md)\n"
-           "  patching     a patching sweep: ramtrace plot patching MODEL CLEAN CORRUPT\n"
-           "               --answer TOKEN -o FILE (the figure of ramtrace patch)\n"
-           "  frontier     MQAR accuracy against total and active state, RAM-Net beside\n"
-           "               published baselines: ramtrace plot frontier --csv RESULTS.csv\n"
-           "               [--anchors BASELINES.csv] -o FILE (docs/mqar-frontier.md)\n"
-           "  scaling      MQAR accuracy against order U and slots M over seeds:\n"
-           "               ramtrace plot scaling --csv RESULTS.csv -o FILE\n\n"
-           "options:\n"
+           "kinds:\n");
+    for (int i = 0; i < fig_kind_count(); i++) { /* the registry, figure/fig_figure.c */
+        const fig_kind_entry *k = fig_kind_at(i);
+        const char *line = k->help;
+        for (int first = 1; *line; first = 0) {
+            size_t len = strcspn(line, "\n");
+            printf("  %-12s %.*s\n", first ? k->name : "", (int)len, line);
+            line += len + (line[len] == '\n');
+        }
+    }
+    printf("\noptions:\n"
            "  -o, --output FILE     output file (.png, .svg or .pdf; required)\n"
            "  -r, --run ID          run id (default: the latest run)\n"
            "  -l, --layers LIST     layers, e.g. 0-3,7 or all (default all)\n"
@@ -57,16 +49,20 @@ static void usage(void)
            "      --log             heatmap, attribution: log colour scale; mrc: log\n"
            "                        capacity axis\n"
            "      --cmap NAME       viridis (default), greys or blues\n"
-           "      --policies LIST   mrc: policies (default lru,fifo,clock,arc,opt; all)\n"
+           "      --policies LIST   mrc: comma-separated policies (below) or all (default\n"
+           "                        lru,fifo,clock,arc,opt)\n"
            "      --scope S         mrc/reuse: cache per head, layer or model (default model,\n"
            "                        as in simulate)\n"
            "      --warmup T        mrc: tokens that warm the caches uncounted (default 0)\n"
-           "      --title TEXT      figure title\n"
+           "      --title TEXT      figure title (trace, several heads: above the panels)\n"
+           "      --csv FILE        frontier, scaling: the sweep's results CSV (required)\n"
+           "      --anchors FILE    frontier: the published baselines CSV\n"
            "  -j, --threads N       mrc: run the policy x capacity simulations on N\n"
            "                        threads at once (default: the free cores); the other\n"
            "                        kinds draw on one thread\n"
-           "  -h, --help            this text\n\n"
-           "examples:\n"
+           "  -h, --help            this text\n\n");
+    cli_print_policies(stdout, 0);
+    printf("\nexamples:\n"
            "  ramtrace plot trace run.db --layers 0,3 --heads 0,1 -o trace.png\n"
            "  ramtrace plot heatmap run.db --model -o heads.pdf\n"
            "  ramtrace plot mrc run.db --log -o mrc.svg\n");
@@ -93,7 +89,7 @@ static int plot_mqar(int argc, char **argv)
         { "anchors", required_argument, 0, 'a' }, { "width", required_argument, 0, 'W' },
         { "height", required_argument, 0, 'E' }, { "dpi", required_argument, 0, O_DPI },
         { "font", required_argument, 0, O_FONT }, { "title", required_argument, 0, O_TITLE },
-        { 0, 0, 0, 0 }
+        { "threads", required_argument, 0, 'j' }, { 0, 0, 0, 0 }
     };
     const int frontier = !strcmp(argv[0], "frontier");
     fig_mqar_opts o = { 0 };
@@ -101,10 +97,12 @@ static int plot_mqar(int argc, char **argv)
     optind = 1;
     opterr = 0;
     int c;
-    while ((c = getopt_long(argc, argv, ":o:W:E:", opts, NULL)) != -1) {
+    long threads = 0;
+    while ((c = getopt_long(argc, argv, ":o:W:E:j:", opts, NULL)) != -1) {
         int rc = 0;
         switch (c) {
         case 'o': o.out = optarg; break;
+        case 'j': rc = cli_parse_long("--threads", optarg, 1, 1024, &threads, &err); break;
         case 'c': o.results = optarg; break;
         case 'a':
             if (!frontier) return cli_usage_error("plot", "--anchors is for plot frontier");
@@ -123,6 +121,7 @@ static int plot_mqar(int argc, char **argv)
     if (optind < argc) return cli_usage_error("plot", "unexpected argument '%s'", argv[optind]);
     if (!o.results) return cli_usage_error("plot", "plot %s needs --csv RESULTS.csv", argv[0]);
     if (!o.out) return cli_usage_error("plot", "-o FILE is required");
+    cli_threads(threads); /* accepted as everywhere; these figures draw on one thread */
     int rc = frontier ? fig_mqar_frontier(&o, &err) : fig_mqar_scaling(&o, &err);
     cairo_debug_reset_static_data();
     return rc ? cli_fail(&err) : 0;
@@ -210,9 +209,11 @@ int cmd_plot(int argc, char **argv)
         return rc ? cli_fail(&err) : 0;
     }
     o.kind = fig_kind_from_name(argv[optind]);
-    if (o.kind < 0)
-        return cli_usage_error("plot", "unknown plot kind '%s' (trace, heatmap, mrc, reuse, attribution, patching, frontier, scaling)",
-                               argv[optind]);
+    if (o.kind < 0) {
+        char names[512];
+        fig_kind_list(names, sizeof names);
+        return cli_usage_error("plot", "unknown plot kind '%s' (%s)", argv[optind], names);
+    }
     o.db_path = argv[optind + 1];
     if (!o.out_path) return cli_usage_error("plot", "-o FILE is required");
     if (o.pos_hi >= 0 && o.pos_hi <= o.pos_lo)

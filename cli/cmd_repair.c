@@ -50,14 +50,14 @@ int cmd_repair(int argc, char **argv)
     int n;
     int rc = tr_repair(path, run, &res, &n, &err);
     if (rc) return cli_fail(&err);
-    if (n == 0) printf("repair: %s: no run is `running`; nothing to repair\n", path);
+    if (n == 0) cli_report("repair: %s: no run is `running`; nothing to repair\n", path);
     for (int i = 0; i < n; i++) {
         const tr_repair_result *r = &res[i];
         if (!r->changed)
-            printf("repair: %s: run %lld is %s and consistent (%lld tokens, %lld events); nothing to repair\n",
+            cli_report("repair: %s: run %lld is %s and consistent (%lld tokens, %lld events); nothing to repair\n",
                    path, (long long)r->run_id, r->status, (long long)r->tokens, (long long)r->events);
         else
-            printf("repair: %s: run %lld was %s; dropped %lld tokens and %lld events of incomplete "
+            cli_report("repair: %s: run %lld was %s; dropped %lld tokens and %lld events of incomplete "
                    "positions; now interrupted with %lld tokens, %lld events\n", path,
                    (long long)r->run_id, r->status, (long long)r->dropped_tokens,
                    (long long)r->dropped_events, (long long)r->tokens, (long long)r->events);

@@ -26,6 +26,8 @@ static void usage(void)
            "  -p, --top-p P         nucleus sampling mass in (0, 1] (default 0.9)\n"
            "  -s, --seed S          sampling seed (default 42)\n"
            "  -j, --threads N       threads (default: the free cores, rechecked as it runs)\n"
+           "      --top-k K         read and write K slots per token instead of the model's\n"
+           "                        top_k (1..min(M, 1024); a --trace records K)\n"
            "      --chunk N         prompt rows per prefill chunk (default 256; 1024 with\n"
            "                        --device cuda; 1: the step's access order)\n"
            "      --trace FILE      record every memory access into a trace database\n"
@@ -47,7 +49,8 @@ static void usage(void)
            "                          ablate-layer L[@T0-T1]  scale-slots L.H:S1,...=F[@T0-T1]\n"
            "                          patch-head L.H from FILE|TRACE.db[#RUN][@T0-T1]\n"
            "                        (docs/interventions.md)\n"
-           "  -h, --help            this text\n");
+           "  -h, --help            this text\n\n");
+    cli_print_policies(stdout, 1); /* --state-policy's, from the registry */
 }
 
 int cmd_run(int argc, char **argv)
@@ -62,9 +65,10 @@ int cmd_run(int argc, char **argv)
         { "no-index", no_argument, 0, 1005 }, { "device", required_argument, 0, 1006 },
         { "weights", required_argument, 0, 1007 }, { "intervene", required_argument, 0, 1008 },
         { "chunk", required_argument, 0, 1009 }, { "state-save", no_argument, 0, 1010 },
-        { "state-resume", no_argument, 0, 1011 }, CLI_STATE_LONGOPTS, { 0, 0, 0, 0 }
+        { "state-resume", no_argument, 0, 1011 }, { "top-k", required_argument, 0, 1012 },
+        CLI_STATE_LONGOPTS, { 0, 0, 0, 0 }
     };
-    long n_gen = 64, threads = 0, chunk = 0;
+    long n_gen = 64, threads = 0, chunk = 0, top_k = 0;
     double temperature = 0.8, top_p = 0.9;
     uint64_t seed = 42;
     rn_error err = { 0 };
@@ -103,6 +107,7 @@ int cmd_run(int argc, char **argv)
         case 1009: rc = cli_parse_long("--chunk", optarg, 1, 1 << 16, &chunk, &err); break;
         case 1010: save = 1; break;
         case 1011: so.resume = 1; break;
+        case 1012: rc = cli_parse_long("--top-k", optarg, 1, RN_MAX_TOPK, &top_k, &err); break;
         case 1008:
             if (n_iv_args == MAX_IV_ARGS) return cli_usage_error("run", "more than %d --intervene options (use @FILE)", MAX_IV_ARGS);
             iv_args[n_iv_args++] = optarg;
@@ -133,6 +138,15 @@ int cmd_run(int argc, char **argv)
     int rc = rn_model_load(&model, model_path, &err);
     if (rc) cli_hint_swapped(&err, model_path, prompt_path, "MODEL PROMPT");
     if (rc) return cli_fail(&err);
+    if (top_k) { /* only the forward's K, as trace --top-k: the parameters do not depend on it */
+        if (top_k > rn_config_slots(&model.cfg)) {
+            rn_seterr(&err, RN_EINPUT, "--top-k: %ld is not in 1..min(%lld slots, %d)", top_k,
+                      (long long)rn_config_slots(&model.cfg), RN_MAX_TOPK);
+            rn_model_free(&model);
+            return cli_fail(&err);
+        }
+        model.cfg.top_k = (int)top_k;
+    }
     rn_iv_set iv;
     const char **iv_specs = NULL;
     rn_iv_init(&iv, &model.cfg);
@@ -184,6 +198,7 @@ int cmd_run(int argc, char **argv)
         next = rn_sample(&sampler, logits);
         rn_token_print(&model.cfg, next, made == 0, stdout);
         fflush(stdout);
+        if (!tw && ferror(stdout) && cli_stdout_gone()) { made++; break; } /* `| head`: nobody reads on */
         if (made + 1 < n_gen) {
             int64_t pos = rn_runtime_pos(rt);
             if ((rc = rn_step(rt, next, logits, &err))) goto done;

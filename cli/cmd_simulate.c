@@ -11,7 +11,7 @@
 #include "cli.h"
 #include "rn_atomic.h"
 
-const char cmd_simulate_summary[] = "simulate hot-slot caches (LRU, FIFO, CLOCK, LFU, ARC, S3-FIFO, OPT)";
+const char cmd_simulate_summary[] = "simulate hot-slot caches under each cache policy (simulate --help lists them)";
 
 static const char usage[] =
     "usage: ramtrace simulate TRACE.db [--policy LIST] (--capacity LIST | --sweep) [options]\n"
@@ -24,8 +24,7 @@ static const char usage[] =
     "by head, position by position), the order to predict a --state-budget run.\n"
     "\n"
     "options:\n"
-    "  -p, --policy LIST     comma-separated: lru,fifo,clock,lfu,arc,s3fifo,opt\n"
-    "                        or all (default all)\n"
+    "  -p, --policy LIST     comma-separated policies (below) or all (default all)\n"
     "  -c, --capacity LIST   comma-separated capacities in slots, e.g. 64,256,1024\n"
     "      --sweep           capacities 1, 2, 4, ... up to the distinct keys\n"
     "                        (default when no --capacity is given)\n"
@@ -49,6 +48,9 @@ static const char usage[] =
     "  -j, --threads N       run the policy x capacity cells on N threads at once\n"
     "                        (default: the free cores; the results are the same)\n"
     "  -h, --help            this text\n"
+    "\n";
+
+static const char example[] =
     "\n"
     "example: ramtrace simulate trace.db --policy lru,s3fifo,opt --capacity 256,1024 --scope head\n";
 
@@ -83,7 +85,12 @@ static int parse_caps(const char *s, uint64_t *out, int cap, int *n, rn_error *e
 
 int cmd_simulate(int argc, char **argv)
 {
-    if (cli_wants_help(argc, argv)) { fputs(usage, stdout); return 0; }
+    if (cli_wants_help(argc, argv)) {
+        fputs(usage, stdout);
+        cli_print_policies(stdout, 0); /* the registry, core/rn_cache.h */
+        fputs(example, stdout);
+        return 0;
+    }
     enum { O_SWEEP = 256, O_SCOPE, O_OPS, O_WARMUP, O_LAYER, O_HEAD, O_RUN, O_MRC, O_MRCOUT, O_ORDER };
     static const struct option opts[] = {
         { "policy", required_argument, 0, 'p' }, { "capacity", required_argument, 0, 'c' },
@@ -147,6 +154,22 @@ int cmd_simulate(int argc, char **argv)
     int rc = an_run_open(path, run, &r, &err);
     if (rc) return cli_fail(&err);
     if ((rc = an_run_check_head(&r, (int)layer, (int)head, &err))) goto out;
+    /* what the config bounds is refused before the run is read: the keys a
+     * cache of the scope can hold (M, H·M or L·H·M), the positions to warm */
+    const uint64_t H = (uint64_t)r.run.cfg.n_heads, L = (uint64_t)r.run.cfg.n_layers;
+    const uint64_t universe = (uint64_t)r.M * (scope == AN_SCOPE_HEAD ? 1 : scope == AN_SCOPE_LAYER ? H : H * L);
+    for (int i = 0; i < nc; i++)
+        if (caps[i] > universe) {
+            rc = rn_seterr(&err, RN_EINPUT, "--capacity: %llu is larger than the %llu keys a %s cache can "
+                           "hold", (unsigned long long)caps[i], (unsigned long long)universe,
+                           an_scope_name(scope));
+            goto out;
+        }
+    if (warmup > 0 && warmup >= r.run.n_tokens) {
+        rc = rn_seterr(&err, RN_EINPUT, "--warmup: %ld is not below the run's %lld tokens (nothing would be counted)",
+                       warmup, (long long)r.run.n_tokens);
+        goto out;
+    }
     if (!step_order && (rc = tr_load_chunks(r.db, r.run.run_id, &chunks, &n_chunks, &err))) goto out;
     double t0 = cli_now();
     /* the accesses stream from the trace into a temporary key file */
@@ -161,15 +184,7 @@ int cmd_simulate(int argc, char **argv)
                  "%.2f s\n", (long long)r.run.run_id, (unsigned long long)an_spill_total(&sp), sp.n,
                  an_scope_name(scope), n_chunks, cli_now() - t0);
     if (sp.n == 0) { rc = rn_seterr(&err, RN_EINPUT, "%s: the selection has no events", path); goto out; }
-    uint64_t universe = sp.s[0].universe;
     if (!cap_s) nc = an_sweep_capacities_upto(an_spill_max_keys(&sp), caps, 64);
-    for (int i = 0; i < nc; i++)
-        if (caps[i] > universe) {
-            rc = rn_seterr(&err, RN_EINPUT, "--capacity: %llu is larger than the %llu keys a %s cache can "
-                           "hold", (unsigned long long)caps[i], (unsigned long long)universe,
-                           an_scope_name(scope));
-            goto out;
-        }
     double tp = cli_now();
     if ((rc = an_simgrid_run_spill(&sp, pol, np, caps, nc, (uint64_t)(r.run.cfg.d_v + 1) * 4, progress, &tp,
                                    &g, &err)))

@@ -1,6 +1,7 @@
 /* cmd_sql.c — `ramtrace sql TRACE.db "SELECT ..."`: run SQL on a trace over a
  * read-only connection; SQL from the argument, a file (-f) or stdin; scoped
- * to one run (the latest, or --run N) unless --all-runs. */
+ * to one run (the latest, or --run N) unless --all-runs.  -f is --format, as
+ * in every command (the SQL file is --file). */
 #include <getopt.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -18,7 +19,7 @@ static void usage(void)
     printf("usage: ramtrace sql TRACE.db [SQL] [options]\n\n"
            "Run SQL statements on a trace database opened read-only (statements that\n"
            "would modify it are refused).  SQL comes from the argument, from a file\n"
-           "(-f FILE), or from stdin when neither is given (or SQL is '-').\n"
+           "(--file FILE), or from stdin when neither is given (or SQL is '-').\n"
            "Tables and views: runs, tokens, heads, events, writes, reads\n"
            "(docs/trace-schema.md).\n\n"
            "One run at a time: events, reads, writes, tokens, heads and event_groups\n"
@@ -28,8 +29,8 @@ static void usage(void)
            "options:\n"
            "      --run N           scope the SQL to run N (default: the latest run)\n"
            "      --all-runs        no scoping: every run's rows\n"
-           "  -f, --file FILE       read the SQL from FILE\n"
-           "  -F, --format FMT      table (default), csv or json\n"
+           "      --file FILE       read the SQL from FILE\n"
+           "  -f, -F, --format FMT  table (default), csv or json\n"
            "  -h, --help            this text\n\n"
            "example:\n"
            "  ramtrace sql trace.db \"SELECT layer, head, count(*) FROM reads GROUP BY 1, 2\"\n");
@@ -57,11 +58,12 @@ int cmd_sql(int argc, char **argv)
 {
     if (cli_wants_help(argc, argv)) { usage(); return 0; }
     static const struct option opts[] = {
-        { "file", required_argument, 0, 'f' }, { "format", required_argument, 0, 'F' },
+        { "file", required_argument, 0, 'i' }, { "format", required_argument, 0, 'f' },
         { "run", required_argument, 0, 'r' }, { "all-runs", no_argument, 0, 'a' },
         { 0, 0, 0, 0 }
     };
-    const char *file = NULL, *fmt = "table";
+    const char *file = NULL;
+    int format = RN_FMT_TABLE;
     long run = TR_RUN_LATEST;
     int all_runs = 0, run_given = 0;
     rn_error perr = { 0 };
@@ -70,8 +72,13 @@ int cmd_sql(int argc, char **argv)
     int c;
     while ((c = getopt_long(argc, argv, ":f:F:", opts, NULL)) != -1) {
         switch (c) {
-        case 'f': file = optarg; break;
-        case 'F': fmt = optarg; break;
+        case 'i': file = optarg; break;
+        case 'f':
+        case 'F': /* checked here: `-f FILE.sql`, the old spelling of --file, is named as such */
+            if (rn_format_parse(optarg, &format, &perr))
+                return cli_usage_error("sql", "%s%s", perr.msg,
+                                       strchr(optarg, '.') || strchr(optarg, '/') ? " (the SQL file is --file FILE)" : "");
+            break;
         case 'r':
             if (cli_parse_long("--run", optarg, 1, INT32_MAX, &run, &perr))
                 return cli_usage_error("sql", "%s", perr.msg);
@@ -83,9 +90,6 @@ int cmd_sql(int argc, char **argv)
         }
     }
     if (all_runs && run_given) return cli_usage_error("sql", "give --run or --all-runs, not both");
-    int format;
-    rn_error ferr = { 0 };
-    if (rn_format_parse(fmt, &format, &ferr)) return cli_usage_error("sql", "%s", ferr.msg);
     int nargs = argc - optind;
     if (nargs < 1) return cli_usage_error("sql", "expected TRACE.db");
     if (nargs > 2) return cli_usage_error("sql", "expected TRACE.db and at most one SQL argument (quote it)");

@@ -40,7 +40,8 @@ static void usage(void)
            "                        model runs (repeatable; @FILE: one spec a line; CPU only;\n"
            "                        recorded in the table interventions; see ramtrace run\n"
            "                        --help and docs/interventions.md)\n"
-           "  -h, --help            this text\n");
+           "  -h, --help            this text\n\n");
+    cli_print_policies(stdout, 1); /* --state-policy's, from the registry */
 }
 
 typedef struct { double t0, last; int tty; } progress_state;

@@ -39,7 +39,7 @@ static const char usage[] =
     "  --steps N, --lr X, --batch N, --seq-len N, --seed N, --eps-g X,\n"
     "  --eval-every N, --ckpt-every N, --max-seconds S, --stop-after N\n"
     "                       shortcuts for the keys of the same name\n"
-    "  --threads N          OpenMP/BLAS threads (default: the free cores)\n"
+    "  -j, --threads N      OpenMP/BLAS threads (default: the free cores)\n"
     "  --device DEV         cpu (default) or cuda: the training steps on the GPU\n"
     "                       (a CUDA build; evaluation stays on the CPU)\n"
     "  -h, --help           this text\n"
@@ -133,7 +133,7 @@ int cmd_train(int argc, char **argv)
     optind = 1;
     opterr = 0;
     int ch;
-    while ((ch = getopt_long(argc, argv, ":o:", lo, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, ":o:j:", lo, NULL)) != -1) {
         switch (ch) {
         case 't': task_s = optarg; break;
         case 'c': cfg_path = optarg; break;
@@ -156,6 +156,7 @@ int cmd_train(int argc, char **argv)
             break;
         }
         case 10:
+        case 'j':
             if (cli_parse_long("--threads", optarg, 1, 1024, &threads, &err)) return cli_fail(&err);
             break;
         case ':': return cli_usage_error("train", "option '%s' needs a value", argv[optind - 1]);

@@ -30,9 +30,9 @@ int cmd_upgrade(int argc, char **argv)
     rn_error err = { 0 };
     if (tr_upgrade(argv[1], &r, &err)) return cli_fail(&err);
     if (r.from_version == TR_SCHEMA_VERSION)
-        printf("upgrade: %s is already trace schema version %d; nothing to do\n", argv[1], TR_SCHEMA_VERSION);
+        cli_report("upgrade: %s is already trace schema version %d; nothing to do\n", argv[1], TR_SCHEMA_VERSION);
     else
-        printf("upgrade: %s: schema version %d -> %d: %lld runs, %lld events%s\n", argv[1], r.from_version,
+        cli_report("upgrade: %s: schema version %d -> %d: %lld runs, %lld events%s\n", argv[1], r.from_version,
                TR_SCHEMA_VERSION, (long long)r.runs, (long long)r.events,
                r.dropped_events ? " (events of incomplete positions dropped)" : "");
     return 0;

@@ -15,8 +15,13 @@ static void usage(FILE *f)
                "commands:\n");
     for (size_t i = 0; i < N_COMMANDS; i++)
         fprintf(f, "  %-10s %s\n", cli_commands[i].name, cli_commands[i].summary);
-    fprintf(f, "\n'ramtrace <command> --help' (or 'ramtrace help <command>') describes a command's options.\n"
-               "-q/--quiet, with any command, leaves out informational lines and progress.\n");
+    fprintf(f, "\n'ramtrace <command> --help' (or 'ramtrace help <command>') describes a command's options.\n\n"
+               "options:\n"
+               "  -h, --help            this text\n"
+               "      --version         the version of ramtrace\n\n"
+               "options of every command:\n"
+               "  -q, --quiet           leave out informational lines and progress (errors still\n"
+               "                        print)\n");
 }
 
 /* Take -q/--quiet out of argv (before a `--`), setting cli_quiet. */
@@ -46,7 +51,7 @@ int main(int argc, char **argv)
         for (size_t i = 0; i < N_COMMANDS; i++)
             if (!strcmp(argv[2], cli_commands[i].name)) {
                 char *hargv[] = { argv[2], "--help", NULL };
-                return cli_commands[i].fn(2, hargv);
+                return cli_exit_status(cli_commands[i].fn(2, hargv));
             }
         fprintf(stderr, "ramtrace help: unknown command '%s' (try 'ramtrace --help')\n", argv[2]);
         return 2;
@@ -62,7 +67,7 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < N_COMMANDS; i++)
         if (!strcmp(argv[1], cli_commands[i].name)) {
             cli_install_signals();
-            return cli_commands[i].fn(argc - 1, argv + 1);
+            return cli_exit_status(cli_commands[i].fn(argc - 1, argv + 1));
         }
     fprintf(stderr, "ramtrace: unknown command '%s' (try 'ramtrace --help')\n", argv[1]);
     return 2;

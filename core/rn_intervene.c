@@ -57,15 +57,17 @@ static int has_slot(const rn_iv *v, uint32_t slot)
 
 /* ---- parsing ---- */
 
-/* A non-negative decimal integer at *p (advanced); -1 when there is none
- * or it exceeds max. */
+/* A non-negative decimal integer at *p (advanced); -1 when there is none,
+ * -2 when it exceeds max (checked before each step, so no digit string
+ * overflows or wraps, however long). */
 static int64_t parse_uint(const char **p, int64_t max)
 {
     if (!isdigit((unsigned char)**p)) return -1;
     int64_t v = 0;
     while (isdigit((unsigned char)**p)) {
-        v = v * 10 + (**p - '0');
-        if (v > max) return -1;
+        int d = **p - '0';
+        if (v > (max - d) / 10) return -2;
+        v = v * 10 + d;
         (*p)++;
     }
     return v;
@@ -75,10 +77,12 @@ static int64_t parse_uint(const char **p, int64_t max)
 static int parse_range(const char *p, rn_iv *v, const char **why)
 {
     int64_t a = parse_uint(&p, INT32_MAX), b = a;
+    if (a == -2) { *why = "a position is past 2147483647"; return -1; }
     if (a < 0) { *why = "a range is @T0-T1, @T0- or @T"; return -1; }
     if (*p == '-') {
         p++;
         b = *p ? parse_uint(&p, INT32_MAX) : INT64_MAX;
+        if (b == -2) { *why = "a position is past 2147483647"; return -1; }
         if (b < 0) { *why = "a range is @T0-T1, @T0- or @T"; return -1; }
     }
     if (*p) { *why = "a range is @T0-T1, @T0- or @T"; return -1; }
@@ -91,9 +95,11 @@ static int parse_range(const char *p, rn_iv *v, const char **why)
 static int parse_head(const char **p, const rn_iv_set *s, rn_iv *v, const char **why)
 {
     int64_t l = parse_uint(p, INT32_MAX);
+    if (l == -2) { *why = "no such layer"; return -1; }
     if (l < 0 || **p != '.') { *why = "expected a head as LAYER.HEAD, e.g. 1.2"; return -1; }
     (*p)++;
     int64_t h = parse_uint(p, INT32_MAX);
+    if (h == -2) { *why = "no such head"; return -1; }
     if (h < 0) { *why = "expected a head as LAYER.HEAD, e.g. 1.2"; return -1; }
     if (l >= s->L) { *why = "no such layer"; return -1; }
     if (h >= s->H) { *why = "no such head"; return -1; }
@@ -115,10 +121,12 @@ static int parse_slots(const char **p, const rn_iv_set *s, rn_iv *v, const char 
     if (!v->slots) { *why = "out of memory"; return -1; }
     for (;;) {
         int64_t a = parse_uint(p, INT64_MAX / 2), b = a;
+        if (a == -2) { *why = "a slot is not below the model's M"; return -1; }
         if (a < 0) { *why = "expected slot numbers, e.g. 3,17,40-47"; return -1; }
         if (**p == '-') {
             (*p)++;
             b = parse_uint(p, INT64_MAX / 2);
+            if (b == -2) { *why = "a slot is not below the model's M"; return -1; }
             if (b < a) { *why = "expected slot numbers, e.g. 3,17,40-47"; return -1; }
         }
         if (b >= s->M) { *why = "a slot is not below the model's M"; return -1; }
@@ -175,6 +183,7 @@ static int parse_spec(rn_iv_set *s, const char *text, rn_iv *v, const char **why
     while (*p == ' ') p++;
     if (v->kind == RN_IV_ABLATE_LAYER) {
         int64_t l = parse_uint(&p, INT32_MAX);
+        if (l == -2) { *why = "no such layer"; return -1; }
         if (l < 0) { *why = "expected a layer number"; return -1; }
         if (l >= s->L) { *why = "no such layer"; return -1; }
         v->layer = (int)l, v->head = -1;

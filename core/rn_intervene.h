@@ -18,8 +18,9 @@
  *        positions is replaced by its value in a clean run of the same
  *        model on SOURCE: an input file (tokenized like a prompt) or, with
  *        a source resolver (rn_iv_set.source_fn), the tokens of a traced
- *        run.  Without a range, the positions the source has are patched;
- *        with one, every position of the range must exist in it.
+ *        run.  Without a range, the positions the source has are patched
+ *        (later ones run unpatched); with one (@T0- too), a run reaching a
+ *        position the source lacks is refused (rn_iv_check_span).
  *
  * Positions are 0-based and inclusive; "@T" is the single position T and
  * "@T0-" is T0 to the end.  Two specs conflict (RN_EINPUT) when they act

@@ -24,6 +24,20 @@ typedef enum { FIG_TRACE = 0, FIG_HEATMAP, FIG_MRC, FIG_REUSE, FIG_ATTRIBUTION, 
 int fig_kind_from_name(const char *name);
 const char *fig_kind_name(int kind);
 
+/* The registry of every kind `ramtrace plot` draws, in the order its help
+ * lists them: the kinds of a traced run (fig_kind, drawn by fig_draw)
+ * first, then those of other inputs (a benchmark CSV, a model's patching
+ * sweep, an MQAR results CSV).  plot --help, its errors and the bash
+ * completion (scripts/gen-completion reads --help) all come from it. */
+typedef struct {
+    const char *name;
+    const char *help; /* its lines in plot --help, '\n'-separated, unindented */
+} fig_kind_entry;
+int fig_kind_count(void);
+const fig_kind_entry *fig_kind_at(int i);
+/* The names, "trace, heatmap, ..." (truncated to cap). */
+void fig_kind_list(char *buf, size_t cap);
+
 typedef struct {
     int kind;                 /* fig_kind */
     const char *db_path;

@@ -1,6 +1,8 @@
 /* fig_trace.c — `plot trace`: slot (or, with --addr, address) against
  * position, one panel per selected head (viz/viz_trace.h draws the grid),
- * marked where the run's prompt ends and its generation begins. */
+ * marked where the run's prompt ends and its generation begins.  --title
+ * names the one panel, or heads the page above several. */
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "fig_ctx.h"
@@ -21,7 +23,12 @@ static int draw_trace(cairo_t *cr, double W, double H, void *user, rn_error *err
     st.show_reads = rn_ops_has(p->f->ops, RN_OP_READ);
     if (p->f->o->palette == 1) viz_trace_style_paper(&st);
     if (p->f->o->addr) st.ylabel = "address (before CAPE)";
-    return viz_trace_grid_draw(cr, viz_rect_make(4, 4, W - 8, H - 8), p->d, p->n, p->cols, &st, NULL, err);
+    viz_rect r = viz_rect_make(4, 4, W - 8, H - 8);
+    if (p->f->o->title && p->n > 1) {
+        fig_page_title(cr, W, p->f->font * 1.1, p->f->o->title);
+        r = viz_rect_inset(r, 0, p->f->font * 1.6, 0, 0);
+    }
+    return viz_trace_grid_draw(cr, r, p->d, p->n, p->cols, &st, NULL, err);
 }
 
 int fig_trace(fig_ctx *f, rn_error *err)
@@ -47,11 +54,13 @@ int fig_trace(fig_ctx *f, rn_error *err)
         d[i].pos_hi = f->hi;
         d[i].n_slots = f->M;
         d[i].gen_pos = gen;
-        fig_head_title(&f->heads[i], d[i].title, sizeof d[i].title);
+        if (f->o->title && n == 1) snprintf(d[i].title, sizeof d[i].title, "%s", f->o->title);
+        else fig_head_title(&f->heads[i], d[i].title, sizeof d[i].title);
     }
     if (!rc) {
         trace_page p = { f, d, n, cols };
-        rc = fig_render(f, fig_dflt(f->o->width, cols * 620.0), fig_dflt(f->o->height, rows * 400.0 + 30),
+        double title_h = f->o->title && n > 1 ? f->font * 1.6 : 0;
+        rc = fig_render(f, fig_dflt(f->o->width, cols * 620.0), fig_dflt(f->o->height, rows * 400.0 + 30 + title_h),
                         draw_trace, &p, err);
     }
     for (int i = 0; ev && i < n; i++) free(ev[i]);

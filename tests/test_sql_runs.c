@@ -165,7 +165,7 @@ TH_TEST(test_samples_per_run, "sample queries: scoped to the chosen run, counts 
     static const char *runs[] = { "--run 1", "--run 2", "" };
     int64_t want[] = { RUN1_TOKENS * 64, RUN2_TOKENS * 64, RUN2_TOKENS * 64 };
     for (int r = 0; r < 3; r++) {
-        CU_ASSERT_EQUAL_FATAL(th_run("%s sql %s -f samples/queries/read_after_write.sql -F csv %s",
+        CU_ASSERT_EQUAL_FATAL(th_run("%s sql %s --file samples/queries/read_after_write.sql -F csv %s",
                                      th_bin(), g_db, runs[r]), 0);
         const char *p = strchr(th_out(), '\n');
         int64_t sum = 0;
@@ -182,18 +182,18 @@ TH_TEST(test_samples_per_run, "sample queries: scoped to the chosen run, counts 
     static const char *samples[] = { "slot_utilisation", "hottest_slots", "read_after_write",
                                      "reuse_intervals" };
     for (int i = 0; i < 4; i++) {
-        CU_ASSERT_EQUAL(th_run("%s sql %s -f samples/queries/%s.sql -F csv --run 1", th_bin(), g_db,
+        CU_ASSERT_EQUAL(th_run("%s sql %s --file samples/queries/%s.sql -F csv --run 1", th_bin(), g_db,
                                samples[i]), 0);
         char *one = strdup(th_out());
         CU_ASSERT(th_count_lines(one) > 2);
-        CU_ASSERT_EQUAL(th_run("%s sql %s -f samples/queries/%s.sql -F csv", th_bin(), g_db,
+        CU_ASSERT_EQUAL(th_run("%s sql %s --file samples/queries/%s.sql -F csv", th_bin(), g_db,
                                samples[i]), 0);
         CU_ASSERT(th_count_lines(th_out()) > 2);
         CU_ASSERT_STRING_NOT_EQUAL(one, th_out());
         free(one);
     }
     /* slot_utilisation's writes column: the run's writes per head. */
-    CU_ASSERT_EQUAL(th_run("%s sql %s -f samples/queries/slot_utilisation.sql -F csv --run 1",
+    CU_ASSERT_EQUAL(th_run("%s sql %s --file samples/queries/slot_utilisation.sql -F csv --run 1",
                            th_bin(), g_db), 0);
     char want1[64];
     snprintf(want1, sizeof want1, ",%d,", RUN1_TOKENS * 8);

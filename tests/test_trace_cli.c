@@ -83,7 +83,7 @@ TH_TEST(test_trace_and_sql, "trace, runs and sql commands")
     free(ev);
     CU_ASSERT(used > 8);
     snprintf(want, sizeof want, "\n1,0,0,%lld,512,", (long long)used);
-    CU_ASSERT_EQUAL(th_run("%s sql %s -f samples/queries/slot_utilisation.sql -F csv", th_bin(), db), 0);
+    CU_ASSERT_EQUAL(th_run("%s sql %s --file samples/queries/slot_utilisation.sql -F csv", th_bin(), db), 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(th_out(), want));
     /* Read-only: refused with a clear message, nothing changed. */
     CU_ASSERT_EQUAL(th_run("%s sql %s 'DELETE FROM runs'", th_bin(), db), 2);
@@ -168,7 +168,7 @@ TH_TEST(test_run_trace, "run --trace records prompt and generated tokens")
     static const char *samples[] = { "slot_utilisation", "hottest_slots", "read_after_write",
                                      "reuse_intervals" };
     for (int i = 0; i < 4; i++) {
-        CU_ASSERT_EQUAL(th_run("%s sql %s -f samples/queries/%s.sql -F csv", th_bin(), db, samples[i]), 0);
+        CU_ASSERT_EQUAL(th_run("%s sql %s --file samples/queries/%s.sql -F csv", th_bin(), db, samples[i]), 0);
         CU_ASSERT(th_count_lines(th_out()) > 2);
     }
     CU_ASSERT_EQUAL(th_run("%s run %s %s --trace %s --ops x", th_bin(), g_model, prompt, db), 2);

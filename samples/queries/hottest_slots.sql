@@ -1,6 +1,6 @@
 -- hottest_slots.sql — the 20 most-read (layer, head, slot) triples of one
 -- run, with their read weight and how often they were written.
---   ramtrace sql trace.db -f samples/queries/hottest_slots.sql
+--   ramtrace sql trace.db --file samples/queries/hottest_slots.sql
 -- The run: the one `ramtrace sql` is scoped to (--run N, default the latest:
 -- its heads view holds only that run); in the sqlite3 shell, the latest run.
 WITH run AS (SELECT max(run_id) AS id FROM heads),

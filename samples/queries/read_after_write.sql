@@ -3,7 +3,7 @@
 -- (a token's writes precede its reads, DESIGN.md §2).  Per head: the share of
 -- reads that hit a slot already written, the share that hit a slot written
 -- by the same token, and the mean distance back to the matching write.
---   ramtrace sql trace.db -f samples/queries/read_after_write.sql
+--   ramtrace sql trace.db --file samples/queries/read_after_write.sql
 -- The run: the one `ramtrace sql` is scoped to (--run N, default the latest:
 -- its heads view holds only that run); in the sqlite3 shell, the latest run.
 WITH run AS (SELECT max(run_id) AS id FROM heads),

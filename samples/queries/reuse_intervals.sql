@@ -2,7 +2,7 @@
 -- (layer, head, slot), the distance in positions between successive accesses
 -- (reads and writes alike, LAG over the slot's accesses), bucketed by powers
 -- of two per head.  Short intervals mean a small working set (cache-friendly).
---   ramtrace sql trace.db -f samples/queries/reuse_intervals.sql
+--   ramtrace sql trace.db --file samples/queries/reuse_intervals.sql
 -- The run: the one `ramtrace sql` is scoped to (--run N, default the latest:
 -- its heads view holds only that run); in the sqlite3 shell, the latest run.
 WITH run AS (SELECT max(run_id) AS id FROM heads),

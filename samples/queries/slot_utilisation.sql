@@ -1,7 +1,7 @@
 -- slot_utilisation.sql — per-head slot utilisation of one run: how many
 -- of the M slots were ever written, and the share of all write weight that
 -- lands on the head's 1% most-written slots.
---   ramtrace sql trace.db -f samples/queries/slot_utilisation.sql
+--   ramtrace sql trace.db --file samples/queries/slot_utilisation.sql
 -- The run: the one `ramtrace sql` is scoped to (--run N, default the latest:
 -- its heads view holds only that run); in the sqlite3 shell, the latest run.
 WITH run AS (SELECT max(run_id) AS id FROM heads),
