@@ -62,7 +62,7 @@ int tr_open_read(const char *path, tr_db **out, rn_error *err)
 void tr_close(tr_db *db)
 {
     if (!db) return;
-    sqlite3_close(db->db);
+    tr_schema_close_read(db->db, db->path);
     free(db->path);
     free(db);
 }
