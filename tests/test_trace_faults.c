@@ -376,9 +376,9 @@ TH_TEST(test_repair_rules, "repair keeps exactly the complete prefix and recount
  * it (a position's accesses, then its tokens row): every 256 positions (a
  * sealed block of every traced head) are committed with their tokens rows,
  * so a reader sees them while the run goes on and a SIGKILL keeps them, as
- * docs/tracing.md says.  The writer used to hand SQLite only full ~4 MiB
- * batches, about 30,000 positions of this small shape: a reader saw nothing
- * and a SIGKILL lost them all. */
+ * docs/tracing.md says.  The writer used to hand SQLite only full batches
+ * (~4 MiB, or 8,192 tokens rows: for this small shape the tokens come
+ * first): a reader saw nothing and a SIGKILL lost them all. */
 TH_TEST(test_progress_bound, "a run in progress is committed every 256 positions; SIGKILL keeps them")
 {
     char db[512];
