@@ -465,6 +465,9 @@ int tr_check_run(tr_db *d, const tr_run_info *run, rn_error *err)
         else if (np < 1 || np > T - end)
             snprintf(why, sizeof why, "a block of (layer %lld, head %lld) at position %lld claims %lld positions",
                      (long long)l, (long long)hd, (long long)p0, (long long)np);
+        else if (n != np * tr_block_nops(ops) * run->cfg.top_k)  /* < 2^31 * 2 * 2^31: no overflow */
+            snprintf(why, sizeof why, "a block of (layer %lld, head %lld) at position %lld claims %lld events",
+                     (long long)l, (long long)hd, (long long)p0, (long long)n);
         else {
             end += np;
             sum += n;
