@@ -212,6 +212,9 @@ static int load_run(ev_cursor *c)
     const unsigned char *wf = sqlite3_column_text(c->run_st, 4);
     r->weight_fmt = tr_weights_parse((const char *)wf);
     sqlite3_reset(c->run_st);
+    /* layers and heads are 16-bit in every reader (and L - 1 is printed) */
+    if (r->L < 1 || r->L > 65536 || r->H < 1 || r->H > 65536)
+        return corrupt(c, "its run has an invalid n_layers or n_heads");
     if (r->M < 1 || r->M > ((int64_t)1 << 32) || r->K < 1 || r->K > r->M || r->weight_fmt < 0)
         return corrupt(c, "its run has an invalid n_slots, top_k or weight_format");
     r->slot_bits = tr_slot_bits(r->M);
