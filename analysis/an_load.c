@@ -20,6 +20,8 @@ int an_run_open(const char *path, int64_t run_id, an_run *r, rn_error *err)
                        (long long)r->run.run_id);
         goto fail;
     }
+    /* a finished run whose rows disagree with its counts (a lost block) */
+    if ((rc = tr_check_run(r->db, &r->run, err))) goto fail;
     r->M = rn_config_slots(&r->run.cfg);
     if ((rc = tr_list_heads(r->db, r->run.run_id, &r->heads, &r->n_heads, err))) goto fail;
     return RN_OK;

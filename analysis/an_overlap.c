@@ -301,6 +301,7 @@ int an_overlap_file(const char *path, const char *pairs_path, an_overlap_row **r
             rc = rn_seterr(err, RN_EINPUT, "%s: run %lld is still running", path, (long long)runs[i].run_id);
             goto out;
         }
+        if ((rc = tr_check_run(db, &runs[i], err))) goto out;
         const rn_config *c = &runs[i].cfg;
         int64_t M = 1;
         for (int u = 0; u < c->order; u++) M *= c->d_p;

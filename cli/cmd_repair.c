@@ -4,6 +4,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cli.h"
 #include "tr_repair.h"
@@ -18,7 +19,9 @@ static void usage(void)
            "repair keeps the run's longest prefix of complete positions (a tokens row\n"
            "and all K ranks of every traced layer, head and op), drops everything\n"
            "after it, recounts tokens and events and marks the run `interrupted`, in\n"
-           "one transaction.  Running it again changes nothing.\n"
+           "one transaction.  Running it again changes nothing.  A complete run given\n"
+           "with --run whose rows disagree with its counts (a lost event block or\n"
+           "tokens row: the analyses refuse it as corrupt) is cut the same way.\n"
            "A file a ramtrace process is still writing to is refused.\n\n"
            "options:\n"
            "      --run N           repair run N (default: every `running` run)\n"
@@ -58,9 +61,11 @@ int cmd_repair(int argc, char **argv)
                    path, (long long)r->run_id, r->status, (long long)r->tokens, (long long)r->events);
         else
             cli_report("repair: %s: run %lld was %s; dropped %lld tokens and %lld events of incomplete "
-                   "positions; now interrupted with %lld tokens, %lld events\n", path,
+                   "positions%s; now %s with %lld tokens, %lld events\n", path,
                    (long long)r->run_id, r->status, (long long)r->dropped_tokens,
-                   (long long)r->dropped_events, (long long)r->tokens, (long long)r->events);
+                   (long long)r->dropped_events, r->dropped_blocks && !r->dropped_tokens &&
+                   !strcmp(r->status_after, "complete") ? " or blocks stored twice" : "", r->status_after,
+                   (long long)r->tokens, (long long)r->events);
     }
     free(res);
     return 0;

@@ -9,6 +9,7 @@
 
 #include "th.h"
 #include "tr_reader.h"
+#include "tr_writer.h"
 
 static char g_model[512], g_input[512];
 
@@ -277,6 +278,55 @@ TH_TEST(test_sigkill, "SIGKILL: intact, a prefix of committed batches")
     /* The reader and the runs listing work on it and count what is there. */
     CU_ASSERT_EQUAL(th_run("%s runs %s -F csv", th_bin(), db), 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(th_out(), ",running,"));
+}
+
+/* Read-only commands leave nothing beside the trace: a read-only SQLite
+ * connection to a WAL file creates TRACE.db-shm and an empty -wal and
+ * cannot remove them, and every command used to leave both behind (the
+ * docs say they go with the last connection).  The file itself is not
+ * written.  While a writer has the file open they stay (they are its). */
+TH_TEST(test_readers_leave_no_wal, "read-only commands leave no -wal or -shm beside the trace")
+{
+    char small[512], db[512], copy[512], wal[600], shm[600];
+    snprintf(small, sizeof small, "%s", th_path("wal.txt"));
+    snprintf(db, sizeof db, "%s", th_path("wal.db"));
+    snprintf(copy, sizeof copy, "%s", th_path("wal-copy.db"));
+    snprintf(wal, sizeof wal, "%s-wal", db);
+    snprintf(shm, sizeof shm, "%s-shm", db);
+    th_write_file(small, "In the beginning God created the heaven and the earth.\n", 55);
+    CU_ASSERT_EQUAL_FATAL(th_run("%s trace %s %s -o %s", th_bin(), g_model, small, db), 0);
+    CU_ASSERT(!th_file_exists(wal) && !th_file_exists(shm));
+    CU_ASSERT_EQUAL_FATAL(th_run("cp %s %s", db, copy), 0);
+    static const char *const cmds[] = {
+        "stats %s", "simulate %s --capacity 8", "export %s -f csv -o %s.csv", "sql %s 'SELECT count(*) FROM events'",
+        "runs %s", "plot heatmap %s -o %s.png", "attribute %s --layer 0 --head 0 --pos 5", "plot trace %s -o %s.png",
+    };
+    for (size_t i = 0; i < sizeof cmds / sizeof *cmds; i++) {
+        char cmd[1400];
+        snprintf(cmd, sizeof cmd, cmds[i], db, db);
+        int rc = th_run("%s %s", th_bin(), cmd);
+        int ok = rc == 0 && !th_file_exists(wal) && !th_file_exists(shm);
+        if (!ok) fprintf(stderr, "\nramtrace %s -> %d, -wal %d, -shm %d: %s", cmd, rc, th_file_exists(wal),
+                         th_file_exists(shm), th_err());
+        CU_ASSERT(ok);
+        CU_ASSERT(th_files_equal(db, copy));
+    }
+    /* a writer's files stay while it has the file open: a reader that
+     * closes meanwhile must not remove them */
+    rn_config c;
+    rn_config_default(&c);
+    c.n_layers = 1; c.n_heads = 1; c.d_p = 3; c.order = 2; c.top_k = 2; c.d_v = 8;
+    memset(c.cape_mask, 0, sizeof c.cape_mask);
+    tr_run_meta meta = { .command = "test", .cfg = &c };
+    tr_writer *w;
+    rn_error err = { 0 };
+    CU_ASSERT_EQUAL_FATAL(tr_writer_open(db, &meta, NULL, NULL, &w, &err), RN_OK);
+    CU_ASSERT_EQUAL(th_run("%s stats %s --run 1", th_bin(), db), 0);
+    CU_ASSERT(th_file_exists(wal) && th_file_exists(shm));
+    tr_writer_add_token(w, 0, 'a', NULL, 0);
+    CU_ASSERT_EQUAL(tr_writer_finish(w, TR_STATUS_COMPLETE, NULL, &err), RN_OK);
+    CU_ASSERT(!th_file_exists(wal) && !th_file_exists(shm));
+    CU_ASSERT_EQUAL(th_sql_int(db, "SELECT count(*) FROM runs WHERE status = 'complete'"), 2);
 }
 
 TH_SUITE(trace_cli, setup, NULL);

@@ -171,6 +171,75 @@ TH_TEST(test_cape_m_against_masks, "cape_m that contradicts the run's cape_masks
     }
 }
 
+/* A complete run that lost rows analysed as if it were whole would report
+ * fewer events than it recorded, exit 0: every reading command refuses it
+ * (one line naming the file, the run and `ramtrace repair`), and `repair
+ * --run 1` cuts it to its complete positions (it used to call such a run
+ * consistent and leave it). */
+TH_TEST(test_short_complete_run, "a complete run that lost a block, a block's tail or a token is corrupt; repair cuts it")
+{
+    /* (layer 1, head 1): one block of positions 0..23, n = 96 (2 ops x
+     * K = 2), 4-bit slots (48 bytes), f32 weights (384 bytes) */
+#define ROW " WHERE layer = 1 AND head = 1"
+    static const struct { const char *name, *sql, *why; int64_t tokens, events; } edits[] = {
+        { "lost block", "DELETE FROM event_blocks" ROW, "hold positions 0..-1 of its 24", 0, 0 },
+        { "lost tail", "UPDATE event_blocks SET npos = 20, n = 80, slots = substr(slots, 1, 40),"
+                       " weights = substr(weights, 1, 320)" ROW, "hold positions 0..19 of its 24", 20, 320 },
+        { "lost tail, counts edited to match", "UPDATE event_blocks SET npos = 20, n = 80, slots = substr(slots, 1, 40),"
+          " weights = substr(weights, 1, 320)" ROW "; UPDATE runs SET n_events = n_events - 16",
+          "hold positions 0..19 of its 24", 20, 320 },
+        { "lost token row", "DELETE FROM tokens WHERE pos = 23", "records 24 tokens and holds 23", 23, 23 * 16 },
+        { "lost events only", "UPDATE runs SET n_events = n_events + 16", "records 400 events and its blocks hold 384",
+          24, 384 },
+    };
+#undef ROW
+    for (size_t i = 0; i < sizeof edits / sizeof *edits; i++) {
+        char name[64];
+        snprintf(name, sizeof name, "short%zu.db", i);
+        const char *db = corrupted(name, edits[i].sql);
+        if (!db) continue;
+        expect_corrupt(db, edits[i].name, 1);
+        int rc = th_run("%s stats '%s'", th_bin(), db);
+        int ok = rc == 2 && strstr(th_err(), name) && strstr(th_err(), "run 1 is complete") &&
+                 strstr(th_err(), edits[i].why) && strstr(th_err(), "ramtrace repair");
+        if (!ok) fprintf(stderr, "\n%s: stats -> %d: %s", edits[i].name, rc, th_err());
+        CU_ASSERT(ok);
+        /* repair cuts it to its complete prefix and marks it interrupted;
+         * then it reads, and a second repair finds it consistent */
+        CU_ASSERT_EQUAL(th_run("%s repair '%s' --run 1", th_bin(), db), 0);
+        ok = strstr(th_out(), "was complete") && strstr(th_out(), "now interrupted");
+        if (!ok) fprintf(stderr, "\n%s: repair: %s", edits[i].name, th_out());
+        CU_ASSERT(ok);
+        char q[128];
+        snprintf(q, sizeof q, "SELECT n_tokens = %lld AND n_events = %lld AND status = 'interrupted' FROM runs",
+                 (long long)edits[i].tokens, (long long)edits[i].events);
+        CU_ASSERT_EQUAL(th_sql_int(db, q), 1);
+        CU_ASSERT_EQUAL(th_sql_int(db, "SELECT count(*) FROM events"), edits[i].events);
+        if (edits[i].tokens) CU_ASSERT_EQUAL(th_run("%s stats '%s'", th_bin(), db), 0);
+        CU_ASSERT_EQUAL(th_run("%s repair '%s' --run 1", th_bin(), db), 0);
+        CU_ASSERT_PTR_NOT_NULL(strstr(th_out(), "consistent"));
+    }
+    /* the unedited complete run: consistent, untouched */
+    const char *db = corrupted("whole.db", "SELECT 1");
+    CU_ASSERT_EQUAL(th_run("%s repair '%s' --run 1", th_bin(), db), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(th_out(), "run 1 is complete and consistent (24 tokens, 384 events)"));
+    CU_ASSERT(th_files_equal(db, g_db));
+}
+
+/* A block stored twice: the reader refuses it; repair drops the second
+ * copy and, every position being kept, leaves the run complete. */
+TH_TEST(test_repair_duplicate_block, "repair drops a block stored twice and keeps the run complete")
+{
+    const char *db = corrupted("dup.db", "INSERT INTO event_blocks SELECT * FROM event_blocks WHERE layer = 0 AND head = 1");
+    if (!db) return;
+    CU_ASSERT_EQUAL(th_run("%s stats '%s'", th_bin(), db), 2);
+    CU_ASSERT_EQUAL(th_run("%s repair '%s' --run 1", th_bin(), db), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(th_out(), "now complete with 24 tokens, 384 events"));
+    CU_ASSERT_EQUAL(th_sql_int(db, "SELECT count(*) FROM event_blocks"), 4);
+    CU_ASSERT_EQUAL(th_sql_int(db, "SELECT status = 'complete' FROM runs"), 1);
+    CU_ASSERT_EQUAL(th_run("%s stats '%s'", th_bin(), db), 0);
+}
+
 /* Streams of a run whose positions are huge but few: memory follows the
  * number of events, not the largest position (this once sized a counting
  * array by the position: 16 GiB for one event at 2^31 - 1). */

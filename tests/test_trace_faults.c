@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -369,6 +370,112 @@ TH_TEST(test_repair_rules, "repair keeps exactly the complete prefix and recount
     CU_ASSERT_EQUAL(res[0].changed, 0);
     CU_ASSERT_EQUAL(res[0].tokens, 30);
     free(res);
+}
+
+/* A run in progress written position by position as `run --trace` writes
+ * it (a position's accesses, then its tokens row): every 256 positions (a
+ * sealed block of every traced head) are committed with their tokens rows,
+ * so a reader sees them while the run goes on and a SIGKILL keeps them, as
+ * docs/tracing.md says.  The writer used to hand SQLite only full batches
+ * (~4 MiB, or 8,192 tokens rows: for this small shape the tokens come
+ * first): a reader saw nothing and a SIGKILL lost them all. */
+TH_TEST(test_progress_bound, "a run in progress is committed every 256 positions; SIGKILL keeps them")
+{
+    char db[512];
+    snprintf(db, sizeof db, "%s", th_path("progress.db"));
+    rn_config c;
+    rn_config_default(&c);
+    c.n_layers = 2; c.n_heads = 2; c.d_p = 3; c.order = 2; c.top_k = 2; c.d_v = 8; /* M = 9 */
+    memset(c.cape_mask, 0, sizeof c.cape_mask);
+    int pfd[2];
+    CU_ASSERT_EQUAL_FATAL(pipe(pfd), 0);
+    pid_t p = fork();
+    CU_ASSERT_FATAL(p >= 0);
+    if (p == 0) {
+        close(pfd[0]);
+        tr_run_meta meta = { .command = "run", .cfg = &c };
+        tr_writer *w;
+        rn_error err = { 0 };
+        if (tr_writer_open(db, &meta, NULL, NULL, &w, &err)) _exit(3);
+        const rn_probe *pr = tr_writer_probe(w);
+        for (int pos = 0; pos < 300; pos++) {
+            for (int l = 0; l < 2; l++)
+                for (int h = 0; h < 2; h++)
+                    for (int op = 0; op < 2; op++) {
+                        uint32_t s[2] = { (uint32_t)(pos + l) % 9, (uint32_t)(pos + h + 1) % 9 };
+                        if (s[1] == s[0]) s[1] = (s[0] + 1) % 9;
+                        float wt[2] = { 0.6f, 0.4f };
+                        pr->access(pr->user, l, h, pos, op, 2, s, s, wt);
+                    }
+            tr_writer_add_token(w, pos, 'a' + pos % 26, NULL, pos > 10);
+        }
+        if (write(pfd[1], "x", 1) != 1) _exit(4);
+        for (;;) pause();   /* the run goes on: never finished */
+    }
+    close(pfd[1]);
+    char ch;
+    int got = read(pfd[0], &ch, 1) == 1;
+    close(pfd[0]);
+    CU_ASSERT(got);
+    /* positions 0..255 of the 4 heads: 256 x 4 x 2 ops x K = 2 events */
+    int64_t tokens = -1, events = -1;
+    for (int i = 0; got && i < 500; i++) {
+        tokens = th_sql_int(db, "SELECT count(*) FROM tokens");
+        events = th_sql_int(db, "SELECT coalesce(sum(n), 0) FROM event_blocks");
+        if (tokens >= 256 && events >= 256 * 16) break;
+        sleep_ms(10);
+    }
+    CU_ASSERT_EQUAL(tokens, 256);
+    CU_ASSERT_EQUAL(events, 256 * 16);
+    CU_ASSERT_EQUAL(th_sql_int(db, "SELECT count(*) FROM runs WHERE status = 'running'"), 1);
+    kill(p, SIGKILL);
+    int st = 0;
+    CU_ASSERT_EQUAL(waitpid(p, &st, 0), p);
+    CU_ASSERT(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+    /* repair keeps exactly the committed positions */
+    tr_repair_result *res;
+    int nres;
+    rn_error err = { 0 };
+    CU_ASSERT_EQUAL_FATAL(tr_repair(db, 0, &res, &nres, &err), RN_OK);
+    CU_ASSERT_EQUAL_FATAL(nres, 1);
+    CU_ASSERT_EQUAL(res[0].tokens, 256);
+    CU_ASSERT_EQUAL(res[0].events, 256 * 16);
+    CU_ASSERT_EQUAL(res[0].dropped_events, 0);
+    free(res);
+    CU_ASSERT_EQUAL(th_run("%s stats %s", th_bin(), db), 0);
+}
+
+/* A two-op run whose head holds a one-op block (writes only) from
+ * position 20: those positions are not complete, so the run is cut at 20
+ * (a repair that looked only at positions kept all 41). */
+TH_TEST(test_repair_one_op_block, "repair: a one-op block does not count toward a two-op run's prefix")
+{
+    char db[512];
+    snprintf(db, sizeof db, "%s", th_path("oneop.db"));
+    CU_ASSERT_EQUAL_FATAL(th_run("%s trace %s %s -o %s -j 1", th_bin(), g_model, g_small, db), 0);
+    sqlite3 *h;
+    CU_ASSERT_EQUAL_FATAL(sqlite3_open(db, &h), SQLITE_OK);
+    /* (layer 0, head 1): positions 0..19 both ops, 20..40 writes only (21
+     * positions x 8 ranks: 168 9-bit slots in 189 bytes, 672 bytes of
+     * weights) */
+    CU_ASSERT_EQUAL(sqlite3_exec(h,
+        "UPDATE runs SET status = 'running';"
+        "INSERT INTO event_blocks SELECT run_id, layer, head, 20, 21, 1, cape_m, 168,"
+        "  substr(slots, 1, 189), substr(weights, 1, 672) FROM event_blocks WHERE layer = 0 AND head = 1;"
+        "UPDATE event_blocks SET npos = 20, n = 320, slots = substr(slots, 1, 360),"
+        "  weights = substr(weights, 1, 1280) WHERE layer = 0 AND head = 1 AND pos0 = 0;", NULL, NULL, NULL),
+        SQLITE_OK);
+    sqlite3_close(h);
+    tr_repair_result *res;
+    int nres;
+    rn_error err = { 0 };
+    CU_ASSERT_EQUAL_FATAL(tr_repair(db, 0, &res, &nres, &err), RN_OK);
+    CU_ASSERT_EQUAL_FATAL(nres, 1);
+    CU_ASSERT_EQUAL(res[0].tokens, 20);
+    CU_ASSERT_EQUAL(res[0].events, 20 * 128);
+    free(res);
+    check_whole_run(db, 1);
+    CU_ASSERT_EQUAL(th_run("%s stats %s", th_bin(), db), 0);
 }
 
 /* Root only: a tmpfs of size_k KiB at dir (0 when it cannot be mounted). */

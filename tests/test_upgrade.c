@@ -24,11 +24,11 @@ TH_SUITE(upgrade, NULL, NULL);
 /* The events of run `run` of the version 1 file, expanded from its
  * event_groups rows in canonical order (addr = (slot + pos) mod cape_m for
  * a CAPE head). */
-static tr_event *v1_events(int run, size_t *n)
+static tr_event *v1_events_of(const char *path, int run, size_t *n)
 {
     sqlite3 *h;
     *n = 0;
-    if (sqlite3_open_v2(V1, &h, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) return NULL;
+    if (sqlite3_open_v2(path, &h, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) return NULL;
     char sql[512];
     snprintf(sql, sizeof sql, "SELECT layer, head, pos, op, r0, n, cape_m, s0, w0, s1, w1, s2, w2, s3, w3, s4, w4,"
              " s5, w5, s6, w6, s7, w7 FROM event_groups WHERE run_id = %d ORDER BY layer, head, pos, op, r0", run);
@@ -56,6 +56,8 @@ static tr_event *v1_events(int run, size_t *n)
     sqlite3_close(h);
     return ev;
 }
+
+static tr_event *v1_events(int run, size_t *n) { return v1_events_of(V1, run, n); }
 
 /* Every event of run `run` of the upgraded file against the version 1
  * rows, field by field (weights bit for bit), and its tokens. */
@@ -153,4 +155,54 @@ TH_TEST(test_upgrade_bad, "upgrade of a corrupt or foreign file: one line, exit 
     CU_ASSERT_EQUAL(th_run("%s upgrade %s", th_bin(), th_path("missing.db")), 2);
     CU_ASSERT_EQUAL(th_run("%s upgrade README.md", th_bin()), 2);
     CU_ASSERT_EQUAL(th_count_lines(th_err()), 1);
+}
+
+/* A version 1 run with a gap in one head's positions (position 5 of
+ * layer 0, head 0 missing, as a v1 file can hold): the upgraded blocks
+ * must end at the gap and start again at 6, so every later event keeps
+ * its position (a block continued across the gap stored position 6 as 5,
+ * 7 as 6, ...). */
+TH_TEST(test_upgrade_gap, "upgrade of a version 1 run with a gap keeps every later position")
+{
+    char v1[512], orig[512];
+    snprintf(v1, sizeof v1, "%s", th_path("gap-v1.db"));
+    snprintf(orig, sizeof orig, "%s", th_path("gap-v1-orig.db"));
+    CU_ASSERT_EQUAL_FATAL(th_run("cp tests/data/trace-v1.db %s", v1), 0);
+    sqlite3 *h;
+    CU_ASSERT_EQUAL_FATAL(sqlite3_open(v1, &h), SQLITE_OK);
+    CU_ASSERT_EQUAL(sqlite3_exec(h, "DELETE FROM event_groups WHERE run_id = 1 AND layer = 0 AND head = 0 AND pos = 5",
+                                 NULL, NULL, NULL), SQLITE_OK);
+    CU_ASSERT(sqlite3_changes(h) > 0);
+    sqlite3_close(h);
+    CU_ASSERT_EQUAL_FATAL(th_run("cp %s %s", v1, orig), 0);
+    CU_ASSERT_EQUAL_FATAL(th_run("%s upgrade %s", th_bin(), v1), 0);
+    /* two blocks for that head: 0..4 and 6..28 */
+    CU_ASSERT_EQUAL(th_sql_int(v1, "SELECT group_concat(pos0 || ':' || npos) = '0:5,6:23' FROM (SELECT pos0, npos"
+                                   " FROM event_blocks WHERE run_id = 1 AND layer = 0 AND head = 0 ORDER BY pos0)"), 1);
+    tr_db *d;
+    rn_error err = { 0 };
+    CU_ASSERT_EQUAL_FATAL(tr_open_read(v1, &d, &err), RN_OK);
+    tr_event *ea, *eb;
+    size_t na, nb;
+    CU_ASSERT_EQUAL_FATAL(tr_load_events(d, 1, NULL, &ea, &na, &err), RN_OK);
+    tr_close(d);
+    eb = v1_events_of(orig, 1, &nb);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(eb);
+    CU_ASSERT_EQUAL(na, 29 * 128 - 16);
+    CU_ASSERT_EQUAL(na, nb);
+    size_t bad = 0;
+    for (size_t i = 0; i < na && i < nb; i++)
+        bad += ea[i].layer != eb[i].layer || ea[i].head != eb[i].head || ea[i].pos != eb[i].pos ||
+               ea[i].op != eb[i].op || ea[i].rank != eb[i].rank || ea[i].slot != eb[i].slot ||
+               ea[i].addr != eb[i].addr || memcmp(&ea[i].weight, &eb[i].weight, sizeof(float));
+    CU_ASSERT_EQUAL(bad, 0);
+    free(ea);
+    free(eb);
+    /* the run lost position 5 of one head: the analyses refuse it and
+     * repair cuts it to positions 0..4 */
+    CU_ASSERT_EQUAL(th_run("%s stats %s --run 1", th_bin(), v1), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(th_err(), "ramtrace repair"));
+    CU_ASSERT_EQUAL(th_run("%s repair %s --run 1", th_bin(), v1), 0);
+    CU_ASSERT_EQUAL(th_sql_int(v1, "SELECT n_tokens FROM runs WHERE run_id = 1"), 5);
+    CU_ASSERT_EQUAL(th_run("%s stats %s --run 1", th_bin(), v1), 0);
 }

@@ -12,6 +12,15 @@ int tr_weights_parse(const char *s)
     return -1;
 }
 
+int tr_selection_ops(const char *sel)
+{
+    const char *o = sel ? strstr(sel, "ops=") : NULL;
+    if (!o) return 3;
+    o += 4;
+    if (!strncmp(o, "rw", 2) || !strncmp(o, "wr", 2)) return 3;
+    return *o == 'r' ? 2 : 1;
+}
+
 const char *tr_weights_name(int fmt) { return fmt == TR_WEIGHTS_F16 ? "f16" : "f32"; }
 
 /* Round-to-nearest-even float32 -> binary16, handling subnormals,

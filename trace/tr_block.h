@@ -43,6 +43,10 @@ static inline int tr_slot_bits(int64_t M)
 }
 static inline int64_t tr_slot_blob_len(int64_t n, int bits) { return (n * bits + 7) / 8; }
 
+/* The op mask (RN_OPS_* bits: 1 writes, 2 reads) of a run's selection text
+ * ("layers=all heads=all ops=rw"); both ops when it names none. */
+int tr_selection_ops(const char *selection);
+
 /* Ops in a block's mask (RN_OPS_* bits). */
 static inline int tr_block_nops(int64_t ops) { return (int)(ops & 1) + (int)((ops >> 1) & 1); }
 

@@ -196,7 +196,7 @@ int tr_query_print_run(const char *path, const char *sql, int64_t run, int forma
         if (!rc) rc = scope_to_run(db, path, id, found, err);
     }
     if (!rc) rc = run_sql(db, path, sql, format, out, err);
-    sqlite3_close(db);
+    tr_schema_close_read(db, path);
     return rc;
 }
 

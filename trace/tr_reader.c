@@ -62,7 +62,7 @@ int tr_open_read(const char *path, tr_db **out, rn_error *err)
 void tr_close(tr_db *db)
 {
     if (!db) return;
-    sqlite3_close(db->db);
+    tr_schema_close_read(db->db, db->path);
     free(db->path);
     free(db);
 }
@@ -389,6 +389,103 @@ int tr_check_block_heads(tr_db *d, int64_t run_id, rn_error *err)
     } else if (src != SQLITE_DONE) rc = tr_sqlerr(d->db, src, d->path, "checking event blocks", err);
     sqlite3_finalize(st);
     return rc;
+}
+
+/* One-line error for a finished run whose rows disagree with its counts. */
+static int short_run(tr_db *d, const tr_run_info *run, const char *why, rn_error *err)
+{
+    return rn_seterr(err, RN_EINPUT, "%s: corrupt trace: run %lld is %s but %s; `ramtrace repair %s --run %lld` "
+                     "cuts it to its complete positions", d->path, (long long)run->run_id, run->status, why,
+                     d->path, (long long)run->run_id);
+}
+
+int tr_check_run(tr_db *d, const tr_run_info *run, rn_error *err)
+{
+    if (!strcmp(run->status, "running")) return RN_OK;
+    int rc = tr_check_block_heads(d, run->run_id, err);
+    if (rc) return rc;
+    char sql[400], why[200];
+    sqlite3_stmt *st;
+    int64_t id = run->run_id, T = run->n_tokens;
+    /* tokens: positions 0..T-1 (the primary key makes them distinct) */
+    snprintf(sql, sizeof sql, "SELECT count(*), coalesce(min(pos), 0), coalesce(max(pos), -1),"
+             " (SELECT selection FROM runs WHERE run_id = %lld) FROM tokens WHERE run_id = %lld",
+             (long long)id, (long long)id);
+    if ((rc = prep(d, sql, &st, err))) return rc;
+    int src = sqlite3_step(st);
+    int64_t nt = 0, lo = 0, hi = -1;
+    int ops = RN_OPS_BOTH;
+    if (src == SQLITE_ROW) {
+        nt = sqlite3_column_int64(st, 0);
+        lo = sqlite3_column_int64(st, 1);
+        hi = sqlite3_column_int64(st, 2);
+        ops = tr_selection_ops((const char *)sqlite3_column_text(st, 3));
+    }
+    sqlite3_finalize(st);
+    if (src != SQLITE_ROW) return tr_sqlerr(d->db, src, d->path, "checking the run", err);
+    if (nt != T || lo != 0 || hi != T - 1) {
+        snprintf(why, sizeof why, "records %lld tokens and holds %lld tokens rows (positions %lld..%lld)",
+                 (long long)T, (long long)nt, (long long)lo, (long long)hi);
+        return short_run(d, run, why, err);
+    }
+    /* blocks against heads, both sorted by (layer, head) */
+    tr_head_info *heads;
+    int nh;
+    if ((rc = tr_list_heads(d, id, &heads, &nh, err))) return rc;
+    snprintf(sql, sizeof sql, "SELECT layer, head, pos0, npos, ops, n FROM event_blocks WHERE run_id = %lld"
+             " ORDER BY layer, head, pos0", (long long)id);
+    if ((rc = prep(d, sql, &st, err))) { free(heads); return rc; }
+    int h = 0;
+    int64_t end = 0, sum = 0;  /* end: positions covered so far of heads[h] */
+    why[0] = 0;
+    while (!why[0] && (src = sqlite3_step(st)) == SQLITE_ROW) {
+        int64_t l = sqlite3_column_int64(st, 0), hd = sqlite3_column_int64(st, 1);
+        int64_t p0 = sqlite3_column_int64(st, 2), np = sqlite3_column_int64(st, 3);
+        int64_t bops = sqlite3_column_int64(st, 4), n = sqlite3_column_int64(st, 5);
+        /* close the heads before this block's */
+        while (h < nh && (heads[h].layer < l || (heads[h].layer == l && heads[h].head < hd))) {
+            if (end != T) {
+                snprintf(why, sizeof why, "the blocks of (layer %d, head %d) hold positions 0..%lld of its %lld",
+                         heads[h].layer, heads[h].head, (long long)end - 1, (long long)T);
+                break;
+            }
+            h++;
+            end = 0;
+        }
+        if (why[0]) break;
+        if (h == nh || heads[h].layer != l || heads[h].head != hd)
+            snprintf(why, sizeof why, "holds a block of (layer %lld, head %lld), a head it did not trace",
+                     (long long)l, (long long)hd);
+        else if (p0 != end)
+            snprintf(why, sizeof why, "the blocks of (layer %lld, head %lld) %s position %lld", (long long)l,
+                     (long long)hd, p0 < end ? "repeat" : "skip to", (long long)(p0 < end ? p0 : end));
+        else if (bops != ops)
+            snprintf(why, sizeof why, "a block of (layer %lld, head %lld) at position %lld holds ops %lld of %d",
+                     (long long)l, (long long)hd, (long long)p0, (long long)bops, ops);
+        else if (np < 1 || np > T - end)
+            snprintf(why, sizeof why, "a block of (layer %lld, head %lld) at position %lld claims %lld positions",
+                     (long long)l, (long long)hd, (long long)p0, (long long)np);
+        else if (n != np * tr_block_nops(ops) * run->cfg.top_k)  /* < 2^31 * 2 * 2^31: no overflow */
+            snprintf(why, sizeof why, "a block of (layer %lld, head %lld) at position %lld claims %lld events",
+                     (long long)l, (long long)hd, (long long)p0, (long long)n);
+        else {
+            end += np;
+            sum += n;
+        }
+    }
+    if (!why[0] && src != SQLITE_ROW && src != SQLITE_DONE) rc = tr_sqlerr(d->db, src, d->path, "checking the run", err);
+    sqlite3_finalize(st);
+    /* the heads after the last block (a head without any block when T > 0) */
+    for (; !rc && !why[0] && h < nh; h++, end = 0)
+        if (end != T)
+            snprintf(why, sizeof why, "the blocks of (layer %d, head %d) hold positions 0..%lld of its %lld",
+                     heads[h].layer, heads[h].head, (long long)end - 1, (long long)T);
+    free(heads);
+    if (rc) return rc;
+    if (!why[0] && sum != run->n_events)
+        snprintf(why, sizeof why, "records %lld events and its blocks hold %lld", (long long)run->n_events,
+                 (long long)sum);
+    return why[0] ? short_run(d, run, why, err) : RN_OK;
 }
 
 int tr_iter_open(tr_db *d, int64_t run_id, const tr_filter *f, tr_iter **out, rn_error *err)

@@ -110,6 +110,18 @@ int tr_count_events(tr_db *db, int64_t run_id, const tr_filter *f, int64_t *n, r
  * only. */
 int tr_check_block_heads(tr_db *db, int64_t run_id, rn_error *err);
 
+/* RN_EINPUT ("corrupt trace", one line that names `ramtrace repair`) when a
+ * finished run (complete or interrupted) holds other rows than its counts
+ * say: its tokens rows must be positions 0..n_tokens-1; every traced head
+ * (the run's `heads` rows) must have blocks that cover positions
+ * 0..n_tokens-1 once each, without a gap, each with the run's traced ops;
+ * no block may belong to another head; and the blocks' events must add up
+ * to n_events.  So a run that lost a block, the tail of one or a tokens row,
+ * or holds a block twice, is refused instead of analysed short.  A running
+ * run is not checked (it grows).  Reads the block headers, not the BLOBs;
+ * calls tr_check_block_heads first. */
+int tr_check_run(tr_db *db, const tr_run_info *run, rn_error *err);
+
 /* Streaming iterator over selected events in canonical order (memory O(1)). */
 typedef struct tr_iter tr_iter;
 int tr_iter_open(tr_db *db, int64_t run_id, const tr_filter *f, tr_iter **it, rn_error *err);

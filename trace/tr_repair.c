@@ -46,16 +46,6 @@ static int exec_run(sqlite3 *db, const char *path, const char *sql, int64_t run_
     return RN_OK;
 }
 
-/* The RN_OPS_* set of a run's selection text ("... ops=rw"). */
-static int selection_ops(const char *sel)
-{
-    const char *o = sel ? strstr(sel, "ops=") : NULL;
-    if (!o) return RN_OPS_BOTH;
-    o += 4;
-    if (!strncmp(o, "rw", 2) || !strncmp(o, "wr", 2)) return RN_OPS_BOTH;
-    return *o == 'r' ? RN_OPS_READ : RN_OPS_WRITE;
-}
-
 /* P: the number of leading complete positions 0..P-1 of the run (see
  * tr_repair.h): the run's contiguous token positions from 0, cut to the
  * end of every traced head's gap-free run of blocks from position 0. */
@@ -122,21 +112,32 @@ int tr_repair_db(sqlite3 *db, const char *path, int64_t run_id, tr_repair_result
     r->run_id = run_id;
     snprintf(r->status, sizeof r->status, "%s", (const char *)sqlite3_column_text(st, 0));
     int64_t K = sqlite3_column_int64(st, 1);
-    int ops = selection_ops((const char *)sqlite3_column_text(st, 2));
+    int ops = tr_selection_ops((const char *)sqlite3_column_text(st, 2));
     int64_t old_tokens = sqlite3_column_int64(st, 3), old_events = sqlite3_column_int64(st, 4);
     int64_t sbits = tr_slot_bits(sqlite3_column_int64(st, 5));
     int wfmt = tr_weights_parse((const char *)sqlite3_column_text(st, 6));
     sqlite3_finalize(st);
-    if (!strcmp(r->status, "complete")) {
+    if (wfmt < 0) return rn_seterr(err, RN_EINPUT, "%s: run %lld has an unknown weight_format", path, (long long)run_id);
+    int64_t P = 0, ev_before = 0, cut = 0, dropped = 0, n_tok = 0, dups = 0;
+    rc = complete_prefix(db, path, run_id, ops, &P, err);
+    if (!rc) rc = query_i64(db, path, "SELECT coalesce(sum(n), 0) FROM event_blocks WHERE run_id = ?1",
+                            run_id, &ev_before, err);
+    if (!rc) rc = query_i64(db, path, "SELECT count(*) FROM tokens WHERE run_id = ?1", run_id, &n_tok, err);
+    if (rc) return rc;
+    /* A complete run is left alone when its rows match its counts (every
+     * position complete, the blocks' events adding up to n_events); one
+     * that lost a block, the tail of one or a tokens row, or holds a block
+     * twice, is cut like any other run (the readers refuse it as corrupt). */
+    if (!strcmp(r->status, "complete") && P == old_tokens && n_tok == old_tokens && ev_before == old_events) {
+        snprintf(r->status_after, sizeof r->status_after, "complete");
         r->tokens = old_tokens;
         r->events = old_events;
         return RN_OK;
     }
-    if (wfmt < 0) return rn_seterr(err, RN_EINPUT, "%s: run %lld has an unknown weight_format", path, (long long)run_id);
-    int64_t P = 0, ev_before = 0, cut = 0, dropped = 0;
-    rc = complete_prefix(db, path, run_id, ops, &P, err);
-    if (!rc) rc = query_i64(db, path, "SELECT coalesce(sum(n), 0) FROM event_blocks WHERE run_id = ?1",
-                            run_id, &ev_before, err);
+    /* an event block stored twice (same head and first position): the
+     * first copy stays */
+    rc = exec_run(db, path, "DELETE FROM event_blocks WHERE run_id = ?1 AND rowid NOT IN (SELECT min(rowid)"
+                  " FROM event_blocks WHERE run_id = ?1 GROUP BY layer, head, pos0)", run_id, NULL, 0, &dups, err);
     if (!rc) rc = exec_run(db, path, "DELETE FROM event_blocks WHERE run_id = ?1 AND pos0 >= ?2", run_id, &P, 1,
                            &dropped, err);
     /* A block across P keeps its positions before P: a prefix of both BLOBs
@@ -149,7 +150,7 @@ int tr_repair_db(sqlite3 *db, const char *path, int64_t run_id, tr_repair_result
         " slots = substr(slots, 1, ((?2 - pos0) * ((ops & 1) + ((ops >> 1) & 1)) * ?3 * ?4 + 7) / 8),"
         " weights = substr(weights, 1, (?2 - pos0) * ((ops & 1) + ((ops >> 1) & 1)) * ?3 * ?5)"
         " WHERE run_id = ?1 AND pos0 < ?2 AND pos0 + npos > ?2", run_id, a, 4, &cut, err);
-    r->dropped_blocks = dropped + cut;
+    r->dropped_blocks = dropped + cut + dups;
     if (!rc) rc = exec_run(db, path, "DELETE FROM tokens WHERE run_id = ?1 AND pos >= ?2", run_id, &P, 1,
                            &r->dropped_tokens, err);
     if (!rc) rc = query_i64(db, path, "SELECT count(*) FROM tokens WHERE run_id = ?1", run_id, &r->tokens, err);
@@ -157,12 +158,17 @@ int tr_repair_db(sqlite3 *db, const char *path, int64_t run_id, tr_repair_result
                             run_id, &r->events, err);
     if (rc) return rc;
     r->dropped_events = ev_before - r->events;
-    r->changed = r->dropped_blocks || r->dropped_tokens || strcmp(r->status, "interrupted") ||
+    /* a complete run that only held a block twice keeps every position and
+     * its counts: it stays complete */
+    int whole = !strcmp(r->status, "complete") && r->tokens == old_tokens && r->events == old_events;
+    snprintf(r->status_after, sizeof r->status_after, "%s", whole ? "complete" : "interrupted");
+    r->changed = r->dropped_blocks || r->dropped_tokens || strcmp(r->status, r->status_after) ||
                  old_tokens != r->tokens || old_events != r->events;
     if (r->changed) {
         sqlite3_stmt *up;
-        rc = sqlite3_prepare_v2(db, "UPDATE runs SET status = 'interrupted', n_tokens = ?2, n_events = ?3"
-                                " WHERE run_id = ?1", -1, &up, NULL);
+        rc = sqlite3_prepare_v2(db, whole ? "UPDATE runs SET n_tokens = ?2, n_events = ?3 WHERE run_id = ?1"
+                                          : "UPDATE runs SET status = 'interrupted', n_tokens = ?2, n_events = ?3"
+                                            " WHERE run_id = ?1", -1, &up, NULL);
         if (rc != SQLITE_OK) return tr_sqlerr(db, rc, path, "repair", err);
         sqlite3_bind_int64(up, 1, run_id);
         sqlite3_bind_int64(up, 2, r->tokens);

@@ -26,6 +26,8 @@
 typedef struct {
     int64_t run_id;
     char status[16];          /* the status before repair */
+    char status_after[16];    /* and after: interrupted, or complete for a
+                                 complete run that kept every position */
     int changed;              /* 0: the run was already consistent */
     int64_t tokens, events;   /* counts after repair */
     int64_t dropped_tokens;   /* tokens rows removed */
@@ -35,12 +37,14 @@ typedef struct {
 
 /* Repair run run_id of the trace at path, or (run_id 0) every run whose
  * status is `running`.  A complete run given by id is left alone (changed
- * 0).  *res (malloc'd, *n entries, possibly 0) tells what was done.
+ * 0) when its rows match its counts; one that lost a block, the tail of one
+ * or a tokens row (or holds a block twice) is cut to its complete prefix
+ * and marked interrupted like any other.  *res (malloc'd, *n entries, possibly 0) tells what was done.
  * RN_EINPUT: no such file or run, not a trace, or a ramtrace writer still
  * has the file open (its run is alive, so it is not repaired). */
 int tr_repair(const char *path, int64_t run_id, tr_repair_result **res, int *n, rn_error *err);
 
-/* Repair one run (any status but complete) on an open writer connection,
+/* Repair one run on an open writer connection,
  * inside the caller's transaction (the writer uses it when it failed). */
 int tr_repair_db(sqlite3 *db, const char *path, int64_t run_id, tr_repair_result *r, rn_error *err);
 

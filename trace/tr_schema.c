@@ -263,3 +263,20 @@ int tr_schema_open_read(const char *path, sqlite3 **out, rn_error *err)
     *out = db;
     return RN_OK;
 }
+
+void tr_schema_close_read(sqlite3 *db, const char *path)
+{
+    sqlite3_close(db);
+    if (!path) return;
+    char wal[4200], shm[4200];
+    struct stat sw, ss;
+    snprintf(wal, sizeof wal, "%s-wal", path);
+    snprintf(shm, sizeof shm, "%s-shm", path);
+    int have_wal = stat(wal, &sw) == 0, have_shm = stat(shm, &ss) == 0;
+    if ((!have_wal && !have_shm) || (have_wal && sw.st_size > 0) || access(path, W_OK) != 0) return;
+    sqlite3 *rw = NULL;
+    /* no busy timeout: a writer holding the file means the files stay */
+    if (sqlite3_open_v2(path, &rw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) == SQLITE_OK)
+        sqlite3_exec(rw, "PRAGMA query_only = 1; SELECT count(*) FROM sqlite_master", NULL, NULL, NULL);
+    sqlite3_close(rw);
+}

@@ -53,6 +53,16 @@ int tr_schema_open_write_mode(const char *path, int mode, sqlite3 **db, rn_error
  * writer is rolled back first (through a short read-write open). */
 int tr_schema_open_read(const char *path, sqlite3 **db, rn_error *err);
 
+/* Close a connection of tr_schema_open_read.  A read-only connection to a
+ * WAL file creates the -shm (and an empty -wal) beside it and, unable to
+ * checkpoint, never removes them; so when the log is empty (nothing a
+ * reader could lose) and the file is writable, a short read-write
+ * connection is opened and closed, which removes both if, and only if, no
+ * other connection (a live writer, another reader) has the file open:
+ * SQLite's own rule for the last connection.  The database file itself is
+ * not written. */
+void tr_schema_close_read(sqlite3 *db, const char *path);
+
 /* Make db's statements stop with SQLITE_INTERRUPT once the stop flag set
  * by tr_set_stop_flag (tr_query.h) is raised (tr_query.c). */
 void tr_watch_stop(sqlite3 *db);

@@ -158,16 +158,6 @@ static int feed(conv *c, sqlite3_stmt *st, rn_error *err)
     return rc;
 }
 
-/* The RN_OPS_* set of a selection text ("... ops=rw"). */
-static int selection_ops(const char *sel)
-{
-    const char *o = sel ? strstr(sel, "ops=") : NULL;
-    if (!o) return RN_OPS_BOTH;
-    o += 4;
-    if (!strncmp(o, "rw", 2) || !strncmp(o, "wr", 2)) return RN_OPS_BOTH;
-    return *o == 'r' ? RN_OPS_READ : RN_OPS_WRITE;
-}
-
 /* Convert the events of every run of attached v1 into db's event_blocks. */
 static int convert_events(sqlite3 *db, const char *path, tr_upgrade_result *res, rn_error *err)
 {
@@ -188,7 +178,7 @@ static int convert_events(sqlite3 *db, const char *path, tr_upgrade_result *res,
         c.H = sqlite3_column_int64(runs, 2);
         c.M = sqlite3_column_int64(runs, 3);
         c.K = sqlite3_column_int64(runs, 4);
-        c.ops = selection_ops((const char *)sqlite3_column_text(runs, 5));
+        c.ops = tr_selection_ops((const char *)sqlite3_column_text(runs, 5));
         c.nops = tr_block_nops(c.ops);
         c.sbits = tr_slot_bits(c.M);
         if (c.L < 1 || c.L > 4096 || c.H < 1 || c.H > 64 || c.M < 1 || c.M > ((int64_t)1 << 32) || c.K < 1 ||

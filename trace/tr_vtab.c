@@ -7,7 +7,8 @@
  * into the entries visited inside a block), so a query on one head reads
  * only that head's blocks; SQLite still re-checks every constraint (omit is
  * never set), which keeps non-integer comparisons right.  A block whose
- * header disagrees with its run, a slot outside [0, M) or a weight outside
+ * header disagrees with its run, a block that repeats positions of the one
+ * before it (a duplicated row), a slot outside [0, M) or a weight outside
  * [0, 1] ends the statement with SQLITE_CORRUPT and a "corrupt trace"
  * message.  No xUpdate: the table is read-only.
  *
@@ -61,6 +62,10 @@ typedef struct {
     int op, rank;
     uint32_t slot;
     float weight;
+    /* the previous block's (run, layer, head) and end position: blocks come
+     * sorted, so one that starts before that end repeats positions */
+    int have_prev;
+    int64_t prev_run, prev_layer, prev_head, prev_end;
     /* the run header of the current block */
     int64_t run_cached;
     tr_block_run run;
@@ -207,6 +212,9 @@ static int load_run(ev_cursor *c)
     const unsigned char *wf = sqlite3_column_text(c->run_st, 4);
     r->weight_fmt = tr_weights_parse((const char *)wf);
     sqlite3_reset(c->run_st);
+    /* layers and heads are 16-bit in every reader (and L - 1 is printed) */
+    if (r->L < 1 || r->L > 65536 || r->H < 1 || r->H > 65536)
+        return corrupt(c, "its run has an invalid n_layers or n_heads");
     if (r->M < 1 || r->M > ((int64_t)1 << 32) || r->K < 1 || r->K > r->M || r->weight_fmt < 0)
         return corrupt(c, "its run has an invalid n_slots, top_k or weight_format");
     r->slot_bits = tr_slot_bits(r->M);
@@ -246,6 +254,16 @@ static int next_block(ev_cursor *c)
         h.weights_len = sqlite3_column_type(st, 9) == SQLITE_BLOB ? sqlite3_column_bytes(st, 9) : -1;
         char why[160];
         if (tr_block_check(&h, c->layer, c->head, &c->run, why, sizeof why)) return corrupt(c, why);
+        /* a block stored twice would hand out its events twice, and out of
+         * the order xBestIndex promised */
+        if (c->have_prev && c->run_id == c->prev_run && c->layer == c->prev_layer && c->head == c->prev_head &&
+            h.pos0 < c->prev_end)
+            return corrupt(c, "positions stored twice (a duplicated event block)");
+        c->have_prev = 1;
+        c->prev_run = c->run_id;
+        c->prev_layer = c->layer;
+        c->prev_head = c->head;
+        c->prev_end = h.pos0 + h.npos;
         c->npos = h.npos;
         c->ops = h.ops;
         c->cape_m = h.cape_m;
@@ -315,6 +333,7 @@ static int ev_filter(sqlite3_vtab_cursor *cur, int idx, const char *idxstr, int 
     c->op_only = -1;
     c->n_ent = c->e = 0;
     c->run_cached = -1;
+    c->have_prev = 0;
     memset(&c->run, 0, sizeof c->run);
     char where[512] = "";
     size_t n = 0;

@@ -96,6 +96,12 @@ struct tr_writer {
     int thread_started;
 
     batch *cur;        /* owned by the producer */
+    /* positions 0..sealed_upto-1 of every traced head are sealed into
+     * batches; flush_due: they grew and the current batch still holds
+     * them, to be handed to the thread once their tokens rows are in
+     * (tr_writer_add_token) or the next positions' accesses begin */
+    int64_t sealed_upto;
+    int flush_due;
     int64_t events, groups, tokens;           /* produced */
     int64_t committed_events, committed_tokens; /* written (thread) */
     double wait_s, insert_s, index_s;
@@ -303,6 +309,29 @@ static void note_chunk(tr_writer *w, int layer, int head, int pos, int op)
     w->ch_last = pos;
 }
 
+/* After a head sealed a block: when every traced head has now sealed past
+ * sealed_upto, those positions are whole in the batches and due to be
+ * committed (readers of a run in progress see them, a SIGKILL keeps them):
+ * without this a batch went to the thread only when ~4 MiB full, thousands
+ * of positions for a small model.  O(traced heads), once per sealed block. */
+static void note_sealed(tr_writer *w)
+{
+    int64_t lo = INT64_MAX;
+    for (int i = 0; i < w->L * w->H; i++)
+        if (w->open[i].slots && w->open[i].pos0 < lo) lo = w->open[i].pos0;
+    if (lo != INT64_MAX && lo > w->sealed_upto) {
+        w->sealed_upto = lo;
+        w->flush_due = 1;
+    }
+}
+
+/* Hand the current batch to the thread if sealed positions are due. */
+static void flush_due(tr_writer *w)
+{
+    w->flush_due = 0;
+    submit(w);
+}
+
 /* rn_probe callback: encode one selected group into its head's open block. */
 static void probe_access(void *user, int layer, int head, int pos, int op, int k,
                          const uint32_t *slot, const uint32_t *addr, const float *weight)
@@ -314,6 +343,10 @@ static void probe_access(void *user, int layer, int head, int pos, int op, int k
     assert(layer >= 0 && layer < w->L && head >= 0 && head < w->H);
     assert((op == RN_OP_WRITE || op == RN_OP_READ) && k == w->K);
     note_chunk(w, layer, head, pos, op);
+    /* the accesses of the positions after the sealed ones have begun and
+     * no tokens row came meanwhile (a caller that adds them at the end):
+     * commit the sealed ones now */
+    if (w->flush_due && pos >= w->sealed_upto) flush_due(w);
     if (!tr_select_has(&w->sel, layer, head, op) || k != w->K) return;
     open_block *ob = &w->open[layer * w->H + head];
     int64_t next = ob->pos0 + ob->npos;   /* the position being filled */
@@ -334,7 +367,10 @@ static void probe_access(void *user, int layer, int head, int pos, int op, int k
     w->groups++;
     if (ob->cur_ops == (w->sel.ops & RN_OPS_BOTH)) {
         ob->cur_ops = 0;
-        if (++ob->npos == w->bpos) seal(w, ob, layer, head);
+        if (++ob->npos == w->bpos) {
+            seal(w, ob, layer, head);
+            note_sealed(w);
+        }
     }
 }
 
@@ -349,6 +385,8 @@ void tr_writer_add_token(tr_writer *w, int64_t pos, int token_id, const char *pi
     t->generated = generated != 0;
     snprintf(t->piece, sizeof t->piece, "%s", piece ? piece : "");
     w->tokens++;
+    /* the tokens rows of the sealed positions are in: commit them together */
+    if (w->flush_due && pos + 1 >= w->sealed_upto) flush_due(w);
 }
 
 const rn_probe *tr_writer_probe(tr_writer *w) { return &w->probe; }

@@ -5,9 +5,11 @@
  * metadata, and hands out an rn_probe.  The probe encodes each selected
  * (layer, head, pos, op) group of K accesses into its head's open block of
  * positions (tr_block.h); full blocks go into a bounded queue of batches,
- * and a writer thread inserts full batches in one transaction each, so the
- * model does not wait on SQLite unless the queue is full (memory stays
- * bounded).  tr_writer_finish flushes everything and records the status.
+ * and a writer thread inserts each batch in one transaction, so the model
+ * does not wait on SQLite unless the queue is full (memory stays bounded).
+ * A batch is handed over when full or once every traced head has sealed
+ * the same block of positions (with their tokens rows): the file lags the
+ * model by at most block_positions positions plus the batches in flight.  tr_writer_finish flushes everything and records the status.
  *
  * Typical use:
  *
