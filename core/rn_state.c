@@ -26,7 +26,7 @@
 #define AIO_WRITES 512 /* AIO: writes queued or under way at most (one file block each) */
 #define AIO_BATCH 128  /* AIO: writes queued before they are submitted without waiting for the
                         * layer's end */
-#define APPEND_BLOCK 4096 /* bytes of an append block at most: the rows of one file-system block */
+#define APPEND_BLOCK RN_STATEFILE_BLOCK /* bytes of an append block at most: the rows of one file-system block */
 #define DIR_EMPTY UINT64_MAX /* an empty entry of the row directory */
 
 /* One write-behind queue: evicted dirty rows wait here, oldest first, until
@@ -420,10 +420,13 @@ void rn_state_reset(rn_state *st)
      * rows' blocks, which are kept, not truncated (freeing them costs a
      * discard per extent on file systems mounted with discard: minutes for
      * 10^5 scattered rows).  The header says dirty before any row is
-     * written. */
-    st->info.state = RN_STATEFILE_DIRTY;
+     * written.  Created for resuming, the file is left as it is until
+     * rn_state_resume has checked what it holds and takes it up (so a
+     * file refused there is not changed; rn_state_free writes nothing
+     * while the state is not dirty). */
+    st->info.state = st->can_resume ? RN_STATEFILE_CLEAN : RN_STATEFILE_DIRTY;
     st->info.dir_off = st->info.dir_count = st->info.dir_check = st->info.position = 0;
-    if (!st->err.code) rn_statefile_write(st->fd, st->path, &st->info, st->hdr_buf, &st->err);
+    if (!st->err.code && !st->can_resume) rn_statefile_write(st->fd, st->path, &st->info, st->hdr_buf, &st->err);
     for (uint64_t g = 0; g < st->n_groups; g++) {
         if (st->caches[g]) st->pol->free(st->caches[g]);
         st->caches[g] = st->pol->init(st->cap, (uint32_t)st->n_ids);
@@ -989,6 +992,9 @@ int rn_state_resume(rn_state *st, int64_t *pos, rn_error *err)
     st->alloc_end = RN_STATEFILE_DATA + st->ab_first * st->stride; /* fallocate again from there: cheap where allocated */
     st->position = (int64_t)ri->position;
     *pos = st->position;
+    /* taken up: from here on an ordinary run (dirty until a flush) */
+    st->info.state = RN_STATEFILE_DIRTY;
+    if (!st->err.code) rn_statefile_write(st->fd, st->path, &st->info, st->hdr_buf, &st->err);
     return rn_state_error(st, err);
 }
 

@@ -97,7 +97,11 @@ const char *rn_statefile_invalid(const rn_statefile_info *info, uint64_t file_si
         return info->dir_off || info->dir_count || info->dir_check ? "its header names a row directory it cannot have"
                                                                    : NULL;
     if (info->dir_count > info->n_keys) return "its row directory has more rows than the model has slots";
-    if (info->dir_off % RN_STATEFILE_DATA || info->dir_off < RN_STATEFILE_DATA + info->dir_count * info->row_bytes)
+    /* the rows in whole blocks, as they are written (the last one whole
+     * too: a resumed run reads it back whole) */
+    const uint64_t rpb = info->row_bytes < RN_STATEFILE_BLOCK ? RN_STATEFILE_BLOCK / info->row_bytes : 1;
+    const uint64_t data = (info->dir_count + rpb - 1) / rpb * rpb * info->row_bytes;
+    if (info->dir_off % RN_STATEFILE_DATA || info->dir_off < RN_STATEFILE_DATA + data)
         return "its row directory is not after its rows";
     if (info->dir_off > file_size || file_size - info->dir_off < dir_bytes(info->dir_count))
         return "its row directory lies past the end of the file";

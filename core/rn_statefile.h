@@ -41,6 +41,7 @@
 
 #define RN_STATEFILE_DATA 4096u   /* header bytes: the rows' offset (any O_DIRECT alignment divides it) */
 #define RN_STATEFILE_VERSION 3u
+#define RN_STATEFILE_BLOCK 4096u  /* rows are written in blocks of max(1, this / row_bytes) rows */
 #define RN_STATEFILE_ROW_CHECK 4u  /* bytes of a row's checksum, after its d_v + 1 floats */
 #define RN_STATEFILE_ROW_MAX (1u << 24) /* row_bytes at most (d_v below 4 million) */
 #define RN_STATEFILE_POS_MAX 2147483647u /* a position the runtime can continue from (INT32_MAX) */
@@ -85,7 +86,8 @@ int rn_statefile_decode(const void *buf, rn_statefile_info *info, const char **w
  * file's size: row_bytes in [12, RN_STATEFILE_ROW_MAX] and a multiple of 4,
  * n_keys in [1, 2^32 - 2], position at most RN_STATEFILE_POS_MAX; clean:
  * dir_count <= n_keys, the directory (dir_count keys in whole 4096-byte
- * blocks) at a multiple of 4096 after the rows and inside the file;
+ * blocks) at a multiple of 4096 after the rows' blocks (whole blocks of
+ * RN_STATEFILE_BLOCK) and inside the file;
  * otherwise no directory.  NULL when they hold, else what fails (a phrase
  * for a message).  Nothing sized by a field is allocated before this. */
 const char *rn_statefile_invalid(const rn_statefile_info *info, uint64_t file_size);

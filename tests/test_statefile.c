@@ -368,9 +368,16 @@ TH_TEST(test_statefile_rows, "rows carry checksums: a row changed in the file, z
     rn_runtime *rt = NULL;
     rn_error err = { 0 };
     so.resume = 1;
+    size_t len0 = 0, len1 = 0;
+    char *before = th_read_file(sf, &len0);
     CU_ASSERT_EQUAL(rn_runtime_create_state(&m, 5, &so, &rt, &err), RN_EINPUT);
     CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "fails its checksum"));
     if (rt) rn_runtime_free(rt);
+    /* refused: the file is left as it was (still clean, not marked dirty) */
+    char *after = th_read_file(sf, &len1);
+    CU_ASSERT(before && after && len0 == len1 && !memcmp(before, after, len0));
+    free(before);
+    free(after);
     rn_model_free(&m);
     unlink(sf);
 }
