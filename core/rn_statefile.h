@@ -78,7 +78,7 @@ void rn_statefile_encode(const rn_statefile_info *info, void *buf);
 /* Decode a header block: 1 with *info when buf holds a valid header of
  * this version (magic, version, its checksum, a known state), 0 otherwise,
  * with *why (unless why is NULL) saying what is wrong: "not a ramtrace
- * state file" (no magic), "format version N", "its header fails its
+ * state file" (no magic), "another format version", "its header fails its
  * checksum", "its header is malformed". */
 int rn_statefile_decode(const void *buf, rn_statefile_info *info, const char **why);
 
