@@ -7,6 +7,7 @@
  * (core/rn_aio.h), and the "read ahead" count excludes rows a miss read
  * itself (core/rn_prefetch.h). */
 #include <errno.h>
+#include <math.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -20,6 +21,7 @@
 #include "rn_model.h"
 #include "rn_params.h"
 #include "rn_runtime.h"
+#include "rn_state.h"
 #include "rn_statefile.h"
 #include "th.h"
 
@@ -395,6 +397,53 @@ TH_TEST(test_statefile_rows, "rows carry checksums: a row changed in the file, z
     free(before);
     free(after);
     rn_model_free(&m);
+    unlink(sf);
+}
+
+TH_TEST(test_statefile_row_never_used, "a row that fails its checksum is not computed with: its frame gets the initial row, so a scan reading a row of NaN bytes gives finite outputs while the store reports the damage")
+{
+    char sf[512];
+    snprintf(sf, sizeof sf, "%s", th_path("nan.state"));
+    rn_config c;
+    sf_config(&c, 31);
+    rn_model m;
+    sf_model(&m, &c, 19);
+    rn_state_opts so = { 3 * 4 * (c.d_v + 1), sf, "lru", 0, 0, 0, 1, RN_STATE_IO_SYNC, 0 };
+    CU_ASSERT_EQUAL_FATAL(sf_flushed(&m, so, sf), RN_OK);
+    rn_model_free(&m);
+    rn_statefile_info info;
+    CU_ASSERT_FATAL(sf_header(sf, &info));
+    CU_ASSERT_FATAL(info.dir_count > 4096 / info.row_bytes); /* position 0 in a block written whole */
+    int fd = open(sf, O_RDWR);
+    CU_ASSERT_FATAL(fd >= 0);
+    uint32_t key;
+    CU_ASSERT_EQUAL(pread(fd, &key, 4, (off_t)info.dir_off), 4);
+    char nan[4 * 32];
+    memset(nan, 0xff, sizeof nan); /* d_v + 1 NaNs */
+    CU_ASSERT_EQUAL(pwrite(fd, nan, sizeof nan, RN_STATEFILE_DATA), (ssize_t)sizeof nan);
+    close(fd);
+    so.resume = 1;
+    rn_state *st = NULL;
+    rn_error err = { 0 };
+    CU_ASSERT_EQUAL_FATAL(rn_state_create(&c, &so, &st, &err), RN_OK);
+    int64_t pos = -1;
+    CU_ASSERT_EQUAL_FATAL(rn_state_resume(st, &pos, &err), RN_OK);
+    CU_ASSERT_EQUAL(pos, SF_PRE);
+    enum { H = 3, K = 4, DV = 31 };
+    const int64_t M = rn_config_slots(&c);
+    const int l = (int)(key / (H * M)), h = (int)(key / M % H);
+    const uint32_t slot = (uint32_t)(key % M);
+    uint32_t ws[H * K], rs[H * K];
+    rn_real ww[H * K], rw[H * K], v[H * DV], o[H * DV];
+    for (int i = 0; i < H * K; i++) { ws[i] = rs[i] = slot; ww[i] = 0; rw[i] = 0.25f; }
+    for (int i = 0; i < H * DV; i++) { v[i] = 0.5f; o[i] = 0; }
+    rn_state_scan(st, l, h, o, v, ws, ww, rs, rw, 1);
+    int finite = 1;
+    for (int i = 0; i < DV; i++) finite &= isfinite(o[h * DV + i]) != 0;
+    CU_ASSERT(finite);
+    CU_ASSERT_EQUAL(rn_state_error(st, &err), RN_EINPUT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "fails its checksum"));
+    rn_state_free(st);
     unlink(sf);
 }
 
