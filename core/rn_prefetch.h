@@ -26,7 +26,10 @@
 typedef struct rn_prefetch rn_prefetch;
 
 /* Slots of row_bytes (buffers aligned to 4096 bytes for O_DIRECT) read
- * from fd (named path, for messages) by `threads` threads. */
+ * from fd (named path, for messages) by `threads` threads; none when the
+ * environment variable RAMTRACE_PREFETCH_IDLE is set (then every
+ * rn_prefetch_take reads its row itself and rn_prefetch_taken stays 0: the
+ * test of the callers' "read ahead" count). */
 int rn_prefetch_create(int fd, const char *path, size_t row_bytes, int threads, int slots, rn_prefetch **out,
                        rn_error *err);
 void rn_prefetch_free(rn_prefetch *p);

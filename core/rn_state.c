@@ -26,7 +26,7 @@
 #define AIO_WRITES 512 /* AIO: writes queued or under way at most (one file block each) */
 #define AIO_BATCH 128  /* AIO: writes queued before they are submitted without waiting for the
                         * layer's end */
-#define APPEND_BLOCK 4096 /* bytes of an append block at most: the rows of one file-system block */
+#define APPEND_BLOCK RN_STATEFILE_BLOCK /* bytes of an append block at most: the rows of one file-system block */
 #define DIR_EMPTY UINT64_MAX /* an empty entry of the row directory */
 
 /* One write-behind queue: evicted dirty rows wait here, oldest first, until
@@ -118,12 +118,12 @@ struct rn_state {
     rn_error err;                 /* first failure since create/reset */
 };
 
-/* Bytes of a row in memory and in the file: (d_v+1)·4, rounded up to the
- * file's O_DIRECT alignment `align` (rn_statefile_dio_align; 0: no
- * O_DIRECT). */
+/* Bytes of a row in memory and in the file: (d_v+1)·4 and its checksum
+ * (RN_STATEFILE_ROW_CHECK), rounded up to the file's O_DIRECT alignment
+ * `align` (rn_statefile_dio_align; 0: no O_DIRECT). */
 static uint64_t row_stride(const rn_config *c, uint32_t align)
 {
-    uint64_t b = sizeof(rn_real) * ((uint64_t)c->d_v + 1);
+    uint64_t b = sizeof(rn_real) * ((uint64_t)c->d_v + 1) + RN_STATEFILE_ROW_CHECK;
     return align ? (b + align - 1) / align * align : b;
 }
 
@@ -308,7 +308,7 @@ int rn_state_create(const rn_config *c, const rn_state_opts *o, rn_state **out, 
     st->stride = row_stride(c, o->direct ? rn_statefile_dio_align(st->fd) : 0);
     if (o->resume) { /* the header rn_statefile_check read (hdr_buf), before reset overwrites it */
         rn_statefile_info *ri = &st->resume_info;
-        const char *why = !rn_statefile_decode(st->hdr_buf, ri) ? "it holds no state (empty or new)"
+        const char *why = !rn_statefile_decode(st->hdr_buf, ri, NULL) ? "it holds no state (empty or new)"
                         : ri->state != RN_STATEFILE_CLEAN ? "it was not flushed clean (a run ended without a flush)"
                         : ri->shape != rn_statefile_shape(c) || ri->n_keys != st->n_keys ? "it holds another model's state"
                         : ri->row_bytes != st->stride ? "its rows are another size (written with --state-direct, or without it)"
@@ -420,10 +420,13 @@ void rn_state_reset(rn_state *st)
      * rows' blocks, which are kept, not truncated (freeing them costs a
      * discard per extent on file systems mounted with discard: minutes for
      * 10^5 scattered rows).  The header says dirty before any row is
-     * written. */
-    st->info.state = RN_STATEFILE_DIRTY;
+     * written.  Created for resuming, the file is left as it is until
+     * rn_state_resume has checked what it holds and takes it up (so a
+     * file refused there is not changed; rn_state_free writes nothing
+     * while the state is not dirty). */
+    st->info.state = st->can_resume ? RN_STATEFILE_CLEAN : RN_STATEFILE_DIRTY;
     st->info.dir_off = st->info.dir_count = st->info.dir_check = st->info.position = 0;
-    if (!st->err.code) rn_statefile_write(st->fd, st->path, &st->info, st->hdr_buf, &st->err);
+    if (!st->err.code && !st->can_resume) rn_statefile_write(st->fd, st->path, &st->info, st->hdr_buf, &st->err);
     for (uint64_t g = 0; g < st->n_groups; g++) {
         if (st->caches[g]) st->pol->free(st->caches[g]);
         st->caches[g] = st->pol->init(st->cap, (uint32_t)st->n_ids);
@@ -629,7 +632,12 @@ static void append_write(rn_state *st)
 static void write_back(rn_state *st, uint32_t f)
 {
     uint32_t key = st->frame_key[f];
-    const char *src = st->frames + (size_t)f * st->stride;
+    char *src = st->frames + (size_t)f * st->stride;
+    /* the row's checksum after its floats: every copy of the row from here
+     * on (append block, queues, file) carries it */
+    const size_t payload = sizeof(rn_real) * ((size_t)st->dv + 1);
+    uint32_t check = rn_statefile_row_check(key, src, payload);
+    memcpy(src + payload, &check, sizeof check);
     if (st->info.state != RN_STATEFILE_DIRTY) { /* the first row write since a flush */
         st->info.state = RN_STATEFILE_DIRTY;
         st->info.dir_off = st->info.dir_count = st->info.dir_check = 0;
@@ -641,7 +649,7 @@ static void write_back(rn_state *st, uint32_t f)
         memcpy(st->ablk + (pos - st->ab_first) * st->stride, src, st->stride);
         if (st->n_pos == st->ab_first + st->apb) append_write(st);
     } else if (st->sync) {
-        row_io(st, 1, pos, (char *)src, &st->err);
+        row_io(st, 1, pos, src, &st->err);
     } else if (st->aio) {
         rn_aio_write(st->aio, pos, src);
     } else {
@@ -685,6 +693,25 @@ static void read_back(rn_state *st, uint32_t key, uint64_t pos, char *buf)
     }
     pthread_mutex_unlock(&q->mu);
     row_io(st, 0, pos, buf, &st->err);
+}
+
+/* Does key's row r, read back, pass its checksum?  When it does not, the
+ * store fails (the file is damaged: RN_EINPUT naming it, unless a failure
+ * came first, e.g. the read's own) and r is set to the initial row, so the
+ * damaged bytes are never computed with, even in the rest of the layer
+ * (whose outputs the runtime then drops). */
+static int row_verify(rn_state *st, uint32_t key, uint64_t pos, char *r)
+{
+    const size_t payload = sizeof(rn_real) * ((size_t)st->dv + 1);
+    uint32_t have;
+    memcpy(&have, r + payload, sizeof have);
+    if (have == rn_statefile_row_check(key, r, payload)) return 1;
+    if (!st->err.code)
+        rn_seterr(&st->err, RN_EINPUT, "--state-file: %s: the row of slot %u (position %llu) fails its checksum: the "
+                  "file is damaged; --state-discard replaces it", st->path, key, (unsigned long long)pos);
+    memset(r, 0, st->stride);
+    ((rn_real *)r)[st->dv] = (rn_real)(1.0 / (double)st->M);
+    return 0;
 }
 
 /* The frame of a cached key, or RN_CACHE_NONE: its group's id map says
@@ -761,6 +788,7 @@ static rn_real *row(rn_state *st, uint32_t key, int write)
                 } else
                     read_back(st, key, pos, (char *)r);
                 st->cnt.bytes_read += st->stride;
+                row_verify(st, key, pos, (char *)r);
             } else {
                 memset(r, 0, st->stride); /* the O_DIRECT padding too: the file gets zeros there */
                 r[st->dv] = (rn_real)(1.0 / (double)st->M); /* as rn_pdma_reset */
@@ -942,6 +970,9 @@ int rn_state_resume(rn_state *st, int64_t *pos, rn_error *err)
         return rn_seterr(err, RN_EINPUT, "--state-resume: the state was not opened for resuming");
     const rn_statefile_info *ri = &st->resume_info;
     st->can_resume = 0; /* once: a reset starts a new sequence */
+    /* ri passed rn_statefile_check when the store was created (its fields
+     * against the file: dir_count at most the keys and the file's size,
+     * the position at most RN_STATEFILE_POS_MAX), so the room is bounded */
     dir_room(st, ri->dir_count);
     if (st->err.code) return rn_state_error(st, err);
     int rc = rn_statefile_read_dir(st->fd, st->path, ri, st->pos_key, err);
@@ -955,10 +986,15 @@ int rn_state_resume(rn_state *st, int64_t *pos, rn_error *err)
     st->n_pos = ri->dir_count;
     st->ab_first = st->n_pos / st->apb * st->apb;
     /* the open append block as the flush wrote it (whole, zeros after its rows) */
-    if (st->n_pos > st->ab_first) rows_io(st, 0, st->ab_first, st->apb, st->ablk, &st->err);
+    if (st->n_pos > st->ab_first && !rows_io(st, 0, st->ab_first, st->apb, st->ablk, &st->err))
+        for (uint64_t p = st->ab_first; p < st->n_pos; p++)
+            if (!row_verify(st, st->pos_key[p], p, st->ablk + (p - st->ab_first) * st->stride)) break;
     st->alloc_end = RN_STATEFILE_DATA + st->ab_first * st->stride; /* fallocate again from there: cheap where allocated */
     st->position = (int64_t)ri->position;
     *pos = st->position;
+    /* taken up: from here on an ordinary run (dirty until a flush) */
+    st->info.state = RN_STATEFILE_DIRTY;
+    if (!st->err.code) rn_statefile_write(st->fd, st->path, &st->info, st->hdr_buf, &st->err);
     return rn_state_error(st, err);
 }
 

@@ -95,8 +95,9 @@ double rn_state_bytes(const rn_config *c, const rn_state_opts *o);
 /* Create a store at the initial state (S = 0, z = 1/M); o NULL or budget 0:
  * dense.  Tiered: creates (or replaces, keeping its blocks) the file, with a header marked
  * dirty (core/rn_statefile.h); an existing file that is dirty (left by a
- * killed run) or not a state file is refused (RN_EINPUT naming it) unless
- * o->discard. */
+ * killed run), damaged (rn_statefile_check) or not a state file is refused
+ * (RN_EINPUT naming it) unless o->discard.  With o->resume the file is not
+ * written until rn_state_resume has taken it up. */
 int rn_state_create(const rn_config *c, const rn_state_opts *o, rn_state **out, rn_error *err);
 /* Tiered: the file is marked closed (not a state, but nothing cut short)
  * unless it is clean or an I/O error happened. */
@@ -141,9 +142,12 @@ void rn_state_set_position(rn_state *st, int64_t pos);
 
 /* Tiered, created with opts.resume: take up the state the file held when
  * it was opened (its row directory, the rows stay in the file and are read
- * on their misses; the open append block read back), after create's and
- * the runtime's reset; *pos: the position recorded at its flush.  RN_EINPUT
- * when the store was not created for resuming. */
+ * on their misses; the open append block read back and its rows' checksums
+ * checked), after create's and the runtime's reset, then mark the file
+ * dirty; *pos: the position recorded at its flush.  RN_EINPUT when the
+ * store was not created for resuming, or the file is damaged (then it is
+ * left as it was).  Every row read back later is checked too: one that
+ * fails its checksum is an RN_EINPUT failure of the scan (rn_state_error). */
 int rn_state_resume(rn_state *st, int64_t *pos, rn_error *err);
 
 /* Counters since create/reset (all 0 for a dense store). */

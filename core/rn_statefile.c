@@ -1,6 +1,8 @@
 /* rn_statefile.c — the tiered state file's header (rn_statefile.h). */
 #include "rn_statefile.h"
 
+#include "rn_checksum.h"
+
 #include <errno.h>
 #include <stddef.h>
 #include <string.h>
@@ -57,14 +59,17 @@ void rn_statefile_encode(const rn_statefile_info *info, void *buf)
     memcpy(buf, &h, sizeof h);
 }
 
-int rn_statefile_decode(const void *buf, rn_statefile_info *info)
+int rn_statefile_decode(const void *buf, rn_statefile_info *info, const char **why)
 {
     hdr h;
     memcpy(&h, buf, sizeof h);
-    if (memcmp(h.magic, magic, sizeof magic) || h.version != RN_STATEFILE_VERSION ||
-        h.check != fnv(&h, offsetof(hdr, check), 14695981039346656037ull) || h.data_off != RN_STATEFILE_DATA ||
-        h.state < RN_STATEFILE_DIRTY || h.state > RN_STATEFILE_CLOSED)
-        return 0;
+    const char *w = memcmp(h.magic, magic, sizeof magic) ? "not a ramtrace state file"
+                  : h.version != RN_STATEFILE_VERSION ? "another format version"
+                  : h.check != fnv(&h, offsetof(hdr, check), 14695981039346656037ull) ? "its header fails its checksum"
+                  : h.data_off != RN_STATEFILE_DATA || h.state < RN_STATEFILE_DIRTY || h.state > RN_STATEFILE_CLOSED
+                  ? "its header is malformed" : NULL;
+    if (why) *why = w;
+    if (w) return 0;
     info->state = h.state;
     info->generation = h.generation;
     info->shape = h.shape;
@@ -75,6 +80,32 @@ int rn_statefile_decode(const void *buf, rn_statefile_info *info)
     info->dir_check = h.dir_check;
     info->position = h.position;
     return 1;
+}
+
+/* Bytes of a directory of n keys on disk: whole 4096-byte blocks (n below
+ * 2^32: no overflow). */
+static uint64_t dir_bytes(uint64_t n) { return (n * 4 + 4095) / 4096 * 4096; }
+
+const char *rn_statefile_invalid(const rn_statefile_info *info, uint64_t file_size)
+{
+    /* each bound first, so that no product below overflows */
+    if (info->row_bytes < 12 || info->row_bytes > RN_STATEFILE_ROW_MAX || info->row_bytes % 4)
+        return "its header's row size is impossible";
+    if (info->n_keys < 1 || info->n_keys >= UINT32_MAX) return "its header's slot count is impossible";
+    if (info->position > RN_STATEFILE_POS_MAX) return "its header's sequence position is out of range";
+    if (info->state != RN_STATEFILE_CLEAN)
+        return info->dir_off || info->dir_count || info->dir_check ? "its header names a row directory it cannot have"
+                                                                   : NULL;
+    if (info->dir_count > info->n_keys) return "its row directory has more rows than the model has slots";
+    /* the rows in whole blocks, as they are written (the last one whole
+     * too: a resumed run reads it back whole) */
+    const uint64_t rpb = info->row_bytes < RN_STATEFILE_BLOCK ? RN_STATEFILE_BLOCK / info->row_bytes : 1;
+    const uint64_t data = (info->dir_count + rpb - 1) / rpb * rpb * info->row_bytes;
+    if (info->dir_off % RN_STATEFILE_DATA || info->dir_off < RN_STATEFILE_DATA + data)
+        return "its row directory is not after its rows";
+    if (info->dir_off > file_size || file_size - info->dir_off < dir_bytes(info->dir_count))
+        return "its row directory lies past the end of the file";
+    return NULL;
 }
 
 uint32_t rn_statefile_version(const void *buf)
@@ -89,15 +120,24 @@ uint64_t rn_statefile_dir_check(const uint32_t *keys, uint64_t n)
     return fnv(keys, (size_t)n * sizeof *keys, 14695981039346656037ull);
 }
 
+uint32_t rn_statefile_row_check(uint32_t key, const void *row, size_t bytes)
+{
+    uint64_t h = rn_checksum64(row, bytes);
+    return (uint32_t)(h ^ h >> 32) ^ key * 0x9E3779B1u; /* an odd multiplier: a bijection of the key */
+}
+
 int rn_statefile_read_dir(int fd, const char *path, const rn_statefile_info *info, uint32_t *keys, rn_error *err)
 {
-    if (info->dir_count > info->n_keys || info->dir_off % RN_STATEFILE_DATA ||
-        info->dir_off < RN_STATEFILE_DATA + info->dir_count * info->row_bytes)
-        return rn_seterr(err, RN_EINPUT, "--state-file: %s: its row directory is damaged (%llu rows at offset %llu); "
-                         "--state-discard replaces it", path, (unsigned long long)info->dir_count,
-                         (unsigned long long)info->dir_off);
-    /* whole 4096-byte blocks (O_DIRECT), as the flush wrote them */
-    size_t len = (size_t)((info->dir_count * sizeof *keys + 4095) / 4096 * 4096), done = 0;
+    struct stat sb;
+    if (fstat(fd, &sb)) return rn_seterr(err, RN_EIO, "--state-file: %s: %s", path, strerror(errno));
+    const char *bad = rn_statefile_invalid(info, (uint64_t)sb.st_size);
+    if (bad || info->state != RN_STATEFILE_CLEAN)
+        return rn_seterr(err, RN_EINPUT, "--state-file: %s: %s (%llu rows at offset %llu): the file is damaged; "
+                         "--state-discard replaces it", path, bad ? bad : "it holds no row directory",
+                         (unsigned long long)info->dir_count, (unsigned long long)info->dir_off);
+    /* whole 4096-byte blocks (O_DIRECT), as the flush wrote them, inside
+     * the file (rn_statefile_invalid) */
+    size_t len = (size_t)dir_bytes(info->dir_count), done = 0;
     while (done < len) {
         ssize_t r = pread(fd, (char *)keys + done, len - done, (off_t)(info->dir_off + done));
         if (r < 0 && errno == EINTR) continue;
@@ -127,17 +167,27 @@ int rn_statefile_check(int fd, const char *path, int discard, void *buf, rn_erro
     uint32_t v = rn_statefile_version(buf);
     if (v && v != RN_STATEFILE_VERSION)
         return rn_seterr(err, RN_EINPUT, "--state-file: %s: a ramtrace state file of format version %u, which this "
-                         "build does not read (it writes version %u: rows through a row directory); not replacing it "
-                         "(--state-discard replaces it)", path, v, RN_STATEFILE_VERSION);
-    if (!rn_statefile_decode(buf, &info))
-        return rn_seterr(err, RN_EINPUT, "--state-file: %s: not a ramtrace state file; not replacing it "
-                         "(--state-discard replaces it)", path);
+                         "build does not read (it writes version %u: checksummed rows through a row directory); not "
+                         "replacing it (--state-discard replaces it)", path, v, RN_STATEFILE_VERSION);
+    const char *why = NULL;
+    if (!rn_statefile_decode(buf, &info, &why)) {
+        if (!v)
+            return rn_seterr(err, RN_EINPUT, "--state-file: %s: not a ramtrace state file; not replacing it "
+                             "(--state-discard replaces it)", path);
+        return rn_seterr(err, RN_EINPUT, "--state-file: %s: %s: the file is damaged; --state-discard replaces it",
+                         path, why);
+    }
+    /* the header's fields against the file before anything sized by them */
+    if ((why = rn_statefile_invalid(&info, (uint64_t)sb.st_size)))
+        return rn_seterr(err, RN_EINPUT, "--state-file: %s: %s: the file is damaged; --state-discard replaces it",
+                         path, why);
     if (info.state == RN_STATEFILE_DIRTY)
         return rn_seterr(err, RN_EINPUT, "--state-file: %s: left dirty by a run that did not finish (killed or "
                          "crashed after %llu flushes): its rows are not a consistent state; --state-discard "
                          "replaces it", path, (unsigned long long)info.generation);
     if (info.state == RN_STATEFILE_CLEAN && info.dir_count) {
-        uint32_t *keys = aligned_alloc(4096, (size_t)((info.dir_count * 4 + 4095) / 4096 * 4096));
+        /* at most the file's size (rn_statefile_invalid) */
+        uint32_t *keys = aligned_alloc(4096, (size_t)dir_bytes(info.dir_count));
         if (!keys) return rn_seterr(err, RN_ENOMEM, "out of memory reading the row directory of %s", path);
         int rc = rn_statefile_read_dir(fd, path, &info, keys, err);
         free(keys);

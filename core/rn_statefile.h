@@ -1,16 +1,20 @@
 /* rn_statefile.h — the header of a tiered state file (core/rn_state.h):
  * what the file holds, and whether a crash may have left it inconsistent.
  *
- * Layout (version 2): one 4096-byte header block at offset 0, then the data
+ * Layout (version 3): one 4096-byte header block at offset 0, then the data
  * region: packed rows, the row at position p at RN_STATEFILE_DATA +
  * p · row_bytes (RN_STATEFILE_DATA keeps them aligned for O_DIRECT), a
  * position given to a key the first time its row is written back, in the
  * order of write-backs; then, after a full flush, the row directory at
  * dir_off (a multiple of 4096 after the data): dir_count uint32 keys, the
  * key of each position 0 .. dir_count-1, with its checksum dir_check in the
- * header.  A key not in the directory holds the initial state.  Version 1
- * (row key at RN_STATEFILE_DATA + key · row_bytes, a bitmap of written
- * rows) is recognised only to be refused.
+ * header.  A key not in the directory holds the initial state.  A row is
+ * d_v floats of S, z, then a uint32 checksum of those bytes and its key
+ * (rn_statefile_row_check), then zeros up to row_bytes (the O_DIRECT
+ * padding); a row is verified whenever it is read back.  Version 1 (row
+ * key at RN_STATEFILE_DATA + key · row_bytes, a bitmap of written rows)
+ * and version 2 (this layout, rows without checksums) are recognised only
+ * to be refused.
  *
  * The header says one of
  *   DIRTY  — a run is writing the rows, or was killed while it did: the
@@ -36,7 +40,11 @@
 #include "rn_error.h"
 
 #define RN_STATEFILE_DATA 4096u   /* header bytes: the rows' offset (any O_DIRECT alignment divides it) */
-#define RN_STATEFILE_VERSION 2u
+#define RN_STATEFILE_VERSION 3u
+#define RN_STATEFILE_BLOCK 4096u  /* rows are written in blocks of max(1, this / row_bytes) rows */
+#define RN_STATEFILE_ROW_CHECK 4u  /* bytes of a row's checksum, after its d_v + 1 floats */
+#define RN_STATEFILE_ROW_MAX (1u << 24) /* row_bytes at most (d_v below 4 million) */
+#define RN_STATEFILE_POS_MAX 2147483647u /* a position the runtime can continue from (INT32_MAX) */
 
 enum { RN_STATEFILE_DIRTY = 1, RN_STATEFILE_CLEAN = 2, RN_STATEFILE_CLOSED = 3 };
 
@@ -56,6 +64,11 @@ typedef struct {
 /* The checksum of a directory of n keys (FNV-1a over their bytes). */
 uint64_t rn_statefile_dir_check(const uint32_t *keys, uint64_t n);
 
+/* The checksum of key's row: rn_checksum64 over its first `bytes` bytes
+ * (the d_v + 1 floats), folded to 32 bits, xor a bijection of the key (a
+ * row read at another key's position never passes). */
+uint32_t rn_statefile_row_check(uint32_t key, const void *row, size_t bytes);
+
 /* A hash of the model's state shape (L, H, M, d_v). */
 uint64_t rn_statefile_shape(const rn_config *c);
 
@@ -63,8 +76,21 @@ uint64_t rn_statefile_shape(const rn_config *c);
 void rn_statefile_encode(const rn_statefile_info *info, void *buf);
 
 /* Decode a header block: 1 with *info when buf holds a valid header of
- * this version, 0 otherwise. */
-int rn_statefile_decode(const void *buf, rn_statefile_info *info);
+ * this version (magic, version, its checksum, a known state), 0 otherwise,
+ * with *why (unless why is NULL) saying what is wrong: "not a ramtrace
+ * state file" (no magic), "another format version", "its header fails its
+ * checksum", "its header is malformed". */
+int rn_statefile_decode(const void *buf, rn_statefile_info *info, const char **why);
+
+/* Check a decoded header's fields against each other and against the
+ * file's size: row_bytes in [12, RN_STATEFILE_ROW_MAX] and a multiple of 4,
+ * n_keys in [1, 2^32 - 2], position at most RN_STATEFILE_POS_MAX; clean:
+ * dir_count <= n_keys, the directory (dir_count keys in whole 4096-byte
+ * blocks) at a multiple of 4096 after the rows' blocks (whole blocks of
+ * RN_STATEFILE_BLOCK) and inside the file;
+ * otherwise no directory.  NULL when they hold, else what fails (a phrase
+ * for a message).  Nothing sized by a field is allocated before this. */
+const char *rn_statefile_invalid(const rn_statefile_info *info, uint64_t file_size);
 
 /* The format version of a header block that starts with the state file's
  * magic (valid or not), else 0. */
@@ -72,16 +98,17 @@ uint32_t rn_statefile_version(const void *buf);
 
 /* Read the directory of a CLEAN file (info from its header) into keys
  * ([dir_count rounded up to 1024], aligned to 4096 for O_DIRECT) and check
- * it: its checksum, every key below n_keys, the data region before it.
- * RN_EINPUT naming the file when it fails ("row directory"), RN_EIO when
- * it cannot be read. */
+ * it: the header's fields against the file (rn_statefile_invalid), its
+ * checksum, every key below n_keys.  RN_EINPUT naming the file when it
+ * fails ("row directory"), RN_EIO when it cannot be read. */
 int rn_statefile_read_dir(int fd, const char *path, const rn_statefile_info *info, uint32_t *keys, rn_error *err);
 
 /* May a run replace the file open at fd (named path)?  An empty file, or a
- * state file of this version that is CLOSED, or CLEAN with a directory that
- * passes rn_statefile_read_dir: yes.  A DIRTY state file, one of another
- * version, a CLEAN one whose directory is damaged, or anything else:
- * RN_EINPUT with a one-line message naming the file, unless discard.
+ * state file of this version whose header passes its checksum and
+ * rn_statefile_invalid, CLOSED, or CLEAN with a directory that passes
+ * rn_statefile_read_dir: yes.  A DIRTY state file, one of another version,
+ * a damaged header, a CLEAN one whose directory is damaged, or anything
+ * else: RN_EINPUT with a one-line message naming the file, unless discard.
  * buf: a 4096-byte block aligned for O_DIRECT (scratch). */
 int rn_statefile_check(int fd, const char *path, int discard, void *buf, rn_error *err);
 
