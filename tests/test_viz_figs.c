@@ -99,6 +99,55 @@ TH_TEST(test_attribution_log_zero, "attribution --log: an exact 0 is not coloure
     free(im.px);
 }
 
+TH_TEST(test_log_tick_labels_one_format, "log axis: one label format per axis (never 10000 beside 1e+06)")
+{
+    double t[VIZ_MAX_TICKS], step;
+    char lab[VIZ_MAX_TICKS][VIZ_TICK_LABEL];
+    viz_axis a = viz_axis_make(1000, 1e7, 1, 0, NULL);
+    int n = viz_axis_ticks(&a, 6, t, VIZ_MAX_TICKS, &step);
+    CU_ASSERT_EQUAL_FATAL(n, 5);
+    viz_axis_tick_labels(&a, t, n, step, lab);
+    static const char *const want[5] = { "1e3", "1e4", "1e5", "1e6", "1e7" };
+    for (int i = 0; i < n; i++) {
+        CU_ASSERT_STRING_EQUAL(lab[i], want[i]);
+        CU_ASSERT(strchr(lab[i], '+') == NULL);
+    }
+    /* small values: exponents too, with their sign */
+    viz_axis b = viz_axis_make(1e-4, 0.3, 1, 0, NULL);
+    n = viz_axis_ticks(&b, 6, t, VIZ_MAX_TICKS, &step);
+    CU_ASSERT(n >= 3);
+    viz_axis_tick_labels(&b, t, n, step, lab);
+    int exp_labels = 0;
+    for (int i = 0; i < n; i++) exp_labels += strchr(lab[i], 'e') != NULL;
+    CU_ASSERT_EQUAL(exp_labels, n);
+    CU_ASSERT_STRING_EQUAL(lab[0], "1e-4");
+    /* an axis within [0.001, 1e5): plain numbers throughout */
+    viz_axis c = viz_axis_make(1, 10000, 1, 0, NULL);
+    n = viz_axis_ticks(&c, 6, t, VIZ_MAX_TICKS, &step);
+    viz_axis_tick_labels(&c, t, n, step, lab);
+    CU_ASSERT_EQUAL_FATAL(n, 5);
+    CU_ASSERT_STRING_EQUAL(lab[0], "1");
+    CU_ASSERT_STRING_EQUAL(lab[4], "10000");
+}
+
+TH_TEST(test_log_ticks_short_range, "log axis over one decade: at least four ticks (tiered's 250-2500)")
+{
+    double t[VIZ_MAX_TICKS], step;
+    viz_axis a = viz_axis_make(246.8, 2567, 1, 0, NULL); /* the tiered figure's tokens/s axis */
+    int n = viz_axis_ticks(&a, 5, t, VIZ_MAX_TICKS, &step);
+    static const double want[] = { 300, 500, 700, 1000, 2000 };
+    CU_ASSERT_EQUAL_FATAL(n, 5);
+    for (int i = 0; i < n; i++) CU_ASSERT_DOUBLE_EQUAL(t[i], want[i], 1e-9);
+    /* a range of three decades keeps decades only */
+    viz_axis b = viz_axis_make(1, 1000, 1, 0, NULL);
+    n = viz_axis_ticks(&b, 8, t, VIZ_MAX_TICKS, &step);
+    CU_ASSERT_EQUAL(n, 4);
+    /* wider 1-2-5 ranges are unchanged: 1 to 100 */
+    viz_axis c = viz_axis_make(1, 100, 1, 0, NULL);
+    n = viz_axis_ticks(&c, 8, t, VIZ_MAX_TICKS, &step);
+    CU_ASSERT_EQUAL(n, 7);
+}
+
 /* Let leak checkers see cairo's font caches released. */
 static int release_fonts(void)
 {
