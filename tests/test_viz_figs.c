@@ -148,6 +148,101 @@ TH_TEST(test_log_ticks_short_range, "log axis over one decade: at least four tic
     CU_ASSERT_EQUAL(n, 7);
 }
 
+/* The topmost y in column band [x0, x1] of the palette's first colour (the
+ * first series), or -1. */
+static double top_of_series0(const vp_img *im, double x0, double x1, double y0, double y1)
+{
+    viz_rgb c = viz_palette(0);
+    int r = (int)lround(c.r * 255), g = (int)lround(c.g * 255), b = (int)lround(c.b * 255);
+    for (double y = y0; y <= y1; y++)
+        for (double x = x0; x <= x1; x++)
+            if (near_rgb(vp_at(im, x, y), r, g, b, 30)) return y;
+    return -1;
+}
+
+/* Pixels of the first series' colour in r. */
+static long count_series0(const vp_img *im, viz_rect rr)
+{
+    viz_rgb c = viz_palette(0);
+    int r = (int)lround(c.r * 255), g = (int)lround(c.g * 255), b = (int)lround(c.b * 255);
+    long n = 0;
+    for (double y = rr.y; y < rr.y + rr.h; y++)
+        for (double x = rr.x; x < rr.x + rr.w; x++) n += near_rgb(vp_at(im, x, y), r, g, b, 30);
+    return n;
+}
+
+static const char *results_header =
+    "name,figure,U,d_p,M,K,d_v,heads,layers,lr,seed,state_bytes,active_state_bytes,mean7,mean_l64\n";
+
+TH_TEST(test_scaling_accuracy_axis, "scaling: the accuracy axis ends at 1, not 1.4")
+{
+    char csv[1024];
+    snprintf(csv, sizeof csv,
+             "%sa,fig4-U,2,16,256,8,32,2,2,3e-3,1,135168,8448,0.5,1.0\n"
+             "b,fig4-U,8,2,256,8,32,2,2,3e-3,1,135168,8448,0.5,1.0\n"
+             "c,fig4-M,2,8,64,8,32,2,2,3e-3,1,33792,8448,0.5,1.0\n"
+             "d,fig4-M,2,16,256,8,32,2,2,3e-3,1,135168,8448,0.5,1.0\n",
+             results_header);
+    const char *in = th_path("scaling.csv"), *out = th_path("scaling.png");
+    CU_ASSERT_EQUAL_FATAL(th_write_file(in, csv, strlen(csv)), 0);
+    fig_mqar_opts o = { in, NULL, out, NULL, 1100, 460, 96, 13 };
+    rn_error err = { 0 };
+    CU_ASSERT_EQUAL_FATAL(fig_mqar_scaling(&o, &err), RN_OK);
+    vp_img im;
+    CU_ASSERT_EQUAL_FATAL(vp_load(out, &im), 0);
+    /* left panel; U = 8 at (8 - 0.5) / 8 of the x axis 0.5..8.5: the L = 64
+     * mean there is 1, which belongs at the top of the plot area */
+    viz_rect a = viz_axes_inner(viz_rect_make(4, 4, 1100 / 2 - 8, 460 - 8), 13, 1);
+    double X = a.x + a.w * 7.5 / 8;
+    double top = top_of_series0(&im, X - 2, X + 2, a.y - 6, a.y + a.h);
+    CU_ASSERT(top >= 0);
+    CU_ASSERT(top < a.y + 0.06 * a.h);
+    if (!(top < a.y + 0.06 * a.h)) fprintf(stderr, "\naccuracy 1 drawn at %.0f, plot area %.0f..%.0f", top, a.y, a.y + a.h);
+    /* and the axis: ticks 0 .. 1 */
+    viz_axis y = fig_mqar_accuracy_axis(NULL);
+    double t[VIZ_MAX_TICKS], step;
+    int n = viz_axis_ticks(&y, 6, t, VIZ_MAX_TICKS, &step);
+    CU_ASSERT(n >= 3);
+    CU_ASSERT_DOUBLE_EQUAL(t[n - 1], 1.0, 1e-12);
+    CU_ASSERT(y.hi <= 1.05);
+    free(im.px);
+}
+
+TH_TEST(test_frontier_skips_unlearned, "frontier: a shape that did not learn is no dip in the active-state line")
+{
+    char csv[1024];
+    /* a shape with the least active state that did not learn (L = 64 mean
+     * 0.09), then two that did */
+    snprintf(csv, sizeof csv,
+             "%sx,fig3,2,8,64,8,8,2,2,3e-3,1,9216,2304,0.044,0.09\n"
+             "y,fig3,2,4,16,8,32,2,2,3e-3,1,8448,8448,0.55,0.9\n"
+             "z,fig3,2,8,64,8,32,2,2,3e-3,1,33792,8448,0.85,0.999\n",
+             results_header);
+    const char *in = th_path("frontier.csv"), *out = th_path("frontier.png");
+    CU_ASSERT_EQUAL_FATAL(th_write_file(in, csv, strlen(csv)), 0);
+    fig_mqar_opts o = { in, NULL, out, NULL, 1100, 460, 96, 13 };
+    rn_error err = { 0 };
+    CU_ASSERT_EQUAL_FATAL(fig_mqar_frontier(&o, &err), RN_OK);
+    vp_img im;
+    CU_ASSERT_EQUAL_FATAL(vp_load(out, &im), 0);
+    /* the right panel below accuracy 0.4: no RAM-Net line there */
+    viz_rect a = viz_axes_inner(viz_rect_make(1100 / 2 + 4, 4, 1100 / 2 - 8, 460 - 8), 13, 1);
+    viz_axis y = fig_mqar_accuracy_axis(NULL);
+    double y04 = viz_axis_map(&y, 0.4, a.y + a.h, a.y);
+    long low = count_series0(&im, viz_rect_make(a.x + 2, y04, a.w - 4, a.y + a.h - 2 - y04));
+    long all = count_series0(&im, viz_rect_make(a.x + 2, a.y + 2, a.w - 4, a.h - 4));
+    CU_ASSERT_EQUAL(low, 0);
+    CU_ASSERT(all > 20); /* the line of the two that learned is drawn */
+    free(im.px);
+    /* only shapes that did not learn: an input error naming the file */
+    snprintf(csv, sizeof csv, "%sx,fig3,2,8,64,8,8,2,2,3e-3,1,9216,2304,0.044,0.09\n", results_header);
+    CU_ASSERT_EQUAL_FATAL(th_write_file(in, csv, strlen(csv)), 0);
+    o.out = th_path("frontier0.png");
+    CU_ASSERT_EQUAL(fig_mqar_frontier(&o, &err), RN_EINPUT);
+    CU_ASSERT(strstr(err.msg, "frontier.csv") != NULL);
+    CU_ASSERT(!th_file_exists(o.out));
+}
+
 /* Let leak checkers see cairo's font caches released. */
 static int release_fonts(void)
 {
