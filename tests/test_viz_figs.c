@@ -243,6 +243,117 @@ TH_TEST(test_frontier_skips_unlearned, "frontier: a shape that did not learn is 
     CU_ASSERT(!th_file_exists(o.out));
 }
 
+TH_TEST(test_heatmap_bin_width, "heatmap: whole bin widths")
+{
+    CU_ASSERT_EQUAL(viz_heatmap_bin_width(456, 256), 2);
+    CU_ASSERT_EQUAL(viz_heatmap_bin_width(1025, 256), 5);
+    CU_ASSERT_EQUAL(viz_heatmap_bin_width(256, 256), 1);
+    CU_ASSERT_EQUAL(viz_heatmap_bin_width(100, 256), 1);
+    CU_ASSERT_EQUAL(viz_heatmap_bin_width(144, 128), 2);
+    CU_ASSERT_EQUAL(viz_heatmap_bin_width(0, 256), 1);
+}
+
+/* A one-head trace of NPOS positions (M = 16, K = 1) whose every position
+ * writes and reads slot 0: a uniform stream. */
+#define NPOS 456
+static int make_uniform_db(const char *path)
+{
+    rn_config cfg;
+    rn_config_default(&cfg);
+    cfg.n_layers = 1;
+    cfg.n_heads = 1;
+    cfg.d_p = 4;
+    cfg.order = 2;
+    cfg.top_k = 1;
+    cfg.cape_mask[0] = 0;
+    rn_error err = { 0 };
+    if (rn_config_validate(&cfg, &err)) { fprintf(stderr, "%s\n", err.msg); return -1; }
+    tr_select sel;
+    tr_select_all(&sel);
+    tr_run_meta meta = { .name = "uniform", .command = "test", .cfg = &cfg };
+    tr_writer *w;
+    if (tr_writer_open(path, &meta, &sel, NULL, &w, &err)) { fprintf(stderr, "%s\n", err.msg); return -1; }
+    const rn_probe *pr = tr_writer_probe(w);
+    for (int p = 0; p < NPOS; p++) tr_writer_add_token(w, p, 'a', "a", 0);
+    for (int p = 0; p < NPOS; p++) {
+        uint32_t s[1] = { 0 }, a[1] = { 0 };
+        float wt[1] = { 1 };
+        pr->access(pr->user, 0, 0, p, 0, 1, s, a, wt);
+        pr->access(pr->user, 0, 0, p, 1, 1, s, a, wt);
+    }
+    if (tr_writer_finish(w, TR_STATUS_COMPLETE, NULL, &err)) { fprintf(stderr, "%s\n", err.msg); return -1; }
+    return 0;
+}
+
+TH_TEST(test_heatmap_default_no_stripes, "heatmap default bins: a uniform stream draws one colour, no stripes")
+{
+    const char *db = th_path("uniform.db"), *out = th_path("uniform.png");
+    CU_ASSERT_EQUAL_FATAL(make_uniform_db(db), 0);
+    int rc = th_run("%s plot heatmap '%s' -o '%s'", th_bin(), db, out);
+    if (rc) fprintf(stderr, "\n%s", th_err());
+    CU_ASSERT_EQUAL_FATAL(rc, 0);
+    /* the single-head layout: page 860 x 520, a title, slot 0 the bottom of 16 rows */
+    viz_heatmap_data d = { 16, 228, NULL, 0, NPOS, 0, 16, "t" };
+    viz_heatmap_style st;
+    viz_heatmap_style_default(&st);
+    viz_rect a = viz_heatmap_area(viz_rect_make(4, 4, 852, 512), &d, &st);
+    vp_img im;
+    CU_ASSERT_EQUAL_FATAL(vp_load(out, &im), 0);
+    /* 456 positions in 256 buckets (1.78 each) gave buckets of 1 and 2
+     * positions, 2 and 4 accesses: two colours alternating */
+    unsigned colours[8];
+    int nc = 0, coloured = 0;
+    double y = a.y + a.h * (1 - 0.5 / 16);
+    for (double x = a.x + 2; x < a.x + a.w - 2; x++) {
+        const unsigned char *p = vp_at(&im, x, y);
+        if (vp_white(p)) continue;
+        coloured++;
+        unsigned c = (unsigned)p[0] << 16 | (unsigned)p[1] << 8 | p[2];
+        int k = 0;
+        while (k < nc && colours[k] != c) k++;
+        if (k == nc && nc < 8) colours[nc++] = c;
+    }
+    CU_ASSERT(coloured > a.w / 2);
+    CU_ASSERT_EQUAL(nc, 1);
+    free(im.px);
+}
+
+TH_TEST(test_heatmap_grid_numbers, "heatmap grid: the thumbnails' ticks are numbered")
+{
+    enum { L = 2, H = 2, R = 8, C = 8 };
+    float v[L * H][R * C];
+    viz_heatmap_data d[L * H];
+    memset(v, 0, sizeof v);
+    for (int i = 0; i < L * H; i++) {
+        v[i][i] = 1;
+        d[i] = (viz_heatmap_data){ R, C, v[i], 0, 512, 0, 64, "" };
+    }
+    viz_heatmap_style st;
+    viz_heatmap_style_default(&st);
+    st.font = 13;
+    const char *path = th_path("gridnum.png");
+    viz_surface s;
+    rn_error err = { 0 };
+    CU_ASSERT_EQUAL_FATAL(viz_surface_open(&s, path, 700, 450, 96, &err), RN_OK);
+    viz_rect th[L * H];
+    CU_ASSERT_EQUAL(viz_heatmap_grid_draw(s.cr, viz_rect_make(0, 0, 700, 450), d, L, H, &st, th, &err), RN_OK);
+    CU_ASSERT_EQUAL_FATAL(viz_surface_commit(&s, &err), RN_OK);
+    vp_img im;
+    CU_ASSERT_EQUAL_FATAL(vp_load(path, &im), 0);
+    double f = 13, len = f * 0.3;
+    /* slot 50 of 0..64 sits in the top third of a first-column thumbnail:
+     * its number just left of the tick mark (the "layer" label is further
+     * out and centred) */
+    for (int l = 0; l < L; l++) {
+        viz_rect c = th[l * H];
+        CU_ASSERT(vp_ink(&im, viz_rect_make(c.x - len - 8, c.y, 7, c.h * 0.3)) > 5);
+    }
+    /* numbers under the bottom-left thumbnail: "0" under its left edge */
+    viz_rect c = th[(L - 1) * H];
+    CU_ASSERT(vp_ink(&im, viz_rect_make(c.x - 4, c.y + c.h + len + 1, 8, f * 0.7)) > 3);
+    free(im.px);
+}
+
 /* Let leak checkers see cairo's font caches released. */
 static int release_fonts(void)
 {
