@@ -354,6 +354,37 @@ TH_TEST(test_heatmap_grid_numbers, "heatmap grid: the thumbnails' ticks are numb
     free(im.px);
 }
 
+/* fig_tiered on a two-row CSV, with or without a machine column. */
+static void draw_tiered(const char *name, int machine, vp_img *im)
+{
+    char csv[512], in[512];
+    snprintf(csv, sizeof csv,
+             "budget_bytes,policy,tokens,reads,tok_s_direct,tok_s_direct_noprefetch,tok_s_cache,read_rate%s\n"
+             "2097152,lru,457,15298,490.9,266.5,956.1,15912%s\n"
+             "134217728,lru,457,0,960.1,914.0,925.1,15912%s\n",
+             machine ? ",machine" : "", machine ? ",Test CPU 9000 (2 cores)" : "",
+             machine ? ",Test CPU 9000 (2 cores)" : "");
+    snprintf(in, sizeof in, "%s", th_path(name));
+    CU_ASSERT_EQUAL_FATAL(th_write_file(in, csv, strlen(csv)), 0);
+    const char *out = th_path("tiered.png");
+    rn_error err = { 0 };
+    CU_ASSERT_EQUAL_FATAL(fig_tiered(in, out, 760, 480, 96, 13, NULL, &err), RN_OK);
+    CU_ASSERT_EQUAL_FATAL(vp_load(out, im), 0);
+}
+
+TH_TEST(test_tiered_names_machine, "tiered: the CSV's machine is named under the chart")
+{
+    vp_img with, without;
+    draw_tiered("t1.csv", 1, &with);
+    draw_tiered("t0.csv", 0, &without);
+    /* the bottom strip left of the centred axis title */
+    viz_rect strip = viz_rect_make(0, 480 - 4 - 13 * 1.4, 760 * 0.25, 13 * 1.4 + 4);
+    CU_ASSERT(vp_ink(&with, strip) > 30);
+    CU_ASSERT_EQUAL(vp_ink(&without, strip), 0);
+    free(with.px);
+    free(without.px);
+}
+
 /* Let leak checkers see cairo's font caches released. */
 static int release_fonts(void)
 {
