@@ -37,10 +37,15 @@ int fig_heatmap(fig_ctx *f, rn_error *err)
 {
     const fig_opts *o = f->o;
     int64_t np = f->hi - f->lo;
-    int cols = o->buckets > 0 ? o->buckets : (int)(np < 256 ? np : 256);
-    int rows = o->slot_bins > 0 ? o->slot_bins : (int)(f->M < 128 ? f->M : 128);
+    /* by default whole positions per bucket (at most 256 buckets) and whole
+     * slots per bin (at most 128 bins): the last bucket or bin may cover
+     * positions or slots past the end, and the axes run to its end */
+    int64_t xw = viz_heatmap_bin_width(np, 256), yw = viz_heatmap_bin_width(f->M, 128);
+    int cols = o->buckets > 0 ? o->buckets : (int)((np + xw - 1) / xw);
+    int rows = o->slot_bins > 0 ? o->slot_bins : (int)((f->M + yw - 1) / yw);
     if (cols > np) cols = (int)np;
     if (rows > f->M) rows = (int)f->M;
+    int64_t x_end = o->buckets > 0 ? f->hi : f->lo + cols * xw, y_end = o->slot_bins > 0 ? f->M : rows * yw;
     int grid = o->model || f->n_heads > 1;
     /* grid rows = distinct selected layers, columns = distinct heads */
     int layer_of[RN_MAX_LAYERS], head_of[RN_MAX_HEADS], nl = 0, nh = 0;
@@ -57,8 +62,8 @@ int fig_heatmap(fig_ctx *f, rn_error *err)
     float *v = calloc((size_t)cells * rows * cols, sizeof *v);
     int rc = (!d || !v) ? rn_seterr(err, RN_ENOMEM, "out of memory for %d heatmaps", cells) : RN_OK;
     for (int c = 0; c < cells && !rc; c++)
-        d[c] = (viz_heatmap_data){ rows, cols, v + (size_t)c * rows * cols, (double)f->lo, (double)f->hi,
-                                   0, (double)f->M, "" };
+        d[c] = (viz_heatmap_data){ rows, cols, v + (size_t)c * rows * cols, (double)f->lo, (double)x_end,
+                                   0, (double)y_end, "" };
     for (int i = 0; i < f->n_heads && !rc; i++) {
         const tr_head_info *h = &f->heads[i];
         int c = grid ? lidx[h->layer] * nh + hidx[h->head] : 0;
@@ -66,7 +71,7 @@ int fig_heatmap(fig_ctx *f, rn_error *err)
         size_t n;
         rc = fig_load_head(f, h, &ev, &n, err);
         if (rc) break;
-        viz_heatmap_bin(ev, n, f->ops, f->lo, f->hi, f->M, rows, cols, (float *)d[c].v);
+        viz_heatmap_bin(ev, n, f->ops, f->lo, x_end, y_end, rows, cols, (float *)d[c].v);
         free(ev);
         if (grid) snprintf(d[c].title, sizeof d[c].title, "%s", h->cape ? "CAPE" : "");
         else fig_head_title(h, d[c].title, sizeof d[c].title);

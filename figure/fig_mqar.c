@@ -12,6 +12,12 @@
 
 #define MAXS 16 /* series per panel */
 
+viz_axis fig_mqar_accuracy_axis(const char *label)
+{
+    /* 2% above 1 so points at 1 are not cut by the frame; the ticks stop at 1 */
+    return viz_axis_make(0, 1.02, 0, 0, label);
+}
+
 static void page(const fig_mqar_opts *o, double *W, double *H, double *dpi, double *font)
 {
     *W = o->width > 0 ? o->width : 1100;
@@ -20,16 +26,25 @@ static void page(const fig_mqar_opts *o, double *W, double *H, double *dpi, doub
     *font = o->font > 0 ? o->font : 13;
 }
 
+/* A shape learned MQAR when its mean on the three L = 64 settings (the
+ * lengths it was trained on) reaches this; the runs that did not learn
+ * answer with some value of the context, 0.09-0.15 there. */
+#define LEARNED_L64 0.5
+
 /* RAM-Net's rows tagged `tag` as a frontier, in both panels: at each state
- * size the best mean of any shape (at its best lr) with no more state, so a
- * shape that did not learn stays in the CSV and the doc's table, not as a dip
- * in the line.  x/y of the total-state panel go to xs/ys, of the active-state
+ * size the best mean of any shape (at its best lr) with no more state.  A
+ * shape that did not learn (mean_l64 < LEARNED_L64) stays in the CSV and the
+ * doc's tables and is left out of the line: with less active state than
+ * every shape that learned, it would otherwise start the active-state line
+ * near 0.  x/y of the total-state panel go to xs/ys, of the active-state
  * panel to xa/ya (each at most `max` points; the two x orders differ).
  * Returns the number of points (0: no scored row has the tag). */
 static int frontier_of(const an_result *r, int nr, const char *tag, int *best, int max, double *xs, double *ys,
                        double *xa, double *ya)
 {
-    int n = an_results_best(r, nr, tag, best, max);
+    int nb = an_results_best(r, nr, tag, best, max), n = 0;
+    for (int i = 0; i < nb; i++)
+        if (r[best[i]].mean_l64 >= LEARNED_L64) best[n++] = best[i];
     for (int panel = 0; panel < 2; panel++) {
         double *ox = panel ? xa : xs, *oy = panel ? ya : ys;
         int ord[256];
@@ -73,7 +88,11 @@ int fig_mqar_frontier(const fig_mqar_opts *o, rn_error *err)
     int fn[2];
     for (int t = 0; t < 2; t++)
         fn[t] = frontier_of(r, nr, tags[t], best, nr < MAXP ? nr : MAXP, fx[t][0], fy[t][0], fx[t][1], fy[t][1]);
-    if (fn[0] == 0) { rc = rn_seterr(err, RN_EINPUT, "%s: no scored rows tagged fig3", o->results); goto done; }
+    if (fn[0] == 0) {
+        rc = rn_seterr(err, RN_EINPUT, "%s: no scored rows tagged fig3 that learned (mean_l64 >= %.1f)", o->results,
+                       LEARNED_L64);
+        goto done;
+    }
     viz_series s1[MAXS], s2[MAXS];
     int ns = 0;
     for (int t = 0; t < 2; t++) {
@@ -105,7 +124,7 @@ int fig_mqar_frontier(const fig_mqar_opts *o, rn_error *err)
     st.font = font;
     st.looks = 1;
     st.corner = VIZ_BOTTOM_RIGHT;
-    st.y = viz_axis_make(0, 1.02, 0, 0, "MQAR accuracy (mean of 7 settings)");
+    st.y = fig_mqar_accuracy_axis("MQAR accuracy (mean of 7 settings)");
     double lo = INFINITY, hi = 0;
     for (int t = 0; t < 2; t++)
         for (int i = 0; i < fn[t]; i++) {
@@ -137,7 +156,7 @@ done:
  * the tags (one sweep each; label prefixes name them). */
 static int scaling_panel(cairo_t *cr, viz_rect box, const an_result *r, int n, const char *const *tags,
                          const char *const *names, int ntags, const char *key, viz_axis x, const char *title,
-                         double font, rn_error *err)
+                         viz_corner corner, double font, rn_error *err)
 {
     double gx[4][32], gm[4][32], gl[4][32], gh[4][32];
     int gc[4][32], ns = 0;
@@ -158,9 +177,9 @@ static int scaling_panel(cairo_t *cr, viz_rect box, const an_result *r, int n, c
     viz_lineplot_style_default(&st);
     st.font = font;
     st.looks = 1;
-    st.corner = VIZ_TOP_LEFT; /* above the data: the axis runs to 1.4 to make room */
+    st.corner = corner; /* the corner the data leave free */
     st.x = x;
-    st.y = viz_axis_make(0, 1.4, 0, 0, "MQAR accuracy (mean over seeds, min-max)");
+    st.y = fig_mqar_accuracy_axis("MQAR accuracy (mean over seeds, min-max)");
     st.title = title;
     return viz_lineplot_draw(cr, box, s, ns, &st, err);
 }
@@ -178,10 +197,11 @@ int fig_mqar_scaling(const fig_mqar_opts *o, rn_error *err)
     static const char *const mtags[1] = { "fig4-M" }, *const mnames[1] = { "" };
     rc = scaling_panel(sf.cr, viz_rect_make(4, 4, W / 2 - 8, H - 8), r, nr, utags, unames, 2, "U",
                        viz_axis_make(0.5, 8.5, 0, 1, "order U (M = d_p^U fixed)"),
-                       o->title ? o->title : "accuracy against order U", font, err);
+                       o->title ? o->title : "accuracy against order U", VIZ_BOTTOM_RIGHT, font, err);
     if (!rc)
         rc = scaling_panel(sf.cr, viz_rect_make(W / 2 + 4, 4, W / 2 - 8, H - 8), r, nr, mtags, mnames, 1, "M",
-                           viz_axis_make(40, 6000, 1, 0, "slots M (U = 2)"), "accuracy against M", font, err);
+                           viz_axis_make(40, 6000, 1, 0, "slots M (U = 2)"), "accuracy against M", VIZ_TOP_RIGHT,
+                           font, err);
     if (rc) viz_surface_abort(&sf);
     else rc = viz_surface_commit(&sf, err);
     free(r);

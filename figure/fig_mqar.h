@@ -22,6 +22,7 @@
 #define FIG_MQAR_H
 
 #include "rn_error.h"
+#include "viz_axes.h"
 
 typedef struct {
     const char *results;   /* the sweep's CSV */
@@ -34,6 +35,10 @@ typedef struct {
 } fig_mqar_opts;
 
 int fig_mqar_frontier(const fig_mqar_opts *o, rn_error *err);
+
+/* The accuracy axis of both figures: 0 to 1 (a hair above, so points at 1
+ * stay inside the frame), ticks 0 to 1; accuracy cannot exceed 1. */
+viz_axis fig_mqar_accuracy_axis(const char *label);
 int fig_mqar_scaling(const fig_mqar_opts *o, rn_error *err);
 
 #endif

@@ -19,6 +19,7 @@ static const char *const col_names[N_COLS] = { "budget_bytes", "policy", "tokens
 typedef struct {
     double budget, tokens, reads, direct, nopf, cache, rate;
     char policy[32];
+    char machine[96]; /* the optional machine column ("" without it) */
 } bench_row;
 
 /* Split line (modified) at commas into at most max fields. */
@@ -41,7 +42,7 @@ static int read_csv(const char *path, bench_row *rows, int *n, rn_error *err)
     FILE *fp = fopen(path, "r");
     if (!fp) return rn_seterr(err, RN_EINPUT, "%s: cannot open", path);
     char line[1024], *f[64];
-    int idx[N_COLS], nf, rc = RN_OK;
+    int idx[N_COLS], nf, rc = RN_OK, imach = -1;
     *n = 0;
     if (!fgets(line, sizeof line, fp)) { fclose(fp); return rn_seterr(err, RN_EINPUT, "%s: empty", path); }
     nf = split(line, f, 64);
@@ -52,6 +53,8 @@ static int read_csv(const char *path, bench_row *rows, int *n, rn_error *err)
         if (idx[c] < 0) rc = rn_seterr(err, RN_EINPUT, "%s: no column %s (a CSV of scripts/bench-tiered?)", path,
                                        col_names[c]);
     }
+    for (int i = 0; i < nf; i++)
+        if (!strcmp(f[i], "machine")) imach = i;
     for (int ln = 2; !rc && fgets(line, sizeof line, fp); ln++) {
         if (!line[strspn(line, " \r\n")]) continue;
         if (*n == MAX_ROWS) { rc = rn_seterr(err, RN_EINPUT, "%s: more than %d rows", path, MAX_ROWS); break; }
@@ -67,6 +70,8 @@ static int read_csv(const char *path, bench_row *rows, int *n, rn_error *err)
                 rc = rn_seterr(err, RN_EINPUT, "%s:%d: %s '%s' is not a number >= 0", path, ln, col_names[c],
                                f[idx[c]]);
         }
+        r->machine[0] = 0;
+        if (!rc && imach >= 0 && imach < nf) snprintf(r->machine, sizeof r->machine, "%s", f[imach]);
         if (!rc && r->budget <= 0) rc = rn_seterr(err, RN_EINPUT, "%s:%d: budget_bytes must be > 0", path, ln);
         if (!rc) (*n)++;
     }
@@ -85,11 +90,37 @@ typedef struct {
     viz_series *s;
     int n;
     viz_lineplot_style st;
+    char note[256]; /* where it was measured ("" for none) */
 } page;
 
+/* The chart, and under it a line naming the machine and the disk. */
 static int draw(cairo_t *cr, double W, double H, page *p, rn_error *err)
 {
-    return viz_lineplot_draw(cr, viz_rect_make(4, 4, W - 8, H - 8), p->s, p->n, &p->st, err);
+    double f = p->st.font, nh = p->note[0] ? f * 1.4 : 0;
+    int rc = viz_lineplot_draw(cr, viz_rect_make(4, 4, W - 8, H - 8 - nh), p->s, p->n, &p->st, err);
+    if (!rc && p->note[0]) {
+        cairo_save(cr);
+        viz_set_rgb(cr, VIZ_INK_RGB);
+        viz_font(cr, f * 0.85, 0);
+        viz_text_fit(cr, f * 0.8, H - 4 - nh / 2, p->note, W - f * 1.6, 0, 0.5);
+        cairo_restore(cr);
+    }
+    return rc;
+}
+
+/* "measured on MACHINE; disk: N random reads/s at queue depth 1", from the
+ * first row that names a machine (the CSV's optional machine column, which
+ * scripts/bench-tiered writes) and the first row's read_rate. */
+static void make_note(const bench_row *rows, int n, char *buf, size_t cap)
+{
+    const char *m = "";
+    for (int i = 0; i < n && !*m; i++) m = rows[i].machine;
+    buf[0] = 0;
+    if (!*m) return;
+    if (n > 0 && rows[0].rate > 0)
+        snprintf(buf, cap, "measured on %s; disk: %.0f random reads/s at queue depth 1", m, rows[0].rate);
+    else
+        snprintf(buf, cap, "measured on %s", m);
 }
 
 int fig_tiered(const char *csv_path, const char *out_path, double width, double height, double dpi,
@@ -138,6 +169,7 @@ int fig_tiered(const char *csv_path, const char *out_path, double width, double 
     memset(&p, 0, sizeof p);
     p.s = s;
     p.n = ns;
+    make_note(rows, n, p.note, sizeof p.note);
     viz_lineplot_style_default(&p.st);
     p.st.title = title ? title : "tiered state: tokens/s against the budget";
     p.st.font = font > 0 ? font : 13;

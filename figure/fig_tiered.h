@@ -8,7 +8,9 @@
  * tok_s_cache and read_rate; one row per (budget, policy).  Each policy
  * gets a series of its O_DIRECT speed; the first policy also those without
  * read-ahead and through the page cache, and the bound tokens · read_rate /
- * reads (runs with no reads have no bound: drawn without that point).
+ * reads (runs with no reads have no bound: drawn without that point).  An
+ * optional column `machine` (the CPU model and cores, as bench-tiered
+ * writes it) is named under the chart, with the first row's read_rate.
  */
 #ifndef FIG_TIERED_H
 #define FIG_TIERED_H

@@ -10,6 +10,12 @@
 #include "viz_colorbar.h"
 #include "viz_raster.h"
 
+static uint32_t rgb_to_argb(viz_rgb c)
+{
+    return 0xff000000u | (uint32_t)lround(c.r * 255) << 16 | (uint32_t)lround(c.g * 255) << 8 |
+           (uint32_t)lround(c.b * 255);
+}
+
 /* Axis of n categories; rows read top-down so the y axis is reversed by
  * listing labels last-first. */
 static int make_labels(const char *const *src, int n, int reverse, char ***out, char **store)
@@ -62,49 +68,64 @@ int viz_matrix_draw(cairo_t *cr, viz_rect r, const viz_matrix_data *d, viz_cmap 
         rc = rn_seterr(err, RN_ENOMEM, "out of memory");
         goto done;
     }
-    double lo = 0, hi = 0, pos_min = 0;
+    double lo = 0, hi = 0, pos_min = 0, amax = 0;
     for (size_t i = 0; i < (size_t)d->rows * d->cols; i++) {
         if (d->v[i] < lo) lo = d->v[i];
         if (d->v[i] > hi) hi = d->v[i];
+        if (fabs(d->v[i]) > amax) amax = fabs(d->v[i]);
         if (d->v[i] > 0 && (pos_min == 0 || d->v[i] < pos_min)) pos_min = d->v[i];
     }
     int log = d->log && hi > 0;
     if (log) {
         lo = pos_min > hi * 1e-4 ? pos_min : hi * 1e-4;
         if (!(hi > lo)) hi = lo * 10;
+    } else if (viz_cmap_diverging(cmap)) { /* 0 in the middle: symmetric limits */
+        lo = amax > 0 ? -amax : -1;
+        hi = amax > 0 ? amax : 1;
     }
     if (!(hi > lo)) hi = lo + 1;
     viz_rect a = viz_matrix_area(cr, r, d, font);
     rc = viz_raster_init(&ras, d->cols, d->rows, 0xffffffffu, err);
     if (rc) goto done;
+    int zeros = 0; /* log scale: cells of exactly 0 (none), drawn in VIZ_ZERO_RGB */
     for (int y = 0; y < d->rows; y++)
         for (int x = 0; x < d->cols; x++) {
             double v = d->v[(size_t)y * d->cols + x];
+            uint32_t *px = &ras.px[(size_t)y * ras.stride + x];
             if (d->mask_future && x > y) {
-                ras.px[(size_t)y * ras.stride + x] = 0xff000000u | (uint32_t)lround(VIZ_MASK_RGB.r * 255) << 16 |
-                                                     (uint32_t)lround(VIZ_MASK_RGB.g * 255) << 8 |
-                                                     (uint32_t)lround(VIZ_MASK_RGB.b * 255);
+                *px = rgb_to_argb(VIZ_MASK_RGB);
+                continue;
+            }
+            if (log && v <= 0) { /* nothing on a log scale: not the bottom colour */
+                *px = rgb_to_argb(VIZ_ZERO_RGB);
+                zeros = 1;
                 continue;
             }
             double t = log ? (v > lo ? log10(v / lo) / log10(hi / lo) : 0) : (v - lo) / (hi - lo);
-            if (isfinite(v)) ras.px[(size_t)y * ras.stride + x] = viz_cmap_argb(cmap, t);
+            if (isfinite(v)) *px = viz_cmap_argb(cmap, t);
         }
     viz_raster_paint(cr, &ras, a);
     viz_axis x = { 0, d->cols, 0, 1, d->x_label ? d->x_label : "written by token", (const char *const *)xl, d->cols };
     viz_axis y = { 0, d->rows, 0, 1, d->y_label ? d->y_label : "read by token", (const char *const *)yl, d->rows };
     viz_axes_draw(cr, a, &x, &y, font, d->title, 0);
     viz_axis v = viz_axis_make(lo, hi, log, 0, d->value_label ? d->value_label : "attribution");
-    double bh = d->mask_future ? a.h - font * 1.6 : a.h;
+    /* keys under the bar: the zero cells' colour, the future's grey */
+    int nkeys = zeros + (d->mask_future != 0);
+    double bh = a.h - font * 1.6 * nkeys;
     viz_colorbar_draw(cr, viz_rect_make(a.x + a.w + font * 1.2, a.y, font * 1.1, bh), cmap, &v, font);
-    if (d->mask_future) { /* the grey's key under the bar */
-        double zy = a.y + a.h - font * 1.0;
+    for (int k = 0; k < nkeys; k++) {
+        int is_zero = zeros && k == 0;
+        double zy = a.y + a.h - font * 1.0 - font * 1.6 * (nkeys - 1 - k);
         cairo_save(cr);
-        viz_set_rgb(cr, VIZ_MASK_RGB);
+        viz_set_rgb(cr, is_zero ? VIZ_ZERO_RGB : VIZ_MASK_RGB);
         cairo_rectangle(cr, a.x + a.w + font * 1.2, zy, font * 1.1, font * 1.0);
-        cairo_fill(cr);
+        cairo_fill_preserve(cr);
         viz_set_rgb(cr, VIZ_INK_RGB);
+        cairo_set_line_width(cr, 1.0);
+        if (is_zero) cairo_stroke(cr); /* a white box needs its outline */
+        else cairo_new_path(cr);
         viz_font(cr, font * 0.85, 0);
-        viz_text(cr, a.x + a.w + font * 2.8, zy + font * 0.5, "future", 0, 0.5, 0);
+        viz_text(cr, a.x + a.w + font * 2.8, zy + font * 0.5, is_zero ? "0 (none)" : "future", 0, 0.5, 0);
         cairo_restore(cr);
     }
 done:

@@ -15,30 +15,48 @@ double viz_nice_num(double x, int round)
     return nf * pow(10, e);
 }
 
-/* Log ticks: decades, then 2/5 multiples for short ranges, thinned so at
- * most about `target` remain. */
-static int log_ticks(double lo, double hi, int target, double *ticks, int max)
+/* Log ticks at m·10^d for the mantissas m of one set, thinned to every
+ * `every`-th decade; ascending. */
+static int log_ticks_with(double lo, double hi, const int *mant, int nm, int every, double *ticks, int max)
 {
     int n = 0;
     double d0 = floor(log10(lo)), d1 = ceil(log10(hi));
-    int short_range = log10(hi / lo) < 2.5;
-    int every = 1;
-    while ((d1 - d0 + 1) / every > target) every++;
     for (double d = d0; d <= d1 && n < max; d++) {
+        if (((long)(d - d0)) % every) continue;
         double base = pow(10, d);
-        if (((long)(d - d0)) % every == 0 && base >= lo * (1 - 1e-9) && base <= hi * (1 + 1e-9))
-            ticks[n++] = base;
-        if (short_range)
-            for (int m = 2; m <= 5 && n < max; m += 3) {
-                double v = m * base;
-                if (v >= lo * (1 - 1e-9) && v <= hi * (1 + 1e-9)) ticks[n++] = v;
-            }
-    }
-    /* keep ascending order */
-    for (int i = 1; i < n; i++)
-        for (int j = i; j > 0 && ticks[j] < ticks[j - 1]; j--) {
-            double t = ticks[j]; ticks[j] = ticks[j - 1]; ticks[j - 1] = t;
+        for (int k = 0; k < nm && n < max; k++) {
+            double v = mant[k] * base;
+            if (v >= lo * (1 - 1e-9) && v <= hi * (1 + 1e-9)) ticks[n++] = v;
         }
+    }
+    return n;
+}
+
+/* Log ticks: decades (every k-th, so at most about `target`); over short
+ * ranges (under 2.5 decades) also the 2 and 5 multiples, and where that
+ * still gives fewer than 4 ticks (a range of about one decade: 250 to
+ * 2500 would show only 500, 1000, 2000) the 3 and 7 multiples too, then
+ * every multiple. */
+static int log_ticks(double lo, double hi, int target, double *ticks, int max)
+{
+    static const int m1[] = { 1 }, m125[] = { 1, 2, 5 }, m12357[] = { 1, 2, 3, 5, 7 },
+                     mall[] = { 1, 2, 3, 4, 5, 6, 7, 8, 9 };
+    double d0 = floor(log10(lo)), d1 = ceil(log10(hi));
+    if (log10(hi / lo) >= 2.5) {
+        int every = 1;
+        while ((d1 - d0 + 1) / every > target) every++;
+        return log_ticks_with(lo, hi, m1, 1, every, ticks, max);
+    }
+    int n = log_ticks_with(lo, hi, m125, 3, 1, ticks, max);
+    if (n < 4 && n < target) {
+        double t2[VIZ_MAX_TICKS];
+        int n2 = log_ticks_with(lo, hi, m12357, 5, 1, t2, VIZ_MAX_TICKS);
+        if (n2 < 4) n2 = log_ticks_with(lo, hi, mall, 9, 1, t2, VIZ_MAX_TICKS);
+        if (n2 > n && n2 <= (target > 4 ? target : 4) + 2) {
+            n = n2 < max ? n2 : max;
+            for (int i = 0; i < n; i++) ticks[i] = t2[i];
+        }
+    }
     return n;
 }
 
@@ -77,6 +95,31 @@ void viz_tick_label(double v, double step, int log, char *buf, size_t cap)
     if (log && a < 1) decimals = (int)ceil(-log10(a) - 1e-9);
     if (decimals > 6) decimals = 6;
     snprintf(buf, cap, "%.*f", decimals, v);
+}
+
+/* A log tick as mantissa and exponent: "1e4", "2e-3", "2.5e6". */
+static void exp_label(double v, char *buf, size_t cap)
+{
+    if (v == 0) { snprintf(buf, cap, "0"); return; }
+    double e = floor(log10(fabs(v)) + 1e-9);
+    double m = v / pow(10, e);
+    m = round(m * 100) / 100;
+    if (fabs(m) >= 10) { m /= 10; e += 1; }
+    snprintf(buf, cap, "%ge%d", m, (int)e);
+}
+
+void viz_axis_tick_labels(const viz_axis *ax, const double *ticks, int n, double step, char (*labels)[VIZ_TICK_LABEL])
+{
+    int log = ax->log && ax->lo > 0, exp_style = 0;
+    if (log)
+        for (int i = 0; i < n; i++) {
+            double a = fabs(ticks[i]);
+            if (a != 0 && (a >= 1e5 || a < 1e-3)) exp_style = 1;
+        }
+    for (int i = 0; i < n; i++) {
+        if (exp_style) exp_label(ticks[i], labels[i], VIZ_TICK_LABEL);
+        else viz_tick_label(ticks[i], step, log, labels[i], VIZ_TICK_LABEL);
+    }
 }
 
 double viz_axis_map(const viz_axis *ax, double v, double a, double b)
@@ -159,8 +202,8 @@ static void cat_ticks(cairo_t *cr, viz_rect in, const viz_axis *ax, int is_x, do
 void viz_axes_draw(cairo_t *cr, viz_rect in, const viz_axis *x, const viz_axis *y, double font,
                    const char *title, int grid)
 {
-    double ticks[VIZ_MAX_TICKS], step;
-    char buf[64];
+    double ticks[VIZ_MAX_TICKS] = { 0 }, step = 0;
+    char lab[VIZ_MAX_TICKS][VIZ_TICK_LABEL];
     double tick = font * 0.4, tfont = font * 0.88;
     cairo_save(cr);
     cairo_set_line_cap(cr, CAIRO_LINE_CAP_SQUARE);
@@ -169,6 +212,7 @@ void viz_axes_draw(cairo_t *cr, viz_rect in, const viz_axis *x, const viz_axis *
     int tx = (int)(in.w / (font * 6.5));
     int nx = x->cats ? 0 : viz_axis_ticks(x, tx < 2 ? 2 : tx, ticks, VIZ_MAX_TICKS, &step);
     if (x->cats) cat_ticks(cr, in, x, 1, font, tick);
+    viz_axis_tick_labels(x, ticks, nx, step, lab);
     viz_font(cr, tfont, 0);
     for (int i = 0; i < nx; i++) {
         double px = viz_axis_map(x, ticks[i], in.x, in.x + in.w);
@@ -184,13 +228,13 @@ void viz_axes_draw(cairo_t *cr, viz_rect in, const viz_axis *x, const viz_axis *
         cairo_move_to(cr, px, in.y + in.h);
         cairo_line_to(cr, px, in.y + in.h + tick);
         cairo_stroke(cr);
-        viz_tick_label(ticks[i], step, x->log, buf, sizeof buf);
-        viz_text(cr, px, in.y + in.h + tick + 2, buf, 0.5, 0, 0);
+        viz_text(cr, px, in.y + in.h + tick + 2, lab[i], 0.5, 0, 0);
     }
     /* y ticks (target spacing ~3 font heights) */
     int ty = (int)(in.h / (font * 3.0));
     int ny = y->cats ? 0 : viz_axis_ticks(y, ty < 2 ? 2 : ty, ticks, VIZ_MAX_TICKS, &step);
     if (y->cats) cat_ticks(cr, in, y, 0, font, tick);
+    viz_axis_tick_labels(y, ticks, ny, step, lab);
     for (int i = 0; i < ny; i++) {
         double py = viz_axis_map(y, ticks[i], in.y + in.h, in.y);
         if (grid) {
@@ -205,8 +249,7 @@ void viz_axes_draw(cairo_t *cr, viz_rect in, const viz_axis *x, const viz_axis *
         cairo_move_to(cr, in.x - tick, py);
         cairo_line_to(cr, in.x, py);
         cairo_stroke(cr);
-        viz_tick_label(ticks[i], step, y->log, buf, sizeof buf);
-        viz_text(cr, in.x - tick - 3, py, buf, 1, 0.5, 0);
+        viz_text(cr, in.x - tick - 3, py, lab[i], 1, 0.5, 0);
     }
     /* frame */
     viz_set_rgb(cr, VIZ_INK_RGB);

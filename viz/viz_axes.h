@@ -3,7 +3,9 @@
  * Linear ticks come from the "nice numbers" algorithm (Heckbert, Graphics
  * Gems 1990): steps of 1, 2 or 5 times a power of ten, about `target` of
  * them.  Log axes put ticks at powers of ten (adding 2 and 5 multiples when
- * the range spans fewer than three decades).
+ * the range spans fewer than 2.5 decades, and 3 and 7 ones, or all, where
+ * that still gives fewer than four ticks).  The labels of one axis share one
+ * format (viz_axis_tick_labels).
  */
 #ifndef VIZ_AXES_H
 #define VIZ_AXES_H
@@ -43,6 +45,16 @@ int viz_axis_ticks(const viz_axis *ax, int target, double *ticks, int max, doubl
 
 /* Format tick value v (step as returned above): "0.25", "1000", "1e+06". */
 void viz_tick_label(double v, double step, int log, char *buf, size_t cap);
+
+#define VIZ_TICK_LABEL 32
+
+/* The labels of an axis's n ticks, in one format for the whole axis: a log
+ * axis whose ticks all lie in [0.001, 1e5) gets plain numbers ("300",
+ * "1000", "0.01"), any other log axis mantissa-exponent labels for every
+ * tick ("1e3", "2e4", "1e6": never "10000" beside "1e+06"); a linear axis
+ * viz_tick_label's. */
+void viz_axis_tick_labels(const viz_axis *ax, const double *ticks, int n, double step,
+                          char (*labels)[VIZ_TICK_LABEL]);
 
 /* Page coordinate of v on an axis spanning page interval [a, b]. */
 double viz_axis_map(const viz_axis *ax, double v, double a, double b);

@@ -27,9 +27,10 @@ void viz_colorbar_draw(cairo_t *cr, viz_rect bar, viz_cmap cmap, const viz_axis 
     cairo_stroke(cr);
 
     double ticks[VIZ_MAX_TICKS], step;
-    char buf[64];
+    char lab[VIZ_MAX_TICKS][VIZ_TICK_LABEL];
     int target = (int)(bar.h / (font * 2.5));
     int n = viz_axis_ticks(scale, target < 2 ? 2 : target, ticks, VIZ_MAX_TICKS, &step);
+    viz_axis_tick_labels(scale, ticks, n, step, lab);
     viz_font(cr, font * 0.85, 0);
     double maxw = 0;
     for (int i = 0; i < n; i++) {
@@ -37,9 +38,8 @@ void viz_colorbar_draw(cairo_t *cr, viz_rect bar, viz_cmap cmap, const viz_axis 
         cairo_move_to(cr, bar.x + bar.w, y);
         cairo_line_to(cr, bar.x + bar.w + font * 0.35, y);
         cairo_stroke(cr);
-        viz_tick_label(ticks[i], step, scale->log, buf, sizeof buf);
-        viz_text(cr, bar.x + bar.w + font * 0.5, y, buf, 0, 0.5, 0);
-        double w = viz_text_width(cr, buf);
+        viz_text(cr, bar.x + bar.w + font * 0.5, y, lab[i], 0, 0.5, 0);
+        double w = viz_text_width(cr, lab[i]);
         if (w > maxw) maxw = w;
     }
     if (scale->label) {

@@ -275,6 +275,16 @@ static const viz_rgb palette[10] = {
     { 0.090, 0.745, 0.812 },
 };
 
+/* ColorBrewer RdBu (Cynthia Brewer, Apache-2.0 licensed colour schemes),
+ * 11 classes from dark red to dark blue, its near-white middle (#f7f7f7)
+ * made white so that 0 reads as "nothing". */
+static const unsigned char rdbu[11][3] = {
+    { 103, 0, 31 },    { 178, 24, 43 },   { 214, 96, 77 },   { 244, 165, 130 },
+    { 253, 219, 199 }, { 255, 255, 255 }, { 209, 229, 240 }, { 146, 197, 222 },
+    { 67, 147, 195 },  { 33, 102, 172 },  { 5, 48, 97 },
+};
+
+/* the maps --cmap offers, by name; rdbu is named but not offered */
 static const char *const names[] = { "viridis", "greys", "blues" };
 
 int viz_cmap_from_name(const char *name)
@@ -286,7 +296,13 @@ int viz_cmap_from_name(const char *name)
 
 const char *viz_cmap_name(viz_cmap m)
 {
+    if (m == VIZ_CMAP_RDBU) return "rdbu";
     return (unsigned)m < sizeof names / sizeof names[0] ? names[m] : "?";
+}
+
+int viz_cmap_diverging(viz_cmap m)
+{
+    return m == VIZ_CMAP_RDBU;
 }
 
 viz_rgb viz_cmap_rgb(viz_cmap m, double t)
@@ -304,6 +320,17 @@ viz_rgb viz_cmap_rgb(viz_cmap m, double t)
         c.g = 0.98 - 0.79 * t;
         c.b = 1.00 - 0.58 * t;
         return c;
+    case VIZ_CMAP_RDBU: {
+        /* piecewise linear between the 11 classes: t = 0.5 is the white one */
+        double x = t * 10.0;
+        int i = (int)x;
+        if (i >= 10) i = 9;
+        double f = x - i;
+        c.r = (rdbu[i][0] + f * (rdbu[i + 1][0] - rdbu[i][0])) / 255.0;
+        c.g = (rdbu[i][1] + f * (rdbu[i + 1][1] - rdbu[i][1])) / 255.0;
+        c.b = (rdbu[i][2] + f * (rdbu[i + 1][2] - rdbu[i][2])) / 255.0;
+        return c;
+    }
     case VIZ_CMAP_VIRIDIS:
     default: {
         double x = t * 255.0;

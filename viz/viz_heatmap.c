@@ -40,6 +40,13 @@ void viz_heatmap_bin(const viz_access *ev, size_t n, int ops, int64_t pos_lo, in
     }
 }
 
+int64_t viz_heatmap_bin_width(int64_t span, int max_bins)
+{
+    if (span < 1) return 1;
+    if (max_bins < 1) max_bins = 1;
+    return (span + max_bins - 1) / max_bins;
+}
+
 double viz_heatmap_max(const viz_heatmap_data *d)
 {
     double m = 0;
@@ -162,29 +169,79 @@ int viz_heatmap_draw(cairo_t *cr, viz_rect r, const viz_heatmap_data *d, const v
     return RN_OK;
 }
 
-/* Inward tick marks on a thumbnail's bottom and left edges at the nice
- * positions of its position and slot ranges (no labels: the page's axis
- * line gives the ranges). */
-static void thumb_ticks(cairo_t *cr, viz_rect c, const viz_heatmap_data *d, double font)
+/* The thumbnails' axes: the position (x) and slot (y) axes of d. */
+static void thumb_axes(const viz_heatmap_data *d, viz_axis *x, viz_axis *y)
+{
+    *x = viz_axis_make(d->x_lo, d->x_hi, 0, 1, NULL);
+    *y = viz_axis_make(d->y_lo, d->y_hi, 0, 1, NULL);
+}
+
+/* Width of the widest y tick number of a thumbnail in the grid's number
+ * font (f * 0.7). */
+static double thumb_ylabel_width(cairo_t *cr, const viz_heatmap_data *d, double f)
+{
+    double ticks[VIZ_MAX_TICKS], step, w = 0;
+    char lab[VIZ_MAX_TICKS][VIZ_TICK_LABEL];
+    viz_axis x, y;
+    thumb_axes(d, &x, &y);
+    int n = viz_axis_ticks(&y, 4, ticks, VIZ_MAX_TICKS, &step);
+    viz_axis_tick_labels(&y, ticks, n, step, lab);
+    cairo_save(cr);
+    viz_font(cr, f * 0.7, 0);
+    for (int i = 0; i < n; i++) {
+        double t = viz_text_width(cr, lab[i]);
+        if (t > w) w = t;
+    }
+    cairo_restore(cr);
+    return w;
+}
+
+/* Tick marks on a thumbnail's bottom and left edges at the nice positions
+ * of its position and slot ranges, numbered under the grid's bottom row
+ * (numbers_x) and beside its first column (numbers_y): every thumbnail of
+ * the grid covers the same ranges.  A number that would reach past the
+ * thumbnail's right edge (top edge) into the gap to its neighbour is left
+ * out, except in the last column (first row), so that "1000" and the next
+ * thumbnail's "0" never run together. */
+static void thumb_ticks(cairo_t *cr, viz_rect c, const viz_heatmap_data *d, double font, int numbers_x,
+                        int numbers_y, int last_col, int first_row, double gap)
 {
     double ticks[VIZ_MAX_TICKS], step, len = font * 0.3;
-    viz_axis x = viz_axis_make(d->x_lo, d->x_hi, 0, 1, NULL), y = viz_axis_make(d->y_lo, d->y_hi, 0, 1, NULL);
+    char lab[VIZ_MAX_TICKS][VIZ_TICK_LABEL];
+    viz_axis x, y;
+    thumb_axes(d, &x, &y);
     cairo_save(cr);
     viz_set_rgb(cr, VIZ_INK_RGB);
     cairo_set_line_width(cr, 0.8);
+    viz_font(cr, font * 0.7, 0);
     int n = viz_axis_ticks(&x, 4, ticks, VIZ_MAX_TICKS, &step);
+    viz_axis_tick_labels(&x, ticks, n, step, lab);
+    double wmax = 0;
+    for (int i = 0; i < n; i++)
+        if (viz_text_width(cr, lab[i]) > wmax) wmax = viz_text_width(cr, lab[i]);
+    if (n > 2 && c.w / n < wmax * 1.6) { /* numbers would touch: fewer ticks */
+        n = viz_axis_ticks(&x, 2, ticks, VIZ_MAX_TICKS, &step);
+        viz_axis_tick_labels(&x, ticks, n, step, lab);
+    }
     for (int i = 0; i < n; i++) {
         double px = viz_axis_map(&x, ticks[i], c.x, c.x + c.w);
         cairo_move_to(cr, px, c.y + c.h);
         cairo_line_to(cr, px, c.y + c.h + len);
+        cairo_stroke(cr);
+        if (numbers_x && (last_col || px + viz_text_width(cr, lab[i]) / 2 <= c.x + c.w + gap / 2))
+            viz_text(cr, px, c.y + c.h + len + 1, lab[i], 0.5, 0, 0);
     }
     n = viz_axis_ticks(&y, 4, ticks, VIZ_MAX_TICKS, &step);
+    if (n > 2 && c.h / n < font * 0.7 * 1.6) n = viz_axis_ticks(&y, 2, ticks, VIZ_MAX_TICKS, &step);
+    viz_axis_tick_labels(&y, ticks, n, step, lab);
     for (int i = 0; i < n; i++) {
         double py = viz_axis_map(&y, ticks[i], c.y + c.h, c.y);
         cairo_move_to(cr, c.x - len, py);
         cairo_line_to(cr, c.x, py);
+        cairo_stroke(cr);
+        if (numbers_y && (first_row || py - font * 0.4 >= c.y - gap / 2))
+            viz_text(cr, c.x - len - 2, py, lab[i], 1, 0.5, 0);
     }
-    cairo_stroke(cr);
     cairo_restore(cr);
 }
 
@@ -204,7 +261,10 @@ int viz_heatmap_grid_draw(cairo_t *cr, viz_rect r, const viz_heatmap_data *d, in
             if (m > 0 && (vmin == 0 || m < vmin)) vmin = m;
         }
     double f = st->font;
-    viz_rect body = viz_rect_inset(r, f * 4.0, f * 1.8, viz_colorbar_width(f) + f * 1.2, f * 2.7);
+    /* left of the grid: the slot numbers, then "layer l"; below it the
+     * position numbers, then the line naming both axes */
+    double ynum = thumb_ylabel_width(cr, &d[0], f);
+    viz_rect body = viz_rect_inset(r, f * 2.4 + ynum, f * 1.8, viz_colorbar_width(f) + f * 1.2, f * 3.6);
     char buf[64];
     cairo_save(cr);
     for (int l = 0; l < n_layers; l++)
@@ -218,7 +278,7 @@ int viz_heatmap_grid_draw(cairo_t *cr, viz_rect r, const viz_heatmap_data *d, in
             cairo_set_line_width(cr, 0.8);
             cairo_rectangle(cr, c.x, c.y, c.w, c.h);
             cairo_stroke(cr);
-            thumb_ticks(cr, c, &d[i], f);
+            thumb_ticks(cr, c, &d[i], f, l == n_layers - 1, h == 0, h == n_heads - 1, l == 0, f * 0.35);
             if (d[i].title[0] && c.h > f) {
                 viz_font(cr, f * 0.7, 1);
                 cairo_font_extents_t fe;
@@ -237,7 +297,7 @@ int viz_heatmap_grid_draw(cairo_t *cr, viz_rect r, const viz_heatmap_data *d, in
             }
             if (h == 0) {
                 snprintf(buf, sizeof buf, "layer %d", st->layer_ids ? st->layer_ids[l] : l);
-                viz_text(cr, c.x - f * 0.4, c.y + c.h / 2, buf, 0.5, 1, -M_PI / 2);
+                viz_text(cr, c.x - f * 0.6 - ynum, c.y + c.h / 2, buf, 0.5, 1, -M_PI / 2);
             }
         }
     viz_font(cr, f, 0);
@@ -249,11 +309,11 @@ int viz_heatmap_grid_draw(cairo_t *cr, viz_rect r, const viz_heatmap_data *d, in
     snprintf(ly, sizeof ly, "y: %s %g\xe2\x80\x93%g (%s per bin)", st->slot_label, d[0].y_lo, d[0].y_hi - 1, wy);
     snprintf(label, sizeof label, "%s;  %s", lx, ly);
     if (viz_text_width(cr, label) <= body.w + f * 4) {
-        viz_text(cr, body.x + body.w / 2, body.y + body.h + f * 0.6, label, 0.5, 0, 0);
+        viz_text(cr, body.x + body.w / 2, body.y + body.h + f * 1.5, label, 0.5, 0, 0);
     } else { /* a narrow grid: one line each, smaller */
         viz_font(cr, f * 0.85, 0);
-        viz_text_fit(cr, body.x + body.w / 2, body.y + body.h + f * 0.5, lx, r.w, 0.5, 0);
-        viz_text_fit(cr, body.x + body.w / 2, body.y + body.h + f * 1.5, ly, r.w, 0.5, 0);
+        viz_text_fit(cr, body.x + body.w / 2, body.y + body.h + f * 1.3, lx, r.w, 0.5, 0);
+        viz_text_fit(cr, body.x + body.w / 2, body.y + body.h + f * 2.3, ly, r.w, 0.5, 0);
     }
     cairo_restore(cr);
     viz_rect bar = viz_rect_make(body.x + body.w + f * 1.2, body.y, f * 1.1, body.h);

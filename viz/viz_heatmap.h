@@ -44,6 +44,12 @@ void viz_heatmap_style_default(viz_heatmap_style *st);
 void viz_heatmap_bin(const viz_access *ev, size_t n, int ops, int64_t pos_lo, int64_t pos_hi,
                      int64_t n_slots, int rows, int cols, float *out);
 
+/* The whole number of positions (or slots) per bin that covers span in at
+ * most max_bins bins: ceil(span / max_bins), at least 1.  The figures'
+ * default: a fractional width (456 positions in 256 buckets, 1.78 each)
+ * gives alternate buckets 1 and 2 positions, striping a uniform stream. */
+int64_t viz_heatmap_bin_width(int64_t span, int max_bins);
+
 /* Largest value of d (0 when empty). */
 double viz_heatmap_max(const viz_heatmap_data *d);
 
@@ -62,7 +68,9 @@ int viz_heatmap_draw(cairo_t *cr, viz_rect r, const viz_heatmap_data *d, const v
                      rn_error *err);
 
 /* Model view: n_layers x n_heads thumbnails (d[layer * n_heads + head]),
- * "head h" over columns, "layer l" beside rows, one colour bar for all.
+ * "head h" over columns, "layer l" beside rows, one colour bar for all;
+ * every thumbnail has tick marks, numbered under the bottom row (positions)
+ * and beside the first column (slots); d[0] gives the ranges of all.
  * thumbs, when not NULL, receives each thumbnail's cell rectangle. */
 int viz_heatmap_grid_draw(cairo_t *cr, viz_rect r, const viz_heatmap_data *d, int n_layers,
                           int n_heads, const viz_heatmap_style *st, viz_rect *thumbs, rn_error *err);
