@@ -17,8 +17,8 @@
 CC      ?= cc
 BUILD   ?= $(if $(filter 1,$(CUDA)),build-cuda,build)
 # No -march=native: the binary (and what `make install` ships) runs on any
-# x86-64, and -march=native did not make it faster (docs/design.md,
-# "Portability").  OPT="-O2 -march=native" in a BUILD of its own for that.
+# x86-64, and -march=native did not make it faster (docs/portability.md).
+# OPT="-O2 -march=native" in a BUILD of its own for that.
 OPT     ?= -O2
 SAN     ?=
 # gcc warns about intended snprintf truncation; clang has no such warning
