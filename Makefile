@@ -6,6 +6,8 @@
 #   make test-long  the suite plus slow checks
 #   make test-asan  the suite under AddressSanitizer + UBSan
 #   make test-clang the suite built with clang
+#   make test-portable  the suite under several OpenBLAS kernels and built
+#                   with -march=native (the suite must pass on any x86-64)
 #   make bench      benchmarks (see bench/)
 #
 # Targets that build call scripts/setup first, which installs missing
@@ -14,7 +16,10 @@
 
 CC      ?= cc
 BUILD   ?= $(if $(filter 1,$(CUDA)),build-cuda,build)
-OPT     ?= -O2 -march=native
+# No -march=native: the binary (and what `make install` ships) runs on any
+# x86-64, and -march=native did not make it faster (docs/portability.md).
+# OPT="-O2 -march=native" in a BUILD of its own for that.
+OPT     ?= -O2
 SAN     ?=
 # gcc warns about intended snprintf truncation; clang has no such warning
 # These are evaluated lazily (once, on first use), i.e. after scripts/setup
@@ -46,7 +51,7 @@ BIN       := $(BUILD)/ramtrace
 TEST_BINS :=
 BENCH_BINS := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 
-.PHONY: all ramtrace setup demo test test-long test-asan test-clang bench clean
+.PHONY: all ramtrace setup demo test test-long test-asan test-clang test-portable bench clean FORCE
 all: setup ramtrace $(LIB)
 
 setup:
@@ -64,7 +69,19 @@ $(LIB): $(LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(BUILD)/%.o: %.c | setup
+# The compiler and flags a build directory's objects were made with: a
+# change (another OPT, CC or SAN in the same BUILD) rewrites the file, so
+# everything is rebuilt rather than objects of two flag sets linked
+# together.  install.mk reads it to refuse a CPU-specific build.
+# (The build's own -I$(BUILD)/gen is left out: BUILD may be given as a
+# relative or an absolute path.)
+FLAGS_LINE = $(CC) $(filter-out -I$(BUILD)/gen,$(CFLAGS)) $(LDFLAGS)
+$(BUILD)/build-flags: FORCE
+	@mkdir -p $(dir $@)
+	@printf '%s\n' '$(subst ','\'',$(FLAGS_LINE))' | cmp -s - $@ || printf '%s\n' '$(subst ','\'',$(FLAGS_LINE))' > $@
+FORCE:
+
+$(BUILD)/%.o: %.c $(BUILD)/build-flags | setup
 	@mkdir -p $(dir $@)
 	@echo "CC $<"; $(CC) $(CFLAGS) -MMD -MP -c $< -o $@
 
@@ -119,6 +136,26 @@ test-asan:
 test-clang:
 	$(MAKE) CC=clang BUILD=build-clang test
 
+# The suite must pass on any x86-64 and any BLAS kernel: it runs once per
+# OpenBLAS kernel set of PORTABLE_CORETYPES (those this CPU can execute;
+# the others are named as skipped) and once built with -march=native in
+# build-native/.  A summary line names each run and its result.
+PORTABLE_CORETYPES ?= Sandybridge Haswell SkylakeX Cooperlake Zen
+PORTABLE_NATIVE    ?= -O2 -march=native
+test-portable: setup
+	@flags=$$(grep -m1 '^flags' /proc/cpuinfo 2>/dev/null); has() { for f; do case " $$flags " in *" $$f "*) ;; *) return 1;; esac; done; }; \
+	res=; rc=0; \
+	for ct in $(PORTABLE_CORETYPES); do \
+	    case $$ct in Sandybridge) need=avx;; Haswell|Zen) need="avx2 fma";; \
+	        SkylakeX) need="avx512f avx512bw avx512dq avx512vl";; Cooperlake) need="avx512f avx512bw avx512vl avx512_bf16";; *) need=;; esac; \
+	    if ! has $$need; then res="$$res $$ct:skipped(no $$need)"; continue; fi; \
+	    echo "== test-portable: OPENBLAS_CORETYPE=$$ct"; \
+	    if OPENBLAS_CORETYPE=$$ct $(MAKE) --no-print-directory test; then res="$$res $$ct:ok"; else res="$$res $$ct:FAILED"; rc=1; fi; \
+	done; \
+	echo "== test-portable: OPT='$(PORTABLE_NATIVE)' BUILD=build-native"; \
+	if $(MAKE) --no-print-directory BUILD=build-native OPT='$(PORTABLE_NATIVE)' test; then res="$$res native:ok"; else res="$$res native:FAILED"; rc=1; fi; \
+	echo "test-portable:$$res"; exit $$rc
+
 bench: setup $(BIN) $(BENCH_BINS)
 	@for b in $(BENCH_BINS); do echo "== $$b"; $$b || exit 1; done
 
@@ -127,6 +164,6 @@ demo: setup ramtrace
 	@RAMTRACE_SQLEXT=$(basename $(SQLEXT)) scripts/demo
 
 clean:
-	rm -rf build build-asan build-cuda ramtrace
+	rm -rf build build-asan build-cuda build-clang build-native ramtrace
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -167,6 +167,9 @@ int cmd_run(int argc, char **argv)
     for (int i = 0; i < n_iv_args && !rc; i++) rc = rn_iv_add_arg(&iv, iv_args[i], &err);
     if (!rc && iv.n && !(iv_specs = malloc(sizeof *iv_specs * iv.n))) rc = rn_seterr(&err, RN_ENOMEM, "out of memory");
     for (int i = 0; i < iv.n && !rc; i++) iv_specs[i] = iv.iv[i].spec;
+    /* patch sources in the prompt's chunking (rn_intervene.h; a traced
+     * prefill runs chunks of at most 256 rows) */
+    iv.source_chunk = (int)(topt.db_path && chunk > 256 ? 256 : chunk);
     if (!rc) rc = rn_iv_prepare(&iv, &model, &err);
     if (!rc) rc = rn_runtime_set_interventions(rt, &iv, &err);
     topt.interventions = iv_specs;

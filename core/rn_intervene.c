@@ -19,6 +19,7 @@ void rn_iv_init(rn_iv_set *s, const rn_config *c)
     memset(s, 0, sizeof *s);
     s->L = c->n_layers, s->H = c->n_heads, s->d_v = c->d_v, s->M = rn_config_slots(c);
     s->prepared = 1;
+    s->source_chunk = 256;
 }
 
 static void iv_free(rn_iv *v)
@@ -338,7 +339,7 @@ int rn_iv_prepare(rn_iv_set *s, const rn_model *m, rn_error *err)
             u->buf_n = n;
             rc = rn_iv_add_buffer(&rec, 0, u->layer, u->head, u->buf, n, err);
         }
-        if (!rc) rc = rn_runtime_create(m, 256, &rt, err);
+        if (!rc) rc = rn_runtime_create(m, s->source_chunk > 0 ? s->source_chunk : 256, &rt, err);
         if (!rc) rc = rn_runtime_set_interventions(rt, &rec, err);
         if (!rc) rc = rn_prefill(rt, toks, n, NULL, 0, err);
         rn_runtime_free(rt);
@@ -386,20 +387,20 @@ void rn_iv_scan(const rn_iv_set *s, int l, int h, rn_real *o, rn_real *S, rn_rea
             }
             if (!drop) rn_pdma_write(S, z, d_v, wslot + a + j, ww + a + j, 1, v + vv, gamma);
         }
-        /* the read, each slot's term scaled where a scale spec is active
-         * (the same arithmetic as rn_pdma_read otherwise) */
+        /* the read, slot by slot with the plain read's function; a scale
+         * spec active on a slot multiplies its read weight r by F, so its
+         * term r·S/(z + eps) is scaled by F (exactly the plain term at F = 1) */
         rn_real *out = o + vv;
         for (int d = 0; d < d_v; d++) out[d] = 0;
         for (int j = 0; j < K; j++) {
             uint32_t sl = rslot[a + j];
-            rn_real c = rw[a + j] / (z[sl] + eps);
+            rn_real r = rw[a + j];
             for (int i = 0; i < s->n; i++) {
                 const rn_iv *u = &s->iv[i];
                 if (u->kind == RN_IV_SCALE_SLOTS && on_head(u, l, h) && active(u, p) && has_slot(u, sl))
-                    c *= u->scale;
+                    r *= u->scale;
             }
-            const rn_real *row = S + (size_t)sl * d_v;
-            for (int d = 0; d < d_v; d++) out[d] += c * row[d];
+            rn_pdma_read_acc(out, S, z, d_v, &sl, &r, 1, eps);
         }
     }
 }

@@ -27,7 +27,9 @@
  * on the same head at overlapping positions and either both replace its
  * output (ablate-head, ablate-layer, patch-head) or both name one slot
  * (ablate-slots, scale-slots).  With no spec active the forward is
- * bit-identical to the plain one.
+ * bit-identical to the plain one, by construction: a head with slot specs
+ * runs its scan through the plain scan's functions, slot by slot, and a
+ * scale factor F multiplies the read weight (F = 1 changes nothing).
  *
  * Use: rn_iv_init, rn_iv_add (or rn_iv_add_arg) per spec, rn_iv_prepare
  * (runs patch sources), rn_runtime_set_interventions, ..., rn_iv_free.
@@ -78,6 +80,9 @@ typedef struct {
     int L, H, d_v;
     int64_t M;
     int prepared;              /* every patch has its buffer */
+    int source_chunk;          /* rows per forward of the patch source runs
+                                * (rn_iv_init: 256); set it to the patched
+                                * runtime's chunk (see rn_iv_prepare) */
 } rn_iv_set;
 
 /* An empty set for models of config c. */
@@ -92,8 +97,14 @@ int rn_iv_add(rn_iv_set *s, const char *spec, rn_error *err);
  * does not start with '#'; anything else is one spec. */
 int rn_iv_add_arg(rn_iv_set *s, const char *arg, rn_error *err);
 
-/* Run every patch source (a clean CPU forward of model m over the file) and
- * keep the patched heads' outputs. */
+/* Run every patch source (a clean CPU forward of model m over the file, in
+ * chunks of s->source_chunk rows from position 0) and keep the patched
+ * heads' outputs.  A source run in the chunking of the patched run computes
+ * every position with the same products in the same order, so patching
+ * heads from the run's own input reproduces its o bit for bit; in another
+ * chunking (or for positions the patched run forwards one token at a time)
+ * the patched o equals the run's only to rounding: BLAS kernels round a
+ * product differently per matrix shape. */
 int rn_iv_prepare(rn_iv_set *s, const rn_model *m, rn_error *err);
 
 /* Add an internal record (or patch, with patch != 0) of head (l, h) over

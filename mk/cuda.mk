@@ -58,7 +58,7 @@ test-cuda: setup $(BUILD)/test_cuda_parity
 # GPU benchmark (bench/cuda/bench_cuda.c), linked like the parity suite;
 # not part of `make bench` (it needs a GPU): `make bench-cuda`.
 CU_BENCH_OBJ := $(BUILD)/bench/cuda/bench_cuda.o
-$(BUILD)/bench/cuda/bench_cuda.o: bench/cuda/bench_cuda.c | setup
+$(BUILD)/bench/cuda/bench_cuda.o: bench/cuda/bench_cuda.c $(BUILD)/build-flags | setup
 	@mkdir -p $(dir $@)
 	@echo "CC $<"; $(CC) $(CFLAGS) -Ibench -I$(CUDA_HOME)/include -MMD -MP -c $< -o $@
 $(BUILD)/bench_cuda: $(CU_BENCH_OBJ) $(CU_OBJ) $(LIB)

@@ -28,7 +28,7 @@ TEST_BINS += $(FUZZ_REPLAY)
 
 # Static pattern rules (only the listed targets), so make never tries them
 # on other names such as the dependency files.
-$(FUZZ_TARGETS:%=$(BUILD)/tests/fuzz/replay_%.o): $(BUILD)/tests/fuzz/replay_%.o: tests/fuzz/replay.c | setup
+$(FUZZ_TARGETS:%=$(BUILD)/tests/fuzz/replay_%.o): $(BUILD)/tests/fuzz/replay_%.o: tests/fuzz/replay.c $(BUILD)/build-flags | setup
 	@mkdir -p $(dir $@)
 	@echo "CC $< ($*)"; $(CC) $(CFLAGS) -DFUZZ_TARGET_NAME='"$*"' -MMD -MP -c $< -o $@
 

@@ -10,6 +10,11 @@
 # honoured for staged installs.  `make uninstall` with the same PREFIX
 # removes exactly those files (the list written at install time) and the
 # directories it created when they are left empty.
+#
+# An installed binary must run on any x86-64: install refuses a build whose
+# flags ($(BUILD)/build-flags) name a CPU (-march= other than x86-64, -mavx
+# and the like), before building anything.  The default OPT (-O2) is such a
+# build; tests/test_install.c checks the installed binary's instructions.
 
 PREFIX      ?= /usr/local
 DESTDIR     ?=
@@ -22,7 +27,7 @@ PCDIR       ?= $(LIBDIR)/pkgconfig
 PUB_HDR     := $(sort $(wildcard core/*.h trace/*.h analysis/*.h viz/*.h figure/*.h))
 MANIFEST     = $(DESTDIR)$(PREFIX)/share/ramtrace/install-manifest
 
-.PHONY: man completion install uninstall
+.PHONY: man completion install install-check uninstall
 all: man completion
 
 man: $(BUILD)/man/.stamp
@@ -52,7 +57,18 @@ $(BUILD)/ramnet.pc: mk/install.mk core/rn_version.h
 # Always regenerated: PREFIX is part of its text.
 .PHONY: $(BUILD)/ramnet.pc
 
-install: $(BIN) $(LIB) man completion $(BUILD)/ramnet.pc
+# The flags that make a binary CPU-specific (an extended regular expression
+# on the build's flags line).
+CPU_FLAGS_RE = (^| )-(march=([^x ]|x86-64-)|mavx|mfma|mf16c|mbmi|mlzcnt|mpopcnt|msse3|mssse3|msse4|mmovbe|mamx)
+
+install-check: $(BUILD)/build-flags
+	@f=$$(grep -Eo -- '$(CPU_FLAGS_RE)[^ ]*' $< | sed 's/^ //' | tr '\n' ' ' | sed 's/ $$//'); \
+	if [ -n "$$f" ]; then \
+	    echo "ramtrace: make install: $(BUILD) is built with $$f ($<): an installed binary must run on any x86-64; install from a build without CPU-specific flags (the default OPT=-O2)" >&2; \
+	    exit 2; \
+	fi
+
+install: install-check $(BIN) $(LIB) man completion $(BUILD)/ramnet.pc
 	@set -e; d='$(DESTDIR)'; m='$(MANIFEST)'; \
 	mkdir -p "$$d$(BINDIR)" "$$d$(LIBDIR)" "$$d$(INCLUDEDIR)/ramnet" "$$d$(PCDIR)" \
 	         "$$d$(MANDIR)/man1" "$$d$(COMPLDIR)" "$$(dirname "$$m")"; \
@@ -81,4 +97,6 @@ uninstall:
 
 # tests/test_install.c compiles a program against the installed library with
 # the compiler and sanitizer flags of this build.
-$(BUILD)/tests/test_install.o: CFLAGS += -DRN_TEST_CC='"$(CC)"' -DRN_TEST_SAN='"$(SAN)"'
+# It runs make with the CC, OPT and SAN of the build under test (other flags
+# would rebuild it: $(BUILD)/build-flags).
+$(BUILD)/tests/test_install.o: private CFLAGS += -DRN_TEST_CC='"$(CC)"' -DRN_TEST_SAN='"$(SAN)"' -DRN_TEST_OPT='"$(OPT)"'

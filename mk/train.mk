@@ -12,7 +12,7 @@ DBL_SRC := core/rn_train.c core/rn_rmsnorm.c core/rn_matmul.c core/rn_swiglu.c \
            tests/gradcheck/gradcheck.c
 DBL_OBJ := $(DBL_SRC:%.c=$(BUILD)/dbl/%.o)
 
-$(BUILD)/dbl/%.o: %.c | setup
+$(BUILD)/dbl/%.o: %.c $(BUILD)/build-flags | setup
 	@mkdir -p $(dir $@)
 	@echo "CC(double) $<"; $(CC) $(CFLAGS) -DRN_DOUBLE -MMD -MP -c $< -o $@
 

@@ -2,7 +2,10 @@
  * binary, library, headers, ramnet.pc, a man page for ramtrace and for
  * every command its --help lists, bash completion; a small C program built
  * with `pkg-config --cflags --libs ramnet` against the installed copy runs;
- * `make uninstall` leaves the prefix empty. */
+ * `make uninstall` leaves the prefix empty.  The installed binary runs on
+ * any x86-64: its code has no instruction beyond the x86-64 baseline (no
+ * VEX/EVEX encoding, no BMI, POPCNT, LZCNT, MOVBE), and a build made with
+ * -march=native is refused before anything is built. */
 #include <dirent.h>
 #include <libgen.h>
 #include <stdio.h>
@@ -17,6 +20,9 @@
 #ifndef RN_TEST_SAN
 #define RN_TEST_SAN ""
 #endif
+#ifndef RN_TEST_OPT
+#define RN_TEST_OPT "-O2"
+#endif
 
 /* The build directory of the binary under test (make's BUILD). */
 static const char *build_dir(void)
@@ -26,11 +32,75 @@ static const char *build_dir(void)
     return dirname(dir);
 }
 
-/* make with this build's BUILD, not the caller make's job server. */
+/* make with this build's BUILD, CC, OPT and SAN (other flags would rebuild
+ * it), not the caller make's job server; opt NULL: this build's OPT. */
+static int run_make_opt(const char *target, const char *prefix, const char *build, const char *opt)
+{
+    return th_run("env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -s %s PREFIX='%s' BUILD='%s' CC='%s' OPT='%s' SAN='%s'",
+                  target, prefix, build, RN_TEST_CC, opt ? opt : RN_TEST_OPT, RN_TEST_SAN);
+}
+
 static int run_make(const char *target, const char *prefix)
 {
-    return th_run("env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -s %s PREFIX='%s' BUILD='%s'", target,
-                  prefix, build_dir());
+    return run_make_opt(target, prefix, build_dir(), NULL);
+}
+
+/* Does OPT name a CPU (as mk/install.mk's CPU_FLAGS_RE)? */
+static int cpu_specific(const char *opt)
+{
+    return th_run("printf '%%s\n' ' %s' | grep -Eq -- '( )-(march=([^x ]|x86-64-)|mavx|mfma|mf16c|mbmi|mlzcnt|mpopcnt|msse3|mssse3|msse4|mmovbe|mamx)'",
+                  opt) == 0;
+}
+
+/* Instructions beyond the x86-64 baseline in the code of binary path: a
+ * VEX or EVEX encoding (AVX and later: the mnemonics that start with v but
+ * for verr/verw, and any ymm/zmm/mask register) or BMI1/2, POPCNT, LZCNT,
+ * MOVBE, CRC32 (SSE4.2).  Returns their count (-1: objdump failed) and
+ * leaves a few of them in th_out(). */
+static int beyond_baseline(const char *path)
+{
+    int rc = th_run("objdump -d --no-show-raw-insn '%s' > '%s' && awk -F'\t' 'NF >= 2 { split($2, a, \" \"); m = a[1];"
+                    " if ((m ~ /^v/ && m !~ /^verr|^verw/) || $2 ~ /%%[yz]mm|%%k[0-7]/ ||"
+                    " m ~ /^(andn|bextr|blsi|blsmsk|blsr|bzhi|mulx|pdep|pext|rorx|sarx|shlx|shrx|popcnt|lzcnt|movbe)$|^crc32/)"
+                    " { n++; if (n <= 5) print } } END { print n + 0 }' '%s'",
+                    path, th_path("objdump.txt"), th_path("objdump.txt"));
+    if (rc) return -1;
+    const char *last = strrchr(th_out(), '\n');
+    while (last && last > th_out() && last[-1] != '\n') last--;
+    return last ? atoi(last) : -1;
+}
+
+TH_TEST(test_install_portable, "make install ships a baseline x86-64 binary; a -march=native build is refused")
+{
+    char prefix[4096], p[4096], scratch[4096];
+    snprintf(prefix, sizeof prefix, "%s", th_path("prefix-cpu"));
+    if (cpu_specific(RN_TEST_OPT)) {
+        /* this build names a CPU (make test-portable's native run): refused */
+        CU_ASSERT_EQUAL(run_make("install", prefix), 2);
+        CU_ASSERT_PTR_NOT_NULL(strstr(th_err(), "an installed binary must run on any x86-64"));
+        snprintf(p, sizeof p, "%s/bin/ramtrace", prefix);
+        CU_ASSERT(!th_file_exists(p));
+        return;
+    }
+    /* the binary under test, built like the one install ships: baseline */
+    int n = beyond_baseline(th_bin());
+    if (n) fprintf(stderr, "\n  %s: %d instructions beyond x86-64, e.g.\n%s", th_bin(), n, th_out());
+    CU_ASSERT_EQUAL(n, 0);
+    /* a check that sees them where they are: the same code built for this
+     * CPU (one object, compiled here) */
+    char obj[4096];
+    snprintf(obj, sizeof obj, "%s", th_path("native_pdma.o"));
+    if (th_run("%s -std=c11 -O2 -march=haswell -Icore -c core/rn_pdma.c -o '%s'", RN_TEST_CC, obj) == 0)
+        CU_ASSERT(beyond_baseline(obj) > 0);
+    /* a build dir made with -march=native: refused before anything is built */
+    snprintf(scratch, sizeof scratch, "%s", th_path("native-build"));
+    CU_ASSERT_EQUAL(run_make_opt("install", prefix, scratch, "-O2 -march=native"), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(th_err(), "is built with -march=native"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(th_err(), "an installed binary must run on any x86-64"));
+    snprintf(p, sizeof p, "%s/bin/ramtrace", prefix);
+    CU_ASSERT(!th_file_exists(p));
+    snprintf(p, sizeof p, "%s/core", scratch);
+    CU_ASSERT(!th_file_exists(p)); /* nothing compiled */
 }
 
 static int dir_is_empty(const char *path)
@@ -49,6 +119,7 @@ TH_TEST(test_install_uninstall, "make install / pkg-config / make uninstall roun
 {
     char prefix[4096], p[4096];
     snprintf(prefix, sizeof prefix, "%s", th_path("prefix"));
+    if (cpu_specific(RN_TEST_OPT)) return; /* not installable (test_install_portable) */
     CU_ASSERT_EQUAL_FATAL(run_make("install", prefix), 0);
 
     const char *files[] = { "bin/ramtrace", "lib/libramnet.a", "include/ramnet/rn_model.h",
@@ -58,6 +129,12 @@ TH_TEST(test_install_uninstall, "make install / pkg-config / make uninstall roun
         snprintf(p, sizeof p, "%s/%s", prefix, files[i]);
         CU_ASSERT(th_file_exists(p));
     }
+
+    /* the installed binary: x86-64 baseline code only */
+    snprintf(p, sizeof p, "%s/bin/ramtrace", prefix);
+    int nb = beyond_baseline(p);
+    if (nb) fprintf(stderr, "\n  %s: %d instructions beyond x86-64, e.g.\n%s", p, nb, th_out());
+    CU_ASSERT_EQUAL(nb, 0);
 
     /* one page per command, the commands as `ramtrace --help` lists them */
     CU_ASSERT_EQUAL_FATAL(th_run("%s/bin/ramtrace --help", prefix), 0);

@@ -93,11 +93,14 @@ static void hash_access(void *user, int layer, int head, int pos, int op, int k,
     }
 }
 
-static float *run_specs(const rn_model *m, const int *toks, const char *const *specs, int chunk, ev_hash *ev)
+/* Patch sources run in chunks of src_chunk rows (0: the run's own chunk). */
+static float *run_specs_src(const rn_model *m, const int *toks, const char *const *specs, int chunk,
+                            int src_chunk, ev_hash *ev)
 {
     rn_error err = { 0 };
     rn_iv_set iv;
     rn_iv_init(&iv, &m->cfg);
+    iv.source_chunk = src_chunk ? src_chunk : chunk;
     for (int i = 0; specs && specs[i]; i++)
         if (rn_iv_add(&iv, specs[i], &err)) { fprintf(stderr, "%s\n", err.msg); CU_FAIL_FATAL("spec"); }
     if (rn_iv_prepare(&iv, m, &err)) { fprintf(stderr, "%s\n", err.msg); CU_FAIL_FATAL("prepare"); }
@@ -113,6 +116,11 @@ static float *run_specs(const rn_model *m, const int *toks, const char *const *s
     return lg;
 }
 
+static float *run_specs(const rn_model *m, const int *toks, const char *const *specs, int chunk, ev_hash *ev)
+{
+    return run_specs_src(m, toks, specs, chunk, 0, ev);
+}
+
 static double maxdiff(const float *a, const float *b, size_t n, size_t from)
 {
     double d = 0;
@@ -124,6 +132,8 @@ static double maxdiff(const float *a, const float *b, size_t n, size_t from)
 
 TH_TEST(test_iv_identity, "no active spec: bit-identical logits and events; F = 1 and self-patch too")
 {
+    /* bit-identical by construction (rn_intervene.h): slot specs run the
+     * plain scan's functions, and patch sources run in the run's chunking */
     ev_hash e0 = { 0 }, e1 = { 0 }, e2 = { 0 }, e3 = { 0 };
     float *a = run_specs(&g_m, g_toks, NULL, 16, &e0);
     const char *none[] = { NULL };
@@ -139,7 +149,13 @@ TH_TEST(test_iv_identity, "no active spec: bit-identical logits and events; F = 
     CU_ASSERT(!memcmp(a, d, sizeof(float) * NLG));
     CU_ASSERT(e0.n == (int64_t)T * 3 * 2 * 2 * 4);
     CU_ASSERT(e0.hash == e1.hash && e0.hash == e2.hash && e0.hash == e3.hash);
-    free(a); free(b); free(c); free(d);
+    /* one row per forward (as rn_step): the source runs one row at a time
+     * too, and its products round as the run's do */
+    ev_hash e4 = { 0 }, e5 = { 0 };
+    float *a1 = run_specs(&g_m, g_toks, NULL, 1, &e4), *d1 = run_specs(&g_m, g_toks, unit, 1, &e5);
+    CU_ASSERT(!memcmp(a1, d1, sizeof(float) * NLG));
+    CU_ASSERT(e4.n == e0.n && e4.hash == e5.hash);
+    free(a); free(b); free(c); free(d); free(a1); free(d1);
 }
 
 TH_TEST(test_iv_ablate_head, "ablate-head = zeroed o_proj slice; ablate-layer = its heads; all slots = head")
@@ -247,8 +263,20 @@ TH_TEST(test_iv_patch, "patch-head: every head from the clean run reproduces it;
     all[6] = NULL;
     float *p = run_specs(&g_m, g_toks2, all, 16, NULL);
     /* each head's o is the clean one, so every residual stream is too,
-     * except through the embedding of the differing tokens (rows >= 20) */
-    CU_ASSERT(maxdiff(p, clean, 20 * 64, 0) < 1e-5);
+     * except through the embedding of the differing tokens (rows >= 20):
+     * the sources ran in the same chunks, so bit for bit */
+    CU_ASSERT(!memcmp(p, clean, sizeof(float) * 20 * 64));
+    /* sources in other chunkings: the same to rounding, relative to the
+     * logits' scale (large weights: logits of order 100), as chunkings of
+     * one run are (test_iv_chunks_steps) */
+    double scale = 0;
+    for (size_t i = 0; i < NLG; i++) scale = fmax(scale, fabs(clean[i]));
+    for (int sc = 1; sc <= 256; sc *= 4) {
+        float *ps = run_specs_src(&g_m, g_toks2, all, 16, sc, NULL);
+        CU_ASSERT(maxdiff(ps, clean, 20 * 64, 0) < 1e-5 * scale);
+        CU_ASSERT(maxdiff(ps, corrupt, NLG, 20 * 64) > 1e-3);
+        free(ps);
+    }
     CU_ASSERT(maxdiff(corrupt, clean, NLG, 20 * 64) > 1e-3);
     /* a range: rows before it are the corrupted run's, bit for bit */
     char one[600];
@@ -360,6 +388,21 @@ TH_TEST(test_iv_cli, "run and trace --intervene: effect, @FILE, recorded specs, 
     CU_ASSERT_STRING_NOT_EQUAL(th_out(), plain);
     CU_ASSERT_EQUAL(th_run("%s run samples/kjv.bin %s -n 30 -t 0 --intervene 'patch-head 2.2 from %s'", th_bin(), p, p), 0);
     CU_ASSERT_STRING_EQUAL(th_out(), plain);
+    /* trace --chunk N: the source runs in the same chunks, so patching a
+     * head from the run's own input leaves every event as it was, weights
+     * bit for bit (a source run in chunks of 256 changed 3788 of them) */
+    char same[512];
+    snprintf(same, sizeof same, "%s", th_path("iv-same.db"));
+    CU_ASSERT_EQUAL_FATAL(th_run("%s trace samples/kjv.bin %s -o %s --chunk 5", th_bin(), p, same), 0);
+    CU_ASSERT_EQUAL_FATAL(th_run("%s trace samples/kjv.bin %s -o %s --chunk 5 --intervene 'patch-head 2.2 from %s'",
+                                 th_bin(), p, same, p), 0);
+    const char *ev = "SELECT layer, head, pos, op, rank, slot, weight FROM events WHERE run_id = ";
+    char q[512];
+    snprintf(q, sizeof q, "SELECT count(*) FROM (%s 1 EXCEPT %s 2)", ev, ev);
+    CU_ASSERT_EQUAL(th_sql_int(same, q), 0);
+    CU_ASSERT_EQUAL(th_sql_int(same, "SELECT count(*) FROM events WHERE run_id = 2"),
+                    th_sql_int(same, "SELECT count(*) FROM events WHERE run_id = 1"));
+    CU_ASSERT(th_sql_int(same, "SELECT count(*) FROM events WHERE run_id = 1") > 1000);
     /* a patch source that is a traced run: the same input is the identity;
      * a run of another model is refused */
     char src_db[512], other[512];

@@ -1,7 +1,8 @@
 /* test_slots.c — `ramtrace slots` (analysis/an_slots.c): each slot's writers,
  * state and logit lens against independent computations — the lens against
  * a dense double-precision product built from the weights, the state
- * against the runtime's, the write shares against the normaliser — and the
+ * against the runtime's (in the same chunking, so the same floats), the
+ * write shares against the normaliser — and the
  * command's options and errors. */
 #include <math.h>
 #include <stdio.h>
@@ -70,7 +71,14 @@ TH_TEST(test_slots_lens_dense, "slots: state, shares and lens against a dense do
     const int at = 29, ntop = 4;
     rn_runtime *rt;
     rn_error err;
-    CU_ASSERT_EQUAL_FATAL(rn_runtime_create(&m, 8, &rt, &err), RN_OK);
+    /* The runtime's state in the chunking an_slots runs (one forward of
+     * at + 1 <= 256 rows), so the two float states are the same by
+     * construction.  In another chunking they agree only to rounding, and
+     * loosely: BLAS kernels round products of other shapes differently
+     * and this model's large weights amplify it (chunks of 8 against 256:
+     * slot norms up to 1.2e-4 apart, relative, under Haswell's kernels;
+     * 0 under Sandybridge's). */
+    CU_ASSERT_EQUAL_FATAL(rn_runtime_create(&m, 256, &rt, &err), RN_OK);
     CU_ASSERT_EQUAL_FATAL(rn_prefill(rt, toks, at + 1, NULL, 0, &err), RN_OK);
     for (int l = 0; l < c.n_layers; l++)
         for (int h = 0; h < c.n_heads; h++) {
@@ -80,7 +88,7 @@ TH_TEST(test_slots_lens_dense, "slots: state, shares and lens against a dense do
             CU_ASSERT_EQUAL_FATAL(rn_runtime_head_state(rt, l, h, &S, &z, &err), RN_OK);
             CU_ASSERT(s.n_slots >= 1);
             CU_ASSERT_EQUAL(s.n_writes, (size_t)(at + 1) * c.top_k);
-            double maxerr = 0, maxshare = 0;
+            double maxerr = 0, maxshare = 0, relnorm = 0, relz = 0;
             for (size_t i = 0; i < s.n_slots; i++) {
                 const an_slot *sl = &s.slots[i];
                 if (i) CU_ASSERT(sl->slot > s.slots[i - 1].slot);
@@ -89,8 +97,9 @@ TH_TEST(test_slots_lens_dense, "slots: state, shares and lens against a dense do
                     nn += (double)S[sl->slot * c.d_v + d] * S[sl->slot * c.d_v + d];
                     v[d] = S[sl->slot * c.d_v + d] / ((double)z[sl->slot] + c.eps);
                 }
-                CU_ASSERT_DOUBLE_EQUAL(sl->norm, sqrt(nn), 1e-6);
-                CU_ASSERT_DOUBLE_EQUAL(sl->z, z[sl->slot], 1e-7);
+                /* the same float state: only the double sums' rounding */
+                relnorm = fmax(relnorm, fabs(sl->norm - sqrt(nn)) / sqrt(nn));
+                relz = fmax(relz, fabs(sl->z - z[sl->slot]) / fabs(z[sl->slot]));
                 for (size_t k = 0; k < sl->n_writes; k++) {
                     const an_slot_write *w = &s.writes[sl->first + k];
                     sum += w->share;
@@ -112,6 +121,8 @@ TH_TEST(test_slots_lens_dense, "slots: state, shares and lens against a dense do
                     }
                 }
             }
+            CU_ASSERT(relnorm < 1e-12);
+            CU_ASSERT(relz < 1e-12);
             CU_ASSERT(maxerr < 1e-5);
             CU_ASSERT(maxshare < 1e-4);
             an_slots_free(&s);

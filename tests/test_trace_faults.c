@@ -201,32 +201,47 @@ TH_TEST(test_create_race_processes, "two processes creating one new trace file a
 
 TH_TEST(test_reader_holds_file, "a reader holding the file for 6 s: the run goes on, readers keep reading")
 {
-    char db[512], args[2048];
+    /* The run must outlast the hold on any machine: at 63k tokens/s (this
+     * model, -j 1) the 400 kB input took 6.3 s and a faster machine
+     * finished it before the hold ended (exit 0, no interrupted run).
+     * 4 MB: over a minute here; the run is interrupted once the hold has
+     * seen it commit, so the time is that of the hold. */
+    char db[512], in[512], args[2048];
     snprintf(db, sizeof db, "%s", th_path("hold.db"));
-    snprintf(args, sizeof args, "trace %s %s -o %s -j 1", g_model, g_input, db);
+    snprintf(in, sizeof in, "%s", th_path("hold-input.txt"));
+    CU_ASSERT_EQUAL_FATAL(th_write_verses(in, 4000000), 0);
+    snprintf(args, sizeof args, "trace %s %s -o %s -j 1", g_model, in, db);
     pid_t p = bg_start("hold", args);
     CU_ASSERT_FATAL(p > 0);
     CU_ASSERT_FATAL(wait_first_batch(db));
-    /* A reader opens a read transaction and keeps it for 6 s (longer than
-     * any busy timeout a writer had), reading now and then. */
+    /* A reader opens a read transaction and keeps it for at least 6 s
+     * (longer than a reader's busy timeout, TR_READER_BUSY_MS), reading
+     * now and then, and until other readers have seen the writer commit
+     * two batches past its snapshot (at most 60 s). */
     sqlite3 *h;
     CU_ASSERT_EQUAL_FATAL(sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
     sqlite3_busy_timeout(h, 5000);
     CU_ASSERT_EQUAL(sqlite3_exec(h, "BEGIN; SELECT count(*) FROM event_blocks;", NULL, NULL, NULL), SQLITE_OK);
+    const int64_t held = th_sql_int(db, "SELECT count(*) FROM event_blocks");
     int reads_failed = 0;
-    int64_t seen = 0;
-    for (int i = 0; i < 30; i++) {
+    int64_t seen = 0, blocks = held;
+    for (int i = 0; i < 300 && (i < 30 || blocks < held + 2); i++) {
         sleep_ms(200);
         CU_ASSERT_EQUAL(sqlite3_exec(h, "SELECT count(*) FROM tokens", NULL, NULL, NULL), SQLITE_OK);
         /* ... while other readers come and go */
         int64_t v = th_sql_int(db, "SELECT count(*) FROM tokens");
         if (v < 0) reads_failed++;
         else seen = v;
+        int64_t b = th_sql_int(db, "SELECT count(*) FROM event_blocks");
+        if (b > blocks) blocks = b;
     }
     sqlite3_exec(h, "COMMIT", NULL, NULL, NULL);
     sqlite3_close(h);
     CU_ASSERT_EQUAL(reads_failed, 0);
     CU_ASSERT(seen > 0);
+    /* the run went on past the held snapshot, and is still running */
+    CU_ASSERT(held > 0 && blocks >= held + 2);
+    CU_ASSERT_EQUAL(th_sql_int(db, "SELECT count(*) FROM runs WHERE status = 'running'"), 1);
     kill(p, SIGINT);
     CU_ASSERT_EQUAL(bg_wait("hold", 60), 130);
     char *e = bg_err("hold");
@@ -235,6 +250,7 @@ TH_TEST(test_reader_holds_file, "a reader holding the file for 6 s: the run goes
     free(e);
     CU_ASSERT_EQUAL(th_sql_int(db, "SELECT count(*) FROM runs WHERE status = 'interrupted'"), 1);
     check_whole_run(db, 1);
+    unlink(in);
 }
 
 TH_TEST(test_sigkill_repair, "SIGKILL after the first batch, then repair: stats works, counts are the rows")

@@ -159,6 +159,7 @@ int tr_trace_run(const tr_trace_job *job, tr_trace_result *res, rn_error *err)
     if (!rc) rc = tr_state_device_check(job->state, job->device, err);
     if (!rc) rc = job->state && job->state->budget ? rn_runtime_create_state(&m, chunk, job->state, &rt, err)
                                                    : rn_runtime_create_on(&m, chunk, job->device, &rt, err);
+    iv.source_chunk = chunk; /* patch sources in the run's chunking (rn_intervene.h) */
     if (!rc) rc = rn_iv_prepare(&iv, &m, err);
     if (!rc) rc = rn_runtime_set_interventions(rt, &iv, err);
     if (rc) goto done;
