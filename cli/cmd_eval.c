@@ -189,7 +189,7 @@ int cmd_eval(int argc, char **argv)
     if (optind >= argc) return cli_usage_error("eval", "no model given");
     if (optind + 1 < argc) return cli_usage_error("eval", "unexpected argument '%s'", argv[optind + 1]);
     if (!task) return cli_usage_error("eval", "no task (--task mqar|text)");
-    if (rn_device_select(device_arg, NULL, &device, &err)) return cli_fail(&err);
+    if (rn_device_select(device_arg, &device, &err)) return cli_fail(&err);
     int is_mqar = !strcmp(task, "mqar");
     if (!is_mqar && strcmp(task, "text")) return cli_usage_error("eval", "unknown task '%s' (expected mqar or text)", task);
     if (by_pair && !is_mqar) return cli_usage_error("eval", "--by-pair: only for --task mqar");

@@ -122,7 +122,7 @@ int cmd_run(int argc, char **argv)
         return cli_usage_error("run", "--trace -: a trace database cannot go to standard output; give a file name");
     const char *model_path = argv[optind], *prompt_path = argv[optind + 1];
     cli_threads(threads);
-    if (rn_device_select(device_arg, NULL, &device, &err)) return cli_fail(&err);
+    if (rn_device_select(device_arg, &device, &err)) return cli_fail(&err);
     if (n_iv_args && device != RN_DEVICE_CPU)
         return cli_usage_error("run", "--intervene: interventions run on the CPU only (--device cpu)");
     if (tr_state_device_check(&so, device, &err)) return cli_usage_error("run", "%s", err.msg);

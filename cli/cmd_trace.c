@@ -116,7 +116,7 @@ int cmd_trace(int argc, char **argv)
     if (!job.db_path) return cli_usage_error("trace", "-o OUT.db is required");
     if (!strcmp(job.db_path, "-"))
         return cli_usage_error("trace", "-o -: a trace database cannot go to standard output; give a file name");
-    if (rn_device_select(device_arg, NULL, &device, &err)) return cli_fail(&err);
+    if (rn_device_select(device_arg, &device, &err)) return cli_fail(&err);
     job.device = device;
     job.state = &so;
     if (tr_state_device_check(&so, device, &err)) return cli_usage_error("trace", "%s", err.msg);

@@ -171,7 +171,7 @@ int cmd_train(int argc, char **argv)
         }
     }
     if (optind < argc) return cli_usage_error("train", "unexpected argument '%s'", argv[optind]);
-    if (rn_device_select(device_arg, NULL, &device, &err)) return cli_fail(&err);
+    if (rn_device_select(device_arg, &device, &err)) return cli_fail(&err);
     int task;
     if (!strcmp(task_s, "mqar")) task = RN_TASK_MQAR;
     else if (!strcmp(task_s, "text")) task = RN_TASK_TEXT;

@@ -14,11 +14,9 @@ int rn_device_parse(const char *s, rn_device *out, rn_error *err);
  * naming --device when the binary has no CUDA or the machine no GPU. */
 int rn_device_check(rn_device d, rn_error *err);
 
-/* Parse and check --device ARG (NULL: cpu).  A command that cannot yet
- * run on the GPU passes what it does as `gpu_missing` (e.g. "training"):
- * cuda is then refused with that reason once the device itself is usable.
- * RN_EINPUT with a one-line message naming --device on any refusal. */
-int rn_device_select(const char *arg, const char *gpu_missing, rn_device *out, rn_error *err);
+/* Parse and check --device ARG (NULL: cpu).  RN_EINPUT with a one-line
+ * message naming --device on any refusal. */
+int rn_device_select(const char *arg, rn_device *out, rn_error *err);
 
 /* Default prefill rows per forward call on device d: 256 on the CPU (the
  * activations stay in cache), 1024 on the GPU (its products need a thousand

@@ -27,9 +27,9 @@ TH_TEST(test_device_parse, "--device accepts cpu and cuda and names itself on an
     CU_ASSERT_EQUAL(rn_device_parse("gpu", &d, &err), RN_EINPUT);
     CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "--device"));
     CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "'gpu'"));
-    CU_ASSERT_EQUAL(rn_device_select(NULL, "training", &d, &err), RN_OK);
+    CU_ASSERT_EQUAL(rn_device_select(NULL, &d, &err), RN_OK);
     CU_ASSERT_EQUAL(d, RN_DEVICE_CPU);
-    CU_ASSERT_EQUAL(rn_device_select("cpu", "training", &d, &err), RN_OK);
+    CU_ASSERT_EQUAL(rn_device_select("cpu", &d, &err), RN_OK);
 }
 
 TH_TEST(test_device_no_cuda, "without CUDA, --device cuda is refused (RN_EINPUT) by check and runtime")
