@@ -118,8 +118,7 @@ int an_spill_build_order(const an_run *r, int layer, int head, int scope, int op
         s->layer = scope == AN_SCOPE_MODEL ? -1 : gl0;
         s->head = scope == AN_SCOPE_HEAD ? gh0 : -1;
         s->off = off;
-        s->universe = (uint64_t)M * (scope == AN_SCOPE_HEAD ? 1 : scope == AN_SCOPE_LAYER ? (uint64_t)H
-                                                                    : (uint64_t)H * (uint64_t)L);
+        s->universe = an_scope_universe(scope, L, H, M);
         uint32_t nk = 0;
         size_t nb = 0;
         tr_event e;

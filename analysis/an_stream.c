@@ -19,6 +19,11 @@ const char *an_scope_name(int scope)
     return scope == AN_SCOPE_HEAD ? "head" : scope == AN_SCOPE_LAYER ? "layer" : "model";
 }
 
+uint64_t an_scope_universe(int scope, int64_t L, int64_t H, int64_t M)
+{
+    return (uint64_t)M * (scope == AN_SCOPE_HEAD ? 1 : scope == AN_SCOPE_LAYER ? (uint64_t)H : (uint64_t)H * (uint64_t)L);
+}
+
 /* Canonical order: (layer, head, pos, op, rank). */
 static int cmp_canonical(const void *a, const void *b)
 {
@@ -194,8 +199,7 @@ int an_streams_build(const tr_event *ev_in, size_t n, const rn_config *cfg, int 
         s->layer = scope == AN_SCOPE_MODEL ? -1 : scope == AN_SCOPE_LAYER ? g : g / H;
         s->head = scope == AN_SCOPE_HEAD ? g % H : -1;
         s->n = hi - lo;
-        s->universe = (uint64_t)M * (scope == AN_SCOPE_HEAD ? 1 : scope == AN_SCOPE_LAYER ? (uint64_t)H
-                                                                       : (uint64_t)H * (uint64_t)L);
+        s->universe = an_scope_universe(scope, L, H, M);
         s->key = malloc(s->n * sizeof *s->key);
         s->pos = malloc(s->n * sizeof *s->pos);
         s->op = malloc(s->n);

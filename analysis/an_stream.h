@@ -78,6 +78,9 @@ void an_idmap_free(an_idmap *m);
 int an_scope_parse(const char *s, int *scope, rn_error *err);
 const char *an_scope_name(int scope);
 
+/* The keys a cache of the scope can hold: M, H·M or L·H·M. */
+uint64_t an_scope_universe(int scope, int64_t L, int64_t H, int64_t M);
+
 /* Build the streams of a scope from n events (any order; canonical order is
  * the fast path) of a run whose config is cfg, keeping the operations in
  * ops.  Events with a layer/head/slot outside cfg are RN_EINPUT.  Memory and

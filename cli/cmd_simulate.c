@@ -156,8 +156,7 @@ int cmd_simulate(int argc, char **argv)
     if ((rc = an_run_check_head(&r, (int)layer, (int)head, &err))) goto out;
     /* what the config bounds is refused before the run is read: the keys a
      * cache of the scope can hold (M, H·M or L·H·M), the positions to warm */
-    const uint64_t H = (uint64_t)r.run.cfg.n_heads, L = (uint64_t)r.run.cfg.n_layers;
-    const uint64_t universe = (uint64_t)r.M * (scope == AN_SCOPE_HEAD ? 1 : scope == AN_SCOPE_LAYER ? H : H * L);
+    const uint64_t universe = an_scope_universe(scope, r.run.cfg.n_layers, r.run.cfg.n_heads, r.M);
     for (int i = 0; i < nc; i++)
         if (caps[i] > universe) {
             rc = rn_seterr(&err, RN_EINPUT, "--capacity: %llu is larger than the %llu keys a %s cache can "

@@ -326,7 +326,7 @@ static void note_sealed(tr_writer *w)
 }
 
 /* Hand the current batch to the thread if sealed positions are due. */
-static void flush_due(tr_writer *w)
+static void submit_sealed(tr_writer *w)
 {
     w->flush_due = 0;
     submit(w);
@@ -346,7 +346,7 @@ static void probe_access(void *user, int layer, int head, int pos, int op, int k
     /* the accesses of the positions after the sealed ones have begun and
      * no tokens row came meanwhile (a caller that adds them at the end):
      * commit the sealed ones now */
-    if (w->flush_due && pos >= w->sealed_upto) flush_due(w);
+    if (w->flush_due && pos >= w->sealed_upto) submit_sealed(w);
     if (!tr_select_has(&w->sel, layer, head, op) || k != w->K) return;
     open_block *ob = &w->open[layer * w->H + head];
     int64_t next = ob->pos0 + ob->npos;   /* the position being filled */
@@ -386,7 +386,7 @@ void tr_writer_add_token(tr_writer *w, int64_t pos, int token_id, const char *pi
     snprintf(t->piece, sizeof t->piece, "%s", piece ? piece : "");
     w->tokens++;
     /* the tokens rows of the sealed positions are in: commit them together */
-    if (w->flush_due && pos + 1 >= w->sealed_upto) flush_due(w);
+    if (w->flush_due && pos + 1 >= w->sealed_upto) submit_sealed(w);
 }
 
 const rn_probe *tr_writer_probe(tr_writer *w) { return &w->probe; }
