@@ -15,6 +15,12 @@
 # Module fragments (mk/*.mk) may add rules and extend TEST_BINS / BENCH_BINS.
 
 CC      ?= cc
+# core/ is in rooms, one per subsystem, ordered so a room includes only
+# rooms to its left (docs/design.md; scripts/check-rooms checks it).
+# core/cuda/ sits between state and infer; its .cu files are built by
+# mk/cuda.mk.  Headers are included by name: every room is on the path.
+CORE_ROOMS := base model nn cache state infer train
+CORE_INC    = $(patsubst %,-Icore/%,$(CORE_ROOMS) cuda)
 BUILD   ?= $(if $(filter 1,$(CUDA)),build-cuda,build)
 # No -march=native: the binary (and what `make install` ships) runs on any
 # x86-64, and -march=native did not make it faster (docs/portability.md).
@@ -33,11 +39,11 @@ BLASLIB  = /usr/lib/$(MULTIARCH)/openblas-openmp
 PKGCFG   = $(eval PKGCFG := -I/usr/include/$(MULTIARCH)/openblas-openmp $(shell pkg-config --cflags sqlite3 cairo libpng 2>/dev/null))$(PKGCFG)
 PKGLIBS  = $(eval PKGLIBS := -L$(BLASLIB) -Wl,-rpath,$(BLASLIB) $(shell pkg-config --libs sqlite3 cairo libpng 2>/dev/null))$(PKGLIBS)
 CFLAGS  += -std=c11 $(OPT) -g -Wall -Wextra -Werror $(WNO) -fopenmp -D_GNU_SOURCE -pthread $(SAN) \
-           -Icore -Itrace -Ianalysis -Iviz -Ifigure -Icli -I$(BUILD)/gen $(PKGCFG)
+           $(CORE_INC) -Itrace -Ianalysis -Iviz -Ifigure -Icli -I$(BUILD)/gen $(PKGCFG)
 LDLIBS  += $(PKGLIBS) -lopenblas -lsqlite3 -lcairo -lpng -lm -pthread
 LDFLAGS += -fopenmp $(SAN)
 
-LIB_SRC   := $(wildcard core/*.c trace/*.c analysis/*.c viz/*.c figure/*.c)
+LIB_SRC   := $(wildcard $(CORE_ROOMS:%=core/%/*.c) trace/*.c analysis/*.c viz/*.c figure/*.c)
 CLI_SRC   := $(wildcard cli/*.c)
 TEST_SRC  := $(wildcard tests/test_*.c)
 TEST_HELP := $(filter-out $(TEST_SRC),$(wildcard tests/*.c))
@@ -121,7 +127,8 @@ $(BUILD)/bench/%: bench/%.c $(LIB) | setup
 test: setup $(BIN) $(BUILD)/test_runner $(TEST_BINS)
 	@rc=0; RAMTRACE_BIN=$(abspath $(BIN)) $(BUILD)/test_runner || rc=1; \
 	for t in $(TEST_BINS); do RAMTRACE_BIN=$(abspath $(BIN)) $$t || rc=1; done; \
-	$(if $(SAN),,scripts/doc-examples --bin $(abspath $(BIN)) || rc=1;) exit $$rc
+	$(if $(SAN),,scripts/doc-examples --bin $(abspath $(BIN)) || rc=1;) \
+	scripts/check-rooms || rc=1; exit $$rc
 
 test-long:
 	RN_TEST_LONG=1 $(MAKE) test

@@ -74,7 +74,7 @@ int an_attribute_matrix_range(const tr_event *ev, size_t n, int64_t M, double ga
 void an_matrix_free(an_matrix *m);
 
 /* Print a read's writing tokens, largest |coef| first (sorts a->tokens),
- * at most top of them (0 = all), in fmt (RN_FMT_*, core/rn_rows.h):
+ * at most top of them (0 = all), in fmt (RN_FMT_*, core/base/rn_rows.h):
  * table (a heading line, then pos, coef, share %, token), CSV (pos, coef,
  * share, piece; %.6g, pieces always quoted) or JSON ({"layer", "head",
  * "pos", "total", "tokens": [{pos, coef, share}]}).  toks (sorted by pos)

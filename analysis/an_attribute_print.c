@@ -1,7 +1,7 @@
 /* an_attribute_print.c — printing attributions (`ramtrace attribute`):
  * the per-token table / CSV / JSON, the per-term CSV (--detail) and the
  * token x token matrix CSV (--matrix), all through the row writer
- * (core/rn_rows.h) so quoting and number formats match the other commands. */
+ * (core/base/rn_rows.h) so quoting and number formats match the other commands. */
 #include "an_attribute.h"
 
 #include <math.h>

@@ -1,7 +1,7 @@
 /* an_cache.h — the simulator that replays an access stream through one
  * cache policy.
  *
- * The policies live in core (core/rn_cache_NAME.c, interface rn_cache.h),
+ * The policies live in core (core/cache/rn_cache_NAME.c, interface rn_cache.h),
  * where the tiered memory state (rn_state.h) runs the same code on the
  * model's real accesses; an_policy is their type here.  A policy caches
  * dense keys 0..n_keys-1 (see an_stream.h) and allocates everything in

@@ -1,5 +1,5 @@
 /* an_export.c — oracleGeneral and CSV export of a run (an_export.h); the
- * CSV goes through the row writer (core/rn_rows.h). */
+ * CSV goes through the row writer (core/base/rn_rows.h). */
 #include "an_export.h"
 
 #include <errno.h>

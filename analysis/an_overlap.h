@@ -86,7 +86,7 @@ int an_pairs_read(const char *path, char **buf, char ***names, an_pair **pairs, 
 int an_overlap_file(const char *path, const char *pairs_path, an_overlap_row **rows, int *n_rows,
                     rn_error *err);
 
-/* Print rows in fmt (RN_FMT_*, core/rn_rows.h), one per (layer, head). */
+/* Print rows in fmt (RN_FMT_*, core/base/rn_rows.h), one per (layer, head). */
 int an_overlap_print(FILE *f, int fmt, const an_overlap_row *rows, int n, rn_error *err);
 
 #endif

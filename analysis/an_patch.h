@@ -5,7 +5,7 @@
  * The model runs on CLEAN (recording every head's read output o at every
  * position) and on CORRUPT (same number of tokens).  Then, for each head
  * (l, h) in turn, CORRUPT runs again with that head's o replaced at every
- * position by its clean value (patch-head, core/rn_intervene.h), and a
+ * position by its clean value (patch-head, core/infer/rn_intervene.h), and a
  * metric of the last position's logits is taken:
  *   logit-diff  logit(answer) − logit(wrong)
  *   prob        softmax(logits)[answer]

@@ -1,5 +1,5 @@
 /* an_simrun.c — policy × capacity simulation grids (an_simrun.h), printed
- * through the row writer (core/rn_rows.h).
+ * through the row writer (core/base/rn_rows.h).
  *
  * The cells of a grid replay the same stream into independent caches, so
  * they run in parallel (OpenMP, up to omp_get_max_threads() threads):

@@ -44,7 +44,7 @@ int an_simgrid_run_spill(an_spill *sp, const an_policy **pol, int np, const uint
                          uint64_t slot_bytes, an_progress_fn progress, void *user, an_simgrid *g,
                          rn_error *err);
 
-/* Print as a table / CSV / JSON (RN_FMT_*, core/rn_rows.h); with mrc, an
+/* Print as a table / CSV / JSON (RN_FMT_*, core/base/rn_rows.h); with mrc, an
  * "lru-exact" row per capacity from the exact LRU curve.  RN_EIO when
  * writing fails. */
 int an_simgrid_print(FILE *f, int fmt, const an_simgrid *g, const an_mrc *mrc, rn_error *err);

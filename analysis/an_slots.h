@@ -10,7 +10,7 @@
  *   - the state: |S[slot]| (L2) and z[slot];
  *   - the logit lens of the normalised value S[slot]/(z[slot] + ε) through
  *     the head's slice of o_proj, the final norm and the unembedding
- *     (core/rn_lens.h): the top tokens it promotes.
+ *     (core/nn/rn_lens.h): the top tokens it promotes.
  */
 #ifndef AN_SLOTS_H
 #define AN_SLOTS_H
@@ -55,7 +55,7 @@ int an_slots_compute(const rn_model *m, const int *toks, int n, int layer, int h
                      int n_top, an_slots *out, rn_error *err);
 void an_slots_free(an_slots *s);
 
-/* Print in fmt (RN_FMT_*, core/rn_rows.h).  Table and CSV: one row per
+/* Print in fmt (RN_FMT_*, core/base/rn_rows.h).  Table and CSV: one row per
  * slot; the writers (by share, at most max_writers in a table, all in CSV)
  * and the promoted tokens as text.  JSON: one object with every write and
  * promoted token as arrays. */

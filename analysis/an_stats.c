@@ -1,5 +1,5 @@
 /* an_stats.c — per-head memory-use statistics and their printing
- * (an_stats.h) through the row writer (core/rn_rows.h). */
+ * (an_stats.h) through the row writer (core/base/rn_rows.h). */
 #include "an_stats.h"
 
 #include <math.h>

@@ -101,7 +101,7 @@ extern size_t an_stats_dense_reuse;
 void an_stats_summarise(const an_head_stats *h, int n, int want_cape, an_stats_summary *out);
 
 /* Print the per-head rows and the CAPE / non-CAPE / all summaries in fmt
- * (RN_FMT_*, core/rn_rows.h).  CSV: the per-head rows only.  JSON:
+ * (RN_FMT_*, core/base/rn_rows.h).  CSV: the per-head rows only.  JSON:
  * {"slots", "window", "heads": [...], "summary": {"cape": {...},
  * "non-cape": {...}, "all": {...}}}.  Table: the per-head table, the
  * summary table and a footnote line.  RN_EIO when writing fails. */

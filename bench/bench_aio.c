@@ -18,7 +18,7 @@
  * Writes into holes stop after 4,096 (or the time), to bound the cost of
  * freeing them.  The last rows ("sparse+fallocate", 4096-byte blocks)
  * allocate each block with fallocate(FALLOC_FL_KEEP_SIZE) first, as the
- * tiered state does for a fresh row (core/rn_aio.c); their CPU time
+ * tiered state does for a fresh row (core/state/rn_aio.c); their CPU time
  * includes the fallocate calls.
  */
 #include <errno.h>

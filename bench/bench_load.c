@@ -1,6 +1,6 @@
 /* bench_load.c — throughput of the model commands on a quiet machine and
  * beside one busy competitor (a spinning process), for the default thread
- * policy (the count follows the load, core/rn_threads.h) and for a fixed
+ * policy (the count follows the load, core/base/rn_threads.h) and for a fixed
  * count of one thread per CPU (the old default), as medians and ratios.
  *
  * Runs the ramtrace binary next to this program's directory

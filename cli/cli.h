@@ -123,7 +123,7 @@ enum { CLI_O_STATE_BUDGET = 3000, CLI_O_STATE_FILE, CLI_O_STATE_POLICY, CLI_O_ST
     { "state-discard", no_argument, 0, CLI_O_STATE_DISCARD }, \
     { "state-no-prefetch", no_argument, 0, CLI_O_STATE_NO_PREFETCH }, \
     { "state-io", required_argument, 0, CLI_O_STATE_IO }
-/* The cache policies of the registry (core/rn_cache.h), under a
+/* The cache policies of the registry (core/cache/rn_cache.h), under a
  * "policies:" heading, one "  NAME  summary" line each; online_only leaves
  * out those that need the future accesses (opt), which a running model
  * (--state-policy) cannot use. */
@@ -145,7 +145,7 @@ void cli_set_threads(int n);
 /* The thread policy of the model commands (run, trace, train, eval): n > 0
  * (--threads N) fixes the count; otherwise, unless OMP_NUM_THREADS or
  * another OpenMP setting is in the environment, the count follows the
- * machine's load, at most one per CPU (core/rn_threads.h). */
+ * machine's load, at most one per CPU (core/base/rn_threads.h). */
 void cli_threads(long n);
 
 /* Seconds since an arbitrary epoch (monotonic clock). */

@@ -1,7 +1,7 @@
 /* cmd_eval.c — `ramtrace eval MODEL --task mqar|text`: score a saved model
  * (MQAR: accuracy over the test ladder, or with --by-pair by the place of
  * the queried pair in the context; text: held-out loss and bits per
- * byte).  The evaluations live in core/rn_train_loop.c. */
+ * byte).  The evaluations live in core/train/rn_train_loop.c. */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>

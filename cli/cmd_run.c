@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "rn_patch_source.h"
 #include "rn_modelfile.h"
 #include "rn_runtime.h"
 #include "rn_sampler.h"

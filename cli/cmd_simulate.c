@@ -87,7 +87,7 @@ int cmd_simulate(int argc, char **argv)
 {
     if (cli_wants_help(argc, argv)) {
         fputs(usage, stdout);
-        cli_print_policies(stdout, 0); /* the registry, core/rn_cache.h */
+        cli_print_policies(stdout, 0); /* the registry, core/cache/rn_cache.h */
         fputs(example, stdout);
         return 0;
     }

@@ -1,6 +1,6 @@
 /* cmd_train.c — `ramtrace train`: parse flags, load the config (model and
  * training keys in one .cfg), print progress; the loop itself is
- * rn_train_run in core/rn_train_loop.c. */
+ * rn_train_run in core/train/rn_train_loop.c. */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -11,7 +11,7 @@
 
 #include "an_load.h"
 #include "an_stream.h"
-#include "fig_figure.h"
+#include "fig_opts.h"
 #include "viz_trace.h"
 
 typedef struct {

@@ -53,21 +53,6 @@ const char *fig_kind_name(int kind)
     return kind >= 0 && kind < FIG_N_KINDS ? kinds[kind].name : "?";
 }
 
-void fig_opts_default(fig_opts *o)
-{
-    memset(o, 0, sizeof *o);
-    o->pos_hi = -1;
-    o->dpi = 96;
-    o->cmap = VIZ_CMAP_VIRIDIS;
-}
-
-int fig_palette_from_name(const char *name)
-{
-    if (name && !strcmp(name, "okabe-ito")) return 0;
-    if (name && !strcmp(name, "paper")) return 1;
-    return -1;
-}
-
 int fig_draw(const fig_opts *o, rn_error *err)
 {
     static int (*const draw[FIG_N_KINDS])(fig_ctx *, rn_error *) = {

@@ -14,9 +14,8 @@
 
 #include <stdint.h>
 
-#include "an_simrun.h" /* an_progress_fn */
+#include "fig_opts.h"
 #include "rn_error.h"
-#include "viz_colormap.h"
 
 typedef enum { FIG_TRACE = 0, FIG_HEATMAP, FIG_MRC, FIG_REUSE, FIG_ATTRIBUTION, FIG_N_KINDS } fig_kind;
 
@@ -37,38 +36,6 @@ int fig_kind_count(void);
 const fig_kind_entry *fig_kind_at(int i);
 /* The names, "trace, heatmap, ..." (truncated to cap). */
 void fig_kind_list(char *buf, size_t cap);
-
-typedef struct {
-    int kind;                 /* fig_kind */
-    const char *db_path;
-    const char *out_path;     /* .png, .svg or .pdf */
-    int64_t run_id;           /* 0 = the latest run */
-    const char *layers;       /* "0-3,7" / "all" / NULL (all) */
-    const char *heads;
-    const char *ops;          /* "r", "w", "rw" (NULL = rw) */
-    int64_t pos_lo, pos_hi;   /* positions [lo, hi); hi < 0 = to the end */
-    double width, height;     /* page in px (0 = kind's default) */
-    double dpi;               /* PNG resolution (96) */
-    double font;              /* label size in px (0 = 13) */
-    int cols;                 /* trace grid columns (0 = about square) */
-    int buckets, slot_bins;   /* heatmap bins (0 = defaults) */
-    int model;                /* heatmap: layers x heads grid */
-    int log;                  /* heatmap: log colour; mrc: log capacity axis */
-    viz_cmap cmap;
-    int palette;              /* trace: 0 Okabe-Ito vermilion/blue, 1 the paper's red/green */
-    int addr;                 /* trace: y = address before CAPE instead of the slot */
-    const char *policies;     /* mrc: policy list (NULL = lru,fifo,clock,arc,opt) */
-    const char *scope;        /* mrc/reuse: head, layer, model (NULL = model, as simulate) */
-    int32_t warmup;           /* mrc: tokens that warm the caches uncounted (0) */
-    const char *title;        /* overrides the default title */
-    an_progress_fn progress;  /* mrc: called per simulation; non-zero stops (may be NULL) */
-    void *progress_user;
-} fig_opts;
-
-void fig_opts_default(fig_opts *o);
-
-/* Parse a --palette name ("okabe-ito", "paper"); -1 if unknown. */
-int fig_palette_from_name(const char *name);
 
 /* Draw the figure into o->out_path.  RN_EINPUT (message naming the file or
  * option) for a bad database, run, selection or output path, RN_EINTR when

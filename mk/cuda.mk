@@ -19,13 +19,13 @@ NVCC      := $(or $(shell command -v nvcc 2>/dev/null),$(wildcard /usr/local/cud
 endif
 CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(NVCC))
 CUDA_ARCH ?= -gencode arch=compute_90,code=[sm_90,compute_90]
-NVCCFLAGS ?= -O2 -std=c++17 $(CUDA_ARCH) -Xcompiler -Wall,-Wextra,-Werror -Icore
+NVCCFLAGS ?= -O2 -std=c++17 $(CUDA_ARCH) -Xcompiler -Wall,-Wextra,-Werror $(CORE_INC)
 CUDA_STDCXX ?= -lstdc++
 CUDA_LIBS  = -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublas -lcudart_static -ldl -lrt $(CUDA_STDCXX)
 CU_SRC    := $(wildcard core/cuda/*.cu)
 CU_OBJ    := $(CU_SRC:core/cuda/%.cu=$(BUILD)/cuda/%.o)
-CU_HDR    := $(wildcard core/cuda/*.h) core/rn_model.h core/rn_config.h core/rn_params.h \
-             core/rn_train.h core/rn_adamw.h
+CU_HDR    := $(wildcard core/cuda/*.h) core/nn/rn_labels.h core/model/rn_model.h core/model/rn_config.h core/model/rn_params.h \
+             core/train/rn_train.h core/nn/rn_adamw.h
 
 ifeq ($(CUDA),1)
 ifeq ($(NVCC),)
@@ -75,7 +75,7 @@ bench-cuda: setup $(BUILD)/bench_cuda
 # own rounding and concurrency only test_cuda_parity checks.
 CXX_EMU   ?= g++
 EMU_CXXFLAGS = -std=c++17 -O2 -g -Wall -Wextra -Werror -Wno-unknown-pragmas $(SAN) -DRN_CUDA_TRAIN_NT=32 \
-               -Itests/cuda/emu -Icore -Icore/cuda $(PKGCFG)
+               -Itests/cuda/emu $(CORE_INC) $(PKGCFG)
 $(BUILD)/emu/rn_cuda_train_emu.cpp: core/cuda/rn_cuda_train.cu | setup
 	@mkdir -p $(dir $@)
 	@sed -E 's/([A-Za-z_][A-Za-z_0-9]*)<<<(.*)>>>\(/EMU_LAUNCH(\1, \2)(/' $< > $@.tmp && mv $@.tmp $@

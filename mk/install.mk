@@ -24,7 +24,7 @@ INCLUDEDIR  ?= $(PREFIX)/include
 MANDIR      ?= $(PREFIX)/share/man
 COMPLDIR    ?= $(PREFIX)/share/bash-completion/completions
 PCDIR       ?= $(LIBDIR)/pkgconfig
-PUB_HDR     := $(sort $(wildcard core/*.h trace/*.h analysis/*.h viz/*.h figure/*.h))
+PUB_HDR     := $(sort $(wildcard $(CORE_ROOMS:%=core/%/*.h) trace/*.h analysis/*.h viz/*.h figure/*.h))
 MANIFEST     = $(DESTDIR)$(PREFIX)/share/ramtrace/install-manifest
 
 .PHONY: man completion install install-check uninstall
@@ -40,7 +40,7 @@ $(BUILD)/completion/ramtrace: $(BIN) scripts/gen-completion
 	@scripts/gen-completion $(BIN) $@
 
 # The library is static, so Libs carries what it links against.
-$(BUILD)/ramnet.pc: mk/install.mk core/rn_version.h
+$(BUILD)/ramnet.pc: mk/install.mk core/base/rn_version.h
 	@mkdir -p $(dir $@)
 	@{ echo 'prefix=$(PREFIX)'; \
 	   echo 'libdir=$(LIBDIR)'; \
@@ -48,7 +48,7 @@ $(BUILD)/ramnet.pc: mk/install.mk core/rn_version.h
 	   echo; \
 	   echo 'Name: ramnet'; \
 	   echo 'Description: RAM-Net model, memory-access traces, their analysis and plots (the library of ramtrace)'; \
-	   echo 'Version: '$$(sed -n 's/.*RAMTRACE_VERSION "\(.*\)"/\1/p' core/rn_version.h); \
+	   echo 'Version: '$$(sed -n 's/.*RAMTRACE_VERSION "\(.*\)"/\1/p' core/base/rn_version.h); \
 	   echo 'Requires: sqlite3 cairo libpng'; \
 	   echo 'Cflags: -I$${includedir}/ramnet -I/usr/include/$(MULTIARCH)/openblas-openmp -fopenmp'; \
 	   echo 'Libs: -L$${libdir} -lramnet -L$(BLASLIB) -Wl,-rpath,$(BLASLIB) -lopenblas -fopenmp -lm -pthread'; \

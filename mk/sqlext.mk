@@ -7,7 +7,7 @@
 
 SQLEXT       := $(BUILD)/libramtrace_sql.so
 SQLEXT_FLAGS  = -std=c11 -O2 -g -Wall -Wextra -Werror $(WNO) -D_GNU_SOURCE -fPIC -shared \
-                -DTR_VTAB_EXTENSION -Itrace -Icore $(PKGCFG)
+                -DTR_VTAB_EXTENSION -Itrace $(CORE_INC) $(PKGCFG)
 
 all: $(SQLEXT)
 demo: $(SQLEXT)

@@ -5,10 +5,10 @@
 # double-only suite tests/gradcheck/gradcheck.c (its own CUnit main) into
 # $(BUILD)/test_gradcheck, which `make test` runs after the main runner.
 
-DBL_SRC := core/rn_train.c core/rn_rmsnorm.c core/rn_matmul.c core/rn_swiglu.c \
-           core/rn_pdma.c core/rn_address.c core/rn_decoder.c core/rn_params.c \
-           core/rn_config.c core/rn_rng.c core/rn_error.c core/rn_model.c core/rn_memlimit.c core/rn_file.c \
-           core/rn_threads.c \
+DBL_SRC := core/train/rn_train.c core/nn/rn_rmsnorm.c core/nn/rn_matmul.c core/nn/rn_swiglu.c \
+           core/nn/rn_pdma.c core/nn/rn_address.c core/nn/rn_decoder.c core/nn/rn_labels.c core/model/rn_params.c \
+           core/model/rn_config.c core/base/rn_rng.c core/base/rn_error.c core/model/rn_model.c core/base/rn_memlimit.c core/base/rn_file.c \
+           core/base/rn_threads.c \
            tests/gradcheck/gradcheck.c
 DBL_OBJ := $(DBL_SRC:%.c=$(BUILD)/dbl/%.o)
 

@@ -9,7 +9,7 @@
  *   3. that patching the head's output at the query from the clean run
  *      (patch-head at that position) restores the answer.
  * Everything runs through the library's runtime, probe and interventions
- * (core/rn_intervene.h), exactly as `ramtrace run --intervene` would.
+ * (core/infer/rn_intervene.h), exactly as `ramtrace run --intervene` would.
  *
  * usage: case_mqar MODEL [EXAMPLES [L [N [SEED [OUT_DIR]]]]]
  *   defaults: 40 examples of the test rung (128, 32), seed 1, OUT_DIR out.

@@ -5,7 +5,7 @@
 # CSV (stdout and the files -o / --mrc-out write, and export's binary
 # oracleGeneral file) must be byte-identical; JSON must be identical as
 # parsed JSON (python3); table output is only listed (its alignment may
-# differ).  Used when the printers moved to the row writer (core/rn_rows.h):
+# differ).  Used when the printers moved to the row writer (core/base/rn_rows.h):
 # build the base revision's binary (git archive BASE | tar -x -C DIR; make),
 # then run this from the repository root with both binaries.
 set -u

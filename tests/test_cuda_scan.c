@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cuda/rn_cuda_scan.h"
+#include "rn_cuda_scan.h"
 #include "rn_layers.h"
 #include "rn_rng.h"
 #include "th.h"

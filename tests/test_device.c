@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cuda/rn_cuda.h"
-#include "cuda/rn_cuda_topk.h"
+#include "rn_cuda.h"
+#include "rn_cuda_topk.h"
 #include "rn_decoder.h"
 #include "rn_device.h"
 #include "rn_model.h"

@@ -90,7 +90,7 @@ TH_TEST(test_install_portable, "make install ships a baseline x86-64 binary; a -
      * CPU (one object, compiled here) */
     char obj[4096];
     snprintf(obj, sizeof obj, "%s", th_path("native_pdma.o"));
-    if (th_run("%s -std=c11 -O2 -march=haswell -Icore -c core/rn_pdma.c -o '%s'", RN_TEST_CC, obj) == 0)
+    if (th_run("%s -std=c11 -O2 -march=haswell -Icore -c core/nn/rn_pdma.c -o '%s'", RN_TEST_CC, obj) == 0)
         CU_ASSERT(beyond_baseline(obj) > 0);
     /* a build dir made with -march=native: refused before anything is built */
     snprintf(scratch, sizeof scratch, "%s", th_path("native-build"));

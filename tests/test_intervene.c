@@ -1,4 +1,4 @@
-/* test_intervene.c — interventions in the forward (core/rn_intervene.c)
+/* test_intervene.c — interventions in the forward (core/infer/rn_intervene.c)
  * against independent computations: no spec active is bit-identical;
  * ablate-head equals a model whose o_proj slice for the head is zero;
  * ablate-layer equals ablating its heads; ablating every slot equals
@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "rn_patch_source.h"
 #include "rn_intervene.h"
 #include "rn_model.h"
 #include "rn_runtime.h"

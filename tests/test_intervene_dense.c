@@ -1,12 +1,13 @@
 /* test_intervene_dense.c — each intervention kind against a naive dense
  * double-precision forward (full product-softmax address vectors sorted
  * for top-K, every head's state dense) that applies the intervention's
- * stated meaning by itself, with no code shared with core/rn_intervene.c. */
+ * stated meaning by itself, with no code shared with core/infer/rn_intervene.c. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "rn_patch_source.h"
 #include "rn_intervene.h"
 #include "rn_model.h"
 #include "rn_params.h"

@@ -1,5 +1,5 @@
 /* test_memlimit.c — models that demand absurd memory are refused before
- * anything is allocated (core/rn_memlimit.h): the limit itself (half the
+ * anything is allocated (core/base/rn_memlimit.h): the limit itself (half the
  * physical memory by default, RAMTRACE_MEM_LIMIT capped at the physical
  * memory), the inference state (`run`), the training workspace, the
  * parameter block (`init`), each a one-line message with the size needed

@@ -1,5 +1,5 @@
 /* test_outputs.c — what an output path names decides how it is written
- * (core/rn_atomic.h): a symbolic link survives and its target gets the
+ * (core/base/rn_atomic.h): a symbolic link survives and its target gets the
  * output; a FIFO and /dev/stdout are written in place, not replaced by a
  * regular file; `-` is standard output for text outputs (export -f csv,
  * attribute -o, simulate --mrc-out) and a one-line error, exit 2, for

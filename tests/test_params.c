@@ -1,4 +1,4 @@
-/* test_params.c — the parameter table (core/rn_params.c) against facts
+/* test_params.c — the parameter table (core/model/rn_params.c) against facts
  * written down independently of it: the parameter count by formula, the
  * DESIGN.md §2 exchange names and shapes in block order, each exactly once,
  * offsets that are aligned, contiguous and non-overlapping, carving that

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "an_patch.h"
+#include "rn_patch_source.h"
 #include "rn_intervene.h"
 #include "rn_model.h"
 #include "rn_runtime.h"

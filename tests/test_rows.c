@@ -1,4 +1,4 @@
-/* test_rows.c — the row writer (core/rn_rows.h) against hand-written
+/* test_rows.c — the row writer (core/base/rn_rows.h) against hand-written
  * expected text: CSV quoting, JSON escaping and values, null display text,
  * table alignment and the 1000-row measuring boundary, keyed and embedded
  * JSON, write errors; and the --format option of the commands (info and

@@ -1,11 +1,11 @@
 /* test_statefile.c — the tiered state file refuses what it cannot trust
- * (core/rn_statefile.h): header fields checked against each other, the
+ * (core/state/rn_statefile.h): header fields checked against each other, the
  * file's size and the model before anything is allocated by them; the
  * header's checksum on the replacing and the resuming path; rows carrying
  * checksums verified on every read path; older format versions refused.
  * Also the I/O layer's own promises: a short AIO write is an error
- * (core/rn_aio.h), and the "read ahead" count excludes rows a miss read
- * itself (core/rn_prefetch.h). */
+ * (core/state/rn_aio.h), and the "read ahead" count excludes rows a miss read
+ * itself (core/state/rn_prefetch.h). */
 #include <errno.h>
 #include <math.h>
 #include <fcntl.h>

@@ -1,5 +1,5 @@
 /* test_threads.c — the default thread count follows the machine's load
- * (core/rn_threads.h): the rule, the controller's hysteresis driven by a
+ * (core/base/rn_threads.h): the rule, the controller's hysteresis driven by a
  * scripted sampler, the user's environment taking precedence, and the
  * /proc sampler seeing a real busy neighbour and our own busy thread. */
 #include <omp.h>

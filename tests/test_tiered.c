@@ -94,7 +94,7 @@ static int read_header_dir(int fd, rn_statefile_info *info, uint32_t *keys, size
 /* The file, after a flush, holds the dense state: its header says clean,
  * its row directory passes its checksum and names each key once, each
  * row it names (read at its position) equals the dense row, and every
- * other dense row is still the initial one (core/rn_statefile.h). */
+ * other dense row is still the initial one (core/state/rn_statefile.h). */
 static int file_matches(rn_runtime *dense, rn_runtime *tiered, const rn_config *c)
 {
     rn_error err;

@@ -3,7 +3,7 @@
  * The connection is opened SQLITE_OPEN_READONLY and each statement is also
  * checked with sqlite3_stmt_readonly before it runs, so a modifying statement
  * fails with one clear message and nothing is written.  Each result goes
- * through rn_rows (core/rn_rows.h): reals in the shortest form that reads
+ * through rn_rows (core/base/rn_rows.h): reals in the shortest form that reads
  * back exactly (9 digits for float weights), NULL as an empty cell (null in
  * JSON), blobs as x'..' text.
  *
@@ -17,8 +17,8 @@
  * The temp schema lives in memory: the file is still opened read-only and
  * never written.
  *
- * Read connections also poll the process's stop flag (tr_set_stop_flag)
- * from an SQLite progress handler, so a runaway query ends on Ctrl-C.
+ * Read connections also poll the process's stop flag (tr_stop.h), so a
+ * runaway query ends on Ctrl-C.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -26,25 +26,6 @@
 #include "rn_rows.h"
 #include "tr_query.h"
 #include "tr_schema.h"
-
-static volatile int *stop_flag;
-
-void tr_set_stop_flag(volatile int *stop) { stop_flag = stop; }
-
-/* SQLite progress handler: a non-zero return interrupts the statement
- * (SQLITE_INTERRUPT, mapped to RN_EINTR by tr_sqlerr). */
-static int stop_requested(void *unused)
-{
-    (void)unused;
-    return stop_flag && *stop_flag;
-}
-
-void tr_watch_stop(sqlite3 *db)
-{
-    /* Every 1000 VM instructions: well under a millisecond apart, and the
-     * call is too rare to measure against the work it interleaves. */
-    sqlite3_progress_handler(db, 1000, stop_requested, NULL);
-}
 
 /* Column i of the current row as a cell (blobs as x'..' text in buf). */
 static rn_cell cell_of(sqlite3_stmt *st, int i, char *buf, size_t cap)

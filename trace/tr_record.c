@@ -6,6 +6,7 @@
 
 #include <stdio.h>
 
+#include "rn_patch_source.h"
 #include "rn_modelfile.h"
 #include "tr_reader.h"
 #include "rn_tokenizer.h"

@@ -39,7 +39,7 @@ int tr_record_begin(const tr_trace_opts *o, const char *command, const char *mod
                     rn_error *err);
 
 /* A patch-source resolver for interventions (rn_iv_source_fn of
- * core/rn_intervene.h): "TRACE.db" (its latest run) or "TRACE.db#N" (run
+ * core/infer/rn_intervene.h): "TRACE.db" (its latest run) or "TRACE.db#N" (run
  * N) names a traced run whose tokens, prompt and generated, become the
  * source; it must be complete from position 0 and recorded with the same
  * model (the model hash), else RN_EINPUT.  Any other source is left to the

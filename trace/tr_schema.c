@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "tr_schema.h"
+#include "tr_stop.h"
 #include "tr_vtab.h"
 
 int tr_sqlerr(sqlite3 *db, int rc, const char *path, const char *what, rn_error *err)

@@ -63,10 +63,6 @@ int tr_schema_open_read(const char *path, sqlite3 **db, rn_error *err);
  * not written. */
 void tr_schema_close_read(sqlite3 *db, const char *path);
 
-/* Make db's statements stop with SQLITE_INTERRUPT once the stop flag set
- * by tr_set_stop_flag (tr_query.h) is raised (tr_query.c). */
-void tr_watch_stop(sqlite3 *db);
-
 /* Check application_id/user_version of an open connection. */
 int tr_schema_check(sqlite3 *db, const char *path, rn_error *err);
 

@@ -44,7 +44,7 @@ typedef struct {
     const char *prompt;      /* prompt text (run) */
     const char *input_path;  /* input file (trace) */
     const char *sampling;    /* e.g. "temperature=0.8 top_p=0.95 seed=1 max_new=64" */
-    const char *const *interventions; /* specs applied to the run (core/rn_intervene.h), */
+    const char *const *interventions; /* specs applied to the run (core/infer/rn_intervene.h), */
     int n_interventions;     /* recorded in the table interventions(run_id, i, spec) */
 } tr_run_meta;
 

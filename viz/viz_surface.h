@@ -4,7 +4,7 @@
  * The caller draws into t->cr in px units (1/96 inch) over a width x height
  * page; PNG pages are rasterised at `dpi` (96 = one pixel per px), vector
  * pages are sized in points.  Output goes to a temp file beside the target
- * (core/rn_atomic.h) and is renamed over it only by viz_surface_commit, so a
+ * (core/base/rn_atomic.h) and is renamed over it only by viz_surface_commit, so a
  * failed or interrupted plot never leaves a partial file.
  */
 #ifndef VIZ_SURFACE_H

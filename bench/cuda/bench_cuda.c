@@ -25,9 +25,9 @@
 #include <cuda_runtime.h>
 
 #include "bench_util.h"
-#include "cuda/rn_cuda.h"
-#include "cuda/rn_cuda_gemm.h"
-#include "cuda/rn_cuda_train.h"
+#include "rn_cuda.h"
+#include "rn_cuda_gemm.h"
+#include "rn_cuda_train.h"
 #include "rn_adamw.h"
 #include "rn_train.h"
 #include "rn_model.h"

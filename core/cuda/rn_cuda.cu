@@ -1,6 +1,6 @@
 /* rn_cuda.cu — the CUDA backend: inference (prefill over chunks of rows and
  * the one-token step) with weights and memory state resident on the GPU.
- * Same math and conventions as the CPU path (core/rn_runtime.c and the
+ * Same math and conventions as the CPU path (core/infer/rn_runtime.c and the
  * layers it calls); docs/cuda.md gives the design and the precision notes.
  *
  * Per layer, for n rows: RMSNorm, the q/k/v products, address decoding of

@@ -2,7 +2,7 @@
  * compiles both as host C11 and as CUDA device code (one thread decodes one
  * (row, head)), so the GPU decoder and its host unit test share one source.
  *
- * Same contract and arithmetic as rn_decode_topk (core/rn_decoder.h): the
+ * Same contract and arithmetic as rn_decode_topk (core/nn/rn_decoder.h): the
  * chunk log-softmax of scale·a in double, each log-prob quantised to
  * integer units of 2^-40 (rn_quantize_logp), integer scores summed over the
  * digits, order (score desc, address asc), weights exp(score·2^-40), no

@@ -2,7 +2,7 @@
  * forward with saved activations, the cross-entropy, the backward pass and
  * AdamW, with parameters, gradients and moments resident on the device.
  *
- * It mirrors core/rn_train.c op for op, and each kernel pair mirrors a
+ * It mirrors core/train/rn_train.c op for op, and each kernel pair mirrors a
  * layer file: rn_rmsnorm.c, rn_swiglu.c, rn_address.c (the training
  * decoder with unquantised weights exp(Σ log p) and the α scale), rn_pdma.c
  * (rn_pdma_train_forward/backward with the proxy gradient ε_g) and
@@ -26,7 +26,7 @@
 extern "C" {
 #include "rn_config.h"
 #include "rn_params.h"
-#include "rn_train.h"
+#include "rn_labels.h"
 }
 #include "rn_cuda_gemm.h"
 #include "rn_cuda_topk.h"

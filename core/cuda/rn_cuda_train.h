@@ -1,5 +1,5 @@
 /* rn_cuda_train.h — training on the GPU: the CUDA counterpart of
- * core/rn_train.h's rn_trainer plus AdamW (core/rn_adamw.h), with the
+ * core/train/rn_train.h's rn_trainer plus AdamW (core/nn/rn_adamw.h), with the
  * parameters, their gradients and both AdamW moments resident on the
  * device.
  *

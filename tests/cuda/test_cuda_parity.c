@@ -29,7 +29,7 @@
 
 #include "cuda_tests.h"
 
-#include "cuda/rn_cuda.h"
+#include "rn_cuda.h"
 #include "rn_decoder.h"
 #include "rn_layers.h"
 #include "rn_model.h"

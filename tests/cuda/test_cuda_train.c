@@ -1,5 +1,5 @@
 /* test_cuda_train.c — the GPU trainer (core/cuda/rn_cuda_train.h) against
- * the CPU trainer (core/rn_train.h) and AdamW (core/rn_adamw.h).  Linked
+ * the CPU trainer (core/train/rn_train.h) and AdamW (core/nn/rn_adamw.h).  Linked
  * into the parity binary (mk/cuda.mk), whose main registers these tests
  * only when a CUDA device is usable (it skips otherwise).
  *
@@ -30,7 +30,7 @@
 
 #include "cuda_tests.h"
 
-#include "cuda/rn_cuda_train.h"
+#include "rn_cuda_train.h"
 #include "rn_adamw.h"
 #include "rn_model.h"
 #include "rn_params.h"

@@ -10,6 +10,7 @@
 
 #include "fuzz.h"
 #include "rn_config.h"
+#include "rn_params.h" /* rn_config_param_count */
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {

@@ -12,7 +12,7 @@
 #include "modelcheck.h"
 #include "rn_checksum.h"
 
-#define MB_HEADER 2176u /* core/rn_modelfile.c */
+#define MB_HEADER 2176u /* core/model/rn_modelfile.c */
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {

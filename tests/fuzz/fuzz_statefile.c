@@ -1,4 +1,4 @@
-/* fuzz_statefile.c — fuzz target: tiered state files (core/rn_statefile.h).
+/* fuzz_statefile.c — fuzz target: tiered state files (core/state/rn_statefile.h).
  *
  * Input: byte 0 is a flag byte, the rest the file.  Flags (so mutations get
  * past each checksum and reach what it guards): bit 0 recomputes the
@@ -66,7 +66,7 @@ static uint64_t get64(const uint8_t *b, size_t at) { uint64_t v; memcpy(&v, b + 
 static uint32_t get32(const uint8_t *b, size_t at) { uint32_t v; memcpy(&v, b + at, 4); return v; }
 static void put64(uint8_t *b, size_t at, uint64_t v) { memcpy(b + at, &v, 8); }
 
-/* The header's raw fields (core/rn_statefile.c's layout: magic 0, version
+/* The header's raw fields (core/state/rn_statefile.c's layout: magic 0, version
  * 8, state 12, generation 16, shape 24, row_bytes 32, n_keys 40, data_off
  * 48, dir_off 56, dir_count 64, dir_check 72, position 80, check 88). */
 enum { H_ROWB = 32, H_NKEYS = 40, H_DIROFF = 56, H_DIRN = 64, H_DIRCK = 72, H_POS = 80, H_CHECK = 88, H_END = 96 };

@@ -1,7 +1,7 @@
 /* emu_gemm.c — rn_cuda_gemm.h on the host for the emulated GPU trainer
  * (tests/cuda/emu/cuda_runtime.h): the same row-major products, float
  * accumulation in index order. */
-#include "cuda/rn_cuda_gemm.h"
+#include "rn_cuda_gemm.h"
 
 int rn_cu_gemm_init(void) { return 0; }
 

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cuda/rn_cuda.h"
+#include "rn_cuda.h"
 #include "rn_layers.h"
 #include "rn_memlimit.h"
 #include "rn_state.h"

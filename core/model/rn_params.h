@@ -131,6 +131,9 @@ int64_t rn_params_layout(const rn_config *c, rn_tensor_desc *descs);
 
 /* Parameters of config c, padding excluded. */
 int64_t rn_params_numel(const rn_config *c);
+/* The model's parameter count (every tensor; lm_head only when untied):
+ * rn_params_numel, under the name the commands print it by. */
+int64_t rn_config_param_count(const rn_config *c);
 
 /* Point w's fields into block (a buffer of rn_params_layout() elements). */
 void rn_weights_carve(const rn_config *c, rn_real *block, rn_weights *w);

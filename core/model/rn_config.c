@@ -12,7 +12,6 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "rn_params.h"
 
 void rn_config_default(rn_config *c)
 {
@@ -325,11 +324,6 @@ size_t rn_config_format(const rn_config *c, char *buf, size_t cap)
         fmt_float(c->eps, g[2], sizeof g[2]), fmt_float(c->norm_eps, g[3], sizeof g[3]), c->tie_embeddings,
         c->tokenizer == RN_TOK_IDS ? "ids" : "bytes", masks);
     return n < 0 ? 0 : (size_t)n;
-}
-
-int64_t rn_config_param_count(const rn_config *c)
-{
-    return rn_params_numel(c); /* summed over the parameter table */
 }
 
 int64_t rn_config_total_state(const rn_config *c)

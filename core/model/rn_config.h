@@ -89,12 +89,11 @@ size_t rn_config_format(const rn_config *c, char *buf, size_t cap);
 /* The cape_masks value: per-layer decimal masks, comma separated. */
 size_t rn_config_format_masks(const rn_config *c, char *buf, size_t cap);
 
-/* Parameter count (every tensor; lm_head only when untied) and the paper's
- * Table 3 state sizes in floats, counting each slot's d_v values and its
+/* The paper's Table 3 state sizes in floats (the parameter count,
+ * rn_config_param_count, is rn_params.h's: it sums the parameter table), counting each slot's d_v values and its
  * normaliser z: total = Σ_layers,heads M·(d_v+1) (28.8M for the paper's
  * 340M model, as in its Table 3); active per token = Σ_layers,heads
  * 2·K·(d_v+1) (K slots written and K read: 0.4M for that model). */
-int64_t rn_config_param_count(const rn_config *c);
 int64_t rn_config_total_state(const rn_config *c);
 int64_t rn_config_active_state(const rn_config *c);
 

@@ -17,7 +17,7 @@ int64_t rn_config_param_count_noembed(const rn_config *c);
 void rn_model_describe(FILE *f, const rn_model *m, const char *path);
 
 /* The same facts as rows section,key,value in fmt (RN_FMT_*,
- * core/rn_rows.h): section file (path, format, size_bytes, checksum),
+ * core/base/rn_rows.h): section file (path, format, size_bytes, checksum),
  * config (every key; integers and reals as numbers), derived (d_k, slots,
  * parameters, parameters_noembed, total_state_floats/_bytes,
  * active_state_floats/_bytes per token) and cape_heads (key layerN, value

@@ -1,6 +1,6 @@
 /* rn_modelinfo.c — what `ramtrace info` prints (rn_modelinfo.h): the
  * description text, or the same facts as section,key,value rows through
- * the row writer (core/rn_rows.h). */
+ * the row writer (core/base/rn_rows.h). */
 #include "rn_modelinfo.h"
 
 #include <inttypes.h>

@@ -102,6 +102,8 @@ int64_t rn_params_numel(const rn_config *c)
     return n;
 }
 
+int64_t rn_config_param_count(const rn_config *c) { return rn_params_numel(c); }
+
 static void describe(const rn_config *c, const rn_param_spec *s, int layer, int64_t off, rn_tensor_desc *t)
 {
     if (layer >= 0) snprintf(t->name, sizeof t->name, "layers.%d.%s", layer, s->name);

@@ -2,7 +2,7 @@
  * (analysis/an_cache.h replays a traced access stream through a policy) and
  * the tiered memory state (rn_state.h keeps a policy's cached slots in RAM).
  *
- * A policy is one file, core/rn_cache_NAME.c, that defines
+ * A policy is one file, core/cache/rn_cache_NAME.c, that defines
  * `const rn_policy rn_cache_NAME`; the registry (rn_policy_find) is
  * generated from the file names by mk/core.mk, so adding a policy touches
  * one file.  A policy caches dense keys 0..n_keys-1 and allocates

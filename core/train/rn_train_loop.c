@@ -10,7 +10,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "cuda/rn_cuda_train.h"
+#include "rn_cuda_train.h"
 #include "rn_checkpoint.h"
 #include "rn_device.h"
 #include "rn_memlimit.h"

@@ -7,7 +7,9 @@
 
 #include <stdint.h>
 
-#include "rn_cache.h" /* RN_CACHE_NONE */
+/* "no key": the end of a list (the same value as rn_cache.h's
+ * RN_CACHE_NONE, so a policy may hand either to the other) */
+#define RN_LIST_NIL UINT32_MAX
 
 typedef struct {
     uint32_t head, tail;
@@ -18,13 +20,13 @@ typedef struct {
     uint32_t *prev, *next;
 } rn_links;
 
-static inline void rn_list_init(rn_list *l) { l->head = l->tail = RN_CACHE_NONE; l->size = 0; }
+static inline void rn_list_init(rn_list *l) { l->head = l->tail = RN_LIST_NIL; l->size = 0; }
 
 static inline void rn_list_push_head(rn_list *l, rn_links *ln, uint32_t k)
 {
-    ln->prev[k] = RN_CACHE_NONE;
+    ln->prev[k] = RN_LIST_NIL;
     ln->next[k] = l->head;
-    if (l->head != RN_CACHE_NONE) ln->prev[l->head] = k;
+    if (l->head != RN_LIST_NIL) ln->prev[l->head] = k;
     else l->tail = k;
     l->head = k;
     l->size++;
@@ -33,16 +35,16 @@ static inline void rn_list_push_head(rn_list *l, rn_links *ln, uint32_t k)
 static inline void rn_list_remove(rn_list *l, rn_links *ln, uint32_t k)
 {
     uint32_t p = ln->prev[k], n = ln->next[k];
-    if (p != RN_CACHE_NONE) ln->next[p] = n; else l->head = n;
-    if (n != RN_CACHE_NONE) ln->prev[n] = p; else l->tail = p;
+    if (p != RN_LIST_NIL) ln->next[p] = n; else l->head = n;
+    if (n != RN_LIST_NIL) ln->prev[n] = p; else l->tail = p;
     l->size--;
 }
 
-/* Remove and return the tail (oldest); RN_CACHE_NONE when empty. */
+/* Remove and return the tail (oldest); RN_LIST_NIL when empty. */
 static inline uint32_t rn_list_pop_tail(rn_list *l, rn_links *ln)
 {
     uint32_t t = l->tail;
-    if (t != RN_CACHE_NONE) rn_list_remove(l, ln, t);
+    if (t != RN_LIST_NIL) rn_list_remove(l, ln, t);
     return t;
 }
 

@@ -32,7 +32,7 @@
  * scale factor F multiplies the read weight (F = 1 changes nothing).
  *
  * Use: rn_iv_init, rn_iv_add (or rn_iv_add_arg) per spec, rn_iv_prepare
- * (runs patch sources), rn_runtime_set_interventions, ..., rn_iv_free.
+ * (rn_patch_source.h: runs patch sources), rn_runtime_set_interventions, ..., rn_iv_free.
  */
 #ifndef RN_INTERVENE_H
 #define RN_INTERVENE_H
@@ -96,16 +96,6 @@ int rn_iv_add(rn_iv_set *s, const char *spec, rn_error *err);
 /* One --intervene argument: "@FILE" adds every non-empty line of FILE that
  * does not start with '#'; anything else is one spec. */
 int rn_iv_add_arg(rn_iv_set *s, const char *arg, rn_error *err);
-
-/* Run every patch source (a clean CPU forward of model m over the file, in
- * chunks of s->source_chunk rows from position 0) and keep the patched
- * heads' outputs.  A source run in the chunking of the patched run computes
- * every position with the same products in the same order, so patching
- * heads from the run's own input reproduces its o bit for bit; in another
- * chunking (or for positions the patched run forwards one token at a time)
- * the patched o equals the run's only to rounding: BLAS kernels round a
- * product differently per matrix shape. */
-int rn_iv_prepare(rn_iv_set *s, const rn_model *m, rn_error *err);
 
 /* Add an internal record (or patch, with patch != 0) of head (l, h) over
  * positions [0, n) into / from the caller's buffer buf[n, d_v], which

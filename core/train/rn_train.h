@@ -22,9 +22,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "rn_labels.h" /* RN_IGNORE, rn_train_label_rows */
 #include "rn_model.h"
-
-#define RN_IGNORE (-100)
 
 typedef struct rn_trainer rn_trainer;
 
@@ -46,14 +45,6 @@ void rn_trainer_free(rn_trainer *tr);
 /* Bytes of the trainer's one allocation (activations, PDMA saves, dense
  * per-thread state, gradients), checked against rn_memlimit.h at create. */
 size_t rn_trainer_bytes(const rn_trainer *tr);
-
-/* Check a batch of n rows and list its labelled rows: every token and
- * every target other than RN_IGNORE must lie in [0, V); at most max_lab
- * rows may be labelled.  rows[i], tgt[i] receive the i-th labelled row and
- * its target, in row order; *n_lab their count.  RN_EINPUT naming the row
- * otherwise.  Shared by the CPU and the GPU trainer. */
-int rn_train_label_rows(const int *tokens, const int *targets, int n, int V, int max_lab,
-                        int *rows, int *tgt, int *n_lab, rn_error *err);
 
 /* Forward B sequences of length T (tokens[B·T], targets[B·T], RN_IGNORE
  * for unlabelled positions).  *loss receives the mean cross-entropy over

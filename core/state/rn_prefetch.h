@@ -2,7 +2,7 @@
  * reads a computation will need run in parallel (at a queue depth above 1)
  * while it works, instead of one at a time when it gets to them.
  *
- * The tiered state (core/rn_state.c) knows a layer's addresses before it
+ * The tiered state (core/state/rn_state.c) knows a layer's addresses before it
  * scans them; for each row it will miss that lies in its file it issues a
  * read here, and when it gets to the miss it takes the row (waiting only
  * for a read still under way) instead of calling pread itself.

@@ -1,4 +1,4 @@
-/* rn_statefile.h — the header of a tiered state file (core/rn_state.h):
+/* rn_statefile.h — the header of a tiered state file (core/state/rn_state.h):
  * what the file holds, and whether a crash may have left it inconsistent.
  *
  * Layout (version 3): one 4096-byte header block at offset 0, then the data

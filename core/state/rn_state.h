@@ -3,7 +3,7 @@
  *
  *   dense:  all L·H·M·(d_v+1) floats in memory (the default);
  *   tiered: a fixed budget of slot rows in memory, chosen by a cache policy
- *           of core/rn_cache_*.c (the same code `ramtrace simulate` runs),
+ *           of core/cache/rn_cache_*.c (the same code `ramtrace simulate` runs),
  *           and the full state in a file: a row is written back when it
  *           is evicted dirty, the first time to the next position of the
  *           file's packed data region (fresh rows fill an append block,
@@ -15,7 +15,7 @@
  *           pread/pwrite in the scan (the default) or from write-behind
  *           and read-ahead threads (a miss on a queued row copies it from
  *           the queue); with O_DIRECT (no page cache), in batches of Linux
- *           native AIO (core/rn_aio.h), one io_submit for many rows, or the
+ *           native AIO (core/state/rn_aio.h), one io_submit for many rows, or the
  *           threads when the kernel refuses io_setup.
  *
  * Both compute with the same per-slot arithmetic (rn_pdma_write and
@@ -94,7 +94,7 @@ double rn_state_bytes(const rn_config *c, const rn_state_opts *o);
 
 /* Create a store at the initial state (S = 0, z = 1/M); o NULL or budget 0:
  * dense.  Tiered: creates (or replaces, keeping its blocks) the file, with a header marked
- * dirty (core/rn_statefile.h); an existing file that is dirty (left by a
+ * dirty (core/state/rn_statefile.h); an existing file that is dirty (left by a
  * killed run), damaged (rn_statefile_check) or not a state file is refused
  * (RN_EINPUT naming it) unless o->discard.  With o->resume the file is not
  * written until rn_state_resume has taken it up. */

@@ -4,7 +4,7 @@
 
 #include <string.h>
 
-#include "cuda/rn_cuda.h"
+#include "rn_cuda.h"
 
 int rn_device_parse(const char *s, rn_device *out, rn_error *err)
 {
