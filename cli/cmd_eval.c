@@ -43,6 +43,8 @@ static const char usage[] =
     "  -j, --threads N    OpenMP/BLAS threads (default: the free cores)\n"
     "  --device DEV       cpu (default) or cuda (a CUDA build and a GPU): the\n"
     "                     forward passes on the GPU (docs/cuda.md)\n"
+    "  --precision P      fp32 (default) or bf16: the weight matrices rounded\n"
+    "                     to bf16, FP32 arithmetic (docs/inference.md)\n"
     "  -f, --format F     table (default), csv or json; mqar rows\n"
     "                     segment,L,N,accuracy (and a mean row), text one row\n"
     "                     loss_nats_per_byte,bits_per_byte\n"
@@ -149,14 +151,16 @@ int cmd_eval(int argc, char **argv)
         { "task", 1, 0, 't' }, { "examples", 1, 0, 'e' }, { "seed", 1, 0, 's' }, { "data", 1, 0, 'd' },
         { "val-frac", 1, 0, 'v' }, { "seq-len", 1, 0, 'L' }, { "windows", 1, 0, 'w' },
         { "threads", 1, 0, 'T' }, { "top-k", 1, 0, 'k' }, { "format", 1, 0, 'f' }, { "device", 1, 0, 'D' },
+        { "precision", 1, 0, 'R' },
         { "segments", 1, 0, 'S' }, { "by-pair", 1, 0, 'P' }, { 0, 0, 0, 0 } };
     const char *task = NULL, *data = NULL;
     long examples = 1000, seq = 256, windows = 0, threads = 0, top_k = 0, by_pair = 0;
     uint64_t seed = 4242;
     double vf = 0.05;
     int fmt = RN_FMT_TABLE;
-    const char *device_arg = NULL;
+    const char *device_arg = NULL, *precision_arg = "fp32";
     rn_device device;
+    rn_precision precision;
     rn_error err = { 0, "" };
     rn_train_opts segopt; /* --segments parses as the training key mqar_eval */
     rn_train_opts_default(&segopt, RN_TASK_MQAR);
@@ -168,6 +172,7 @@ int cmd_eval(int argc, char **argv)
         case 't': task = optarg; break;
         case 'd': data = optarg; break;
         case 'D': device_arg = optarg; break;
+        case 'R': precision_arg = optarg; break;
         case 'e': if (cli_parse_long("--examples", optarg, 1, 1000000, &examples, &err)) return cli_fail(&err); break;
         case 's': if (cli_parse_u64("--seed", optarg, &seed, &err)) return cli_fail(&err); break;
         case 'v': if (cli_parse_double("--val-frac", optarg, 0.001, 0.5, &vf, &err)) return cli_fail(&err); break;
@@ -190,6 +195,8 @@ int cmd_eval(int argc, char **argv)
     if (optind + 1 < argc) return cli_usage_error("eval", "unexpected argument '%s'", argv[optind + 1]);
     if (!task) return cli_usage_error("eval", "no task (--task mqar|text)");
     if (rn_device_select(device_arg, &device, &err)) return cli_fail(&err);
+    if (rn_precision_parse(precision_arg, &precision, &err) || rn_device_check_precision(device, precision, &err))
+        return cli_usage_error("eval", "%s", err.msg);
     int is_mqar = !strcmp(task, "mqar");
     if (!is_mqar && strcmp(task, "text")) return cli_usage_error("eval", "unknown task '%s' (expected mqar or text)", task);
     if (by_pair && !is_mqar) return cli_usage_error("eval", "--by-pair: only for --task mqar");
@@ -208,6 +215,13 @@ int cmd_eval(int argc, char **argv)
     cli_install_signals();
     rn_model m;
     if (rn_model_load(&m, argv[optind], &err)) return cli_fail(&err);
+    if (precision == RN_PREC_BF16) { /* evaluate the model whose matrices are rounded to bf16 */
+        rn_model mb;
+        int brc = rn_model_copy_bf16(&mb, &m, &err);
+        rn_model_free(&m);
+        if (brc) return cli_fail(&err);
+        m = mb;
+    }
     if (top_k) {
         if (top_k > rn_config_slots(&m.cfg)) {
             rn_seterr(&err, RN_EINPUT, "--top-k: %ld exceeds the %lld memory slots of %s", top_k,

@@ -42,6 +42,9 @@ static const char usage[] =
     "  -j, --threads N      OpenMP/BLAS threads (default: the free cores)\n"
     "  --device DEV         cpu (default) or cuda: the training steps on the GPU\n"
     "                       (a CUDA build; evaluation stays on the CPU)\n"
+    "  --precision P        fp32 (default) or bf16: the forward and backward over\n"
+    "                       the weight matrices rounded to bf16, FP32 master\n"
+    "                       weights, moments and checkpoints (docs/training.md)\n"
     "  -h, --help           this text\n"
     "\n"
     "Checkpoints are written atomically every ckpt_every steps and on Ctrl-C;\n"
@@ -116,7 +119,7 @@ int cmd_train(int argc, char **argv)
         { "resume", 1, 0, 'r' }, { "ckpt", 1, 0, 'k' }, { "log", 1, 0, 'l' }, { "set", 1, 0, 's' },
         { "steps", 1, 0, 1 }, { "lr", 1, 0, 2 }, { "batch", 1, 0, 3 }, { "seq-len", 1, 0, 4 },
         { "seed", 1, 0, 5 }, { "eps-g", 1, 0, 6 }, { "eval-every", 1, 0, 7 }, { "ckpt-every", 1, 0, 8 },
-        { "max-seconds", 1, 0, 9 }, { "threads", 1, 0, 10 }, { "stop-after", 1, 0, 11 }, { "device", 1, 0, 12 },
+        { "max-seconds", 1, 0, 9 }, { "threads", 1, 0, 10 }, { "stop-after", 1, 0, 11 }, { "device", 1, 0, 12 }, { "precision", 1, 0, 14 },
         { "init-from", 1, 0, 13 }, { 0, 0, 0, 0 } };
     static const char *const keyname[] = { "", "steps", "lr", "batch", "seq_len", "seed", "eps_g",
                                            "eval_every", "ckpt_every", "max_seconds", "", "stop_after" };
@@ -127,7 +130,8 @@ int cmd_train(int argc, char **argv)
     char kvbuf[128][256];
     int nov = 0;
     long threads = 0;
-    const char *device_arg = NULL, *init_from = NULL;
+    const char *device_arg = NULL, *init_from = NULL, *precision_arg = "fp32";
+    rn_precision precision;
     rn_device device;
     rn_error err = { 0, "" };
     optind = 1;
@@ -143,6 +147,7 @@ int cmd_train(int argc, char **argv)
         case 'k': ckpt = optarg; break;
         case 'l': log = optarg; break;
         case 12: device_arg = optarg; break;
+        case 14: precision_arg = optarg; break;
         case 13: init_from = optarg; break;
         case 's': {
             if (nov == 128) return cli_usage_error("train", "too many --set options");
@@ -172,6 +177,8 @@ int cmd_train(int argc, char **argv)
     }
     if (optind < argc) return cli_usage_error("train", "unexpected argument '%s'", argv[optind]);
     if (rn_device_select(device_arg, &device, &err)) return cli_fail(&err);
+    if (rn_precision_parse(precision_arg, &precision, &err) || rn_device_check_precision(device, precision, &err))
+        return cli_usage_error("train", "%s", err.msg);
     int task;
     if (!strcmp(task_s, "mqar")) task = RN_TASK_MQAR;
     else if (!strcmp(task_s, "text")) task = RN_TASK_TEXT;
@@ -211,6 +218,7 @@ int cmd_train(int argc, char **argv)
     /* before the config's own checks: the key that changed it is the news */
     if (init_from && rn_train_check_init_config(init_from, &init_cfg, &c, &err)) return cli_fail(&err);
     o.device = device;
+    o.precision = precision;
     snprintf(o.out, sizeof o.out, "%s", out);
     if (ckpt) snprintf(o.ckpt, sizeof o.ckpt, "%s", ckpt);
     if (log) snprintf(o.log, sizeof o.log, "%s", log);

@@ -9,6 +9,7 @@
 
 #include "rn_layers.h"
 #include "rn_model.h"
+#include "rn_precision.h"
 #include "rn_rng.h"
 #include "rn_runtime.h"
 #include "rn_sampler.h"
@@ -244,6 +245,13 @@ static double rel_err(const float *a, const double *b, int64_t n)
     return sqrt(num / (den + 1e-30));
 }
 
+static double rel_err_d(const double *a, const double *b, int64_t n)
+{
+    double num = 0, den = 0;
+    for (int64_t i = 0; i < n; i++) { num += (a[i] - b[i]) * (a[i] - b[i]); den += b[i] * b[i]; }
+    return sqrt(num / (den + 1e-30));
+}
+
 TH_TEST(test_prefill_matches_reference, "prefill and step equal a naive dense forward")
 {
     const struct { int tie; uint64_t c0, c1; float gamma; } cases[] = {
@@ -285,6 +293,56 @@ TH_TEST(test_prefill_matches_reference, "prefill and step equal a naive dense fo
         rn_runtime_free(rt);
         rn_model_free(&m);
     }
+}
+
+/* --precision bf16: the runtime's bf16 matrices (prefill: SGEMM over the
+ * widened matrix; step: the bf16 GEMV) against the naive double forward
+ * over the model whose matrices were rounded to bf16 (rn_model_copy_bf16):
+ * the same weights by two independent routes.  And the rounding is real:
+ * the bf16 logits differ from the fp32 model's. */
+TH_TEST(test_bf16_weights, "bf16 weights: prefill and step equal a naive forward over the rounded weights")
+{
+    rn_config c;
+    small_config(&c, 0, 5, 2, 1.0f);
+    rn_model m, mb;
+    make_model(&m, &c, 77);
+    rn_error err;
+    CU_ASSERT_EQUAL_FATAL(rn_model_copy_bf16(&mb, &m, &err), RN_OK);
+    enum { T = 21 };
+    int tok[T];
+    for (int t = 0; t < T; t++) tok[t] = (t * 13 + 5) % c.vocab_size;
+    double *ref = malloc(sizeof(double) * T * c.vocab_size), *ref32 = malloc(sizeof(double) * T * c.vocab_size);
+    ref_forward(&mb, tok, T, ref);
+    ref_forward(&m, tok, T, ref32);
+    CU_ASSERT(rel_err_d(ref, ref32, (int64_t)T * c.vocab_size) > 1e-4); /* bf16 changed the function */
+    rn_runtime *rt;
+    CU_ASSERT_EQUAL_FATAL(rn_runtime_create(&m, 8, &rt, &err), RN_OK);
+    CU_ASSERT_EQUAL(rn_runtime_set_precision(rt, RN_PREC_TF32, &err), RN_EINPUT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "--precision tf32"));
+    CU_ASSERT_EQUAL_FATAL(rn_runtime_set_precision(rt, RN_PREC_BF16, &err), RN_OK);
+    float *lg = malloc(sizeof(float) * T * c.vocab_size), *st = malloc(sizeof(float) * c.vocab_size);
+    CU_ASSERT_EQUAL(rn_prefill(rt, tok, T, lg, 1, &err), RN_OK);
+    double e = rel_err(lg, ref, (int64_t)T * c.vocab_size);
+    CU_ASSERT(e < 1e-5);
+    if (e >= 1e-5) fprintf(stderr, "\nbf16 prefill vs reference rel err %g\n", e);
+    rn_runtime_reset(rt);
+    double worst = 0;
+    for (int t = 0; t < T; t++) {
+        CU_ASSERT_EQUAL(rn_step(rt, tok[t], st, &err), RN_OK);
+        double ee = rel_err(st, ref + (int64_t)t * c.vocab_size, c.vocab_size);
+        if (ee > worst) worst = ee;
+    }
+    CU_ASSERT(worst < 1e-5);
+    if (worst >= 1e-5) fprintf(stderr, "\nbf16 step vs reference rel err %g\n", worst);
+    /* back to fp32: the plain model again */
+    CU_ASSERT_EQUAL(rn_runtime_set_precision(rt, RN_PREC_FP32, &err), RN_OK);
+    rn_runtime_reset(rt);
+    CU_ASSERT_EQUAL(rn_prefill(rt, tok, T, lg, 1, &err), RN_OK);
+    CU_ASSERT(rel_err(lg, ref32, (int64_t)T * c.vocab_size) < 1e-5);
+    free(st); free(lg); free(ref); free(ref32);
+    rn_runtime_free(rt);
+    rn_model_free(&mb);
+    rn_model_free(&m);
 }
 
 /* Prefill of a prefix, then steps, equals prefill of everything; last-row

@@ -38,3 +38,14 @@ int rn_device_default_chunk(rn_device d)
 {
     return d == RN_DEVICE_CUDA ? 1024 : 256;
 }
+
+int rn_device_check_precision(rn_device d, rn_precision p, rn_error *err)
+{
+    if (p == RN_PREC_FP32) return RN_OK;
+    if (d == RN_DEVICE_CUDA)
+        return rn_seterr(err, RN_EINPUT, "--precision %s: the GPU backend runs fp32 only so far (docs/cuda.md)",
+                         rn_precision_name(p));
+    if (p == RN_PREC_TF32)
+        return rn_seterr(err, RN_EINPUT, "--precision tf32: TF32 is a GPU tensor-core format; the CPU runs fp32 or bf16");
+    return RN_OK;
+}

@@ -4,6 +4,7 @@
 #define RN_DEVICE_H
 
 #include "rn_error.h"
+#include "rn_precision.h"
 
 typedef enum { RN_DEVICE_CPU = 0, RN_DEVICE_CUDA = 1 } rn_device;
 
@@ -17,6 +18,11 @@ int rn_device_check(rn_device d, rn_error *err);
 /* Parse and check --device ARG (NULL: cpu).  RN_EINPUT with a one-line
  * message naming --device on any refusal. */
 int rn_device_select(const char *arg, rn_device *out, rn_error *err);
+
+/* RN_OK when device d computes in precision p; else RN_EINPUT naming
+ * --precision: tf32 is a GPU tensor-core format (the CPU refuses it), and
+ * the GPU backend runs fp32 only so far. */
+int rn_device_check_precision(rn_device d, rn_precision p, rn_error *err);
 
 /* Default prefill rows per forward call on device d: 256 on the CPU (the
  * activations stay in cache), 1024 on the GPU (its products need a thousand

@@ -9,10 +9,12 @@
 #include <string.h>
 
 #include "rn_cuda.h"
+#include "rn_gemv.h"
 #include "rn_layers.h"
 #include "rn_memlimit.h"
 #include "rn_state.h"
 #include "rn_threads.h"
+#include "rn_wbf16.h"
 
 struct rn_runtime {
     const rn_model *m;
@@ -35,6 +37,9 @@ struct rn_runtime {
     void *ws_mem;
     void *block;               /* one allocation for all of the above */
     rn_cuda_rt *gpu;           /* set: forward runs on the GPU (rn_runtime_create_on) */
+    rn_precision prec;         /* rn_runtime_set_precision */
+    rn_wbf16 *wb;              /* bf16: the matrices the forward reads (NULL in fp32) */
+    float *widen;              /* bf16: one matrix widened to FP32 for a prefill chunk's GEMM */
 };
 
 static size_t al64(size_t n) { return (n + 63) & ~(size_t)63; }
@@ -157,6 +162,8 @@ void rn_runtime_free(rn_runtime *rt)
     if (!rt) return;
     rn_cuda_rt_free(rt->gpu);
     rn_state_free(rt->st);
+    rn_wbf16_free(rt->wb);
+    free(rt->widen);
     free(rt->block);
     free(rt);
 }
@@ -196,6 +203,32 @@ int rn_runtime_set_interventions(rn_runtime *rt, const rn_iv_set *set, rn_error 
 
 void rn_runtime_set_stop_flag(rn_runtime *rt, volatile int *stop) { rt->stop = stop; }
 
+int rn_runtime_set_precision(rn_runtime *rt, rn_precision p, rn_error *err)
+{
+    if (p == rt->prec) return RN_OK;
+    int rc = rn_device_check_precision(rt->gpu ? RN_DEVICE_CUDA : RN_DEVICE_CPU, p, err);
+    if (rc) return rc;
+    rn_wbf16_free(rt->wb);
+    free(rt->widen);
+    rt->wb = NULL, rt->widen = NULL, rt->prec = RN_PREC_FP32;
+    if (p == RN_PREC_FP32) return RN_OK;
+    if ((rc = rn_wbf16_create(rt->m, &rt->wb, err))) return rc;
+    /* a prefill chunk of more than one row runs SGEMM over one matrix at a
+     * time, widened back to the FP32 values of its bf16 weights */
+    if (rt->chunk > 1) {
+        rc = rn_memlimit_check("a widened weight matrix (--precision bf16)", 4.0 * rt->wb->max_matrix, err);
+        if (!rc && !(rt->widen = malloc(sizeof(float) * (size_t)rt->wb->max_matrix)))
+            rc = rn_seterr(err, RN_ENOMEM, "out of memory allocating a widened weight matrix");
+        if (rc) {
+            rn_wbf16_free(rt->wb);
+            rt->wb = NULL;
+            return rc;
+        }
+    }
+    rt->prec = p;
+    return RN_OK;
+}
+
 int64_t rn_runtime_pos(const rn_runtime *rt) { return rt->pos; }
 
 int rn_runtime_head_state(const rn_runtime *rt, int layer, int head, const rn_real **S,
@@ -228,6 +261,25 @@ static void report(const rn_runtime *rt, int l, int n)
         }
 }
 
+/* out[n,n_out] (=|+=) in[n,n_in]·Wᵀ, with W's bf16 copy Wb in --precision bf16
+ * (else NULL): one row (the generation step, bound by the bytes of W it
+ * streams) by rn_gemv, more rows by SGEMM — over Wb widened to FP32 in
+ * bf16, so both compute with the same weights. */
+static void proj(rn_runtime *rt, float *out, const float *in, const float *W, const uint16_t *Wb, int n,
+                 int n_in, int n_out, int accumulate)
+{
+    if (n == 1) {
+        if (Wb) rn_gemv_bf16(out, Wb, in, n_out, n_in, accumulate);
+        else rn_gemv_f32(out, W, in, n_out, n_in, accumulate);
+        return;
+    }
+    if (Wb) {
+        rn_bf16_widen(rt->widen, Wb, (size_t)n_out * n_in);
+        W = rt->widen;
+    }
+    rn_matmul_forward(out, in, W, n, n_in, n_out, accumulate);
+}
+
 /* Forward n <= chunk rows at positions pos..pos+n-1.  Shapes: x, hb [n,D];
  * q, k [n,H·dk]; v, o [n,H·dv]; g, u [n,F]; addresses [n,H,K]. */
 static int forward_rows(rn_runtime *rt, const int *tokens, int n, float *logits, int all_rows,
@@ -238,13 +290,17 @@ static int forward_rows(rn_runtime *rt, const int *tokens, int n, float *logits,
     const int D = c->d_model, H = c->n_heads, F = c->d_ff, K = c->top_k, dv = c->d_v;
     rn_threads_poll(); /* between chunks and tokens: follow the machine's load */
     const int hdk = H * rn_config_dk(c), hdv = H * dv;
-    for (int t = 0; t < n; t++)
-        memcpy(rt->x + (size_t)t * D, w->embed + (size_t)tokens[t] * D, sizeof(rn_real) * D);
+    for (int t = 0; t < n; t++) {
+        if (rt->wb) rn_bf16_widen(rt->x + (size_t)t * D, rt->wb->embed + (size_t)tokens[t] * D, D);
+        else memcpy(rt->x + (size_t)t * D, w->embed + (size_t)tokens[t] * D, sizeof(rn_real) * D);
+    }
+    static const rn_layer_wbf16 fp32 = { 0 }; /* no bf16 copies: the FP32 matrices */
     for (int l = 0; l < c->n_layers; l++) {
         const rn_layer_weights *lw = &w->layer[l];
+        const rn_layer_wbf16 *lb = rt->wb ? &rt->wb->layer[l] : &fp32;
         rn_rmsnorm_forward(rt->hb, NULL, rt->x, lw->attn_norm, n, D, c->norm_eps);
-        rn_matmul_forward(rt->q, rt->hb, lw->wq, n, D, hdk, 0);
-        rn_matmul_forward(rt->k, rt->hb, lw->wk, n, D, hdk, 0);
+        proj(rt, rt->q, rt->hb, lw->wq, lb->wq, n, D, hdk, 0);
+        proj(rt, rt->k, rt->hb, lw->wk, lb->wk, n, D, hdk, 0);
         rn_address_forward(rt->raddr, rt->rslot, rt->rw, rt->q, lw->q_alpha, c, c->cape_mask[l],
                            n, rt->pos, rt->ws, rt->n_ws);
         rn_address_forward(rt->waddr, rt->wslot, rt->ww, rt->k, lw->k_alpha, c, c->cape_mask[l],
@@ -254,7 +310,7 @@ static int forward_rows(rn_runtime *rt, const int *tokens, int n, float *logits,
         /* A tiered layer's reads start as soon as its addresses are known:
          * the value projection is computed while they are under way. */
         if (tiered) rn_state_layer(rt->st, l, rt->wslot, rt->rslot, n);
-        rn_matmul_forward(rt->v, rt->hb, lw->wv, n, D, hdv, 0);
+        proj(rt, rt->v, rt->hb, lw->wv, lb->wv, n, D, hdv, 0);
         if (tiered) {
             /* one policy over all heads: serial, head by head (rn_state.h);
              * the rows it will miss were read ahead by rn_state_layer */
@@ -276,17 +332,17 @@ static int forward_rows(rn_runtime *rt, const int *tokens, int n, float *logits,
         }
         if (iv) rn_iv_apply_o(iv, l, rt->o, n, rt->pos);
         if (rt->probe) report(rt, l, n);
-        rn_matmul_forward(rt->x, rt->o, lw->wo, n, hdv, D, 1);
+        proj(rt, rt->x, rt->o, lw->wo, lb->wo, n, hdv, D, 1);
         rn_rmsnorm_forward(rt->hb, NULL, rt->x, lw->mlp_norm, n, D, c->norm_eps);
-        rn_matmul_forward(rt->g, rt->hb, lw->w_gate, n, D, F, 0);
-        rn_matmul_forward(rt->u, rt->hb, lw->w_up, n, D, F, 0);
+        proj(rt, rt->g, rt->hb, lw->w_gate, lb->w_gate, n, D, F, 0);
+        proj(rt, rt->u, rt->hb, lw->w_up, lb->w_up, n, D, F, 0);
         rn_swiglu_forward(rt->g, rt->g, rt->u, (int64_t)n * F);
-        rn_matmul_forward(rt->x, rt->g, lw->w_down, n, F, D, 1);
+        proj(rt, rt->x, rt->g, lw->w_down, lb->w_down, n, F, D, 1);
     }
     if (logits) {
         int first = all_rows ? 0 : n - 1, rows = all_rows ? n : 1;
         rn_rmsnorm_forward(rt->hb, NULL, rt->x + (size_t)first * D, w->norm, rows, D, c->norm_eps);
-        rn_matmul_forward(logits, rt->hb, w->lm_head, rows, D, c->vocab_size, 0);
+        proj(rt, logits, rt->hb, w->lm_head, rt->wb ? rt->wb->lm_head : NULL, rows, D, c->vocab_size, 0);
     }
     rt->pos += n;
     return RN_OK;

@@ -18,6 +18,7 @@
 #include "rn_device.h"
 #include "rn_intervene.h"
 #include "rn_model.h"
+#include "rn_precision.h"
 #include "rn_probe.h"
 #include "rn_state.h"
 
@@ -72,6 +73,12 @@ int rn_runtime_set_interventions(rn_runtime *rt, const rn_iv_set *set, rn_error 
  * CPU runtimes only (RN_EINPUT on a GPU runtime or an unknown head). */
 int rn_runtime_head_state(const rn_runtime *rt, int layer, int head, const rn_real **S,
                           const rn_real **z, rn_error *err);
+
+/* Compute from now on in precision p (rn_precision.h): fp32 (the default)
+ * or bf16 (the weight matrices in bf16, FP32 arithmetic: rn_wbf16.h).
+ * RN_EINPUT naming --precision for tf32 (a GPU format) and, for now, for
+ * anything but fp32 on a GPU runtime.  Allocates the bf16 copies once. */
+int rn_runtime_set_precision(rn_runtime *rt, rn_precision p, rn_error *err);
 
 /* Optional flag polled between chunks/layers: when *stop becomes non-zero a
  * prefill returns RN_EINTR at the next chunk boundary. */

@@ -13,6 +13,7 @@
 #include "rn_cuda_train.h"
 #include "rn_checkpoint.h"
 #include "rn_device.h"
+#include "rn_precision.h"
 #include "rn_memlimit.h"
 #include "rn_modelfile.h"
 #include "rn_threads.h"
@@ -548,7 +549,9 @@ typedef struct {
     rn_train_report_fn report;
     void *user;
     volatile int *stop;
-    rn_model m;
+    rn_model m;         /* the parameters: what AdamW updates and checkpoints hold (FP32) */
+    rn_model mb;        /* --precision bf16: m with its matrices rounded to bf16, which the
+                         * trainers compute with (refreshed after each update) */
     rn_trainer *tr;     /* the model's own K: evaluation, and training after annealing */
     rn_model ma;        /* s.m's weights viewed with the annealing K (owns nothing) */
     rn_trainer *tra;    /* training while annealing (K = ma.cfg.top_k), else NULL */
@@ -573,6 +576,11 @@ typedef struct {
     char summary[1024]; /* the last evaluation's JSON */
 } run_state;
 
+/* The model the trainers compute with: the bf16-rounded copy under
+ * --precision bf16 (gradients then flow to the FP32 master through the
+ * rounding, llm.c's recipe), else the parameters themselves. */
+static rn_model *compute_model(run_state *s) { return s->mb.params ? &s->mb : &s->m; }
+
 /* One optimiser step's numbers, for the progress event and the log. */
 typedef struct {
     double loss, lr, grad_norm;
@@ -585,6 +593,7 @@ static void run_free(run_state *s)
     rn_trainer_free(s->tra);
     rn_cuda_trainer_free(s->gtr);
     rn_model_free(&s->m);
+    rn_model_free(&s->mb);
     free(s->mom);
     free(s->tok);
     free(s->pbuf);
@@ -745,6 +754,8 @@ static int run_setup(run_state *s, rn_error *err)
     if ((rc = rn_model_create_random(&s->m, c, o->seed, err))) return rc;
     init_alpha(&s->m, o);
     if (o->init_from[0] && (rc = init_from_model(&s->m, o->init_from, &s->init_sum, err))) return rc;
+    if ((rc = rn_device_check_precision(o->device, o->precision, err))) return rc;
+    if (o->precision == RN_PREC_BF16 && (rc = rn_model_copy_bf16(&s->mb, &s->m, err))) return rc;
     int max_rows = o->batch * o->seq_len, max_lab = max_rows;
     if (o->task == RN_TASK_MQAR) {
         for (int i = 0; i < o->n_eval_segs; i++)
@@ -752,7 +763,7 @@ static int run_setup(run_state *s, rn_error *err)
         max_lab = max_rows / 4;
     }
     s->max_rows = max_rows;
-    if ((rc = rn_trainer_create(&s->tr, &s->m, max_rows, max_lab, o->eps_g, err))) return rc;
+    if ((rc = rn_trainer_create(&s->tr, compute_model(s), max_rows, max_lab, o->eps_g, err))) return rc;
     s->nb = s->m.n_block;
     /* the whole run: parameters, the two AdamW moments, the workspace */
     char what[96];
@@ -786,6 +797,7 @@ static int run_setup(run_state *s, rn_error *err)
             return rn_seterr(err, RN_EINPUT, "%s: checkpoint is at step %lld, past steps = %lld", o->resume,
                              (long long)s->start, (long long)o->opt.steps);
     }
+    if (s->mb.params) rn_model_round_bf16(&s->mb, &s->m); /* the resumed parameters */
     if (o->device == RN_DEVICE_CUDA) {
         /* room for the largest K annealing uses (K only shrinks over the run) */
         int kw = rn_train_top_k_at(o, c->top_k, 0), kr = rn_train_read_k_at(o, c->top_k, 0);
@@ -817,7 +829,7 @@ static int step_trainer(run_state *s, int64_t step, rn_trainer **out, int *k, in
     if (!s->tra || s->ma.cfg.top_k != *k || s->tra_kr != *kr) {
         rn_trainer_free(s->tra);
         s->tra = NULL;
-        s->ma = s->m;
+        s->ma = *compute_model(s);
         s->ma.owned = NULL;
         s->ma.map = NULL;
         s->ma.cfg.top_k = *k;
@@ -911,6 +923,7 @@ static int train_step(run_state *s, int64_t step, step_stats *st, rn_error *err)
     double lr = rn_train_lr_at(o, step);
     double gscale = (o->opt.clip > 0 && gn > o->opt.clip) ? o->opt.clip / gn : 1.0;
     rn_adamw_update(s->c, s->m.params, rn_trainer_grads(tr), s->mom, s->mom + s->nb, &o->opt, step, lr, gscale);
+    if (s->mb.params) rn_model_round_bf16(&s->mb, &s->m); /* the next forward's weights */
     st->loss = loss;
     st->lr = lr;
     st->grad_norm = gn;

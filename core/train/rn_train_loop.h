@@ -60,6 +60,9 @@ typedef struct {
     int device;               /* RN_DEVICE_CPU or RN_DEVICE_CUDA (rn_device.h): where the
                                * steps run; evaluation always runs on the CPU.  Not part
                                * of the recipe: a checkpoint resumes on either device. */
+    int precision;            /* rn_precision: fp32 (0) or bf16 (CPU: matrices rounded for the
+                               * forward, FP32 master weights, moments and checkpoints).
+                               * Not part of the recipe: a checkpoint resumes in either. */
 } rn_train_opts;
 
 void rn_train_opts_default(rn_train_opts *o, int task);
