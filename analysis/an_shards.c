@@ -5,7 +5,12 @@
  * sampled time: each tracked key marks the time of its last access, and
  * the distance of an access is one plus the marks after its key's previous
  * one.  Dropping a key (fixed size) clears its mark, so the distances that
- * follow count only the keys still sampled.
+ * follow count only the keys still sampled.  The tree spans four times the
+ * keys that can be tracked at once; when time reaches its end the marks are
+ * renumbered 1..m in order (a compaction), so its memory is bounded by the
+ * tracked keys, not by the accesses.  The weights of a fixed-size run are
+ * kept against a global factor, so lowering the rate costs O(1), not a
+ * pass over the histogram.
  */
 #include "an_shards.h"
 
@@ -66,13 +71,16 @@ typedef struct {
     uint32_t *hash;     /* [n_keys] key_hash of each key's identity */
     uint32_t *last;     /* [n_keys] 1 + sampled time of its last access; 0 = not tracked */
     int32_t *bit;       /* Fenwick tree over sampled time [1..cap] */
-    uint64_t cap, t;    /* its size; sampled accesses so far */
+    uint64_t cap, t;    /* its size; the current time (compactions renumber it) */
+    uint64_t tracked;   /* keys with a mark */
+    uint64_t *order;    /* [cap] compaction scratch: (time << 32 | key) of each mark */
     uint32_t *heap;     /* fixed size: tracked keys, a max-heap by hash */
     uint64_t n_heap, max_keys;
     uint32_t T;         /* threshold: keys with hash < T are sampled */
-    double *hist;       /* [H + 1] weight per scaled distance 1..H, [0]: beyond H */
+    double *hist;       /* [H + 1] weight per scaled distance 1..H, [0]: beyond H; times g */
     int64_t H;
-    double cold;        /* weight of first accesses */
+    double cold;        /* weight of first accesses, times g */
+    double g;           /* the weights' factor: the rate now over the rate they were counted at */
 } sampler;
 
 static void bit_add(sampler *s, uint64_t i, int32_t v)
@@ -123,20 +131,44 @@ static void shrink(sampler *s)
     while (s->n_heap > s->max_keys || (s->n_heap && s->hash[s->heap[0]] >= T)) {
         uint32_t k = heap_pop(s);
         if (s->hash[k] < T) T = s->hash[k];
-        if (s->last[k]) bit_add(s, s->last[k], -1);
+        if (s->last[k]) bit_add(s, s->last[k], -1), s->tracked--;
         s->last[k] = 0;
     }
     if (T == s->T) return;
-    double f = (double)T / s->T;
-    for (int64_t b = 0; b <= s->H; b++) s->hist[b] *= f;
-    s->cold *= f;
+    s->g *= (double)T / s->T;
     s->T = T;
 }
 
-/* Feed access of key k (counted or not). */
-static void feed(sampler *s, uint32_t k, int counted)
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Renumber the marks 1..m in time order and rebuild the tree over them. */
+static void compact(sampler *s, uint32_t n_keys)
+{
+    uint64_t m = 0;
+    for (uint32_t k = 0; k < n_keys; k++)
+        if (s->last[k]) s->order[m++] = (uint64_t)s->last[k] << 32 | k;
+    qsort(s->order, m, sizeof *s->order, cmp_u64);
+    memset(s->bit, 0, sizeof *s->bit * (s->cap + 1));
+    for (uint64_t i = 1; i <= m; i++) s->last[(uint32_t)s->order[i - 1]] = (uint32_t)i;
+    /* a tree of ones over 1..m, built in one pass over the whole tree
+     * (every node passes its sum to its parent, also above m) */
+    for (uint64_t i = 1; i <= s->cap; i++) {
+        s->bit[i] += i <= m;
+        uint64_t up = i + (i & (~i + 1));
+        if (up <= s->cap) s->bit[up] += s->bit[i];
+    }
+    s->t = m;
+}
+
+/* Feed access of key k (counted or not) of a stream of n_keys keys. */
+static void feed(sampler *s, uint32_t k, int counted, uint32_t n_keys)
 {
     if (s->hash[k] >= s->T) return;
+    if (s->t == s->cap) compact(s, n_keys);
     uint64_t t = ++s->t;
     double rate = (double)s->T / AN_SHARDS_P;
     if (s->last[k]) {
@@ -144,10 +176,11 @@ static void feed(sampler *s, uint32_t k, int counted)
         bit_add(s, s->last[k], -1);
         if (counted) {
             double scaled = ceil((double)d / rate);
-            s->hist[scaled > (double)s->H ? 0 : (int64_t)scaled] += 1;
+            s->hist[scaled > (double)s->H ? 0 : (int64_t)scaled] += 1 / s->g;
         }
     } else {
-        if (counted) s->cold += 1;
+        if (counted) s->cold += 1 / s->g;
+        s->tracked++;
         if (s->max_keys) heap_push(s, k);
     }
     s->last[k] = (uint32_t)t;
@@ -157,7 +190,7 @@ static void feed(sampler *s, uint32_t k, int counted)
 
 static void sampler_free(sampler *s)
 {
-    free(s->hash); free(s->last); free(s->bit); free(s->heap);
+    free(s->hash); free(s->last); free(s->bit); free(s->heap); free(s->order);
 }
 
 /* Set up s for stream st (hist of H+1 buckets is the caller's). */
@@ -167,20 +200,24 @@ static int sampler_init(sampler *s, const an_stream *st, const an_shards_opts *o
     memset(s, 0, sizeof *s);
     s->T = an_shards_threshold(o->rate);
     s->max_keys = o->max_keys;
-    s->hist = hist, s->H = H;
+    s->hist = hist, s->H = H, s->g = 1;
     uint32_t nk = st->n_keys ? st->n_keys : 1;
     s->hash = malloc(sizeof *s->hash * nk);
     s->last = calloc(nk, sizeof *s->last);
     if (o->max_keys) s->heap = malloc(sizeof *s->heap * (nk + 1));
     if (!s->hash || !s->last || (o->max_keys && !s->heap)) goto oom;
-    for (uint32_t k = 0; k < st->n_keys; k++) s->hash[k] = key_hash(st->id ? st->id[k] : k);
-    for (size_t j = 0; j < st->n; j++) s->cap += s->hash[st->key[j]] < s->T; /* T only falls */
-    if (s->cap >= UINT32_MAX) {
-        sampler_free(s);
-        return rn_seterr(err, RN_EINPUT, "--sample: more than 2^32 sampled accesses in one stream; lower the rate");
+    /* the tree: four times the keys that can be marked at once (those
+     * under the threshold, at most max_keys + 1), and at least 1024 */
+    uint64_t can = 0;
+    for (uint32_t k = 0; k < st->n_keys; k++) {
+        s->hash[k] = key_hash(st->id ? st->id[k] : k);
+        can += s->hash[k] < s->T;
     }
+    if (o->max_keys && can > o->max_keys + 1) can = o->max_keys + 1;
+    s->cap = 4 * can < 1024 ? 1024 : 4 * can;
     s->bit = calloc(s->cap + 1, sizeof *s->bit);
-    if (!s->bit) goto oom;
+    s->order = malloc(sizeof *s->order * s->cap);
+    if (!s->bit || !s->order) goto oom;
     return RN_OK;
 oom:
     sampler_free(s);
@@ -212,19 +249,19 @@ int an_shards_mrc(const an_streams *ss, const an_shards_opts *o, int32_t warmup,
         for (size_t j = 0; j < st->n; j++) {
             int c = !(st->pos && st->pos[j] < warmup);
             counted += c;
-            feed(&s, st->key[j], c);
+            feed(&s, st->key[j], c, st->n_keys);
         }
         double rate = (double)s.T / AN_SHARDS_P;
         if (rate < min_rate) min_rate = rate;
         /* the stream's estimated misses at each C, in full-stream units:
          * sampled misses over the rate (SHARDS_adj: the expected sampled
          * accesses are counted·rate, whatever was drawn) */
-        double above = hist[0] + s.cold;
+        double above = hist[0] + s.cold, g = s.g;
         for (int64_t C = n; C >= 1; C--) {
-            miss[C - 1] += above / rate;
+            miss[C - 1] += above * g / rate;
             above += hist[C];
         }
-        cold += s.cold / rate;
+        cold += s.cold * g / rate;
         out->accesses += counted;
         sampler_free(&s);
     }
