@@ -261,7 +261,7 @@ static int read_part(const char *dir, int T)
         tr[r] = bench_now() - t0;
     }
     printf("  C reader, one head (layer 13, head 7): %zu events in %.3f s (median of %d)\n", n, bench_median(tr, REPS), REPS);
-    printf("  (python: python3 python/ramtrace.py %s --layer 13 --head 7)\n", db);
+    printf("  (python: python3 python/ramtrace %s --layer 13 --head 7)\n", db);
     fflush(stdout);
     sqlite3 *h;
     if (sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK || tr_vtab_register(h) != SQLITE_OK) return 1;

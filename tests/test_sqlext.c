@@ -1,7 +1,7 @@
 /* test_sqlext.c — one run read four ways finds the same events: the C
  * reader (tr_load_events), the `events` virtual table through the sqlite3
  * shell with the loadable extension (`.load build/libramtrace_sql`), the
- * same through `ramtrace sql`, and python/ramtrace.py (numpy).
+ * same through `ramtrace sql`, and python/ramtrace (numpy).
  *
  * The trace: the tiny model over 600 bytes (601 positions: blocks of 256,
  * 256 and 89 per head), run 1 every head with exact weights, run 2 layer 1
@@ -154,7 +154,7 @@ static const char *python(void)
     return th_run("%s -c 'import numpy'", py) ? NULL : py;
 }
 
-TH_TEST(test_python_reader, "python/ramtrace.py: the same events as the C reader")
+TH_TEST(test_python_reader, "python/ramtrace: the same events as the C reader")
 {
     const char *py = python();
     if (!py) { printf("skipped: no python3 with numpy "); return; }
@@ -168,7 +168,7 @@ TH_TEST(test_python_reader, "python/ramtrace.py: the same events as the C reader
         { "--run 1 --pos 256:", { -1, -1, RN_OPS_BOTH, 256, -1 }, 1 },
     };
     for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
-        int rc = th_run("%s python/ramtrace.py %s %s --dump %s", py, g_db, cases[c].args, dir);
+        int rc = th_run("%s python/ramtrace %s %s --dump %s", py, g_db, cases[c].args, dir);
         if (rc) fprintf(stderr, "\npython: %s", th_err());
         CU_ASSERT_EQUAL_FATAL(rc, 0);
         size_t n;
@@ -210,12 +210,12 @@ TH_TEST(test_python_reader, "python/ramtrace.py: the same events as the C reader
     CU_ASSERT_EQUAL(sqlite3_exec(h, "UPDATE event_blocks SET weights = substr(weights, 2) WHERE rowid = 3", NULL,
                                  NULL, NULL), SQLITE_OK);
     sqlite3_close(h);
-    CU_ASSERT_EQUAL(th_run("%s python/ramtrace.py %s --run 1", py, bad), 2);
+    CU_ASSERT_EQUAL(th_run("%s python/ramtrace %s --run 1", py, bad), 2);
     CU_ASSERT_EQUAL(th_count_lines(th_err()), 1);
     CU_ASSERT_PTR_NOT_NULL(strstr(th_err(), "corrupt trace"));
 }
 
-TH_TEST(test_python_bad_args, "python/ramtrace.py: a bad option is one line and exit 2, a bad argument a ValueError")
+TH_TEST(test_python_bad_args, "python/ramtrace: a bad option is one line and exit 2, a bad argument a ValueError")
 {
     const char *py = python();
     if (!py) { printf("skipped: no python3 with numpy "); return; }
@@ -237,7 +237,7 @@ TH_TEST(test_python_bad_args, "python/ramtrace.py: a bad option is one line and 
         { "--dump /nonexistent-dir", "--dump: /nonexistent-dir: not a directory" },
     };
     for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
-        int rc = th_run("%s python/ramtrace.py %s %s", py, g_db, cases[c].args);
+        int rc = th_run("%s python/ramtrace %s %s", py, g_db, cases[c].args);
         if (rc != 2 || th_count_lines(th_err()) != 1 || !strstr(th_err(), cases[c].want))
             fprintf(stderr, "\n%s: rc %d: %s", cases[c].args, rc, th_err());
         CU_ASSERT_EQUAL(rc, 2);
@@ -248,11 +248,11 @@ TH_TEST(test_python_bad_args, "python/ramtrace.py: a bad option is one line and 
     }
     /* Good options next to them still load (layer 1 of run 2: reads only);
      * a bound past every int32 position selects as no bound does. */
-    CU_ASSERT_EQUAL(th_run("%s python/ramtrace.py %s --layer 1 --head 3 --pos :", py, g_db), 0);
+    CU_ASSERT_EQUAL(th_run("%s python/ramtrace %s --layer 1 --head 3 --pos :", py, g_db), 0);
     CU_ASSERT_EQUAL(strtol(th_out(), NULL, 10), 601 * 8);
-    CU_ASSERT_EQUAL(th_run("%s python/ramtrace.py %s --layer 1 --head 3 --pos 600:99999999999999999999", py, g_db), 0);
+    CU_ASSERT_EQUAL(th_run("%s python/ramtrace %s --layer 1 --head 3 --pos 600:99999999999999999999", py, g_db), 0);
     CU_ASSERT_EQUAL(strtol(th_out(), NULL, 10), 8);
-    CU_ASSERT_EQUAL(th_run("%s python/ramtrace.py %s --pos 99999999999999999999:", py, g_db), 0);
+    CU_ASSERT_EQUAL(th_run("%s python/ramtrace %s --pos 99999999999999999999:", py, g_db), 0);
     CU_ASSERT_EQUAL(strtol(th_out(), NULL, 10), 0);
 
     /* The API: ValueError (ArgError), its message naming the argument. */
@@ -331,15 +331,15 @@ TH_TEST(test_demo_script, "scripts/demo: sqlite3 + .load and Python read its tra
     CU_ASSERT_EQUAL(n_sql, n_py);
     char want[700];
     snprintf(want, sizeof want, "note: the python3 on PATH (%s) has no numpy; scripts/setup installed it for"
-             " /usr/bin/python3: run python/ramtrace.py with /usr/bin/python3", fake);
+             " /usr/bin/python3: run python/ramtrace with /usr/bin/python3", fake);
     CU_ASSERT_PTR_NOT_NULL(strstr(o, want));
     snprintf(want, sizeof want, "%s/demo-mrc.png", out);
     CU_ASSERT(th_file_exists(want));
 
     /* the module itself, under that interpreter: one line, exit 2 */
-    CU_ASSERT_EQUAL(th_run("%s python/ramtrace.py %s", fake, g_db), 2);
+    CU_ASSERT_EQUAL(th_run("%s python/ramtrace %s", fake, g_db), 2);
     CU_ASSERT_EQUAL(th_count_lines(th_err()), 1);
-    CU_ASSERT_PTR_NOT_NULL(strstr(th_err(), "ramtrace.py: numpy is not installed for"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(th_err(), "ramtrace: numpy is not installed for"));
     CU_ASSERT_PTR_NOT_NULL(strstr(th_err(), "run this module with /usr/bin/python3"));
 }
 

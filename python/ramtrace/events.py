@@ -1,4 +1,4 @@
-"""ramtrace.py — read ramtrace trace files (schema v2) from Python.
+"""ramtrace.events — read ramtrace trace files (schema v2) from Python.
 
 Loads one run's events as numpy arrays, straight from the packed
 `event_blocks` rows (docs/trace-schema.md), without the SQLite extension:
@@ -21,7 +21,8 @@ A bad argument (an unknown ops, a layer or head the run does not have, a
 pos that is not (lo, hi) with 0 <= lo <= hi) raises ArgError, a ValueError
 whose message starts with the argument's name.
 
-As a command: python3 python/ramtrace.py TRACE.db [--run N] [--layer L]
+As a command: python3 python/ramtrace TRACE.db (or python3 -m ramtrace
+with python/ on PYTHONPATH) [--run N] [--layer L]
 [--head H] [--pos LO:HI] [--ops r|w|rw] [--dump DIR] prints the event count
 and the load rate; --dump writes each array as raw little-endian DIR/NAME.bin.
 A bad file or option: one line on stderr naming it, exit status 2.
@@ -39,9 +40,6 @@ except ImportError:
     # python3 first on PATH (pyenv, a venv) may lack it: say which to use
     _NO_NUMPY = (f"numpy is not installed for {sys.executable}; scripts/setup installs it for /usr/bin/python3"
                  " (Debian python3-numpy): run this module with /usr/bin/python3, or install numpy for this one")
-    if __name__ == "__main__":
-        print(f"ramtrace.py: {_NO_NUMPY}", file=sys.stderr)
-        sys.exit(2)
     raise ImportError(_NO_NUMPY) from None
 
 APPLICATION_ID = 0x524E5452
@@ -275,9 +273,9 @@ def _main(argv):
 
     class Parser(argparse.ArgumentParser):
         def error(self, message):  # one line, exit 2 (argparse prints the usage too)
-            self.exit(2, f"ramtrace.py: {message} (try --help)\n")
+            self.exit(2, f"ramtrace: {message} (try --help)\n")
 
-    ap = Parser(prog="ramtrace.py", description="load one run's events of a ramtrace trace")
+    ap = Parser(prog="ramtrace", description="load one run's events of a ramtrace trace")
     ap.add_argument("trace")
     ap.add_argument("--run", type=int)
     ap.add_argument("--layer", type=int)
@@ -287,7 +285,7 @@ def _main(argv):
     ap.add_argument("--dump", help="write each array as raw DIR/NAME.bin")
     a = ap.parse_args(argv)  # a malformed option: one line, exit 2
     if a.dump is not None and not os.path.isdir(a.dump):
-        print(f"ramtrace.py: --dump: {a.dump}: not a directory", file=sys.stderr)
+        print(f"ramtrace: --dump: {a.dump}: not a directory", file=sys.stderr)
         return 2
     pos = None
     if a.pos is not None:
@@ -297,16 +295,16 @@ def _main(argv):
         except ValueError:
             colon = ""
         if not colon:
-            print(f"ramtrace.py: --pos: {a.pos!r} is not LO:HI (integers, either may be empty)", file=sys.stderr)
+            print(f"ramtrace: --pos: {a.pos!r} is not LO:HI (integers, either may be empty)", file=sys.stderr)
             return 2
     t0 = time.perf_counter()
     try:
         ev = load_events(a.trace, a.run, a.layer, a.head, pos, a.ops)
     except ArgError as e:
-        print(f"ramtrace.py: --{e.arg}: {e.msg}", file=sys.stderr)
+        print(f"ramtrace: --{e.arg}: {e.msg}", file=sys.stderr)
         return 2
     except TraceError as e:
-        print(f"ramtrace.py: {e}", file=sys.stderr)
+        print(f"ramtrace: {e}", file=sys.stderr)
         return 2
     dt = time.perf_counter() - t0
     n = len(ev["slot"])
@@ -320,10 +318,11 @@ def _main(argv):
             except OSError as e:
                 if os.path.exists(tmp):
                     os.remove(tmp)
-                print(f"ramtrace.py: --dump: {tmp}: {e.strerror}", file=sys.stderr)
+                print(f"ramtrace: --dump: {tmp}: {e.strerror}", file=sys.stderr)
                 return 2
     return 0
 
 
-if __name__ == "__main__":
-    sys.exit(_main(sys.argv[1:]))
+def main(argv=None):
+    """The command line (python/ramtrace/__main__.py)."""
+    return _main(sys.argv[1:] if argv is None else argv)

@@ -1,0 +1,133 @@
+/* ramnet_api.c — the C API of libramnet.so (ramnet_api.h) over the library:
+ * handles, thread-local messages, and calls into core/. */
+#include "ramnet_api.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rn_modelfile.h"
+#include "rn_params.h"
+#include "rn_runtime.h"
+#include "rn_tokenizer.h"
+#include "rn_version.h"
+
+struct ramnet_model {
+    rn_model m;
+    int n_tensors;
+    rn_tensor_desc *t;     /* [n_tensors] */
+};
+
+static _Thread_local char last_error[512];
+
+static int fail(const rn_error *err)
+{
+    snprintf(last_error, sizeof last_error, "%s", err->msg);
+    return err->code ? err->code : RN_EINTERNAL;
+}
+
+static int fail_msg(int code, const char *msg)
+{
+    snprintf(last_error, sizeof last_error, "%s", msg);
+    return code;
+}
+
+int ramnet_api_version(void) { return RAMNET_API_VERSION; }
+const char *ramnet_version(void) { return RAMTRACE_VERSION; }
+const char *ramnet_last_error(void) { return last_error; }
+
+int ramnet_load(const char *path, ramnet_model **out)
+{
+    rn_error err = { 0 };
+    if (!out) return fail_msg(RN_EINPUT, "ramnet_load: no handle to fill");
+    *out = NULL;
+    if (!path) return fail_msg(RN_EINPUT, "ramnet_load: no path");
+    ramnet_model *h = calloc(1, sizeof *h);
+    if (!h) return fail_msg(RN_ENOMEM, "out of memory");
+    if (rn_model_load(&h->m, path, &err)) {
+        free(h);
+        return fail(&err);
+    }
+    h->n_tensors = (int)rn_params_count_tensors(&h->m.cfg);
+    h->t = malloc(sizeof *h->t * (size_t)(h->n_tensors ? h->n_tensors : 1));
+    if (!h->t) {
+        rn_model_free(&h->m);
+        free(h);
+        return fail_msg(RN_ENOMEM, "out of memory");
+    }
+    rn_params_layout(&h->m.cfg, h->t);
+    *out = h;
+    return RAMNET_OK;
+}
+
+void ramnet_free(ramnet_model *m)
+{
+    if (!m) return;
+    rn_model_free(&m->m);
+    free(m->t);
+    free(m);
+}
+
+int ramnet_config_text(const ramnet_model *m, char *buf, size_t cap, size_t *len)
+{
+    if (!m) return fail_msg(RN_EINPUT, "no model");
+    size_t n = rn_config_format(&m->m.cfg, buf, cap);
+    if (len) *len = n;
+    return RAMNET_OK;
+}
+
+int ramnet_tensor_count(const ramnet_model *m) { return m ? m->n_tensors : 0; }
+
+int ramnet_tensor(const ramnet_model *m, int i, const char **name, int *ndim, int64_t shape[2],
+                  const float **data)
+{
+    if (!m || i < 0 || i >= m->n_tensors) return fail_msg(RN_EINPUT, "tensor index out of range");
+    const rn_tensor_desc *t = &m->t[i];
+    *name = t->name;
+    *ndim = t->ndim;
+    shape[0] = t->shape[0];
+    shape[1] = t->ndim > 1 ? t->shape[1] : 1;
+    *data = m->m.params + t->offset;
+    return RAMNET_OK;
+}
+
+int ramnet_tokenize(const ramnet_model *m, const char *text, size_t len, int **ids, int *n)
+{
+    rn_error err = { 0 };
+    if (!m || !text || !ids || !n) return fail_msg(RN_EINPUT, "ramnet_tokenize: a NULL argument");
+    if (rn_tokenize(&m->m.cfg, text, len, "text", ids, n, &err)) return fail(&err);
+    return RAMNET_OK;
+}
+
+int ramnet_detokenize(const ramnet_model *m, const int *ids, int n, char **text, size_t *len)
+{
+    if (!m || (!ids && n) || n < 0 || !text || !len) return fail_msg(RN_EINPUT, "ramnet_detokenize: a bad argument");
+    for (int i = 0; i < n; i++)
+        if (ids[i] < 0 || ids[i] >= m->m.cfg.vocab_size) {
+            char msg[128];
+            snprintf(msg, sizeof msg, "token %d at position %d is outside the vocabulary [0, %d)", ids[i], i,
+                     m->m.cfg.vocab_size);
+            return fail_msg(RN_EINPUT, msg);
+        }
+    *text = NULL;
+    *len = 0;
+    FILE *f = open_memstream(text, len);
+    if (!f) return fail_msg(RN_ENOMEM, "out of memory");
+    for (int i = 0; i < n; i++) rn_token_print(&m->m.cfg, ids[i], i == 0, f);
+    if (fclose(f)) return fail_msg(RN_ENOMEM, "out of memory");
+    return RAMNET_OK;
+}
+
+void ramnet_free_buffer(void *p) { free(p); }
+
+int ramnet_forward(const ramnet_model *m, const int *tokens, int T, float *logits, int chunk)
+{
+    rn_error err = { 0 };
+    if (!m || !tokens || !logits || T < 1) return fail_msg(RN_EINPUT, "ramnet_forward: a bad argument");
+    if (chunk < 0) return fail_msg(RN_EINPUT, "ramnet_forward: chunk must be >= 0");
+    rn_runtime *rt;
+    if (rn_runtime_create(&m->m, chunk ? chunk : 256, &rt, &err)) return fail(&err);
+    int rc = rn_prefill(rt, tokens, T, logits, 1, &err);
+    rn_runtime_free(rt);
+    return rc ? fail(&err) : RAMNET_OK;
+}

@@ -1,0 +1,26 @@
+# mk/api.mk — libramnet.so: the library and its stable C API (api/, the
+# header api/ramnet_api.h) as one shared object, which the Python package
+# (python/ramtrace/) loads with ctypes.
+#
+# Its objects are compiled apart, position-independent and without the
+# sanitizers (the .so is loaded into processes that are not sanitized:
+# python3), into $(BUILD)/pic/.  Built by `make`, `make test` and
+# `make install`.
+
+API_SRC   := $(wildcard api/*.c)
+SOLIB     := $(BUILD)/libramnet.so
+PIC_STUBS := $(if $(filter 1,$(CUDA)),,core/cuda/rn_cuda_stub.c core/cuda/rn_cuda_train_stub.c)
+PIC_OBJ   := $(patsubst %.c,$(BUILD)/pic/%.o,$(LIB_SRC) $(API_SRC) $(PIC_STUBS))
+PIC_CFLAGS = $(filter-out $(SAN),$(CFLAGS)) -fPIC -Iapi
+
+all: $(SOLIB)
+test: $(SOLIB)
+
+$(BUILD)/pic/%.o: %.c $(BUILD)/build-flags | setup
+	@mkdir -p $(dir $@)
+	@echo "CC(pic) $<"; $(CC) $(PIC_CFLAGS) -MMD -MP -c $< -o $@
+$(BUILD)/pic/core/cache/rn_cache.o: $(BUILD)/gen/rn_policies.h
+
+$(SOLIB): $(PIC_OBJ) $(if $(filter 1,$(CUDA)),$(CU_OBJ))
+	$(CC) -shared -fopenmp -Wl,-soname,libramnet.so -o $@ $^ $(PKGLIBS) -lopenblas -lsqlite3 -lcairo -lpng -lm -pthread \
+	    $(if $(filter 1,$(CUDA)),$(CUDA_LIBS))

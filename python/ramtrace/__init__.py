@@ -1,0 +1,23 @@
+"""ramtrace — RAM-Net models and their memory traces from Python.
+
+    import ramtrace
+    m = ramtrace.load("samples/kjv.bin")        # a model, in process (libramnet.so)
+    toks = m.to_tokens("In the beginning")
+    logits = m(toks)                            # numpy [T, vocab_size], float32
+    m.to_string(toks)
+
+    ev = ramtrace.load_events("t.db", layer=1, head=2)   # a trace's events as numpy arrays
+
+    from ramtrace import torch as rt_torch      # an independent PyTorch forward
+    tm = rt_torch.from_model(m)                 # or rt_torch.load("model.safetensors")
+
+Needs Debian's python3 with python3-numpy (and python3-torch for
+ramtrace.torch).  The model API binds libramnet.so with ctypes: the
+library is looked for beside the package (an installed copy), in the
+build/ directory of a source checkout, or where RAMTRACE_LIB names it.
+Errors are ramtrace.Error with the library's one-line message.
+"""
+from ramtrace.events import ArgError, TraceError, load_events  # noqa: F401
+from ramtrace.model import Error, Model, load  # noqa: F401
+
+__all__ = ["load", "Model", "Error", "load_events", "TraceError", "ArgError"]

@@ -1,0 +1,81 @@
+"""The ctypes binding of libramnet.so (api/ramnet_api.h)."""
+import ctypes
+import os
+
+API_MAJOR = 1
+
+
+class Error(Exception):
+    """An error of the ramtrace library: str() is its one-line message; .code
+    its code (2: bad input)."""
+
+    def __init__(self, msg, code=2):
+        super().__init__(msg)
+        self.code = code
+
+
+def _candidates():
+    env = os.environ.get("RAMTRACE_LIB")
+    if env:
+        yield env
+    here = os.path.dirname(os.path.abspath(__file__))
+    yield os.path.join(here, "libramnet.so")                              # installed beside the package
+    yield os.path.join(here, "..", "..", "build", "libramnet.so")         # a source checkout
+
+
+_lib = None
+
+
+def lib():
+    """The loaded library (loaded once)."""
+    global _lib
+    if _lib is not None:
+        return _lib
+    tried = []
+    for path in _candidates():
+        if os.path.exists(path):
+            try:
+                L = ctypes.CDLL(os.path.abspath(path))
+                break
+            except OSError as e:
+                tried.append(f"{path}: {e}")
+        else:
+            tried.append(f"{path}: no such file")
+    else:
+        raise Error("libramnet.so not found (run make, or set RAMTRACE_LIB): " + "; ".join(tried))
+    L.ramnet_api_version.restype = ctypes.c_int
+    v = L.ramnet_api_version()
+    if v // 100 != API_MAJOR:
+        raise Error(f"libramnet.so has API version {v}, this package needs {API_MAJOR}.x")
+    c_int_p = ctypes.POINTER(ctypes.c_int)
+    sig = {
+        "ramnet_last_error": ([], ctypes.c_char_p),
+        "ramnet_version": ([], ctypes.c_char_p),
+        "ramnet_load": ([ctypes.c_char_p, ctypes.POINTER(ctypes.c_void_p)], ctypes.c_int),
+        "ramnet_free": ([ctypes.c_void_p], None),
+        "ramnet_config_text": ([ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t,
+                                ctypes.POINTER(ctypes.c_size_t)], ctypes.c_int),
+        "ramnet_tensor_count": ([ctypes.c_void_p], ctypes.c_int),
+        "ramnet_tensor": ([ctypes.c_void_p, ctypes.c_int, ctypes.POINTER(ctypes.c_char_p), c_int_p,
+                           ctypes.POINTER(ctypes.c_int64), ctypes.POINTER(ctypes.POINTER(ctypes.c_float))],
+                          ctypes.c_int),
+        "ramnet_tokenize": ([ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t,
+                             ctypes.POINTER(c_int_p), c_int_p], ctypes.c_int),
+        "ramnet_detokenize": ([ctypes.c_void_p, c_int_p, ctypes.c_int, ctypes.POINTER(ctypes.c_void_p),
+                               ctypes.POINTER(ctypes.c_size_t)], ctypes.c_int),
+        "ramnet_free_buffer": ([ctypes.c_void_p], None),
+        "ramnet_forward": ([ctypes.c_void_p, c_int_p, ctypes.c_int, ctypes.POINTER(ctypes.c_float), ctypes.c_int],
+                           ctypes.c_int),
+    }
+    for name, (args, res) in sig.items():
+        f = getattr(L, name)
+        f.argtypes = args
+        f.restype = res
+    _lib = L
+    return L
+
+
+def check(rc):
+    """Raise Error with the library's message when rc is not 0."""
+    if rc:
+        raise Error(lib().ramnet_last_error().decode("utf-8", "replace"), rc)

@@ -1,0 +1,113 @@
+"""tests/python/test_api.py — the Python package against the library and
+the library against an independent PyTorch forward (run by
+tests/test_python.c with Debian's python3; PYTHONPATH=python, RAMTRACE_BIN
+set).  Prints one line per failed check and "python api: N checks, F failed".
+"""
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+import ramtrace
+from ramtrace import torch as rt
+
+checks = failed = 0
+
+
+def check(ok, what):
+    global checks, failed
+    checks += 1
+    if not ok:
+        failed += 1
+        print("FAIL:", what)
+
+
+def close(a, b, what, tol=1e-4):
+    """max |a - b| <= tol * max(1, max |b|)"""
+    err = float(np.abs(a - b).max())
+    scale = max(1.0, float(np.abs(b).max()))
+    check(err <= tol * scale, f"{what}: max |diff| {err:.3g} (scale {scale:.3g})")
+
+
+def raises(exc, fn, what, text=None):
+    try:
+        fn()
+    except exc as e:
+        check(text is None or text in str(e), f"{what}: message {str(e)!r} lacks {text!r}")
+        return
+    except Exception as e:  # noqa: BLE001
+        check(False, f"{what}: raised {type(e).__name__}: {e}")
+        return
+    check(False, f"{what}: nothing raised")
+
+
+# the samples: the library's logits against the PyTorch module's
+m = ramtrace.load("samples/kjv.bin")
+toks = m.to_tokens(open("data/kjv.txt", encoding="utf-8").read()[:300])
+check(m.to_string(toks[1:]) == open("data/kjv.txt", encoding="utf-8").read()[:300], "kjv: tokens round trip")
+close(m(toks), rt.from_model(m)(toks).detach().numpy(), "kjv.bin: library vs torch")
+close(m(toks, chunk=7), m(toks), "kjv.bin: chunk 7 vs 256")
+q = ramtrace.load("samples/mqar.bin")
+qt = np.random.default_rng(1).integers(0, q.cfg["vocab_size"], 96)
+close(q(qt), rt.from_model(q)(qt).detach().numpy(), "mqar.bin: library vs torch")
+
+# random configs with decisive addresses (q/k weights of std 0.3), written by
+# write_safetensors, read back by the library
+rng = np.random.default_rng(7)
+configs = [
+    dict(vocab_size=50, d_model=24, n_layers=2, n_heads=3, d_p=4, order=3, d_v=5, top_k=4, d_ff=40, gamma=1.0,
+         tau=1.0, eps=1e-6, norm_eps=1e-5, tie_embeddings=0, cape_masks="5,2", tokenizer="ids"),
+    dict(vocab_size=257, d_model=16, n_layers=3, n_heads=2, d_p=8, order=2, d_v=8, top_k=8, d_ff=32, gamma=0.5,
+         tau=0.7, eps=1e-3, norm_eps=1e-5, tie_embeddings=1, cape_masks="3,0,1", tokenizer="bytes"),
+    dict(vocab_size=40, d_model=12, n_layers=1, n_heads=4, d_p=16, order=1, d_v=3, top_k=2, d_ff=20, gamma=2.0,
+         tau=1.3, eps=0.0, norm_eps=1e-6, tie_embeddings=0, cape_masks="15", tokenizer="ids"),
+    dict(vocab_size=64, d_model=8, n_layers=2, n_heads=1, d_p=3, order=2, d_v=4, top_k=1, d_ff=16, gamma=0.0,
+         tau=1.0, eps=1e-6, norm_eps=1e-5, tie_embeddings=1, cape_masks="0,1", tokenizer="ids"),
+]
+with tempfile.TemporaryDirectory() as tmp:
+    for i, c in enumerate(configs):
+        net = rt.RAMNet(c)
+        tensors = {}
+        for name, p in net.state_dict().items():
+            std = 0.3 if ("q_proj" in name or "k_proj" in name) else 0.2
+            if name.endswith("norm.weight"):
+                tensors[name] = 1 + 0.1 * rng.standard_normal(p.shape)
+            else:
+                tensors[name] = std * rng.standard_normal(p.shape)
+        path = os.path.join(tmp, f"r{i}.safetensors")
+        rt.write_safetensors(path, c, tensors)
+        lm = ramtrace.load(path)
+        tt = rng.integers(0, c["vocab_size"], 50)
+        ref = rt.load(path)(tt).detach().numpy()
+        close(lm(tt), ref, f"random config {i}: library vs torch")
+        close(lm(tt, chunk=1), ref, f"random config {i}: chunk 1 (the step's path) vs torch")
+        # the library's own model file of the same weights agrees too
+        bin_path = os.path.join(tmp, f"r{i}.bin")
+        r = subprocess.run([os.environ.get("RAMTRACE_BIN", "./ramtrace"), "convert", path, bin_path],
+                           capture_output=True)
+        check(r.returncode == 0, f"random config {i}: convert: {r.stderr!r}")
+        close(rt.load(bin_path)(tt).detach().numpy(), ref, f"random config {i}: model.bin vs safetensors")
+        lm.close()
+
+    # bad input: every error a ramtrace.Error (or TypeError/ValueError for Python types)
+    raises(ramtrace.Error, lambda: ramtrace.load(os.path.join(tmp, "missing.bin")), "missing file", "missing.bin")
+    bad = os.path.join(tmp, "bad.bin")
+    with open(bad, "wb") as f:
+        f.write(b"not a model at all")
+    raises(ramtrace.Error, lambda: ramtrace.load(bad), "corrupt file", "bad.bin")
+    raises(ValueError, lambda: rt.read_safetensors(bad), "corrupt safetensors")
+raises(TypeError, lambda: m.to_tokens(5), "to_tokens(int)")
+raises(TypeError, lambda: m([0.5, 1.5]), "float tokens")
+raises(ValueError, lambda: m(np.zeros((2, 2), dtype=int)), "2-D tokens")
+raises(ValueError, lambda: m([]), "no tokens")
+raises(ramtrace.Error, lambda: m([0, 99999]), "token outside the vocabulary", "outside the vocabulary")
+raises(ramtrace.Error, lambda: m.to_string([300]), "detokenize outside the vocabulary", "outside the vocabulary")
+raises(ValueError, lambda: m([1, 2], chunk=-1), "negative chunk")
+m.close()
+raises(ramtrace.Error, lambda: m([1]), "closed model", "closed")
+q.close()
+
+print(f"python api: {checks} checks, {failed} failed")
+sys.exit(1 if failed else 0)

@@ -1,0 +1,20 @@
+/* test_python.c — the Python package (python/ramtrace/) in Debian's
+ * python3: tests/python/test_api.py loads the samples and random models
+ * through libramnet.so and compares their logits with the PyTorch module
+ * ramtrace.torch (written from docs/design.md's conventions, not from the
+ * C code) within 1e-4, and checks that every bad call is a Python
+ * exception with the library's message.  python3-numpy and python3-torch
+ * are installed by scripts/setup: their absence fails the test. */
+#include <stdio.h>
+#include <string.h>
+
+#include "th.h"
+
+TH_TEST(test_python_api, "python: ramtrace.load runs the model; ramtrace.torch agrees within 1e-4; errors are exceptions")
+{
+    int rc = th_run("PYTHONPATH=python RAMTRACE_BIN='%s' /usr/bin/python3 tests/python/test_api.py", th_bin());
+    if (rc) fprintf(stderr, "\n%s%s", th_out(), th_err());
+    CU_ASSERT_EQUAL(rc, 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(th_out(), ", 0 failed"));
+    CU_ASSERT_PTR_NULL(strstr(th_err(), "Traceback"));
+}
