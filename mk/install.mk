@@ -1,6 +1,10 @@
 # install.mk — `make install PREFIX=...` and `make uninstall`.
 #
-# Installs the binary, the static library, the public headers (every header
+# Installs the binary, the static and the shared library (libramnet.so, with
+# the C API header ramnet_api.h), the Python package (python/ramtrace/, into
+# PYDIR, where Debian's python3 looks for /usr/local: lib/python3.N/
+# dist-packages, with a _config.py naming the installed library), the
+# public headers (every header
 # of core/ trace/ analysis/ viz/ figure/, flat in include/ramnet/, as the
 # sources include them), ramnet.pc for pkg-config, a man page for ramtrace
 # and for each of its commands, and bash completion.  The man pages and the
@@ -24,6 +28,9 @@ INCLUDEDIR  ?= $(PREFIX)/include
 MANDIR      ?= $(PREFIX)/share/man
 COMPLDIR    ?= $(PREFIX)/share/bash-completion/completions
 PCDIR       ?= $(LIBDIR)/pkgconfig
+PYVER        = $(eval PYVER := $(shell /usr/bin/python3 -c 'import sys; print("python%d.%d" % sys.version_info[:2])' 2>/dev/null || echo python3))$(PYVER)
+PYDIR       ?= $(PREFIX)/lib/$(PYVER)/dist-packages
+PY_SRC      := $(wildcard python/ramtrace/*.py)
 PUB_HDR     := $(sort $(wildcard $(CORE_ROOMS:%=core/%/*.h) trace/*.h analysis/*.h viz/*.h figure/*.h))
 MANIFEST     = $(DESTDIR)$(PREFIX)/share/ramtrace/install-manifest
 
@@ -39,7 +46,8 @@ $(BUILD)/man/.stamp: $(BIN) scripts/gen-man
 $(BUILD)/completion/ramtrace: $(BIN) scripts/gen-completion
 	@scripts/gen-completion $(BIN) $@
 
-# The library is static, so Libs carries what it links against.
+# -lramnet links libramnet.so (found at run time by the rpath), or the static
+# libramnet.a with -static; Libs carries what the static one links against.
 $(BUILD)/ramnet.pc: mk/install.mk core/base/rn_version.h
 	@mkdir -p $(dir $@)
 	@{ echo 'prefix=$(PREFIX)'; \
@@ -51,7 +59,7 @@ $(BUILD)/ramnet.pc: mk/install.mk core/base/rn_version.h
 	   echo 'Version: '$$(sed -n 's/.*RAMTRACE_VERSION "\(.*\)"/\1/p' core/base/rn_version.h); \
 	   echo 'Requires: sqlite3 cairo libpng'; \
 	   echo 'Cflags: -I$${includedir}/ramnet -I/usr/include/$(MULTIARCH)/openblas-openmp -fopenmp'; \
-	   echo 'Libs: -L$${libdir} -lramnet -L$(BLASLIB) -Wl,-rpath,$(BLASLIB) -lopenblas -fopenmp -lm -pthread'; \
+	   echo 'Libs: -L$${libdir} -lramnet -Wl,-rpath,$${libdir} -L$(BLASLIB) -Wl,-rpath,$(BLASLIB) -lopenblas -fopenmp -lm -pthread'; \
 	 } > $@.tmp && mv $@.tmp $@
 
 # Always regenerated: PREFIX is part of its text.
@@ -68,14 +76,19 @@ install-check: $(BUILD)/build-flags
 	    exit 2; \
 	fi
 
-install: install-check $(BIN) $(LIB) man completion $(BUILD)/ramnet.pc
+install: install-check $(BIN) $(LIB) $(SOLIB) man completion $(BUILD)/ramnet.pc
 	@set -e; d='$(DESTDIR)'; m='$(MANIFEST)'; \
-	mkdir -p "$$d$(BINDIR)" "$$d$(LIBDIR)" "$$d$(INCLUDEDIR)/ramnet" "$$d$(PCDIR)" \
+	mkdir -p "$$d$(BINDIR)" "$$d$(LIBDIR)" "$$d$(INCLUDEDIR)/ramnet" "$$d$(PCDIR)" "$$d$(PYDIR)/ramtrace" \
 	         "$$d$(MANDIR)/man1" "$$d$(COMPLDIR)" "$$(dirname "$$m")"; \
 	: > "$$m.tmp"; \
 	put() { install -m "$$1" "$$2" "$$3"; echo "$$3" >> "$$m.tmp"; }; \
 	put 755 $(BIN) "$$d$(BINDIR)/ramtrace"; \
 	put 644 $(LIB) "$$d$(LIBDIR)/libramnet.a"; \
+	put 755 $(SOLIB) "$$d$(LIBDIR)/libramnet.so"; \
+	put 644 api/ramnet_api.h "$$d$(INCLUDEDIR)/ramnet/ramnet_api.h"; \
+	for p in $(PY_SRC); do put 644 $$p "$$d$(PYDIR)/ramtrace/$$(basename $$p)"; done; \
+	printf '"""Written by make install: where the installed library is."""\nLIB = %s\n' "'$(LIBDIR)/libramnet.so'" > "$$d$(PYDIR)/ramtrace/_config.py"; \
+	echo "$$d$(PYDIR)/ramtrace/_config.py" >> "$$m.tmp"; \
 	for h in $(PUB_HDR); do put 644 $$h "$$d$(INCLUDEDIR)/ramnet/$$(basename $$h)"; done; \
 	put 644 $(BUILD)/ramnet.pc "$$d$(PCDIR)/ramnet.pc"; \
 	for p in $(BUILD)/man/*.1; do put 644 $$p "$$d$(MANDIR)/man1/$$(basename $$p)"; done; \

@@ -127,7 +127,8 @@ TH_TEST(test_install_uninstall, "make install / pkg-config / make uninstall roun
     if (cpu_specific(RN_TEST_OPT)) return; /* not installable (test_install_portable) */
     CU_ASSERT_EQUAL_FATAL(run_make("install", prefix), 0);
 
-    const char *files[] = { "bin/ramtrace", "lib/libramnet.a", "include/ramnet/rn_model.h",
+    const char *files[] = { "bin/ramtrace", "lib/libramnet.a", "lib/libramnet.so", "include/ramnet/ramnet_api.h",
+                            "include/ramnet/rn_model.h",
                             "include/ramnet/viz_trace.h", "lib/pkgconfig/ramnet.pc",
                             "share/man/man1/ramtrace.1", "share/bash-completion/completions/ramtrace" };
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
@@ -177,6 +178,18 @@ TH_TEST(test_install_uninstall, "make install / pkg-config / make uninstall roun
     CU_ASSERT_EQUAL_FATAL(rc, 0);
     CU_ASSERT_EQUAL(th_run("'%s'", exe), 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(th_out(), " 1\n"));
+
+    /* the Python package, from its installed directory (PYTHONPATH stands
+     * for the system's site directory of a real prefix), loads the
+     * installed libramnet.so and runs the sample model */
+    rc = th_run("cd / && PYTHONPATH=\"$(ls -d '%s'/lib/python3*/dist-packages)\" /usr/bin/python3 -c '"
+                "import ramtrace, ramtrace._lib as L; m = ramtrace.load(\"%s/samples/kjv.bin\"); "
+                "print(m(m.to_tokens(\"In\")).shape, L.lib()._name)'", prefix, getenv("PWD"));
+    if (rc) fprintf(stderr, "\n%s\n", th_err());
+    CU_ASSERT_EQUAL(rc, 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(th_out(), "(3, 257)"));
+    snprintf(p, sizeof p, "%s/lib/libramnet.so", prefix);
+    CU_ASSERT_PTR_NOT_NULL(strstr(th_out(), p));
 
     CU_ASSERT_EQUAL_FATAL(run_make("uninstall", prefix), 0);
     CU_ASSERT(dir_is_empty(prefix));

@@ -18,8 +18,12 @@ def _candidates():
     env = os.environ.get("RAMTRACE_LIB")
     if env:
         yield env
+    try:  # an installed package: make install wrote where the library went
+        from ramtrace._config import LIB
+        yield LIB
+    except ImportError:
+        pass
     here = os.path.dirname(os.path.abspath(__file__))
-    yield os.path.join(here, "libramnet.so")                              # installed beside the package
     yield os.path.join(here, "..", "..", "build", "libramnet.so")         # a source checkout
 
 
