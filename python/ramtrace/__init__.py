@@ -7,17 +7,19 @@
     m.to_string(toks)
 
     ev = ramtrace.load_events("t.db", layer=1, head=2)   # a trace's events as numpy arrays
+    t = ramtrace.open_trace("t.db")             # SQL, events, stats, simulate as DataFrames
 
     from ramtrace import torch as rt_torch      # an independent PyTorch forward
     tm = rt_torch.from_model(m)                 # or rt_torch.load("model.safetensors")
 
-Needs Debian's python3 with python3-numpy (and python3-torch for
-ramtrace.torch).  The model API binds libramnet.so with ctypes: the
+Needs Debian's python3 with python3-numpy (python3-pandas for traces as
+DataFrames, python3-torch for ramtrace.torch).  The model API binds libramnet.so with ctypes: the
 library is looked for beside the package (an installed copy), in the
 build/ directory of a source checkout, or where RAMTRACE_LIB names it.
 Errors are ramtrace.Error with the library's one-line message.
 """
 from ramtrace.events import ArgError, TraceError, load_events  # noqa: F401
 from ramtrace.model import Error, Model, load  # noqa: F401
+from ramtrace.trace import Trace, open_trace  # noqa: F401
 
-__all__ = ["load", "Model", "Error", "load_events", "TraceError", "ArgError"]
+__all__ = ["load", "Model", "Error", "open_trace", "Trace", "load_events", "TraceError", "ArgError"]

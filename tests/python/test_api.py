@@ -109,5 +109,37 @@ m.close()
 raises(ramtrace.Error, lambda: m([1]), "closed model", "closed")
 q.close()
 
+# traces as DataFrames: the same numbers by SQL, by the packed blocks and by the command
+binp = os.environ.get("RAMTRACE_BIN", "./ramtrace")
+with tempfile.TemporaryDirectory() as tmp:
+    inp, db = os.path.join(tmp, "in.txt"), os.path.join(tmp, "t.db")
+    with open(inp, "w", encoding="utf-8") as f:
+        f.write(open("data/kjv.txt", encoding="utf-8").read()[:250])
+    r = subprocess.run([binp, "trace", "samples/kjv.bin", inp, "-o", db, "-q"], capture_output=True)
+    check(r.returncode == 0, f"trace: {r.stderr!r}")
+    t = ramtrace.open_trace(db)
+    check(len(t.runs()) == 1, "runs: one run")
+    by_sql = t.sql("SELECT count(*) AS n FROM reads WHERE layer = 1 AND head = 2")["n"][0]
+    ev = t.events(layer=1, head=2, op="r")
+    check(by_sql == len(ev) and by_sql > 0, f"events: {len(ev)} rows, SQL counts {by_sql}")
+    check(len(t.events(layer=1, head=2, pos=slice(10, 20))) == 10 * 2 * 8, "events: a position slice")
+    st = t.stats()
+    r = subprocess.run([binp, "stats", db, "-f", "csv"], capture_output=True, text=True)
+    import io
+    import pandas as pd
+    cli = pd.read_csv(io.StringIO(r.stdout))
+    check(st.equals(cli), "stats: the command's numbers")
+    check(int(st["reads"].sum()) == int(t.sql("SELECT count(*) AS n FROM reads")["n"][0]), "stats: reads = SQL")
+    sim = t.simulate(policy="lru", capacity=[16, 64])
+    check(list(sim["capacity"]) == [16, 64] and (sim["hits"] + sim["misses"] == sim["accesses"]).all(),
+          "simulate: a row per capacity")
+    raises(ramtrace.Error, lambda: t.sql("SELECT * FROM nope"), "sql error", "no such table")
+    raises(ValueError, lambda: t.events(layer=9), "events: unknown layer", "does not exist")
+    raises(ValueError, lambda: t.events(op="x"), "events: bad op")
+    raises(ramtrace.Error, lambda: t.stats(run=9), "stats: unknown run", "no run 9")
+    raises(ValueError, lambda: t.simulate(capacity=[0]), "simulate: capacity 0")
+    raises(ramtrace.Error, lambda: ramtrace.open_trace(inp), "a text file is not a trace", "not a trace")
+    raises(ramtrace.Error, lambda: ramtrace.open_trace(os.path.join(tmp, "none.db")), "no file", "no such")
+
 print(f"python api: {checks} checks, {failed} failed")
 sys.exit(1 if failed else 0)
