@@ -4,6 +4,7 @@
 
 #include "an_reuse.h"
 #include "fig_ctx.h"
+#include "fig_figure.h"
 #include "viz_reuse.h"
 
 typedef struct {
@@ -20,7 +21,7 @@ static int draw_reuse(cairo_t *cr, double W, double H, void *user, rn_error *err
     return viz_reuse_draw(cr, r, p->d, 2, p->f->font, NULL, err);
 }
 
-int fig_reuse(fig_ctx *f, rn_error *err)
+static int draw(fig_ctx *f, rn_error *err)
 {
     const fig_opts *o = f->o;
     int scope;
@@ -52,3 +53,11 @@ int fig_reuse(fig_ctx *f, rn_error *err)
     reuse_page p = { f, d, t };
     return fig_render(f, fig_dflt(o->width, 1000), fig_dflt(o->height, 720), draw_reuse, &p, err);
 }
+
+const fig_kind_def fig_kind_reuse = {
+    .name = "reuse",
+    .help = "reuse-time and stack-distance histograms and CDFs",
+    .order = 40,
+    .input = FIG_INPUT_TRACE,
+    .draw = draw,
+};
