@@ -11,8 +11,6 @@
 
 const char cmd_patch_summary[] = "activation patching: how much of a clean-vs-corrupted difference each head carries";
 
-extern const fig_front cmd_plot_front; /* cmd_plot.c: the cli helpers, for figure/ */
-
 static const char usage[] =
     "usage: ramtrace patch MODEL CLEAN CORRUPT --answer TOKEN [options]\n"
     "\n"
@@ -34,6 +32,8 @@ static const char usage[] =
     "  -h, --help            this text\n"
     "\n"
     "example: ramtrace patch samples/kjv.bin clean.txt corrupt.txt --answer o\n";
+
+extern const fig_front cmd_plot_front; /* cmd_plot.c: the cli helpers, for figure/ */
 
 int cmd_patch(int argc, char **argv)
 {

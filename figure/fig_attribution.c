@@ -9,6 +9,13 @@
 #include "fig_figure.h"
 #include "viz_attribution.h"
 
+static int draw(fig_ctx *f, rn_error *err);
+
+const fig_kind_def fig_kind_attribution = {
+    .name = "attribution", .order = 50, .input = FIG_INPUT_TRACE, .draw = draw,
+    .help = "one head's token x token attribution matrix",
+};
+
 typedef struct {
     const fig_ctx *f;
     const viz_matrix_data *d;
@@ -102,11 +109,3 @@ static int draw(fig_ctx *f, rn_error *err)
     an_matrix_free(&m);
     return rc;
 }
-
-const fig_kind_def fig_kind_attribution = {
-    .name = "attribution",
-    .help = "one head's token x token attribution matrix",
-    .order = 50,
-    .input = FIG_INPUT_TRACE,
-    .draw = draw,
-};

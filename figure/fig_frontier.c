@@ -11,6 +11,13 @@
 #include "viz_lineplot.h"
 #include "viz_surface.h"
 
+const fig_kind_def fig_kind_frontier = {
+    .name = "frontier", .order = 80, .input = FIG_INPUT_ARGS, .run = fig_mqar_run,
+    .help = "MQAR accuracy against total and active state, RAM-Net beside\n"
+            "published baselines: ramtrace plot frontier --csv RESULTS.csv\n"
+            "[--anchors BASELINES.csv] -o FILE (docs/mqar-frontier.md)",
+};
+
 #define MAXS 16 /* series per panel */
 
 /* A shape learned MQAR when its mean on the three L = 64 settings (the
@@ -138,16 +145,3 @@ done:
     free(a);
     return rc;
 }
-
-
-static int run(int argc, char **argv, const fig_front *fe) { return fig_mqar_run(argc, argv, fe, 1, fig_mqar_frontier); }
-
-const fig_kind_def fig_kind_frontier = {
-    .name = "frontier",
-    .help = "MQAR accuracy against total and active state, RAM-Net beside\n"
-            "published baselines: ramtrace plot frontier --csv RESULTS.csv\n"
-            "[--anchors BASELINES.csv] -o FILE (docs/mqar-frontier.md)",
-    .order = 80,
-    .input = FIG_INPUT_ARGS,
-    .run = run,
-};

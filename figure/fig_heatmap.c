@@ -8,6 +8,14 @@
 #include "fig_figure.h"
 #include "viz_heatmap.h"
 
+static int draw(fig_ctx *f, rn_error *err);
+
+const fig_kind_def fig_kind_heatmap = {
+    .name = "heatmap", .order = 20, .input = FIG_INPUT_TRACE, .draw = draw,
+    .help = "access counts per slot bin and time bucket; one head, or with\n"
+            "--model (or several heads selected) a layers x heads grid",
+};
+
 typedef struct {
     const fig_ctx *f;
     viz_heatmap_data *d;
@@ -93,12 +101,3 @@ static int draw(fig_ctx *f, rn_error *err)
     free(d);
     return rc;
 }
-
-const fig_kind_def fig_kind_heatmap = {
-    .name = "heatmap",
-    .help = "access counts per slot bin and time bucket; one head, or with\n"
-            "--model (or several heads selected) a layers x heads grid",
-    .order = 20,
-    .input = FIG_INPUT_TRACE,
-    .draw = draw,
-};

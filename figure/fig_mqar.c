@@ -5,6 +5,7 @@
 #include "fig_mqar.h"
 
 #include <getopt.h>
+#include <string.h>
 
 viz_axis fig_mqar_accuracy_axis(const char *label)
 {
@@ -21,9 +22,8 @@ void fig_mqar_page(const fig_mqar_opts *o, double *W, double *H, double *dpi, do
 }
 
 /* The options of `plot frontier` and `plot scaling` (plot's page options,
- * --csv, --anchors with anchors_ok); draw draws the figure. */
-int fig_mqar_run(int argc, char **argv, const fig_front *fe, int anchors_ok,
-                 int (*draw)(const fig_mqar_opts *o, rn_error *err))
+ * --csv, and for frontier --anchors), then the figure argv[0] names. */
+int fig_mqar_run(int argc, char **argv, const fig_front *fe)
 {
     enum { O_DPI = 256, O_FONT, O_TITLE };
     static const struct option opts[] = {
@@ -33,6 +33,7 @@ int fig_mqar_run(int argc, char **argv, const fig_front *fe, int anchors_ok,
         { "font", required_argument, 0, O_FONT }, { "title", required_argument, 0, O_TITLE },
         { "threads", required_argument, 0, 'j' }, { 0, 0, 0, 0 }
     };
+    const int frontier = !strcmp(argv[0], "frontier");
     fig_mqar_opts o = { 0 };
     rn_error err = { 0 };
     optind = 1;
@@ -46,7 +47,7 @@ int fig_mqar_run(int argc, char **argv, const fig_front *fe, int anchors_ok,
         case 'j': rc = fe->parse_long("--threads", optarg, 1, 1024, &threads, &err); break;
         case 'c': o.results = optarg; break;
         case 'a':
-            if (!anchors_ok) return fe->usage_error("plot", "--anchors is for plot frontier");
+            if (!frontier) return fe->usage_error("plot", "--anchors is for plot frontier");
             o.anchors = optarg;
             break;
         case 'W': rc = fe->parse_double("--width", optarg, 16, 20000, &o.width, &err); break;
@@ -63,5 +64,6 @@ int fig_mqar_run(int argc, char **argv, const fig_front *fe, int anchors_ok,
     if (!o.results) return fe->usage_error("plot", "plot %s needs --csv RESULTS.csv", argv[0]);
     if (!o.out) return fe->usage_error("plot", "-o FILE is required");
     fe->threads(threads); /* accepted as everywhere; these figures draw on one thread */
-    return draw(&o, &err) ? fe->fail(&err) : 0;
+    int rc = frontier ? fig_mqar_frontier(&o, &err) : fig_mqar_scaling(&o, &err);
+    return rc ? fe->fail(&err) : 0;
 }

@@ -44,10 +44,10 @@ int fig_mqar_scaling(const fig_mqar_opts *o, rn_error *err);  /* fig_scaling.c *
 void fig_mqar_page(const fig_mqar_opts *o, double *W, double *H, double *dpi, double *font);
 
 /* `plot frontier|scaling --csv RESULTS.csv ... -o FILE` (argv[0] the
- * kind): parse plot's page options, --csv and (with anchors_ok) --anchors,
- * then draw; the exit status (usage errors and failures through fe). */
-int fig_mqar_run(int argc, char **argv, const fig_front *fe, int anchors_ok,
-                 int (*draw)(const fig_mqar_opts *o, rn_error *err));
+ * kind): parse plot's page options, --csv and (frontier) --anchors, then
+ * draw; the exit status (usage errors and failures through fe).  Both
+ * kinds' run. */
+int fig_mqar_run(int argc, char **argv, const fig_front *fe);
 
 /* The accuracy axis of both figures: 0 to 1 (a hair above, so points at 1
  * stay inside the frame), ticks 0 to 1; accuracy cannot exceed 1. */

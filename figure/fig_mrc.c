@@ -18,6 +18,13 @@
 #include "fig_figure.h"
 #include "viz_mrc.h"
 
+static int draw(fig_ctx *f, rn_error *err);
+
+const fig_kind_def fig_kind_mrc = {
+    .name = "mrc", .order = 30, .input = FIG_INPUT_TRACE, .draw = draw,
+    .help = "hit ratio against cache capacity for several policies",
+};
+
 typedef struct {
     const fig_ctx *f;
     viz_mrc_data d;
@@ -101,11 +108,3 @@ static int draw(fig_ctx *f, rn_error *err)
     an_simgrid_free(&g);
     return rc;
 }
-
-const fig_kind_def fig_kind_mrc = {
-    .name = "mrc",
-    .help = "hit ratio against cache capacity for several policies",
-    .order = 30,
-    .input = FIG_INPUT_TRACE,
-    .draw = draw,
-};

@@ -15,10 +15,28 @@
 
 #include "rn_modelfile.h"
 #include "rn_rows.h"
-
 #include "rn_tokenizer.h"
 #include "viz_attribution.h"
 #include "viz_surface.h"
+
+static int run(int argc, char **argv, const fig_front *fe);
+
+const fig_kind_def fig_kind_patching = {
+    .name = "patching", .order = 70, .input = FIG_INPUT_ARGS, .run = run,
+    .help = "a patching sweep: ramtrace plot patching MODEL CLEAN CORRUPT\n"
+            "--answer TOKEN -o FILE (the figure of ramtrace patch)",
+    .usage = "usage: ramtrace plot patching MODEL CLEAN CORRUPT --answer TOKEN -o FILE [options]\n"
+             "\n"
+             "The figure of `ramtrace patch` (recovered per layer x head, and per restored\n"
+             "slot) without the table: -o names the figure (.png, .svg or .pdf); the other\n"
+             "options are patch's (ramtrace patch --help).\n"
+             "\n"
+             "options:\n"
+             FIG_PATCHING_SWEEP_HELP
+             "  -o, --output FILE     the figure: .png, .svg or .pdf (required)\n"
+             "  -j, --threads N       threads (default: the free cores)\n"
+             "  -h, --help            this text\n",
+};
 
 int fig_patching_parse(int argc, char **argv, const char *cmd, const fig_front *fe, fig_patching_args *a)
 {
@@ -154,23 +172,3 @@ static int run(int argc, char **argv, const fig_front *fe)
     fig_patching_sweep_free(&s);
     return rc ? fe->fail(&err) : 0;
 }
-
-const fig_kind_def fig_kind_patching = {
-    .name = "patching",
-    .help = "a patching sweep: ramtrace plot patching MODEL CLEAN CORRUPT\n"
-            "--answer TOKEN -o FILE (the figure of ramtrace patch)",
-    .order = 70,
-    .input = FIG_INPUT_ARGS,
-    .run = run,
-    .usage = "usage: ramtrace plot patching MODEL CLEAN CORRUPT --answer TOKEN -o FILE [options]\n"
-             "\n"
-             "The figure of `ramtrace patch` (recovered per layer x head, and per restored\n"
-             "slot) without the table: -o names the figure (.png, .svg or .pdf); the other\n"
-             "options are patch's (ramtrace patch --help).\n"
-             "\n"
-             "options:\n"
-             FIG_PATCHING_SWEEP_HELP
-             "  -o, --output FILE     the figure: .png, .svg or .pdf (required)\n"
-             "  -j, --threads N       threads (default: the free cores)\n"
-             "  -h, --help            this text\n",
-};

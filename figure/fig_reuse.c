@@ -7,6 +7,13 @@
 #include "fig_figure.h"
 #include "viz_reuse.h"
 
+static int draw(fig_ctx *f, rn_error *err);
+
+const fig_kind_def fig_kind_reuse = {
+    .name = "reuse", .order = 40, .input = FIG_INPUT_TRACE, .draw = draw,
+    .help = "reuse-time and stack-distance histograms and CDFs",
+};
+
 typedef struct {
     const fig_ctx *f;
     const viz_hist_data *d;
@@ -53,11 +60,3 @@ static int draw(fig_ctx *f, rn_error *err)
     reuse_page p = { f, d, t };
     return fig_render(f, fig_dflt(o->width, 1000), fig_dflt(o->height, 720), draw_reuse, &p, err);
 }
-
-const fig_kind_def fig_kind_reuse = {
-    .name = "reuse",
-    .help = "reuse-time and stack-distance histograms and CDFs",
-    .order = 40,
-    .input = FIG_INPUT_TRACE,
-    .draw = draw,
-};

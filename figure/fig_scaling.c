@@ -9,6 +9,12 @@
 #include "viz_lineplot.h"
 #include "viz_surface.h"
 
+const fig_kind_def fig_kind_scaling = {
+    .name = "scaling", .order = 90, .input = FIG_INPUT_ARGS, .run = fig_mqar_run,
+    .help = "MQAR accuracy against order U and slots M over seeds:\n"
+            "ramtrace plot scaling --csv RESULTS.csv -o FILE",
+};
+
 /* One panel of the scaling figure: both metrics against key, for each of
  * the tags (one sweep each; label prefixes name them). */
 static int scaling_panel(cairo_t *cr, viz_rect box, const an_result *r, int n, const char *const *tags,
@@ -64,14 +70,3 @@ int fig_mqar_scaling(const fig_mqar_opts *o, rn_error *err)
     free(r);
     return rc;
 }
-
-static int run(int argc, char **argv, const fig_front *fe) { return fig_mqar_run(argc, argv, fe, 0, fig_mqar_scaling); }
-
-const fig_kind_def fig_kind_scaling = {
-    .name = "scaling",
-    .help = "MQAR accuracy against order U and slots M over seeds:\n"
-            "ramtrace plot scaling --csv RESULTS.csv -o FILE",
-    .order = 90,
-    .input = FIG_INPUT_ARGS,
-    .run = run,
-};

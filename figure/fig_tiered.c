@@ -11,6 +11,15 @@
 #include "viz_lineplot.h"
 #include "viz_surface.h"
 
+static int draw_kind(fig_ctx *f, rn_error *err);
+
+const fig_kind_def fig_kind_tiered = {
+    .name = "tiered", .order = 60, .input = FIG_INPUT_FILE, .draw = draw_kind,
+    .help = "the tiered state's tokens/s against its budget, beside the\n"
+            "disk's read-rate bound: ramtrace plot tiered BENCH.csv -o FILE\n"
+            "(the CSV of scripts/bench-tiered; docs/tiered-state.md)",
+};
+
 #define MAX_ROWS 256
 #define MAX_POL 8
 
@@ -197,13 +206,3 @@ static int draw_kind(fig_ctx *f, rn_error *err)
     const fig_opts *o = f->o;
     return fig_tiered(o->db_path, o->out_path, o->width, o->height, o->dpi, o->font, o->title, err);
 }
-
-const fig_kind_def fig_kind_tiered = {
-    .name = "tiered",
-    .help = "the tiered state's tokens/s against its budget, beside the\n"
-            "disk's read-rate bound: ramtrace plot tiered BENCH.csv -o FILE\n"
-            "(the CSV of scripts/bench-tiered; docs/tiered-state.md)",
-    .order = 60,
-    .input = FIG_INPUT_FILE,
-    .draw = draw_kind,
-};

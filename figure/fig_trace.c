@@ -8,6 +8,14 @@
 #include "fig_ctx.h"
 #include "fig_figure.h"
 
+static int draw(fig_ctx *f, rn_error *err);
+
+const fig_kind_def fig_kind_trace = {
+    .name = "trace", .order = 10, .input = FIG_INPUT_TRACE, .draw = draw,
+    .help = "memory slot x token position, writes vermilion, reads blue\n"
+            "(opacity by weight), one panel per selected head",
+};
+
 typedef struct {
     const fig_ctx *f;
     viz_trace_data *d;
@@ -69,12 +77,3 @@ static int draw(fig_ctx *f, rn_error *err)
     free(d);
     return rc;
 }
-
-const fig_kind_def fig_kind_trace = {
-    .name = "trace",
-    .help = "memory slot x token position, writes vermilion, reads blue\n"
-            "(opacity by weight), one panel per selected head",
-    .order = 10,
-    .input = FIG_INPUT_TRACE,
-    .draw = draw,
-};
