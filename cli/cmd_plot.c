@@ -155,7 +155,7 @@ static int plot_input(int argc, char **argv)
     }
     if (argc - optind != 2) return cli_usage_error("plot", "expected KIND and TRACE.db");
     o.kind = fig_kind_find(argv[optind]);
-    if (!o.kind || o.kind->input == FIG_INPUT_ARGS) { /* those come first on the line */
+    if (!o.kind || o.kind->input == FIG_INPUT_ARGS) { /* (those are named first: cmd_plot) */
         char names[512];
         fig_kind_list(names, sizeof names);
         return cli_usage_error("plot", "unknown plot kind '%s' (%s)", argv[optind], names);
