@@ -107,7 +107,7 @@ int main(void)
 
     fig_opts o;
     fig_opts_default(&o);
-    o.kind = FIG_HEATMAP;
+    o.kind = fig_kind_find("heatmap");
     o.model = 1;
     o.db_path = db1;
     o.out_path = out1;
@@ -116,7 +116,7 @@ int main(void)
            c1.n_heads, (long long)rn_config_slots(&c1), t1, REPS);
 
     fig_opts_default(&o);
-    o.kind = FIG_TRACE;
+    o.kind = fig_kind_find("trace");
     o.db_path = db2;
     o.out_path = out2;
     double t2 = time_figure(&o);

@@ -1,5 +1,7 @@
 /* cmd_plot.c — `ramtrace plot KIND TRACE.db -o FILE`: draw a figure of a
- * traced run (the work is in figure/, one file per kind). */
+ * traced run, or of another input.  The kinds are figure/'s table, one
+ * file each (fig_figure.h); this parses plot's own options for the kinds
+ * that read them and dispatches once. */
 #include <cairo.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -7,8 +9,6 @@
 
 #include "cli.h"
 #include "fig_figure.h"
-#include "fig_tiered.h"
-#include "fig_mqar.h"
 
 const char cmd_plot_summary[] = "draw a figure of a trace, a benchmark or a sweep (plot --help lists the kinds)";
 
@@ -17,8 +17,8 @@ static void usage(void)
     printf("usage: ramtrace plot KIND TRACE.db -o FILE.png|.svg|.pdf [options]\n\n"
            "Draw a figure of a traced run; the format follows the output's extension.\n\n"
            "kinds:\n");
-    for (int i = 0; i < fig_kind_count(); i++) { /* the registry, figure/fig_figure.c */
-        const fig_kind_entry *k = fig_kind_at(i);
+    for (int i = 0; i < fig_kind_count(); i++) { /* the table, figure/fig_figure.h */
+        const fig_kind_def *k = fig_kind_at(i);
         const char *line = k->help;
         for (int first = 1; *line; first = 0) {
             size_t len = strcspn(line, "\n");
@@ -78,62 +78,14 @@ static int stop_requested(void *user, int done, int total)
     return cli_stop_flag;
 }
 
-int cmd_patch_plot(int argc, char **argv); /* cmd_patch.c */
+/* What a kind with its own arguments (figure/) reports and parses with;
+ * `ramtrace patch` uses it too. */
+const fig_front cmd_plot_front = { cli_usage_error, cli_fail, cli_parse_long, cli_parse_double, cli_threads };
 
-/* `plot frontier|scaling --csv RESULTS [--anchors FILE] -o FILE`: figures
- * of an MQAR sweep's results CSV (figure/fig_mqar.h), not of a trace. */
-static int plot_mqar(int argc, char **argv)
+/* plot [options] KIND INPUT: a kind of a traced run or of a file, with
+ * plot's options; the exit status. */
+static int plot_input(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        { "output", required_argument, 0, 'o' }, { "csv", required_argument, 0, 'c' },
-        { "anchors", required_argument, 0, 'a' }, { "width", required_argument, 0, 'W' },
-        { "height", required_argument, 0, 'E' }, { "dpi", required_argument, 0, O_DPI },
-        { "font", required_argument, 0, O_FONT }, { "title", required_argument, 0, O_TITLE },
-        { "threads", required_argument, 0, 'j' }, { 0, 0, 0, 0 }
-    };
-    const int frontier = !strcmp(argv[0], "frontier");
-    fig_mqar_opts o = { 0 };
-    rn_error err = { 0 };
-    optind = 1;
-    opterr = 0;
-    int c;
-    long threads = 0;
-    while ((c = getopt_long(argc, argv, ":o:W:E:j:", opts, NULL)) != -1) {
-        int rc = 0;
-        switch (c) {
-        case 'o': o.out = optarg; break;
-        case 'j': rc = cli_parse_long("--threads", optarg, 1, 1024, &threads, &err); break;
-        case 'c': o.results = optarg; break;
-        case 'a':
-            if (!frontier) return cli_usage_error("plot", "--anchors is for plot frontier");
-            o.anchors = optarg;
-            break;
-        case 'W': rc = cli_parse_double("--width", optarg, 16, 20000, &o.width, &err); break;
-        case 'E': rc = cli_parse_double("--height", optarg, 16, 20000, &o.height, &err); break;
-        case O_DPI: rc = cli_parse_double("--dpi", optarg, 10, 1200, &o.dpi, &err); break;
-        case O_FONT: rc = cli_parse_double("--font", optarg, 4, 72, &o.font, &err); break;
-        case O_TITLE: o.title = optarg; break;
-        case ':': return cli_usage_error("plot", "option %s needs a value", argv[optind - 1]);
-        default: return cli_usage_error("plot", "unknown option %s for plot %s", argv[optind - 1], argv[0]);
-        }
-        if (rc) return cli_usage_error("plot", "%s", err.msg);
-    }
-    if (optind < argc) return cli_usage_error("plot", "unexpected argument '%s'", argv[optind]);
-    if (!o.results) return cli_usage_error("plot", "plot %s needs --csv RESULTS.csv", argv[0]);
-    if (!o.out) return cli_usage_error("plot", "-o FILE is required");
-    cli_threads(threads); /* accepted as everywhere; these figures draw on one thread */
-    int rc = frontier ? fig_mqar_frontier(&o, &err) : fig_mqar_scaling(&o, &err);
-    cairo_debug_reset_static_data();
-    return rc ? cli_fail(&err) : 0;
-}
-
-int cmd_plot(int argc, char **argv)
-{
-    /* patching draws a patching sweep (of a model on two inputs), not a trace */
-    if (argc > 1 && !strcmp(argv[1], "patching")) return cmd_patch_plot(argc - 1, argv + 1);
-    if (cli_wants_help(argc, argv)) { usage(); return 0; }
-    if (argc > 1 && (!strcmp(argv[1], "frontier") || !strcmp(argv[1], "scaling")))
-        return plot_mqar(argc - 1, argv + 1);
     static const struct option opts[] = {
         { "output", required_argument, 0, 'o' }, { "run", required_argument, 0, 'r' },
         { "layers", required_argument, 0, 'l' }, { "heads", required_argument, 0, 'H' },
@@ -202,28 +154,43 @@ int cmd_plot(int argc, char **argv)
         if (rc) return cli_usage_error("plot", "%s", err.msg);
     }
     if (argc - optind != 2) return cli_usage_error("plot", "expected KIND and TRACE.db");
-    if (!strcmp(argv[optind], "tiered")) { /* a bench CSV, not a trace */
-        if (!o.out_path) return cli_usage_error("plot", "-o FILE is required");
-        int rc = fig_tiered(argv[optind + 1], o.out_path, o.width, o.height, o.dpi, o.font, o.title, &err);
-        cairo_debug_reset_static_data();
-        return rc ? cli_fail(&err) : 0;
-    }
-    o.kind = fig_kind_from_name(argv[optind]);
-    if (o.kind < 0) {
+    o.kind = fig_kind_find(argv[optind]);
+    if (!o.kind || o.kind->input == FIG_INPUT_ARGS) { /* (those are named first: cmd_plot) */
         char names[512];
         fig_kind_list(names, sizeof names);
         return cli_usage_error("plot", "unknown plot kind '%s' (%s)", argv[optind], names);
     }
     o.db_path = argv[optind + 1];
     if (!o.out_path) return cli_usage_error("plot", "-o FILE is required");
-    if (o.pos_hi >= 0 && o.pos_hi <= o.pos_lo)
-        return cli_usage_error("plot", "--to %lld must be greater than --from %lld", (long long)o.pos_hi,
-                               (long long)o.pos_lo);
-    o.progress = stop_requested;
-    cli_install_signals();
-    cli_threads(threads);
-    int rc = fig_draw(&o, &err);
+    if (o.kind->input == FIG_INPUT_TRACE) {
+        if (o.pos_hi >= 0 && o.pos_hi <= o.pos_lo)
+            return cli_usage_error("plot", "--to %lld must be greater than --from %lld", (long long)o.pos_hi,
+                                   (long long)o.pos_lo);
+        o.progress = stop_requested;
+        cli_install_signals();
+        cli_threads(threads);
+    }
+    return fig_draw(&o, &err) ? cli_fail(&err) : 0;
+}
+
+int cmd_plot(int argc, char **argv)
+{
+    /* a kind that reads its own arguments (a patching sweep, a results
+     * CSV) is named first: plot KIND ARGS... */
+    const fig_kind_def *k = argc > 1 ? fig_kind_find(argv[1]) : NULL;
+    int rc;
+    if (k && k->input == FIG_INPUT_ARGS) {
+        if (cli_wants_help(argc - 1, argv + 1)) {
+            if (k->usage) fputs(k->usage, stdout);
+            else usage();
+            return 0;
+        }
+        rc = k->run(argc - 1, argv + 1, &cmd_plot_front);
+    } else {
+        if (cli_wants_help(argc, argv)) { usage(); return 0; }
+        rc = plot_input(argc, argv);
+    }
     /* drop cairo's font caches so leak checkers see a clean exit */
     cairo_debug_reset_static_data();
-    return rc ? cli_fail(&err) : 0;
+    return rc;
 }

@@ -6,7 +6,15 @@
 
 #include "an_attribute.h"
 #include "fig_ctx.h"
+#include "fig_figure.h"
 #include "viz_attribution.h"
+
+static int draw(fig_ctx *f, rn_error *err);
+
+const fig_kind_def fig_kind_attribution = {
+    .name = "attribution", .order = 50, .input = FIG_INPUT_TRACE, .draw = draw,
+    .help = "one head's token x token attribution matrix",
+};
 
 typedef struct {
     const fig_ctx *f;
@@ -47,7 +55,7 @@ static const char *piece_at(const tr_token *tok, int64_t n, int32_t p)
     return "";
 }
 
-int fig_attribution(fig_ctx *f, rn_error *err)
+static int draw(fig_ctx *f, rn_error *err)
 {
     const fig_opts *o = f->o;
     if (f->n_heads != 1)

@@ -1,7 +1,8 @@
 /* fig_ctx.h — what every figure kind shares (internal to figure/): the
  * opened run, its traced heads intersected with --layers/--heads, the ops
- * and the position range, plus loading and page helpers.  Each kind is one
- * function in its own file (fig_trace.c, fig_heatmap.c, ...). */
+ * and the position range, plus loading and page helpers.  Each kind is its
+ * own file (fig_trace.c, fig_heatmap.c, ...) whose fig_kind_def's draw
+ * gets the context (fig_figure.h). */
 #ifndef FIG_CTX_H
 #define FIG_CTX_H
 
@@ -14,7 +15,7 @@
 #include "fig_opts.h"
 #include "viz_trace.h"
 
-typedef struct {
+typedef struct fig_ctx {
     const fig_opts *o;
     an_run run;               /* the open run (run.run: info and config) */
     tr_head_info *heads;      /* the selected traced heads, by (layer, head) */
@@ -53,11 +54,5 @@ int fig_render(const fig_ctx *f, double W, double H, fig_draw_fn draw, void *use
 
 /* A bold page title of size px centred at the top of a page W wide. */
 void fig_page_title(cairo_t *cr, double W, double size, const char *text);
-
-int fig_trace(fig_ctx *f, rn_error *err);
-int fig_heatmap(fig_ctx *f, rn_error *err);
-int fig_mrc(fig_ctx *f, rn_error *err);
-int fig_reuse(fig_ctx *f, rn_error *err);
-int fig_attribution(fig_ctx *f, rn_error *err);
 
 #endif

@@ -1,5 +1,6 @@
-/* fig_figure.c — the figure kinds by name and the dispatch of
- * `ramtrace plot` (fig_figure.h); each kind lives in its own file. */
+/* fig_figure.c — the table of plot kinds (generated from figure/fig_*.c
+ * by mk/figure.mk) in plot --help's order, and fig_draw, which opens a
+ * trace kind's run before its draw (fig_figure.h). */
 #include "fig_figure.h"
 
 #include <stdio.h>
@@ -8,64 +9,57 @@
 #include "fig_ctx.h"
 #include "viz_surface.h"
 
-static const fig_kind_entry kinds[] = {
-    { "trace", "memory slot x token position, writes vermilion, reads blue\n"
-               "(opacity by weight), one panel per selected head" },
-    { "heatmap", "access counts per slot bin and time bucket; one head, or with\n"
-                 "--model (or several heads selected) a layers x heads grid" },
-    { "mrc", "hit ratio against cache capacity for several policies" },
-    { "reuse", "reuse-time and stack-distance histograms and CDFs" },
-    { "attribution", "one head's token x token attribution matrix" },
-    { "tiered", "the tiered state's tokens/s against its budget, beside the\n"
-                "disk's read-rate bound: ramtrace plot tiered BENCH.csv -o FILE\n"
-                "(the CSV of scripts/bench-tiered; docs/tiered-state.md)" },
-    { "patching", "a patching sweep: ramtrace plot patching MODEL CLEAN CORRUPT\n"
-                  "--answer TOKEN -o FILE (the figure of ramtrace patch)" },
-    { "frontier", "MQAR accuracy against total and active state, RAM-Net beside\n"
-                  "published baselines: ramtrace plot frontier --csv RESULTS.csv\n"
-                  "[--anchors BASELINES.csv] -o FILE (docs/mqar-frontier.md)" },
-    { "scaling", "MQAR accuracy against order U and slots M over seeds:\n"
-                 "ramtrace plot scaling --csv RESULTS.csv -o FILE" },
-};
+#include "fig_kinds.h" /* generated: fig_kinds[], one entry per fig_kind_NAME */
 
-int fig_kind_count(void) { return (int)(sizeof kinds / sizeof kinds[0]); }
+enum { N_KINDS = (int)(sizeof fig_kinds / sizeof fig_kinds[0]) };
 
-const fig_kind_entry *fig_kind_at(int i) { return i >= 0 && i < fig_kind_count() ? &kinds[i] : NULL; }
+int fig_kind_count(void) { return N_KINDS; }
+
+/* The kind with exactly i kinds before it in --help: a smaller order, or
+ * the same order and an earlier place in the table (by name). */
+const fig_kind_def *fig_kind_at(int i)
+{
+    for (int k = 0; k < N_KINDS; k++) {
+        int before = 0;
+        for (int j = 0; j < N_KINDS; j++)
+            before += fig_kinds[j]->order < fig_kinds[k]->order ||
+                      (fig_kinds[j]->order == fig_kinds[k]->order && j < k);
+        if (before == i) return fig_kinds[k];
+    }
+    return NULL;
+}
+
+const fig_kind_def *fig_kind_find(const char *name)
+{
+    for (int k = 0; name && k < N_KINDS; k++)
+        if (!strcmp(name, fig_kinds[k]->name)) return fig_kinds[k];
+    return NULL;
+}
 
 void fig_kind_list(char *buf, size_t cap)
 {
     size_t n = 0;
     if (cap) buf[0] = 0;
-    for (int i = 0; i < fig_kind_count() && n < cap; i++)
-        n += (size_t)snprintf(buf + n, cap - n, "%s%s", i ? ", " : "", kinds[i].name);
-}
-
-/* The first FIG_N_KINDS entries are the fig_kind values, in order. */
-int fig_kind_from_name(const char *name)
-{
-    for (int i = 0; i < FIG_N_KINDS; i++)
-        if (name && !strcmp(name, kinds[i].name)) return i;
-    return -1;
-}
-
-const char *fig_kind_name(int kind)
-{
-    return kind >= 0 && kind < FIG_N_KINDS ? kinds[kind].name : "?";
+    for (int i = 0; i < N_KINDS && n < cap; i++)
+        n += (size_t)snprintf(buf + n, cap - n, "%s%s", i ? ", " : "", fig_kind_at(i)->name);
 }
 
 int fig_draw(const fig_opts *o, rn_error *err)
 {
-    static int (*const draw[FIG_N_KINDS])(fig_ctx *, rn_error *) = {
-        fig_trace, fig_heatmap, fig_mrc, fig_reuse, fig_attribution
-    };
-    if (o->kind < 0 || o->kind >= FIG_N_KINDS) return rn_seterr(err, RN_EINPUT, "unknown plot kind %d", o->kind);
+    const fig_kind_def *k = o->kind;
+    if (!k || !k->draw) return rn_seterr(err, RN_EINPUT, "plot kind %s draws no figure of plot's options",
+                                          k ? k->name : "(none)");
+    if (k->input == FIG_INPUT_FILE) { /* the kind reads its file itself */
+        fig_ctx f = { .o = o };
+        return k->draw(&f, err);
+    }
     viz_format fmt;
     /* check the output name before any work */
     int rc = viz_format_from_path(o->out_path, &fmt, err);
     if (rc) return rc;
     fig_ctx f;
     rc = fig_ctx_open(&f, o, err);
-    if (!rc) rc = draw[o->kind](&f, err);
+    if (!rc) rc = k->draw(&f, err);
     fig_ctx_close(&f);
     return rc;
 }

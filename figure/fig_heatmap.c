@@ -5,7 +5,16 @@
 #include <string.h>
 
 #include "fig_ctx.h"
+#include "fig_figure.h"
 #include "viz_heatmap.h"
+
+static int draw(fig_ctx *f, rn_error *err);
+
+const fig_kind_def fig_kind_heatmap = {
+    .name = "heatmap", .order = 20, .input = FIG_INPUT_TRACE, .draw = draw,
+    .help = "access counts per slot bin and time bucket; one head, or with\n"
+            "--model (or several heads selected) a layers x heads grid",
+};
 
 typedef struct {
     const fig_ctx *f;
@@ -33,7 +42,7 @@ static int draw_heatmap(cairo_t *cr, double W, double H, void *user, rn_error *e
     return viz_heatmap_grid_draw(cr, r, p->d, p->nl, p->nh, &p->st, NULL, err);
 }
 
-int fig_heatmap(fig_ctx *f, rn_error *err)
+static int draw(fig_ctx *f, rn_error *err)
 {
     const fig_opts *o = f->o;
     int64_t np = f->hi - f->lo;

@@ -1,16 +1,11 @@
-/* fig_mqar.c — `ramtrace plot frontier|scaling` (fig_mqar.h). */
+/* fig_mqar.c — what the MQAR figures share (fig_mqar.h): their accuracy
+ * axis, their page and their command line, `ramtrace plot frontier|scaling
+ * --csv RESULTS.csv ...`; each figure is its own kind (fig_frontier.c,
+ * fig_scaling.c). */
 #include "fig_mqar.h"
 
-#include <math.h>
-#include <stdio.h>
-#include <stdlib.h>
+#include <getopt.h>
 #include <string.h>
-
-#include "an_results.h"
-#include "viz_lineplot.h"
-#include "viz_surface.h"
-
-#define MAXS 16 /* series per panel */
 
 viz_axis fig_mqar_accuracy_axis(const char *label)
 {
@@ -18,7 +13,7 @@ viz_axis fig_mqar_accuracy_axis(const char *label)
     return viz_axis_make(0, 1.02, 0, 0, label);
 }
 
-static void page(const fig_mqar_opts *o, double *W, double *H, double *dpi, double *font)
+void fig_mqar_page(const fig_mqar_opts *o, double *W, double *H, double *dpi, double *font)
 {
     *W = o->width > 0 ? o->width : 1100;
     *H = o->height > 0 ? o->height : 460;
@@ -26,184 +21,49 @@ static void page(const fig_mqar_opts *o, double *W, double *H, double *dpi, doub
     *font = o->font > 0 ? o->font : 13;
 }
 
-/* A shape learned MQAR when its mean on the three L = 64 settings (the
- * lengths it was trained on) reaches this; the runs that did not learn
- * answer with some value of the context, 0.09-0.15 there. */
-#define LEARNED_L64 0.5
-
-/* RAM-Net's rows tagged `tag` as a frontier, in both panels: at each state
- * size the best mean of any shape (at its best lr) with no more state.  A
- * shape that did not learn (mean_l64 < LEARNED_L64) stays in the CSV and the
- * doc's tables and is left out of the line: with less active state than
- * every shape that learned, it would otherwise start the active-state line
- * near 0.  x/y of the total-state panel go to xs/ys, of the active-state
- * panel to xa/ya (each at most `max` points; the two x orders differ).
- * Returns the number of points (0: no scored row has the tag). */
-static int frontier_of(const an_result *r, int nr, const char *tag, int *best, int max, double *xs, double *ys,
-                       double *xa, double *ya)
+/* The options of `plot frontier` and `plot scaling` (plot's page options,
+ * --csv, and for frontier --anchors), then the figure argv[0] names. */
+int fig_mqar_run(int argc, char **argv, const fig_front *fe)
 {
-    int nb = an_results_best(r, nr, tag, best, max), n = 0;
-    for (int i = 0; i < nb; i++)
-        if (r[best[i]].mean_l64 >= LEARNED_L64) best[n++] = best[i];
-    for (int panel = 0; panel < 2; panel++) {
-        double *ox = panel ? xa : xs, *oy = panel ? ya : ys;
-        int ord[256];
-        for (int i = 0; i < n; i++) ord[i] = best[i];
-        for (int i = 1; i < n; i++)
-            for (int j = i; j > 0; j--) {
-                double a = panel ? r[ord[j]].active_bytes : r[ord[j]].state_bytes;
-                double b = panel ? r[ord[j - 1]].active_bytes : r[ord[j - 1]].state_bytes;
-                if (a >= b) break;
-                int t = ord[j]; ord[j] = ord[j - 1]; ord[j - 1] = t;
-            }
-        double m = -1;
-        for (int i = 0; i < n; i++) {
-            m = fmax(m, r[ord[i]].mean7);
-            ox[i] = panel ? r[ord[i]].active_bytes : r[ord[i]].state_bytes;
-            oy[i] = m;
+    enum { O_DPI = 256, O_FONT, O_TITLE };
+    static const struct option opts[] = {
+        { "output", required_argument, 0, 'o' }, { "csv", required_argument, 0, 'c' },
+        { "anchors", required_argument, 0, 'a' }, { "width", required_argument, 0, 'W' },
+        { "height", required_argument, 0, 'E' }, { "dpi", required_argument, 0, O_DPI },
+        { "font", required_argument, 0, O_FONT }, { "title", required_argument, 0, O_TITLE },
+        { "threads", required_argument, 0, 'j' }, { 0, 0, 0, 0 }
+    };
+    const int frontier = !strcmp(argv[0], "frontier");
+    fig_mqar_opts o = { 0 };
+    rn_error err = { 0 };
+    optind = 1;
+    opterr = 0;
+    int c;
+    long threads = 0;
+    while ((c = getopt_long(argc, argv, ":o:W:E:j:", opts, NULL)) != -1) {
+        int rc = 0;
+        switch (c) {
+        case 'o': o.out = optarg; break;
+        case 'j': rc = fe->parse_long("--threads", optarg, 1, 1024, &threads, &err); break;
+        case 'c': o.results = optarg; break;
+        case 'a':
+            if (!frontier) return fe->usage_error("plot", "--anchors is for plot frontier");
+            o.anchors = optarg;
+            break;
+        case 'W': rc = fe->parse_double("--width", optarg, 16, 20000, &o.width, &err); break;
+        case 'E': rc = fe->parse_double("--height", optarg, 16, 20000, &o.height, &err); break;
+        case O_DPI: rc = fe->parse_double("--dpi", optarg, 10, 1200, &o.dpi, &err); break;
+        case O_FONT: rc = fe->parse_double("--font", optarg, 4, 72, &o.font, &err); break;
+        case O_TITLE: o.title = optarg; break;
+        case ':': return fe->usage_error("plot", "option %s needs a value", argv[optind - 1]);
+        default: return fe->usage_error("plot", "unknown option %s for plot %s", argv[optind - 1], argv[0]);
         }
+        if (rc) return fe->usage_error("plot", "%s", err.msg);
     }
-    return n;
-}
-
-int fig_mqar_frontier(const fig_mqar_opts *o, rn_error *err)
-{
-    an_result *r = NULL;
-    an_anchor *a = NULL;
-    int nr = 0, na = 0, rc;
-    if ((rc = an_results_load(o->results, &r, &nr, err))) return rc;
-    if (o->anchors && (rc = an_anchors_load(o->anchors, &a, &na, err))) { free(r); return rc; }
-    int *best = malloc(sizeof *best * (size_t)(nr + 1));
-    double *buf = malloc(sizeof *buf * (size_t)(2 * na + 2));
-    if (!best || !buf) { rc = rn_seterr(err, RN_ENOMEM, "out of memory"); goto done; }
-    double *ax = buf, *ay = ax + na;
-    /* two RAM-Net lines, each its frontier: trained on Zoology's mix (tag
-     * fig3), and on the mix with the two longest test settings added (tag
-     * length, a deviation from the protocol, named so in the legend) */
-    enum { MAXP = 256 };
-    static const char *const tags[2] = { "fig3", "length" };
-    static const char *const names[2] = { "RAM-Net (ours), Zoology's training mix",
-                                          "RAM-Net (ours), mix + (512,128), (1024,256)" };
-    double fx[2][2][MAXP], fy[2][2][MAXP]; /* [series][panel][point] */
-    int fn[2];
-    for (int t = 0; t < 2; t++)
-        fn[t] = frontier_of(r, nr, tags[t], best, nr < MAXP ? nr : MAXP, fx[t][0], fy[t][0], fx[t][1], fy[t][1]);
-    if (fn[0] == 0) {
-        rc = rn_seterr(err, RN_EINPUT, "%s: no scored rows tagged fig3 that learned (mean_l64 >= %.1f)", o->results,
-                       LEARNED_L64);
-        goto done;
-    }
-    viz_series s1[MAXS], s2[MAXS];
-    int ns = 0;
-    for (int t = 0; t < 2; t++) {
-        if (!fn[t]) continue;
-        s1[ns] = (viz_series){ names[t], (size_t)fn[t], fx[t][0], fy[t][0], 0, NULL, NULL };
-        s2[ns] = (viz_series){ names[t], (size_t)fn[t], fx[t][1], fy[t][1], 0, NULL, NULL };
-        ns++;
-    }
-    /* the baselines: one series per model, in file order (points sorted by state there) */
-    for (int i = 0, k = 0; i < na && ns < MAXS; ) {
-        int j = i;
-        while (j < na && !strcmp(a[j].model, a[i].model)) {
-            ax[k + j - i] = a[j].state_bytes;
-            ay[k + j - i] = a[j].accuracy;
-            j++;
-        }
-        s1[ns] = (viz_series){ a[i].model, (size_t)(j - i), ax + k, ay + k, 0, NULL, NULL };
-        s2[ns] = s1[ns];
-        ns++;
-        k += j - i;
-        i = j;
-    }
-    double W, H, dpi, font;
-    page(o, &W, &H, &dpi, &font);
-    viz_surface sf;
-    if ((rc = viz_surface_open(&sf, o->out, W, H, dpi, err))) goto done;
-    viz_lineplot_style st;
-    viz_lineplot_style_default(&st);
-    st.font = font;
-    st.looks = 1;
-    st.corner = VIZ_BOTTOM_RIGHT;
-    st.y = fig_mqar_accuracy_axis("MQAR accuracy (mean of 7 settings)");
-    double lo = INFINITY, hi = 0;
-    for (int t = 0; t < 2; t++)
-        for (int i = 0; i < fn[t]; i++) {
-            lo = fmin(lo, fmin(fx[t][0][i], fx[t][1][i]));
-            hi = fmax(hi, fx[t][0][i]);
-        }
-    for (int i = 0; i < na; i++) { lo = fmin(lo, a[i].state_bytes); hi = fmax(hi, a[i].state_bytes); }
-    lo = pow(10, floor(log10(lo))), hi = pow(10, ceil(log10(hi)));
-    st.x = viz_axis_make(lo, hi, 1, 0, "total state, bytes (Zoology's units)");
-    st.title = o->title ? o->title : "MQAR: accuracy against state";
-    rc = viz_lineplot_draw(sf.cr, viz_rect_make(4, 4, W / 2 - 8, H - 8), s1, ns, &st, err);
-    if (!rc) {
-        st.x.label = "active state per token, bytes (baselines: all of it)";
-        st.title = "against active state";
-        st.legend = 0;
-        rc = viz_lineplot_draw(sf.cr, viz_rect_make(W / 2 + 4, 4, W / 2 - 8, H - 8), s2, ns, &st, err);
-    }
-    if (rc) viz_surface_abort(&sf);
-    else rc = viz_surface_commit(&sf, err);
-done:
-    free(best);
-    free(buf);
-    free(r);
-    free(a);
-    return rc;
-}
-
-/* One panel of the scaling figure: both metrics against key, for each of
- * the tags (one sweep each; label prefixes name them). */
-static int scaling_panel(cairo_t *cr, viz_rect box, const an_result *r, int n, const char *const *tags,
-                         const char *const *names, int ntags, const char *key, viz_axis x, const char *title,
-                         viz_corner corner, double font, rn_error *err)
-{
-    double gx[4][32], gm[4][32], gl[4][32], gh[4][32];
-    int gc[4][32], ns = 0;
-    static const char *const metric[2] = { "mean_l64", "mean7" };
-    static const char *const label[2] = { "mean of the L = 64 settings", "seven-setting mean" };
-    char lab[4][96];
-    viz_series s[4];
-    for (int t = 0; t < ntags && t < 2; t++)
-        for (int k = 0; k < 2; k++) {
-            int m = an_results_by(r, n, tags[t], key, metric[k], gx[ns], gc[ns], gm[ns], gl[ns], gh[ns], 32);
-            if (m <= 0) continue;
-            snprintf(lab[ns], sizeof lab[ns], "%s%s", names[t], label[k]);
-            s[ns] = (viz_series){ lab[ns], (size_t)m, gx[ns], gm[ns], 0, gl[ns], gh[ns] };
-            ns++;
-        }
-    if (ns == 0) return rn_seterr(err, RN_EINPUT, "no scored rows tagged %s", tags[0]);
-    viz_lineplot_style st;
-    viz_lineplot_style_default(&st);
-    st.font = font;
-    st.looks = 1;
-    st.corner = corner; /* the corner the data leave free */
-    st.x = x;
-    st.y = fig_mqar_accuracy_axis("MQAR accuracy (mean over seeds, min-max)");
-    st.title = title;
-    return viz_lineplot_draw(cr, box, s, ns, &st, err);
-}
-
-int fig_mqar_scaling(const fig_mqar_opts *o, rn_error *err)
-{
-    an_result *r = NULL;
-    int nr = 0, rc;
-    if ((rc = an_results_load(o->results, &r, &nr, err))) return rc;
-    double W, H, dpi, font;
-    page(o, &W, &H, &dpi, &font);
-    viz_surface sf;
-    if ((rc = viz_surface_open(&sf, o->out, W, H, dpi, err))) { free(r); return rc; }
-    static const char *const utags[2] = { "fig4-U", "fig4-U64" }, *const unames[2] = { "M = 256: ", "M = 64: " };
-    static const char *const mtags[1] = { "fig4-M" }, *const mnames[1] = { "" };
-    rc = scaling_panel(sf.cr, viz_rect_make(4, 4, W / 2 - 8, H - 8), r, nr, utags, unames, 2, "U",
-                       viz_axis_make(0.5, 8.5, 0, 1, "order U (M = d_p^U fixed)"),
-                       o->title ? o->title : "accuracy against order U", VIZ_BOTTOM_RIGHT, font, err);
-    if (!rc)
-        rc = scaling_panel(sf.cr, viz_rect_make(W / 2 + 4, 4, W / 2 - 8, H - 8), r, nr, mtags, mnames, 1, "M",
-                           viz_axis_make(40, 6000, 1, 0, "slots M (U = 2)"), "accuracy against M", VIZ_TOP_RIGHT,
-                           font, err);
-    if (rc) viz_surface_abort(&sf);
-    else rc = viz_surface_commit(&sf, err);
-    free(r);
-    return rc;
+    if (optind < argc) return fe->usage_error("plot", "unexpected argument '%s'", argv[optind]);
+    if (!o.results) return fe->usage_error("plot", "plot %s needs --csv RESULTS.csv", argv[0]);
+    if (!o.out) return fe->usage_error("plot", "-o FILE is required");
+    fe->threads(threads); /* accepted as everywhere; these figures draw on one thread */
+    int rc = frontier ? fig_mqar_frontier(&o, &err) : fig_mqar_scaling(&o, &err);
+    return rc ? fe->fail(&err) : 0;
 }

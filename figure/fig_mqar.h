@@ -17,10 +17,13 @@
  *             seeds, min to max as error bars, for the seven-setting mean
  *             and the mean of the three L = 64 settings.
  *
- * Written atomically (PNG, SVG or PDF by extension); nothing on error. */
+ * Written atomically (PNG, SVG or PDF by extension); nothing on error.
+ * Each is a kind of its own (fig_frontier.c, fig_scaling.c); this header
+ * and fig_mqar.c hold what they share. */
 #ifndef FIG_MQAR_H
 #define FIG_MQAR_H
 
+#include "fig_figure.h"
 #include "rn_error.h"
 #include "viz_axes.h"
 
@@ -34,11 +37,20 @@ typedef struct {
     double font;           /* label size (0: 13) */
 } fig_mqar_opts;
 
-int fig_mqar_frontier(const fig_mqar_opts *o, rn_error *err);
+int fig_mqar_frontier(const fig_mqar_opts *o, rn_error *err); /* fig_frontier.c */
+int fig_mqar_scaling(const fig_mqar_opts *o, rn_error *err);  /* fig_scaling.c */
+
+/* The page of o: width, height, dpi and font, each o's or its default. */
+void fig_mqar_page(const fig_mqar_opts *o, double *W, double *H, double *dpi, double *font);
+
+/* `plot frontier|scaling --csv RESULTS.csv ... -o FILE` (argv[0] the
+ * kind): parse plot's page options, --csv and (frontier) --anchors, then
+ * draw; the exit status (usage errors and failures through fe).  Both
+ * kinds' run. */
+int fig_mqar_run(int argc, char **argv, const fig_front *fe);
 
 /* The accuracy axis of both figures: 0 to 1 (a hair above, so points at 1
  * stay inside the frame), ticks 0 to 1; accuracy cannot exceed 1. */
 viz_axis fig_mqar_accuracy_axis(const char *label);
-int fig_mqar_scaling(const fig_mqar_opts *o, rn_error *err);
 
 #endif

@@ -15,7 +15,15 @@
 #include "an_mrc.h"
 #include "an_simrun.h"
 #include "fig_ctx.h"
+#include "fig_figure.h"
 #include "viz_mrc.h"
+
+static int draw(fig_ctx *f, rn_error *err);
+
+const fig_kind_def fig_kind_mrc = {
+    .name = "mrc", .order = 30, .input = FIG_INPUT_TRACE, .draw = draw,
+    .help = "hit ratio against cache capacity for several policies",
+};
 
 typedef struct {
     const fig_ctx *f;
@@ -28,7 +36,7 @@ static int draw_mrc(cairo_t *cr, double W, double H, void *user, rn_error *err)
     return viz_mrc_draw(cr, viz_rect_make(4, 4, W - 8, H - 8), &p->d, p->f->font, err);
 }
 
-int fig_mrc(fig_ctx *f, rn_error *err)
+static int draw(fig_ctx *f, rn_error *err)
 {
     const fig_opts *o = f->o;
     const an_policy *pol[32];

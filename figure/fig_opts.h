@@ -1,6 +1,6 @@
-/* fig_opts.h — what a `ramtrace plot` of a traced run is asked for: the
- * options every figure kind reads (fig_figure.h draws them, fig_ctx.h
- * opens the run they name). */
+/* fig_opts.h — what a `ramtrace plot` of a traced run (or of a file) is
+ * asked for: the options every kind of plot's own options reads
+ * (fig_figure.h draws them, fig_ctx.h opens the run they name). */
 #ifndef FIG_OPTS_H
 #define FIG_OPTS_H
 
@@ -9,9 +9,11 @@
 #include "an_simrun.h" /* an_progress_fn */
 #include "viz_colormap.h"
 
+struct fig_kind_def; /* fig_figure.h */
+
 typedef struct {
-    int kind;                 /* fig_kind */
-    const char *db_path;
+    const struct fig_kind_def *kind;
+    const char *db_path;      /* the trace database (a FILE kind: its file) */
     const char *out_path;     /* .png, .svg or .pdf */
     int64_t run_id;           /* 0 = the latest run */
     const char *layers;       /* "0-3,7" / "all" / NULL (all) */

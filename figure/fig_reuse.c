@@ -4,7 +4,15 @@
 
 #include "an_reuse.h"
 #include "fig_ctx.h"
+#include "fig_figure.h"
 #include "viz_reuse.h"
+
+static int draw(fig_ctx *f, rn_error *err);
+
+const fig_kind_def fig_kind_reuse = {
+    .name = "reuse", .order = 40, .input = FIG_INPUT_TRACE, .draw = draw,
+    .help = "reuse-time and stack-distance histograms and CDFs",
+};
 
 typedef struct {
     const fig_ctx *f;
@@ -20,7 +28,7 @@ static int draw_reuse(cairo_t *cr, double W, double H, void *user, rn_error *err
     return viz_reuse_draw(cr, r, p->d, 2, p->f->font, NULL, err);
 }
 
-int fig_reuse(fig_ctx *f, rn_error *err)
+static int draw(fig_ctx *f, rn_error *err)
 {
     const fig_opts *o = f->o;
     int scope;

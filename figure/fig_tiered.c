@@ -1,13 +1,24 @@
-/* fig_tiered.c — tokens/s of the tiered state against its budget, beside
- * the disk's read-rate bound (fig_tiered.h). */
+/* fig_tiered.c — `plot tiered`: tokens/s of the tiered state against its
+ * budget, beside the disk's read-rate bound (fig_tiered.h). */
 #include "fig_tiered.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "fig_ctx.h"
+#include "fig_figure.h"
 #include "viz_lineplot.h"
 #include "viz_surface.h"
+
+static int draw_kind(fig_ctx *f, rn_error *err);
+
+const fig_kind_def fig_kind_tiered = {
+    .name = "tiered", .order = 60, .input = FIG_INPUT_FILE, .draw = draw_kind,
+    .help = "the tiered state's tokens/s against its budget, beside the\n"
+            "disk's read-rate bound: ramtrace plot tiered BENCH.csv -o FILE\n"
+            "(the CSV of scripts/bench-tiered; docs/tiered-state.md)",
+};
 
 #define MAX_ROWS 256
 #define MAX_POL 8
@@ -187,4 +198,11 @@ int fig_tiered(const char *csv_path, const char *out_path, double width, double 
         return rc;
     }
     return viz_surface_commit(&sf, err);
+}
+
+/* plot tiered BENCH.csv: the CSV in o->db_path, with plot's page options */
+static int draw_kind(fig_ctx *f, rn_error *err)
+{
+    const fig_opts *o = f->o;
+    return fig_tiered(o->db_path, o->out_path, o->width, o->height, o->dpi, o->font, o->title, err);
 }

@@ -6,6 +6,15 @@
 #include <stdlib.h>
 
 #include "fig_ctx.h"
+#include "fig_figure.h"
+
+static int draw(fig_ctx *f, rn_error *err);
+
+const fig_kind_def fig_kind_trace = {
+    .name = "trace", .order = 10, .input = FIG_INPUT_TRACE, .draw = draw,
+    .help = "memory slot x token position, writes vermilion, reads blue\n"
+            "(opacity by weight), one panel per selected head",
+};
 
 typedef struct {
     const fig_ctx *f;
@@ -31,7 +40,7 @@ static int draw_trace(cairo_t *cr, double W, double H, void *user, rn_error *err
     return viz_trace_grid_draw(cr, r, p->d, p->n, p->cols, &st, NULL, err);
 }
 
-int fig_trace(fig_ctx *f, rn_error *err)
+static int draw(fig_ctx *f, rn_error *err)
 {
     int n = f->n_heads, cols = viz_grid_cols(n, f->o->cols), rows = (n + cols - 1) / cols;
     viz_trace_data *d = calloc((size_t)n, sizeof *d);

@@ -86,7 +86,7 @@ static void check_trace_pixels(const char *ops)
     int want_w = strchr(ops, 'w') != NULL, want_r = strchr(ops, 'r') != NULL;
     fig_opts o;
     fig_opts_default(&o);
-    o.kind = FIG_TRACE;
+    o.kind = fig_kind_find("trace");
     o.db_path = g_db;
     o.out_path = th_path("fig-trace.png");
     o.layers = "1";
@@ -136,7 +136,7 @@ TH_TEST(test_trace_figure_addr_palette_marker, "trace figure: --addr, --palette,
 {
     fig_opts o;
     fig_opts_default(&o);
-    o.kind = FIG_TRACE;
+    o.kind = fig_kind_find("trace");
     o.db_path = g_db;
     o.out_path = th_path("fig-addr.png");
     o.layers = "0";
@@ -182,7 +182,7 @@ TH_TEST(test_mrc_default_scope_is_simulates, "mrc/reuse default scope: model, as
 {
     fig_opts o;
     fig_opts_default(&o);
-    o.kind = FIG_MRC;
+    o.kind = fig_kind_find("mrc");
     o.db_path = g_db;
     o.out_path = th_path("scope.png");
     fig_ctx f;
