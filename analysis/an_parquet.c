@@ -15,7 +15,7 @@
 
 /* parquet.thrift enums */
 enum { PT_INT32 = 1, PT_INT64 = 2, PT_FLOAT = 4, PT_DOUBLE = 5, PT_BYTE_ARRAY = 6 };
-enum { ENC_PLAIN = 0, ENC_RLE = 3, ENC_RLE_DICTIONARY = 8 };
+enum { ENC_PLAIN = 0, ENC_RLE = 3, ENC_RLE_DICTIONARY = 8, ENC_BYTE_STREAM_SPLIT = 9 };
 enum { PAGE_DATA = 0, PAGE_DICTIONARY = 2 };
 enum { CODEC_ZSTD = 6 };
 enum { REP_REQUIRED = 0 };
@@ -28,6 +28,7 @@ typedef struct {
     int64_t start, dict_off, data_off;  /* dict_off -1: PLAIN chunk */
     int64_t uncompressed, compressed, num_values;
     int has_range;
+    int split;                          /* PLAIN floats as BYTE_STREAM_SPLIT */
     uint8_t *min, *max;                 /* malloc'd */
     uint32_t min_len, max_len;
 } chunk_meta;
@@ -44,6 +45,7 @@ typedef struct {
     uint32_t *table;     /* hash table: dictionary entry + 1, 0 empty */
     size_t table_cap;
     uint32_t *dict_row;  /* row of each dictionary entry's first occurrence */
+    uint64_t *dict_key;  /* fixed-width types: each entry's value bits */
     an_pq_buf page, comp, chunk, hdr;
     ZSTD_CCtx *zc;
     chunk_meta meta;     /* of the chunk being encoded */
@@ -81,7 +83,7 @@ static int physical(int t)
 
 static void column_free(column *c)
 {
-    free(c->name); free(c->vals); free(c->offs); free(c->idx); free(c->table); free(c->dict_row);
+    free(c->name); free(c->vals); free(c->offs); free(c->idx); free(c->table); free(c->dict_row); free(c->dict_key);
     an_pq_buf_free(&c->arena); an_pq_buf_free(&c->page); an_pq_buf_free(&c->comp);
     an_pq_buf_free(&c->chunk); an_pq_buf_free(&c->hdr);
     free(c->meta.min); free(c->meta.max);
@@ -139,9 +141,10 @@ int an_pq_open(an_pq_writer **out, FILE *f, const an_pq_column *cols, int ncols,
             c->table_cap = tcap;
             c->table = malloc(tcap * sizeof *c->table);
             c->dict_row = malloc((size_t)w->o.dict_max * sizeof *c->dict_row);
+            c->dict_key = malloc((size_t)w->o.dict_max * sizeof *c->dict_key);
         }
         c->zc = ZSTD_createCCtx();
-        ok = c->name && (c->vals || c->offs) && c->idx && c->zc && (!cols[i].dict || (c->table && c->dict_row));
+        ok = c->name && (c->vals || c->offs) && c->idx && c->zc && (!cols[i].dict || (c->table && c->dict_row && c->dict_key));
         if (c->offs) c->offs[0] = 0;
     }
     if (!ok) { an_pq_free(w); return rn_seterr(err, RN_ENOMEM, "out of memory for a parquet writer"); }
@@ -156,14 +159,6 @@ int an_pq_open(an_pq_writer **out, FILE *f, const an_pq_column *cols, int ncols,
 }
 
 /* ---- values ---- */
-
-static inline uint64_t fixed_key(const column *c, size_t i)
-{
-    if (c->width == 4) { uint32_t v; memcpy(&v, c->vals + 4 * i, 4); return v; }
-    uint64_t v;
-    memcpy(&v, c->vals + 8 * i, 8);
-    return v;
-}
 
 static inline an_pq_str str_at(const column *c, size_t i)
 {
@@ -194,6 +189,29 @@ static uint64_t str_hash(an_pq_str s)
     return hash64(h);
 }
 
+/* Dictionary indices of fixed-width values (T: uint32_t or uint64_t, the
+ * values' bits, so floats are told apart bit for bit) into c->idx; the
+ * dictionary's size, or 0 when it outgrew the limits. */
+#define DICT_FIXED(T)                                                               \
+    do {                                                                            \
+        const T *v = (const T *)(const void *)c->vals;                              \
+        T *key = (T *)(void *)c->dict_key;                                          \
+        for (size_t i = 0; i < n; i++) {                                            \
+            T x = v[i];                                                             \
+            if (i > 0 && x == v[i - 1]) { c->idx[i] = c->idx[i - 1]; continue; }     \
+            size_t h = (size_t)hash64((uint64_t)x) & mask;                          \
+            uint32_t e;                                                             \
+            while ((e = c->table[h]) && key[e - 1] != x) h = (h + 1) & mask;        \
+            if (!e) {                                                               \
+                if (nd == dict_max || (bytes += sizeof(T)) > dict_bytes) return 0;  \
+                key[nd] = x;                                                        \
+                c->dict_row[nd] = (uint32_t)i;                                      \
+                c->table[h] = e = ++nd;                                             \
+            }                                                                       \
+            c->idx[i] = e - 1;                                                      \
+        }                                                                           \
+    } while (0)
+
 /* Dictionary indices of the chunk's n rows into c->idx; returns the
  * dictionary's size, or 0 when it outgrew the limits (write PLAIN). */
 static uint32_t build_dict(column *c, size_t n, uint32_t dict_max, size_t dict_bytes)
@@ -201,31 +219,23 @@ static uint32_t build_dict(column *c, size_t n, uint32_t dict_max, size_t dict_b
     memset(c->table, 0, c->table_cap * sizeof *c->table);
     size_t mask = c->table_cap - 1, bytes = 0;
     uint32_t nd = 0;
+    if (c->width == 4) { DICT_FIXED(uint32_t); return nd; }
+    if (c->width == 8) { DICT_FIXED(uint64_t); return nd; }
     for (size_t i = 0; i < n; i++) {
-        if (i > 0 && (c->width ? fixed_key(c, i) == fixed_key(c, i - 1) : str_eq(str_at(c, i), str_at(c, i - 1)))) {
+        an_pq_str s = str_at(c, i);
+        if (i > 0 && str_eq(s, str_at(c, i - 1))) {
             c->idx[i] = c->idx[i - 1];
             continue;
         }
-        uint64_t key = 0;
-        an_pq_str s = { NULL, 0 };
-        size_t h;
-        if (c->width) h = (size_t)hash64(key = fixed_key(c, i));
-        else h = (size_t)str_hash(s = str_at(c, i));
-        for (h &= mask;; h = (h + 1) & mask) {
-            uint32_t e = c->table[h];
-            if (!e) break;
-            size_t r = c->dict_row[e - 1];
-            if (c->width ? fixed_key(c, r) == key : str_eq(str_at(c, r), s)) break;
+        size_t h = (size_t)str_hash(s) & mask;
+        uint32_t e;
+        while ((e = c->table[h]) && !str_eq(str_at(c, c->dict_row[e - 1]), s)) h = (h + 1) & mask;
+        if (!e) {
+            if (nd == dict_max || (bytes += 4 + (size_t)s.len) > dict_bytes) return 0;
+            c->dict_row[nd] = (uint32_t)i;
+            c->table[h] = e = ++nd;
         }
-        if (c->table[h]) {
-            c->idx[i] = c->table[h] - 1;
-            continue;
-        }
-        bytes += c->width ? c->width : 4 + (size_t)s.len;
-        if (nd == dict_max || bytes > dict_bytes) return 0;
-        c->dict_row[nd] = (uint32_t)i;
-        c->table[h] = ++nd;
-        c->idx[i] = nd - 1;
+        c->idx[i] = e - 1;
     }
     return nd;
 }
@@ -240,25 +250,41 @@ static void plain_value(an_pq_buf *b, const column *c, size_t r)
     an_pq_buf_put(b, s.p, s.len);
 }
 
-/* Whether row a orders before row b in the column's type order (NaN
- * excluded by the caller). */
-static int value_less(const column *c, size_t a, size_t b)
-{
-    switch (c->c.type) {
-    case AN_PQ_INT32: { int32_t x, y; memcpy(&x, c->vals + 4 * a, 4); memcpy(&y, c->vals + 4 * b, 4); return x < y; }
-    case AN_PQ_UINT32: { uint32_t x, y; memcpy(&x, c->vals + 4 * a, 4); memcpy(&y, c->vals + 4 * b, 4); return x < y; }
-    case AN_PQ_INT64: { int64_t x, y; memcpy(&x, c->vals + 8 * a, 8); memcpy(&y, c->vals + 8 * b, 8); return x < y; }
-    case AN_PQ_FLOAT: { float x, y; memcpy(&x, c->vals + 4 * a, 4); memcpy(&y, c->vals + 4 * b, 4); return x < y; }
-    case AN_PQ_DOUBLE: { double x, y; memcpy(&x, c->vals + 8 * a, 8); memcpy(&y, c->vals + 8 * b, 8); return x < y; }
-    default: return str_cmp(str_at(c, a), str_at(c, b)) < 0;
-    }
-}
+/* The rows of the smallest and largest value in the column's type order
+ * over rows[0..m) (or 0..m when rows is NULL), NaN left out; *lo stays
+ * SIZE_MAX when every value is NaN.  One typed loop per type. */
+#define RANGE_LOOP(T, ISNAN)                                                        \
+    do {                                                                            \
+        const T *v = (const T *)(const void *)c->vals;                              \
+        T mn = 0, mx = 0;                                                           \
+        for (size_t k = 0; k < m; k++) {                                            \
+            size_t r = rows ? rows[k] : k;                                          \
+            T x = v[r];                                                             \
+            if (ISNAN) continue;                                                    \
+            if (*lo == SIZE_MAX) { *lo = *hi = r; mn = mx = x; continue; }          \
+            if (x < mn) { mn = x; *lo = r; }                                        \
+            if (x > mx) { mx = x; *hi = r; }                                        \
+        }                                                                           \
+    } while (0)
 
-static int is_nan(const column *c, size_t r)
+static void value_range(const column *c, const uint32_t *rows, size_t m, size_t *lo, size_t *hi)
 {
-    if (c->c.type == AN_PQ_FLOAT) { float x; memcpy(&x, c->vals + 4 * r, 4); return isnan(x); }
-    if (c->c.type == AN_PQ_DOUBLE) { double x; memcpy(&x, c->vals + 8 * r, 8); return isnan(x); }
-    return 0;
+    *lo = *hi = SIZE_MAX;
+    switch (c->c.type) {
+    case AN_PQ_INT32: RANGE_LOOP(int32_t, 0); return;
+    case AN_PQ_UINT32: RANGE_LOOP(uint32_t, 0); return;
+    case AN_PQ_INT64: RANGE_LOOP(int64_t, 0); return;
+    case AN_PQ_FLOAT: RANGE_LOOP(float, isnan(x)); return;
+    case AN_PQ_DOUBLE: RANGE_LOOP(double, isnan(x)); return;
+    default:
+        for (size_t k = 0; k < m; k++) {
+            size_t r = rows ? rows[k] : k;
+            if (*lo == SIZE_MAX) { *lo = *hi = r; continue; }
+            an_pq_str x = str_at(c, r);
+            if (str_cmp(x, str_at(c, *lo)) < 0) *lo = r;
+            if (str_cmp(x, str_at(c, *hi)) > 0) *hi = r;
+        }
+    }
 }
 
 /* The bytes of row r as a statistic (PLAIN without a length prefix), with
@@ -285,14 +311,8 @@ static uint8_t *stat_bytes(const column *c, size_t r, int neg, uint32_t *len)
  * nd > 0: every distinct value is there). */
 static void chunk_stats(column *c, size_t n, uint32_t nd)
 {
-    size_t lo = SIZE_MAX, hi = SIZE_MAX, m = nd ? nd : n;
-    for (size_t k = 0; k < m; k++) {
-        size_t r = nd ? c->dict_row[k] : k;
-        if (is_nan(c, r)) continue;
-        if (lo == SIZE_MAX) { lo = hi = r; continue; }
-        if (value_less(c, r, lo)) lo = r;
-        if (value_less(c, hi, r)) hi = r;
-    }
+    size_t lo, hi;
+    value_range(c, nd ? c->dict_row : NULL, nd ? nd : n, &lo, &hi);
     c->meta.has_range = 0;
     if (lo == SIZE_MAX) return;
     if (!c->width && (str_at(c, lo).len > STAT_MAX_BYTES || str_at(c, hi).len > STAT_MAX_BYTES)) return;
@@ -300,6 +320,18 @@ static void chunk_stats(column *c, size_t n, uint32_t nd)
     c->meta.max = stat_bytes(c, hi, 0, &c->meta.max_len);
     if (!c->meta.min || !c->meta.max) { c->failed = 1; return; }
     c->meta.has_range = 1;
+}
+
+/* BYTE_STREAM_SPLIT of m values of w bytes: byte k of value i goes to
+ * k*m + i, so the slowly varying sign and exponent bytes of floats sit
+ * together where zstd finds them. */
+static void byte_split(an_pq_buf *b, const uint8_t *v, size_t m, size_t w)
+{
+    if (an_pq_buf_reserve(b, m * w)) return;
+    uint8_t *o = b->p + b->n;
+    for (size_t i = 0; i < m; i++)
+        for (size_t k = 0; k < w; k++) o[k * m + i] = v[i * w + k];
+    b->n += m * w;
 }
 
 /* Compress c->page into the chunk behind its page header. */
@@ -357,18 +389,23 @@ static void encode_chunk(column *c, size_t n, const an_pq_opts *o)
     }
     c->meta.data_off = (int64_t)c->chunk.n;
     int width = nd ? an_pq_bit_width(nd - 1) : 0;
+    int split = !nd && (c->c.type == AN_PQ_FLOAT || c->c.type == AN_PQ_DOUBLE);
+    c->meta.split = split;
     for (size_t p = 0; p < n && !c->failed; p += o->page_rows) {
         size_t m = n - p < o->page_rows ? n - p : o->page_rows;
         c->page.n = 0;
         if (nd) {
             an_pq_buf_byte(&c->page, (uint8_t)width);
             an_pq_rle_encode(&c->page, c->idx + p, m, width);
+        } else if (split) {
+            byte_split(&c->page, c->vals + p * c->width, m, c->width);
         } else if (c->width) {
             an_pq_buf_put(&c->page, c->vals + p * c->width, m * c->width);
         } else {
             for (size_t r = p; r < p + m; r++) plain_value(&c->page, c, r);
         }
-        emit_page(c, PAGE_DATA, (int)m, nd ? ENC_RLE_DICTIONARY : ENC_PLAIN, o->zstd_level);
+        emit_page(c, PAGE_DATA, (int)m, nd ? ENC_RLE_DICTIONARY : split ? ENC_BYTE_STREAM_SPLIT : ENC_PLAIN,
+                  o->zstd_level);
     }
 }
 
@@ -480,10 +517,11 @@ static void column_chunk(an_tc *t, const column *c, const chunk_meta *m)
     an_tc_i64(t, 2, m->start);
     an_tc_struct(t, 3);  /* ColumnMetaData */
     an_tc_i32(t, 1, physical(c->c.type));
-    an_tc_list(t, 2, AN_TC_I32, m->dict_off >= 0 ? 3 : 2);
+    an_tc_list(t, 2, AN_TC_I32, m->dict_off >= 0 || m->split ? 3 : 2);
     an_tc_elem_i32(t, ENC_PLAIN);
     an_tc_elem_i32(t, ENC_RLE);
     if (m->dict_off >= 0) an_tc_elem_i32(t, ENC_RLE_DICTIONARY);
+    else if (m->split) an_tc_elem_i32(t, ENC_BYTE_STREAM_SPLIT);
     an_tc_list(t, 3, AN_TC_BINARY, 1);
     an_tc_elem_string(t, c->name);
     an_tc_i32(t, 4, CODEC_ZSTD);

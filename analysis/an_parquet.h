@@ -8,7 +8,8 @@
  * float, double, UTF-8 strings); rows buffered into row groups; per column
  * chunk either a dictionary page (PLAIN) and data pages of RLE/bit-packed
  * dictionary indices (RLE_DICTIONARY), or, when the chunk's distinct values
- * outgrow the dictionary limits, PLAIN data pages; every page compressed
+ * outgrow the dictionary limits, PLAIN data pages (floats and doubles as
+ * BYTE_STREAM_SPLIT, which zstd compresses better); every page compressed
  * with zstd (libzstd); v1 data pages; the footer in the Thrift compact
  * protocol with per-chunk statistics (min_value / max_value in the type's
  * order, null_count 0; NaN left out of float ranges, a zero minimum written
