@@ -73,7 +73,7 @@ static int make_dir(const char *p, rn_error *err)
 /* Flush, sync and close f (a full disk shows here at the latest). */
 static int close_file(FILE *f, const char *path, rn_error *err)
 {
-    int ok = fflush(f) == 0 && (getenv("NOSYNC") || fsync(fileno(f)) == 0);
+    int ok = fflush(f) == 0 && fsync(fileno(f)) == 0;
     int e = errno;
     ok &= fclose(f) == 0;
     if (!ok) return rn_seterr(err, RN_EIO, "%s: write failed: %s", path, strerror(e ? e : errno));
@@ -238,6 +238,19 @@ static int write_runs(ctx *x, run_src *src, int n, const char *path, rn_error *e
     return rc ? rc : crc;
 }
 
+/* Messages name the dataset's paths, not the temporary directory's, and
+ * say that the dataset was not written. */
+static void name_output(rn_error *err, const char *tmp, const char *dir)
+{
+    char msg[RN_ERRMSG_LEN], *at = strstr(err->msg, tmp);
+    if (at) {
+        snprintf(msg, sizeof msg, "%.*s%s%s", (int)(at - err->msg), err->msg, dir, at + strlen(tmp));
+        snprintf(err->msg, sizeof err->msg, "%s", msg);
+    }
+    size_t len = strlen(err->msg);
+    snprintf(err->msg + len, sizeof err->msg - len, "; %s not written", dir);
+}
+
 /* Open and check every run to export (all before anything is written). */
 static int open_runs(const char *const *traces, int ntraces, const an_pq_export_opts *o, run_src **out, int *nout,
                      rn_error *err)
@@ -325,7 +338,10 @@ int an_pq_export(const char *const *traces, int ntraces, const char *dir, const 
     res->runs = n;
     if (!rc && rename(tmp, dir) != 0)
         rc = rn_seterr(err, RN_EIO, "%s: cannot rename the finished dataset into place: %s", dir, strerror(errno));
-    if (rc) remove_tree(tmp);
+    if (rc) {
+        remove_tree(tmp);
+        if (rc != RN_EINTR) name_output(err, tmp, dir);
+    }
     for (int i = 0; i < n; i++) an_run_close(&src[i].r);
     free(src);
     free(x.b);

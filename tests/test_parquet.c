@@ -226,3 +226,123 @@ TH_TEST(test_pq_rle_widths, "writer: RLE/bit-packed runs of every bit width 1..2
     o.threads = 2;
     check_file("rle", c, 2, N, o);
 }
+
+/* ---- export --format parquet ---- */
+
+static char TA[4096], TB[4096];
+
+/* Trace A: two runs (all heads, f32; then layers 1 and 3, heads 0-1, reads
+ * only, f16); trace B: one run over a prompt of quotes, newlines and UTF-8. */
+static int make_traces(void)
+{
+    snprintf(TA, sizeof TA, "%s", th_path("pqx_a.db"));
+    snprintf(TB, sizeof TB, "%s", th_path("pqx_b.db"));
+    const char *prompt = "He said \"hi\",\nthen 'bye' \xe2\x80\x94 \xc3\xa9t\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80\n\ttab, comma\n";
+    char pp[4096];
+    snprintf(pp, sizeof pp, "%s", th_path("pqx_prompt.txt"));
+    if (th_write_file(pp, prompt, strlen(prompt))) return 1;
+    if (th_run("%s trace samples/kjv.bin samples/prompts/kjv.txt -o %s -q", th_bin(), TA) ||
+        th_run("%s trace samples/kjv.bin samples/prompts/kjv.txt -o %s -q --weights f16 --layers 1,3 --heads 0-1 "
+               "--ops r", th_bin(), TA) ||
+        th_run("%s trace samples/kjv.bin %s -o %s -q", th_bin(), pp, TB)) {
+        fprintf(stderr, "%s", th_err());
+        return 1;
+    }
+    return 0;
+}
+
+/* `ramtrace stats TRACE --run ID -f csv` into file name. */
+static void stats_csv(const char *trace, int run, const char *name)
+{
+    CU_ASSERT_EQUAL_FATAL(th_run("%s stats %s --run %d -f csv -q", th_bin(), trace, run), 0);
+    CU_ASSERT_EQUAL(th_write_file(th_path(name), th_out(), strlen(th_out())), 0);
+}
+
+TH_TEST(test_pq_export_stats, "export: three runs of two traces as one dataset; stats' numbers by DuckDB SQL over it, every file by hyparquet")
+{
+    CU_ASSERT_EQUAL_FATAL(make_traces(), 0);
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", th_path("pqx_ds"));
+    CU_ASSERT_EQUAL_FATAL(th_run("%s export %s %s -f parquet -o %s -j 2", th_bin(), TA, TB, dir), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(th_err(), "export: 3 runs,"));
+    char p[4096];
+    snprintf(p, sizeof p, "%s/events/run=2/layer=3/part-0.parquet", dir);
+    CU_ASSERT(th_file_exists(p));
+    snprintf(p, sizeof p, "%s/events/run=2/layer=0", dir);  /* not traced in run 2 */
+    CU_ASSERT_FALSE(th_file_exists(p));
+    snprintf(p, sizeof p, "%s/runs/runs.parquet", dir);
+    CU_ASSERT(th_file_exists(p));
+    stats_csv(TA, 1, "pqx_s1.csv");
+    stats_csv(TA, 2, "pqx_s2.csv");
+    stats_csv(TB, 1, "pqx_s3.csv");
+    if (!readers()) return;
+    char a1[4096], a2[4096], a3[4096];
+    snprintf(a1, sizeof a1, "1=%s", th_path("pqx_s1.csv"));
+    snprintf(a2, sizeof a2, "2=%s", th_path("pqx_s2.csv"));
+    snprintf(a3, sizeof a3, "3=%s", th_path("pqx_s3.csv"));
+    int rc = th_run("node tests/js/pq_dataset.mjs %s samples/queries/parquet_stats.sql %s %s %s", dir, a1, a2, a3);
+    if (rc) fprintf(stderr, "\n%s%s", th_out(), th_err());
+    CU_ASSERT_EQUAL(rc, 0);
+    /* one run, one head, one op of trace A alone */
+    snprintf(dir, sizeof dir, "%s", th_path("pqx_ds1"));
+    CU_ASSERT_EQUAL_FATAL(th_run("%s export %s -f parquet --run 1 --layer 2 --head 3 --ops w -o %s", th_bin(), TA, dir), 0);
+    CU_ASSERT_EQUAL_FATAL(th_run("%s stats %s --run 1 --layer 2 --head 3 -f csv -q", th_bin(), TA), 0);
+    char *csv = strdup(th_out());
+    char *line = strchr(csv, '\n') + 1;
+    long writes = 0;
+    CU_ASSERT_EQUAL(sscanf(line, "%*d,%*d,%*d,%*d,%ld", &writes), 1);
+    rc = th_run("node tests/js/pq_query.mjs \"SELECT count(*), min(op), max(op), min(head), max(head), min(layer) "
+                "FROM read_parquet('%s/events/*/*/*.parquet', hive_partitioning = true)\"", dir);
+    if (readers()) {
+        char want[128];
+        snprintf(want, sizeof want, "%ld 0 0 3 3 2\n", writes);
+        CU_ASSERT_EQUAL(rc, 0);
+        CU_ASSERT_STRING_EQUAL(th_out(), want);
+    }
+    free(csv);
+}
+
+/* export must fail with status `status` and one line holding needle, and
+ * leave neither dir nor its temporary. */
+static void expect_refused(const char *cmd, int status, const char *needle, const char *dir)
+{
+    int rc = th_run("%s", cmd);
+    if (rc != status || !strstr(th_err(), needle) || th_count_lines(th_err()) != 1)
+        fprintf(stderr, "\n'%s' -> %d: %s", cmd, rc, th_err());
+    CU_ASSERT_EQUAL(rc, status);
+    CU_ASSERT_PTR_NOT_NULL(strstr(th_err(), needle));
+    CU_ASSERT_EQUAL(th_count_lines(th_err()), 1);
+    CU_ASSERT_FALSE(th_file_exists(dir));
+    CU_ASSERT_NOT_EQUAL(th_run("ls -d %s.tmp.* 2>/dev/null", dir), 0);
+}
+
+TH_TEST(test_pq_export_bad, "export --format parquet: an existing directory, a full disk, bad options: one line, non-zero, no dataset")
+{
+    if (!th_file_exists(TA)) CU_ASSERT_EQUAL_FATAL(make_traces(), 0);
+    char dir[4096], cmd[16384];
+    snprintf(dir, sizeof dir, "%s", th_path("pqx_bad"));
+    /* the output exists: refused, and what is there is untouched */
+    CU_ASSERT_EQUAL_FATAL(th_run("mkdir %s && touch %s/keep", dir, dir), 0);
+    CU_ASSERT_EQUAL(th_run("%s export %s -f parquet -o %s", th_bin(), TA, dir), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(th_err(), "exists"));
+    CU_ASSERT_EQUAL(th_count_lines(th_err()), 1);
+    char keep[4200];
+    snprintf(keep, sizeof keep, "%s/keep", dir);
+    CU_ASSERT(th_file_exists(keep));
+    snprintf(dir, sizeof dir, "%s", th_path("pqx_bad2"));
+    /* a disk that fills mid-dataset (a file size limit: writes fail with EFBIG) */
+    snprintf(cmd, sizeof cmd, "trap '' XFSZ; ulimit -f 64; exec %s export %s %s -f parquet -o %s", th_bin(), TA, TB, dir);
+    expect_refused(cmd, 1, "write failed", dir);
+    snprintf(cmd, sizeof cmd, "%s export %s %s/none.db -f parquet -o %s", th_bin(), TA, th_tmpdir(), dir);
+    expect_refused(cmd, 2, "none.db", dir);
+    snprintf(cmd, sizeof cmd, "%s export %s -f parquet --layer 7 -o %s", th_bin(), TA, dir);
+    expect_refused(cmd, 2, "--layer", dir);
+    snprintf(cmd, sizeof cmd, "%s export %s -f parquet --run 2 --layer 0 -o %s", th_bin(), TA, dir);
+    expect_refused(cmd, 2, "traced no head", dir);
+    snprintf(cmd, sizeof cmd, "%s export %s -f parquet --run 5 -o %s", th_bin(), TA, dir);
+    expect_refused(cmd, 2, "run", dir);
+    snprintf(cmd, sizeof cmd, "%s export %s -f parquet -o -", th_bin(), TA);
+    expect_refused(cmd, 2, "directory", dir);
+    snprintf(cmd, sizeof cmd, "%s export -f parquet -o %s", th_bin(), dir);
+    expect_refused(cmd, 2, "trace", dir);
+}
