@@ -21,7 +21,8 @@ enum { CODEC_ZSTD = 6 };
 enum { REP_REQUIRED = 0 };
 enum { CONV_UTF8 = 0, CONV_UINT_32 = 13 };
 
-#define STAT_MAX_BYTES 1024 /* longer string minima / maxima are left out */
+#define STAT_MAX_BYTES 1024
+#define DIRECT 65536        /* 4-byte values below this skip the hash table */ /* longer string minima / maxima are left out */
 
 /* The statistics and offsets of one written column chunk. */
 typedef struct {
@@ -39,13 +40,15 @@ typedef struct {
     char *name;
     size_t width;        /* bytes per fixed-width value; 0 for strings */
     uint8_t *vals;       /* group_rows * width */
-    size_t *offs;        /* strings: group_rows + 1 offsets into arena */
+    size_t *offs;        /* strings: each row's offset into arena ... */
+    uint32_t *lens;      /* ... and length (a row equal to the one before shares its bytes) */
     an_pq_buf arena;     /* strings: the bytes */
     uint32_t *idx;       /* dictionary index per row */
     uint32_t *table;     /* hash table: dictionary entry + 1, 0 empty */
     size_t table_cap;
     uint32_t *dict_row;  /* row of each dictionary entry's first occurrence */
     uint64_t *dict_key;  /* fixed-width types: each entry's value bits */
+    uint32_t *direct;    /* 4-byte types: entry + 1 of each value below DIRECT, 0 none */
     an_pq_buf page, comp, chunk, hdr;
     ZSTD_CCtx *zc;
     chunk_meta meta;     /* of the chunk being encoded */
@@ -83,7 +86,7 @@ static int physical(int t)
 
 static void column_free(column *c)
 {
-    free(c->name); free(c->vals); free(c->offs); free(c->idx); free(c->table); free(c->dict_row); free(c->dict_key);
+    free(c->name); free(c->vals); free(c->offs); free(c->lens); free(c->direct); free(c->idx); free(c->table); free(c->dict_row); free(c->dict_key);
     an_pq_buf_free(&c->arena); an_pq_buf_free(&c->page); an_pq_buf_free(&c->comp);
     an_pq_buf_free(&c->chunk); an_pq_buf_free(&c->hdr);
     free(c->meta.min); free(c->meta.max);
@@ -135,17 +138,19 @@ int an_pq_open(an_pq_writer **out, FILE *f, const an_pq_column *cols, int ncols,
         c->name = strdup(cols[i].name);
         c->c.name = c->name;
         c->vals = c->width ? malloc(G * c->width) : NULL;
-        c->offs = c->width ? NULL : malloc((G + 1) * sizeof *c->offs);
+        c->offs = c->width ? NULL : malloc(G * sizeof *c->offs);
+        c->lens = c->width ? NULL : malloc(G * sizeof *c->lens);
         c->idx = malloc(G * sizeof *c->idx);
         if (cols[i].dict) {
             c->table_cap = tcap;
             c->table = malloc(tcap * sizeof *c->table);
             c->dict_row = malloc((size_t)w->o.dict_max * sizeof *c->dict_row);
             c->dict_key = malloc((size_t)w->o.dict_max * sizeof *c->dict_key);
+            if (c->width == 4) c->direct = calloc(DIRECT, sizeof *c->direct);
         }
         c->zc = ZSTD_createCCtx();
-        ok = c->name && (c->vals || c->offs) && c->idx && c->zc && (!cols[i].dict || (c->table && c->dict_row && c->dict_key));
-        if (c->offs) c->offs[0] = 0;
+        ok = c->name && (c->vals || (c->offs && c->lens)) && c->idx && c->zc && (!cols[i].dict || (c->table && c->dict_row && c->dict_key)) &&
+             (!cols[i].dict || c->width != 4 || c->direct);
     }
     if (!ok) { an_pq_free(w); return rn_seterr(err, RN_ENOMEM, "out of memory for a parquet writer"); }
     if (fwrite("PAR1", 1, 4, f) != 4) {
@@ -162,7 +167,7 @@ int an_pq_open(an_pq_writer **out, FILE *f, const an_pq_column *cols, int ncols,
 
 static inline an_pq_str str_at(const column *c, size_t i)
 {
-    an_pq_str s = { (const char *)c->arena.p + c->offs[i], (uint32_t)(c->offs[i + 1] - c->offs[i]) };
+    an_pq_str s = { (const char *)c->arena.p + c->offs[i], c->lens[i] };
     return s;
 }
 
@@ -212,6 +217,36 @@ static uint64_t str_hash(an_pq_str s)
         }                                                                           \
     } while (0)
 
+/* The same for 4-byte values, those below DIRECT looked up in c->direct
+ * (cleared again before returning). */
+static uint32_t build_dict4(column *c, size_t n, uint32_t dict_max, size_t dict_bytes)
+{
+    size_t mask = c->table_cap - 1, bytes = 0;
+    uint32_t nd = 0, over = 0;
+    const uint32_t *v = (const uint32_t *)(const void *)c->vals;
+    uint32_t *key = (uint32_t *)(void *)c->dict_key;
+    for (size_t i = 0; i < n && !over; i++) {
+        uint32_t x = v[i], e, *slot;
+        if (i > 0 && x == v[i - 1]) { c->idx[i] = c->idx[i - 1]; continue; }
+        if (x < DIRECT) slot = &c->direct[x];
+        else {
+            size_t h = (size_t)hash64(x) & mask;
+            while ((e = c->table[h]) && key[e - 1] != x) h = (h + 1) & mask;
+            slot = &c->table[h];
+        }
+        if (!(e = *slot)) {
+            if (nd == dict_max || (bytes += 4) > dict_bytes) { over = 1; break; }
+            key[nd] = x;
+            c->dict_row[nd] = (uint32_t)i;
+            *slot = e = ++nd;
+        }
+        c->idx[i] = e - 1;
+    }
+    for (uint32_t k = 0; k < nd; k++)
+        if (key[k] < DIRECT) c->direct[key[k]] = 0;
+    return over ? 0 : nd;
+}
+
 /* Dictionary indices of the chunk's n rows into c->idx; returns the
  * dictionary's size, or 0 when it outgrew the limits (write PLAIN). */
 static uint32_t build_dict(column *c, size_t n, uint32_t dict_max, size_t dict_bytes)
@@ -219,11 +254,11 @@ static uint32_t build_dict(column *c, size_t n, uint32_t dict_max, size_t dict_b
     memset(c->table, 0, c->table_cap * sizeof *c->table);
     size_t mask = c->table_cap - 1, bytes = 0;
     uint32_t nd = 0;
-    if (c->width == 4) { DICT_FIXED(uint32_t); return nd; }
+    if (c->width == 4) return build_dict4(c, n, dict_max, dict_bytes);
     if (c->width == 8) { DICT_FIXED(uint64_t); return nd; }
     for (size_t i = 0; i < n; i++) {
         an_pq_str s = str_at(c, i);
-        if (i > 0 && str_eq(s, str_at(c, i - 1))) {
+        if (i > 0 && ((c->offs[i] == c->offs[i - 1] && s.len == c->lens[i - 1]) || str_eq(s, str_at(c, i - 1)))) {
             c->idx[i] = c->idx[i - 1];
             continue;
         }
@@ -468,9 +503,15 @@ int an_pq_append(an_pq_writer *w, size_t n, const void *const *cols, rn_error *e
                 continue;
             }
             const an_pq_str *s = (const an_pq_str *)cols[i] + done;
-            for (size_t k = 0; k < m; k++) {
+            for (size_t k = 0, r = w->rows; k < m; k++, r++) {
+                c->lens[r] = s[k].len;
+                if (r > 0 && s[k].len == c->lens[r - 1] &&
+                    (k > 0 ? s[k].p == s[k - 1].p : !memcmp(s[k].p, c->arena.p + c->offs[r - 1], s[k].len))) {
+                    c->offs[r] = c->offs[r - 1];  /* the same bytes again: share them */
+                    continue;
+                }
+                c->offs[r] = c->arena.n;
                 an_pq_buf_put(&c->arena, s[k].p, s[k].len);
-                c->offs[w->rows + k + 1] = c->arena.n;
             }
             if (c->arena.oom) return rn_seterr(err, RN_ENOMEM, "out of memory buffering column '%s'", c->name);
         }

@@ -103,7 +103,7 @@ static int load_pieces(const run_src *s, tr_token **toks, int64_t *n, rn_error *
 }
 
 /* Write run s's layer `layer` as part-0.parquet of dir. */
-static int write_layer(ctx *x, run_src *s, int layer, const tr_token *toks, int64_t ntok, const char *dir,
+static int write_layer(ctx *x, run_src *s, int layer, const an_pq_str *piece, int64_t ntok, const char *dir,
                        rn_error *err)
 {
     char path[PATH_MAX];
@@ -143,8 +143,7 @@ static int write_layer(ctx *x, run_src *s, int layer, const tr_token *toks, int6
             b->slot[nb] = e.slot;
             b->addr[nb] = e.addr;
             b->weight[nb] = e.weight;
-            b->token[nb].p = toks[e.pos].piece;
-            b->token[nb].len = (uint32_t)strlen(toks[e.pos].piece);
+            b->token[nb] = piece[e.pos];
             nb++;
         }
         if (nb == BATCH || (got == 0 && nb)) {
@@ -177,6 +176,9 @@ static int write_run(ctx *x, run_src *s, int64_t k, const char *events, rn_error
     tr_token *toks = NULL;
     int64_t ntok = 0;
     if ((rc = load_pieces(s, &toks, &ntok, err))) return rc;
+    an_pq_str *piece = malloc((size_t)(ntok ? ntok : 1) * sizeof *piece);
+    if (!piece) { free(toks); return rn_seterr(err, RN_ENOMEM, "out of memory"); }
+    for (int64_t i = 0; i < ntok; i++) piece[i] = (an_pq_str){ toks[i].piece, (uint32_t)strlen(toks[i].piece) };
     int last = -1;
     for (int i = 0; i < s->r.n_heads && !rc; i++) {
         const tr_head_info *h = &s->r.heads[i];
@@ -188,8 +190,9 @@ static int write_run(ctx *x, run_src *s, int64_t k, const char *events, rn_error
         last = h->layer;
         if (!any) continue;
         snprintf(ldir, sizeof ldir, "%s/layer=%d", rdir, h->layer);
-        if (!(rc = make_dir(ldir, err))) rc = write_layer(x, s, h->layer, toks, ntok, ldir, err);
+        if (!(rc = make_dir(ldir, err))) rc = write_layer(x, s, h->layer, piece, ntok, ldir, err);
     }
+    free(piece);
     free(toks);
     x->res->events += s->exported;
     return rc;
