@@ -3,12 +3,13 @@
 -- warm_reads, cold_reads) computed from a Parquet dataset written by
 -- `ramtrace export TRACE.db... --format parquet -o DATASET`.  Runs as is in
 -- DuckDB after replacing DATASET with the dataset directory; Spark SQL and
--- Polars run the same statement over views named as below
--- (docs/analysis.md, "Traces as a Parquet dataset").
+-- Polars run the same statement once the two read_parquet(...) calls are
+-- replaced by views `events` (DATASET/events, partitions run and layer)
+-- and `runs` (DATASET/runs) (docs/analysis.md, "Traces as a Parquet dataset").
 WITH ev AS (
     SELECT run, layer, head, pos, op, slot
     FROM read_parquet('DATASET/events/*/*/*.parquet', hive_partitioning = true)
-), runs AS (
+), run_slots AS (
     SELECT run, n_slots FROM read_parquet('DATASET/runs/runs.parquet')
 ), per_slot AS (  -- accesses of each slot, and the first position that wrote it
     SELECT run, layer, head, slot, count(*) AS n,
@@ -20,9 +21,9 @@ WITH ev AS (
 ), slots AS (
     SELECT ranked.run, layer, head, count(*) AS distinct_slots, sum(n) AS events,
            log2(sum(n)) - sum(n * log2(n)) / sum(n) AS entropy_bits,
-           sum(CASE WHEN r <= ceil(runs.n_slots / 100.0) THEN n ELSE 0 END) AS hot1,
-           max(runs.n_slots) AS n_slots
-    FROM ranked JOIN runs ON ranked.run = runs.run
+           sum(CASE WHEN r <= ceil(run_slots.n_slots / 100.0) THEN n ELSE 0 END) AS hot1,
+           max(run_slots.n_slots) AS n_slots
+    FROM ranked JOIN run_slots ON ranked.run = run_slots.run
     GROUP BY ranked.run, layer, head
 ), ops AS (  -- a read is warm when its slot was written at this or an earlier position
     SELECT ev.run, ev.layer, ev.head,
