@@ -7,6 +7,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
 #include <zstd.h>
 
 #include "an_pq_buf.h"
@@ -34,15 +35,22 @@ typedef struct {
     uint32_t min_len, max_len;
 } chunk_meta;
 
-/* One column's buffers: the row group's values and the encoding scratch. */
+/* A row group's values of one column. */
 typedef struct {
-    an_pq_column c;
-    char *name;
-    size_t width;        /* bytes per fixed-width value; 0 for strings */
     uint8_t *vals;       /* group_rows * width */
     size_t *offs;        /* strings: each row's offset into arena ... */
     uint32_t *lens;      /* ... and length (a row equal to the one before shares its bytes) */
     an_pq_buf arena;     /* strings: the bytes */
+} colbuf;
+
+/* One column: two row-group buffers (one filled by an_pq_append while the
+ * other is encoded and written in the background) and the encoding scratch. */
+typedef struct {
+    an_pq_column c;
+    char *name;
+    size_t width;        /* bytes per fixed-width value; 0 for strings */
+    colbuf set[2];
+    colbuf *f, *e;       /* the buffer being filled, the one being encoded */
     uint32_t *idx;       /* dictionary index per row */
     uint32_t *table;     /* hash table: dictionary entry + 1, 0 empty */
     size_t table_cap;
@@ -67,6 +75,11 @@ struct an_pq_writer {
     int64_t *group_rows;
     size_t ngroups, groups_cap;
     int dead;                /* a write failed: nothing more is written */
+    /* the row group encoded and written in the background */
+    pthread_t bg;
+    int bg_running, bg_rc;
+    size_t bg_rows;
+    rn_error bg_err;
 };
 
 static size_t type_width(int t)
@@ -86,16 +99,23 @@ static int physical(int t)
 
 static void column_free(column *c)
 {
-    free(c->name); free(c->vals); free(c->offs); free(c->lens); free(c->direct); free(c->idx); free(c->table); free(c->dict_row); free(c->dict_key);
-    an_pq_buf_free(&c->arena); an_pq_buf_free(&c->page); an_pq_buf_free(&c->comp);
+    for (int k = 0; k < 2; k++) {
+        free(c->set[k].vals); free(c->set[k].offs); free(c->set[k].lens);
+        an_pq_buf_free(&c->set[k].arena);
+    }
+    free(c->name); free(c->direct); free(c->idx); free(c->table); free(c->dict_row); free(c->dict_key);
+    an_pq_buf_free(&c->page); an_pq_buf_free(&c->comp);
     an_pq_buf_free(&c->chunk); an_pq_buf_free(&c->hdr);
     free(c->meta.min); free(c->meta.max);
     ZSTD_freeCCtx(c->zc);
 }
 
+static int wait_group(an_pq_writer *w, rn_error *err);
+
 void an_pq_free(an_pq_writer *w)
 {
     if (!w) return;
+    wait_group(w, NULL);
     for (int i = 0; i < w->ncols; i++) column_free(&w->col[i]);
     for (size_t i = 0; w->meta && i < w->ngroups * (size_t)w->ncols; i++) {
         free(w->meta[i].min);
@@ -137,9 +157,16 @@ int an_pq_open(an_pq_writer **out, FILE *f, const an_pq_column *cols, int ncols,
         c->width = type_width(cols[i].type);
         c->name = strdup(cols[i].name);
         c->c.name = c->name;
-        c->vals = c->width ? malloc(G * c->width) : NULL;
-        c->offs = c->width ? NULL : malloc(G * sizeof *c->offs);
-        c->lens = c->width ? NULL : malloc(G * sizeof *c->lens);
+        int bufs = 1;
+        for (int k = 0; k < 2; k++) {
+            colbuf *b = &c->set[k];
+            b->vals = c->width ? malloc(G * c->width) : NULL;
+            b->offs = c->width ? NULL : malloc(G * sizeof *b->offs);
+            b->lens = c->width ? NULL : malloc(G * sizeof *b->lens);
+            bufs &= b->vals || (b->offs && b->lens);
+        }
+        c->f = &c->set[0];
+        c->e = &c->set[1];
         c->idx = malloc(G * sizeof *c->idx);
         if (cols[i].dict) {
             c->table_cap = tcap;
@@ -149,7 +176,7 @@ int an_pq_open(an_pq_writer **out, FILE *f, const an_pq_column *cols, int ncols,
             if (c->width == 4) c->direct = calloc(DIRECT, sizeof *c->direct);
         }
         c->zc = ZSTD_createCCtx();
-        ok = c->name && (c->vals || (c->offs && c->lens)) && c->idx && c->zc && (!cols[i].dict || (c->table && c->dict_row && c->dict_key)) &&
+        ok = c->name && bufs && c->idx && c->zc && (!cols[i].dict || (c->table && c->dict_row && c->dict_key)) &&
              (!cols[i].dict || c->width != 4 || c->direct);
     }
     if (!ok) { an_pq_free(w); return rn_seterr(err, RN_ENOMEM, "out of memory for a parquet writer"); }
@@ -167,7 +194,7 @@ int an_pq_open(an_pq_writer **out, FILE *f, const an_pq_column *cols, int ncols,
 
 static inline an_pq_str str_at(const column *c, size_t i)
 {
-    an_pq_str s = { (const char *)c->arena.p + c->offs[i], c->lens[i] };
+    an_pq_str s = { (const char *)c->e->arena.p + c->e->offs[i], c->e->lens[i] };
     return s;
 }
 
@@ -199,7 +226,7 @@ static uint64_t str_hash(an_pq_str s)
  * dictionary's size, or 0 when it outgrew the limits. */
 #define DICT_FIXED(T)                                                               \
     do {                                                                            \
-        const T *v = (const T *)(const void *)c->vals;                              \
+        const T *v = (const T *)(const void *)c->e->vals;                              \
         T *key = (T *)(void *)c->dict_key;                                          \
         for (size_t i = 0; i < n; i++) {                                            \
             T x = v[i];                                                             \
@@ -223,7 +250,7 @@ static uint32_t build_dict4(column *c, size_t n, uint32_t dict_max, size_t dict_
 {
     size_t mask = c->table_cap - 1, bytes = 0;
     uint32_t nd = 0, over = 0;
-    const uint32_t *v = (const uint32_t *)(const void *)c->vals;
+    const uint32_t *v = (const uint32_t *)(const void *)c->e->vals;
     uint32_t *key = (uint32_t *)(void *)c->dict_key;
     for (size_t i = 0; i < n && !over; i++) {
         uint32_t x = v[i], e, *slot;
@@ -258,7 +285,7 @@ static uint32_t build_dict(column *c, size_t n, uint32_t dict_max, size_t dict_b
     if (c->width == 8) { DICT_FIXED(uint64_t); return nd; }
     for (size_t i = 0; i < n; i++) {
         an_pq_str s = str_at(c, i);
-        if (i > 0 && ((c->offs[i] == c->offs[i - 1] && s.len == c->lens[i - 1]) || str_eq(s, str_at(c, i - 1)))) {
+        if (i > 0 && ((c->e->offs[i] == c->e->offs[i - 1] && s.len == c->e->lens[i - 1]) || str_eq(s, str_at(c, i - 1)))) {
             c->idx[i] = c->idx[i - 1];
             continue;
         }
@@ -278,7 +305,7 @@ static uint32_t build_dict(column *c, size_t n, uint32_t dict_max, size_t dict_b
 /* PLAIN encoding of row r into b. */
 static void plain_value(an_pq_buf *b, const column *c, size_t r)
 {
-    if (c->width) { an_pq_buf_put(b, c->vals + r * c->width, c->width); return; }
+    if (c->width) { an_pq_buf_put(b, c->e->vals + r * c->width, c->width); return; }
     an_pq_str s = str_at(c, r);
     uint8_t len[4] = { (uint8_t)s.len, (uint8_t)(s.len >> 8), (uint8_t)(s.len >> 16), (uint8_t)(s.len >> 24) };
     an_pq_buf_put(b, len, 4);
@@ -290,7 +317,7 @@ static void plain_value(an_pq_buf *b, const column *c, size_t r)
  * SIZE_MAX when every value is NaN.  One typed loop per type. */
 #define RANGE_LOOP(T, ISNAN)                                                        \
     do {                                                                            \
-        const T *v = (const T *)(const void *)c->vals;                              \
+        const T *v = (const T *)(const void *)c->e->vals;                              \
         T mn = 0, mx = 0;                                                           \
         for (size_t k = 0; k < m; k++) {                                            \
             size_t r = rows ? rows[k] : k;                                          \
@@ -329,7 +356,7 @@ static uint8_t *stat_bytes(const column *c, size_t r, int neg, uint32_t *len)
     size_t n = c->width ? c->width : str_at(c, r).len;
     uint8_t *p = malloc(n ? n : 1);
     if (!p) return NULL;
-    if (c->width) memcpy(p, c->vals + r * c->width, n);
+    if (c->width) memcpy(p, c->e->vals + r * c->width, n);
     else memcpy(p, str_at(c, r).p, n);
     if (c->c.type == AN_PQ_FLOAT) {
         float x; memcpy(&x, p, 4);
@@ -433,9 +460,9 @@ static void encode_chunk(column *c, size_t n, const an_pq_opts *o)
             an_pq_buf_byte(&c->page, (uint8_t)width);
             an_pq_rle_encode(&c->page, c->idx + p, m, width);
         } else if (split) {
-            byte_split(&c->page, c->vals + p * c->width, m, c->width);
+            byte_split(&c->page, c->e->vals + p * c->width, m, c->width);
         } else if (c->width) {
-            an_pq_buf_put(&c->page, c->vals + p * c->width, m * c->width);
+            an_pq_buf_put(&c->page, c->e->vals + p * c->width, m * c->width);
         } else {
             for (size_t r = p; r < p + m; r++) plain_value(&c->page, c, r);
         }
@@ -444,10 +471,10 @@ static void encode_chunk(column *c, size_t n, const an_pq_opts *o)
     }
 }
 
-/* Encode the buffered rows as a row group and write it. */
-static int flush_group(an_pq_writer *w, rn_error *err)
+/* Encode the n rows of the columns' encode buffers as a row group and
+ * write it (in the background thread, or in the caller's). */
+static int write_group(an_pq_writer *w, size_t n, rn_error *err)
 {
-    if (w->rows == 0) return RN_OK;
     if (w->ngroups == w->groups_cap) {
         size_t cap = w->groups_cap ? 2 * w->groups_cap : 8;
         chunk_meta *m = realloc(w->meta, cap * (size_t)w->ncols * sizeof *m);
@@ -457,7 +484,6 @@ static int flush_group(an_pq_writer *w, rn_error *err)
         if (!m || !g) return rn_seterr(err, RN_ENOMEM, "out of memory for the parquet footer");
         w->groups_cap = cap;
     }
-    size_t n = w->rows;
     int failed = 0;
 #pragma omp parallel for num_threads(w->o.threads) schedule(dynamic) reduction(| : failed)
     for (int i = 0; i < w->ncols; i++) {
@@ -484,9 +510,50 @@ static int flush_group(an_pq_writer *w, rn_error *err)
         w->offset += c->chunk.n;
     }
     w->group_rows[w->ngroups++] = (int64_t)n;
-    w->rows = 0;
-    for (int i = 0; i < w->ncols; i++) w->col[i].arena.n = 0;
     return RN_OK;
+}
+
+static void *group_thread(void *arg)
+{
+    an_pq_writer *w = arg;
+    w->bg_rc = write_group(w, w->bg_rows, &w->bg_err);
+    return NULL;
+}
+
+/* Wait for the row group in the background; its error becomes the caller's. */
+static int wait_group(an_pq_writer *w, rn_error *err)
+{
+    if (!w->bg_running) return RN_OK;
+    pthread_join(w->bg, NULL);
+    w->bg_running = 0;
+    if (!w->bg_rc) return RN_OK;
+    w->dead = 1;
+    if (err) *err = w->bg_err;
+    return w->bg_rc;
+}
+
+/* Hand the buffered rows over as a row group: once the previous group is
+ * written, the buffers swap, and the group is encoded and written by a
+ * thread of its own (background) while the caller fills the other buffer,
+ * or here (the last group, or where no thread can be started). */
+static int flush_group(an_pq_writer *w, int background, rn_error *err)
+{
+    int rc = wait_group(w, err);
+    if (rc || w->rows == 0) return rc;
+    for (int i = 0; i < w->ncols; i++) {
+        column *c = &w->col[i];
+        colbuf *t = c->f;
+        c->f = c->e;
+        c->e = t;
+        c->f->arena.n = 0;
+    }
+    w->bg_rows = w->rows;
+    w->rows = 0;
+    if (background && pthread_create(&w->bg, NULL, group_thread, w) == 0) {
+        w->bg_running = 1;
+        return RN_OK;
+    }
+    return write_group(w, w->bg_rows, err);
 }
 
 int an_pq_append(an_pq_writer *w, size_t n, const void *const *cols, rn_error *err)
@@ -499,27 +566,27 @@ int an_pq_append(an_pq_writer *w, size_t n, const void *const *cols, rn_error *e
         for (int i = 0; i < w->ncols; i++) {
             column *c = &w->col[i];
             if (c->width) {
-                memcpy(c->vals + w->rows * c->width, (const uint8_t *)cols[i] + done * c->width, m * c->width);
+                memcpy(c->f->vals + w->rows * c->width, (const uint8_t *)cols[i] + done * c->width, m * c->width);
                 continue;
             }
             const an_pq_str *s = (const an_pq_str *)cols[i] + done;
             for (size_t k = 0, r = w->rows; k < m; k++, r++) {
-                c->lens[r] = s[k].len;
-                if (r > 0 && s[k].len == c->lens[r - 1] &&
-                    (k > 0 ? s[k].p == s[k - 1].p : !memcmp(s[k].p, c->arena.p + c->offs[r - 1], s[k].len))) {
-                    c->offs[r] = c->offs[r - 1];  /* the same bytes again: share them */
+                c->f->lens[r] = s[k].len;
+                if (r > 0 && s[k].len == c->f->lens[r - 1] &&
+                    (k > 0 ? s[k].p == s[k - 1].p : !memcmp(s[k].p, c->f->arena.p + c->f->offs[r - 1], s[k].len))) {
+                    c->f->offs[r] = c->f->offs[r - 1];  /* the same bytes again: share them */
                     continue;
                 }
-                c->offs[r] = c->arena.n;
-                an_pq_buf_put(&c->arena, s[k].p, s[k].len);
+                c->f->offs[r] = c->f->arena.n;
+                an_pq_buf_put(&c->f->arena, s[k].p, s[k].len);
             }
-            if (c->arena.oom) return rn_seterr(err, RN_ENOMEM, "out of memory buffering column '%s'", c->name);
+            if (c->f->arena.oom) return rn_seterr(err, RN_ENOMEM, "out of memory buffering column '%s'", c->name);
         }
         w->rows += m;
         w->total_rows += m;
         done += m;
         if (w->rows == w->o.group_rows) {
-            int rc = flush_group(w, err);
+            int rc = flush_group(w, 1, err);
             if (rc) { w->dead = 1; return rc; }
         }
     }
@@ -585,7 +652,7 @@ static void column_chunk(an_tc *t, const column *c, const chunk_meta *m)
 int an_pq_finish(an_pq_writer *w, rn_error *err)
 {
     if (w->dead) return rn_seterr(err, RN_EIO, "write failed: an earlier write failed");
-    int rc = flush_group(w, err);
+    int rc = flush_group(w, 0, err);
     if (rc) { w->dead = 1; return rc; }
     an_pq_buf b = { 0 };
     an_tc t;

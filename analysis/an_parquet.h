@@ -14,8 +14,10 @@
  * protocol with per-chunk statistics (min_value / max_value in the type's
  * order, null_count 0; NaN left out of float ranges, a zero minimum written
  * as -0.0 and a zero maximum as +0.0, as the format asks) so readers skip
- * row groups by predicate.  Column chunks of a row group are encoded and
- * compressed in parallel (OpenMP), then written in order. */
+ * row groups by predicate.  A full row group is encoded and written by a
+ * thread of its own while the caller appends the next one into a second
+ * buffer; its column chunks are encoded and compressed in parallel
+ * (OpenMP), then written in order. */
 #ifndef AN_PARQUET_H
 #define AN_PARQUET_H
 
@@ -58,13 +60,15 @@ int an_pq_open(an_pq_writer **out, FILE *f, const an_pq_column *cols, int ncols,
 
 /* Append n rows: cols[c] points to n values of column c's type (int32_t,
  * uint32_t, int64_t, float, double or an_pq_str).  The values are copied.
- * RN_EIO "write failed: <reason>" when a full row group cannot be written. */
+ * RN_EIO "write failed: <reason>" when a row group could not be written
+ * (a group's failure in the background shows at the next full group or at
+ * an_pq_finish). */
 int an_pq_append(an_pq_writer *w, size_t n, const void *const *cols, rn_error *err);
 
 /* Write the last row group and the footer (f is left open). */
 int an_pq_finish(an_pq_writer *w, rn_error *err);
 
-/* Rows appended and bytes written so far. */
+/* Rows appended, and bytes written (once an_pq_finish has returned). */
 uint64_t an_pq_rows(const an_pq_writer *w);
 uint64_t an_pq_bytes(const an_pq_writer *w);
 

@@ -156,7 +156,7 @@ static int write_layer(ctx *x, run_src *s, int layer, const an_pq_str *piece, in
     }
     if (it) tr_iter_close(it);
     if (!rc) rc = an_pq_finish(w, err);
-    if (w) x->res->bytes += an_pq_bytes(w);
+    if (!rc) x->res->bytes += an_pq_bytes(w);
     an_pq_free(w);
     if (rc == RN_EIO) rn_preferr(err, "%s", path);
     int crc = close_file(f, path, rc ? NULL : err);
@@ -233,7 +233,7 @@ static int write_runs(ctx *x, run_src *src, int n, const char *path, rn_error *e
         rc = an_pq_append(w, 1, row, err);
     }
     if (!rc) rc = an_pq_finish(w, err);
-    if (w) x->res->bytes += an_pq_bytes(w);
+    if (!rc) x->res->bytes += an_pq_bytes(w);
     an_pq_free(w);
     if (rc == RN_EIO) rn_preferr(err, "%s", path);
     int crc = close_file(f, path, rc ? NULL : err);
