@@ -41,18 +41,24 @@ static int sh(const char *cmd)
     return rc;
 }
 
+/* The first number a shell command prints (-1: none). */
+static long long command_number(const char *cmd)
+{
+    FILE *p = popen(cmd, "r");
+    long long v = -1;
+    if (p) {
+        if (fscanf(p, "%lld", &v) != 1) v = -1;
+        pclose(p);
+    }
+    return v;
+}
+
 /* Bytes under a directory (du -sb). */
 static long long dir_bytes(const char *dir)
 {
     char cmd[4200];
     snprintf(cmd, sizeof cmd, "du -sb %s", dir);
-    FILE *p = popen(cmd, "r");
-    long long b = -1;
-    if (p) {
-        if (fscanf(p, "%lld", &b) != 1) b = -1;
-        pclose(p);
-    }
-    return b;
+    return command_number(cmd);
 }
 
 static long long file_bytes(const char *p)
@@ -66,13 +72,7 @@ static long long trace_events(const char *db)
 {
     char cmd[4200];
     snprintf(cmd, sizeof cmd, "build/ramtrace runs %s -f csv | tail -1 | cut -d, -f6", db);
-    FILE *p = popen(cmd, "r");
-    long long n = -1;
-    if (p) {
-        if (fscanf(p, "%lld", &n) != 1) n = -1;
-        pclose(p);
-    }
-    return n;
+    return command_number(cmd);
 }
 
 static int one(const char *dir, const char *text, const char *label, const char *weights)
