@@ -493,20 +493,23 @@ static int write_group(an_pq_writer *w, size_t n, rn_error *err)
         failed |= c->failed | c->chunk.oom;
     }
     if (failed) return rn_seterr(err, RN_ENOMEM, "out of memory encoding a parquet row group");
-    chunk_meta *gm = w->meta + w->ngroups * (size_t)w->ncols;
     for (int i = 0; i < w->ncols; i++) {
         column *c = &w->col[i];
         if (fwrite(c->chunk.p, 1, c->chunk.n, w->f) != c->chunk.n) {
             int e = errno;
-            w->dead = 1;
             return rn_seterr(err, RN_EIO, "write failed: %s", strerror(e ? e : EIO));
         }
+    }
+    /* all written: the footer takes the chunks' metadata (and their statistics) */
+    chunk_meta *gm = w->meta + w->ngroups * (size_t)w->ncols;
+    for (int i = 0; i < w->ncols; i++) {
+        column *c = &w->col[i];
         chunk_meta m = c->meta;
         m.start = (int64_t)w->offset;
         if (m.dict_off >= 0) m.dict_off += m.start;
         m.data_off += m.start;
         gm[i] = m;
-        c->meta.min = c->meta.max = NULL;  /* owned by the footer now */
+        c->meta.min = c->meta.max = NULL;
         w->offset += c->chunk.n;
     }
     w->group_rows[w->ngroups++] = (int64_t)n;
@@ -653,7 +656,7 @@ int an_pq_finish(an_pq_writer *w, rn_error *err)
 {
     if (w->dead) return rn_seterr(err, RN_EIO, "write failed: an earlier write failed");
     int rc = flush_group(w, 0, err);
-    if (rc) { w->dead = 1; return rc; }
+    if (rc) { w->dead = 1; return rc; }  /* (write_group itself leaves dead to its caller's thread) */
     an_pq_buf b = { 0 };
     an_tc t;
     an_tc_init(&t, &b);

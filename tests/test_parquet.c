@@ -346,3 +346,30 @@ TH_TEST(test_pq_export_bad, "export --format parquet: an existing directory, a f
     snprintf(cmd, sizeof cmd, "%s export -f parquet -o %s", th_bin(), dir);
     expect_refused(cmd, 2, "trace", dir);
 }
+
+TH_TEST(test_pq_disk_full, "writer: a full disk (/dev/full) fails the append or finish with one line, in a background row group too")
+{
+    enum { N = 200000 };
+    static int32_t v[N];
+    rn_rng r;
+    rn_rng_seed(&r, 32);
+    for (int i = 0; i < N; i++) v[i] = (int32_t)rn_rng_below(&r, 1u << 30);
+    an_pq_column col = { "v", AN_PQ_INT32, 1 };
+    for (int g = 0; g < 2; g++) {
+        FILE *f = fopen("/dev/full", "wb");
+        if (!f) return;  /* no /dev/full here */
+        an_pq_opts o = { 0 };
+        o.group_rows = g ? 30000 : N;  /* g = 1: groups written in the background */
+        an_pq_writer *w;
+        rn_error err = { 0 };
+        int rc = an_pq_open(&w, f, &col, 1, &o, &err);
+        const void *vals[1] = { v };
+        for (int k = 0; k < 4 && rc == RN_OK; k++) rc = an_pq_append(w, N / 4, vals, &err);
+        if (rc == RN_OK) rc = an_pq_finish(w, &err);
+        CU_ASSERT_EQUAL(rc, RN_EIO);  /* chunks this large bypass stdio's buffer */
+        CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "write failed: No space left on device"));
+        CU_ASSERT_PTR_NULL(strchr(err.msg, '\n'));
+        an_pq_free(w);
+        fclose(f);
+    }
+}
