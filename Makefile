@@ -40,7 +40,7 @@ PKGCFG   = $(eval PKGCFG := -I/usr/include/$(MULTIARCH)/openblas-openmp $(shell 
 PKGLIBS  = $(eval PKGLIBS := -L$(BLASLIB) -Wl,-rpath,$(BLASLIB) $(shell pkg-config --libs sqlite3 cairo libpng 2>/dev/null))$(PKGLIBS)
 CFLAGS  += -std=c11 $(OPT) -g -Wall -Wextra -Werror $(WNO) -fopenmp -D_GNU_SOURCE -pthread $(SAN) \
            $(CORE_INC) -Itrace -Ianalysis -Iviz -Ifigure -Icli -I$(BUILD)/gen $(PKGCFG)
-LDLIBS  += $(PKGLIBS) -lopenblas -lsqlite3 -lcairo -lpng -lm -pthread
+LDLIBS  += $(PKGLIBS) -lopenblas -lsqlite3 -lcairo -lpng -lzstd -lm -pthread
 LDFLAGS += -fopenmp $(SAN)
 
 LIB_SRC   := $(wildcard $(CORE_ROOMS:%=core/%/*.c) trace/*.c analysis/*.c viz/*.c figure/*.c)

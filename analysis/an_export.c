@@ -12,7 +12,8 @@ int an_export_format_parse(const char *s, int *fmt, rn_error *err)
 {
     if (!strcmp(s, "oraclegeneral") || !strcmp(s, "oracleGeneral")) *fmt = AN_EXPORT_ORACLEGENERAL;
     else if (!strcmp(s, "csv")) *fmt = AN_EXPORT_CSV;
-    else return rn_seterr(err, RN_EINPUT, "--format: unknown export format '%s' (oraclegeneral or csv)", s);
+    else if (!strcmp(s, "parquet")) *fmt = AN_EXPORT_PARQUET;
+    else return rn_seterr(err, RN_EINPUT, "--format: unknown export format '%s' (oraclegeneral, csv or parquet)", s);
     return RN_OK;
 }
 
@@ -69,6 +70,8 @@ static int export_csv(FILE *f, const an_stream *s, const uint32_t *nxt, const vo
 int an_export_write(FILE *f, int fmt, const tr_event *ev, size_t n, const rn_config *cfg, int ops,
                     const volatile int *stop, rn_error *err)
 {
+    if (fmt == AN_EXPORT_PARQUET)
+        return rn_seterr(err, RN_EINPUT, "parquet is a dataset directory: an_pq_export writes it");
     an_streams ss;
     int rc = an_streams_build(ev, n, cfg, AN_SCOPE_MODEL, ops, &ss, err);
     if (rc) return rc;

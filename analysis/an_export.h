@@ -22,7 +22,9 @@
 
 #define AN_OG_RECORD 24
 
-enum { AN_EXPORT_ORACLEGENERAL = 0, AN_EXPORT_CSV = 1 };
+/* AN_EXPORT_PARQUET is a dataset directory, written by an_pq_export
+ * (an_pq_export.h), not by an_export_write. */
+enum { AN_EXPORT_ORACLEGENERAL = 0, AN_EXPORT_CSV = 1, AN_EXPORT_PARQUET = 2 };
 int an_export_format_parse(const char *s, int *fmt, rn_error *err);
 
 /* Write the events (any order; selected by ops) in replay order to f.  A

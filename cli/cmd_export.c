@@ -1,5 +1,6 @@
 /* cmd_export.c — `ramtrace export`: write a run's accesses as an
- * oracleGeneral binary trace or CSV (analysis/an_export.h). */
+ * oracleGeneral binary trace or CSV (analysis/an_export.h), or traces as a
+ * Parquet dataset (export_parquet.c). */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,12 +11,14 @@
 #include "an_export.h"
 #include "an_load.h"
 #include "cli.h"
+#include "export_parquet.h"
 #include "rn_atomic.h"
 
-const char cmd_export_summary[] = "export a trace run for cache simulators (oracleGeneral, CSV)";
+const char cmd_export_summary[] = "export a trace run for cache simulators (oracleGeneral, CSV) or traces as Parquet";
 
 static const char usage[] =
     "usage: ramtrace export TRACE.db --format oraclegeneral|csv -o FILE [options]\n"
+    "       ramtrace export TRACE.db... --format parquet -o DIR [options]\n"
     "\n"
     "Write a run's accesses in replay order (pos, layer, head, op, rank).\n"
     "oraclegeneral: libCacheSim's binary layout, 24-byte little-endian records\n"
@@ -23,16 +26,21 @@ static const char usage[] =
     "  i64 next (1-based index of the next access to the object, -1 if none);\n"
     "  object id = layer << 40 | head << 32 | slot.\n"
     "csv: index,time,layer,head,slot,op,obj_id,next.\n"
+    "parquet: every run of every TRACE.db (or --run R of each) as a new dataset\n"
+    "  directory DIR: DIR/events/run=N/layer=L/part-0.parquet with columns head,\n"
+    "  pos, op, rank, slot, addr, weight, token, and DIR/runs/runs.parquet\n"
+    "  (docs/analysis.md); zstd pages; DIR appears complete or not at all.\n"
     "\n"
     "options:\n"
-    "  -f, --format F        oraclegeneral (default) or csv\n"
-    "  -o, --output FILE     output file (required; written atomically); - is stdout\n"
+    "  -f, --format F        oraclegeneral (default), csv or parquet\n"
+    "  -o, --output FILE     output file (required; written atomically); - is stdout;\n"
+    "                        for parquet a directory that must not exist\n"
     "      --ops OPS         rw (default), r or w\n"
     "      --layer L         only layer L (default all)\n"
     "      --head H          only head H (default all)\n"
     "      --run R           run id (default: the latest)\n"
-    "  -j, --threads N       accepted, as on every command that computes; export runs\n"
-    "                        on one thread for now\n"
+    "  -j, --threads N       parquet: column chunks compressed at once (default: the\n"
+    "                        free cores); the other formats run on one thread\n"
     "  -h, --help            this text\n"
     "\n"
     "example: ramtrace export trace.db -o trace.oracleGeneral.bin\n"
@@ -68,6 +76,8 @@ int cmd_export(int argc, char **argv)
         }
         if (rc) return cli_usage_error(argv[0], "%s", err.msg);
     }
+    if (fmt == AN_EXPORT_PARQUET)
+        return cmd_export_parquet(argv[0], argc - optind, argv + optind, outp, run, (int)layer, (int)head, ops, threads);
     if (optind != argc - 1) return cli_usage_error(argv[0], "expected one trace database");
     if (!outp) return cli_usage_error(argv[0], "-o FILE is required");
     struct stat ost;

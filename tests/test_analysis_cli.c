@@ -313,7 +313,7 @@ TH_TEST(test_bad_input, "bad input: exit 2, one line, no output")
     snprintf(a, sizeof a, "simulate %s --policy lru,belady --capacity 4", DB); expect_bad(a, "belady");
     snprintf(a, sizeof a, "simulate %s --scope galaxy", DB); expect_bad(a, "--scope");
     snprintf(a, sizeof a, "stats %s/missing.db", th_tmpdir()); expect_bad(a, "missing.db");
-    snprintf(a, sizeof a, "export %s -f parquet -o %s", DB, th_path("x.out")); expect_bad(a, "parquet");
+    snprintf(a, sizeof a, "export %s -f avro -o %s", DB, th_path("x.out")); expect_bad(a, "avro");
     /* an output that names the input trace is refused; the trace survives */
     snprintf(a, sizeof a, "export %s -o %s", DB, DB); expect_bad(a, "replace the input");
     snprintf(a, sizeof a, "attribute %s --layer 0 --head 0 --pos 3 -o %s", DB, DB); expect_bad(a, "replace the input");

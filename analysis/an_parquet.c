@@ -1,0 +1,716 @@
+/* an_parquet.c — the Parquet writer (an_parquet.h): row-group buffers,
+ * dictionary building, page encoding and zstd compression, and the
+ * Thrift footer.  Field ids and enum values are parquet.thrift's. */
+#include "an_parquet.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <pthread.h>
+#include <zstd.h>
+
+#include "an_pq_buf.h"
+#include "an_pq_rle.h"
+#include "an_pq_thrift.h"
+
+/* parquet.thrift enums */
+enum { PT_INT32 = 1, PT_INT64 = 2, PT_FLOAT = 4, PT_DOUBLE = 5, PT_BYTE_ARRAY = 6 };
+enum { ENC_PLAIN = 0, ENC_RLE = 3, ENC_RLE_DICTIONARY = 8, ENC_BYTE_STREAM_SPLIT = 9 };
+enum { PAGE_DATA = 0, PAGE_DICTIONARY = 2 };
+enum { CODEC_ZSTD = 6 };
+enum { REP_REQUIRED = 0 };
+enum { CONV_UTF8 = 0, CONV_UINT_32 = 13 };
+
+#define STAT_MAX_BYTES 1024
+#define DIRECT 65536        /* 4-byte values below this skip the hash table */ /* longer string minima / maxima are left out */
+
+/* The statistics and offsets of one written column chunk. */
+typedef struct {
+    int64_t start, dict_off, data_off;  /* dict_off -1: PLAIN chunk */
+    int64_t uncompressed, compressed, num_values;
+    int has_range;
+    int split;                          /* PLAIN floats as BYTE_STREAM_SPLIT */
+    uint8_t *min, *max;                 /* malloc'd */
+    uint32_t min_len, max_len;
+} chunk_meta;
+
+/* A row group's values of one column. */
+typedef struct {
+    uint8_t *vals;       /* group_rows * width */
+    size_t *offs;        /* strings: each row's offset into arena ... */
+    uint32_t *lens;      /* ... and length (a row equal to the one before shares its bytes) */
+    an_pq_buf arena;     /* strings: the bytes */
+} colbuf;
+
+/* One column: two row-group buffers (one filled by an_pq_append while the
+ * other is encoded and written in the background) and the encoding scratch. */
+typedef struct {
+    an_pq_column c;
+    char *name;
+    size_t width;        /* bytes per fixed-width value; 0 for strings */
+    colbuf set[2];
+    colbuf *f, *e;       /* the buffer being filled, the one being encoded */
+    uint32_t *idx;       /* dictionary index per row */
+    uint32_t *table;     /* hash table: dictionary entry + 1, 0 empty */
+    size_t table_cap;
+    uint32_t *dict_row;  /* row of each dictionary entry's first occurrence */
+    uint64_t *dict_key;  /* fixed-width types: each entry's value bits */
+    uint32_t *direct;    /* 4-byte types: entry + 1 of each value below DIRECT, 0 none */
+    an_pq_buf page, comp, chunk, hdr;
+    ZSTD_CCtx *zc;
+    chunk_meta meta;     /* of the chunk being encoded */
+    int failed;          /* encoding ran out of memory */
+} column;
+
+struct an_pq_writer {
+    FILE *f;
+    an_pq_opts o;
+    int ncols;
+    column *col;
+    size_t rows;             /* rows in the current group */
+    uint64_t total_rows, offset;
+    /* written row groups: ngroups x ncols chunk_meta, and row counts */
+    chunk_meta *meta;
+    int64_t *group_rows;
+    size_t ngroups, groups_cap;
+    int dead;                /* a write failed: nothing more is written */
+    /* the row group encoded and written in the background */
+    pthread_t bg;
+    int bg_running, bg_rc;
+    size_t bg_rows;
+    rn_error bg_err;
+};
+
+static size_t type_width(int t)
+{
+    switch (t) {
+    case AN_PQ_INT32: case AN_PQ_UINT32: case AN_PQ_FLOAT: return 4;
+    case AN_PQ_INT64: case AN_PQ_DOUBLE: return 8;
+    default: return 0;
+    }
+}
+
+static int physical(int t)
+{
+    static const int map[] = { PT_INT32, PT_INT32, PT_INT64, PT_FLOAT, PT_DOUBLE, PT_BYTE_ARRAY };
+    return map[t];
+}
+
+static void column_free(column *c)
+{
+    for (int k = 0; k < 2; k++) {
+        free(c->set[k].vals); free(c->set[k].offs); free(c->set[k].lens);
+        an_pq_buf_free(&c->set[k].arena);
+    }
+    free(c->name); free(c->direct); free(c->idx); free(c->table); free(c->dict_row); free(c->dict_key);
+    an_pq_buf_free(&c->page); an_pq_buf_free(&c->comp);
+    an_pq_buf_free(&c->chunk); an_pq_buf_free(&c->hdr);
+    free(c->meta.min); free(c->meta.max);
+    ZSTD_freeCCtx(c->zc);
+}
+
+static int wait_group(an_pq_writer *w, rn_error *err);
+
+void an_pq_free(an_pq_writer *w)
+{
+    if (!w) return;
+    wait_group(w, NULL);
+    for (int i = 0; i < w->ncols; i++) column_free(&w->col[i]);
+    for (size_t i = 0; w->meta && i < w->ngroups * (size_t)w->ncols; i++) {
+        free(w->meta[i].min);
+        free(w->meta[i].max);
+    }
+    free(w->meta); free(w->group_rows); free(w->col);
+    free(w);
+}
+
+int an_pq_open(an_pq_writer **out, FILE *f, const an_pq_column *cols, int ncols, const an_pq_opts *o,
+               rn_error *err)
+{
+    *out = NULL;
+    if (ncols < 1) return rn_seterr(err, RN_EINPUT, "parquet: a file needs at least one column");
+    an_pq_writer *w = calloc(1, sizeof *w);
+    if (!w) return rn_seterr(err, RN_ENOMEM, "out of memory");
+    if (o) w->o = *o;
+    if (!w->o.group_rows) w->o.group_rows = (size_t)1 << 20;
+    if (!w->o.page_rows) w->o.page_rows = (size_t)1 << 17;
+    if (!w->o.dict_max) w->o.dict_max = 65536;
+    if (!w->o.dict_bytes) w->o.dict_bytes = (size_t)1 << 20;
+    if (!w->o.zstd_level) w->o.zstd_level = 1;
+    if (w->o.threads < 1) w->o.threads = 1;
+    if (!w->o.created_by) w->o.created_by = "ramtrace";
+    w->f = f;
+    w->ncols = ncols;
+    w->col = calloc((size_t)ncols, sizeof *w->col);
+    if (!w->col) { free(w); return rn_seterr(err, RN_ENOMEM, "out of memory"); }
+    size_t G = w->o.group_rows, tcap = 1;
+    while (tcap < 2 * (size_t)w->o.dict_max) tcap <<= 1;
+    int ok = 1;
+    for (int i = 0; i < ncols && ok; i++) {
+        column *c = &w->col[i];
+        c->c = cols[i];
+        if (cols[i].type < AN_PQ_INT32 || cols[i].type > AN_PQ_STRING) {
+            an_pq_free(w);
+            return rn_seterr(err, RN_EINPUT, "parquet: column '%s' has no known type", cols[i].name);
+        }
+        c->width = type_width(cols[i].type);
+        c->name = strdup(cols[i].name);
+        c->c.name = c->name;
+        int bufs = 1;
+        for (int k = 0; k < 2; k++) {
+            colbuf *b = &c->set[k];
+            b->vals = c->width ? malloc(G * c->width) : NULL;
+            b->offs = c->width ? NULL : malloc(G * sizeof *b->offs);
+            b->lens = c->width ? NULL : malloc(G * sizeof *b->lens);
+            bufs &= b->vals || (b->offs && b->lens);
+        }
+        c->f = &c->set[0];
+        c->e = &c->set[1];
+        c->idx = malloc(G * sizeof *c->idx);
+        if (cols[i].dict) {
+            c->table_cap = tcap;
+            c->table = malloc(tcap * sizeof *c->table);
+            c->dict_row = malloc((size_t)w->o.dict_max * sizeof *c->dict_row);
+            c->dict_key = malloc((size_t)w->o.dict_max * sizeof *c->dict_key);
+            if (c->width == 4) c->direct = calloc(DIRECT, sizeof *c->direct);
+        }
+        c->zc = ZSTD_createCCtx();
+        ok = c->name && bufs && c->idx && c->zc && (!cols[i].dict || (c->table && c->dict_row && c->dict_key)) &&
+             (!cols[i].dict || c->width != 4 || c->direct);
+    }
+    if (!ok) { an_pq_free(w); return rn_seterr(err, RN_ENOMEM, "out of memory for a parquet writer"); }
+    if (fwrite("PAR1", 1, 4, f) != 4) {
+        int e = errno;
+        an_pq_free(w);
+        return rn_seterr(err, RN_EIO, "write failed: %s", strerror(e ? e : EIO));
+    }
+    w->offset = 4;
+    *out = w;
+    return RN_OK;
+}
+
+/* ---- values ---- */
+
+static inline an_pq_str str_at(const column *c, size_t i)
+{
+    an_pq_str s = { (const char *)c->e->arena.p + c->e->offs[i], c->e->lens[i] };
+    return s;
+}
+
+static inline int str_eq(an_pq_str a, an_pq_str b) { return a.len == b.len && !memcmp(a.p, b.p, a.len); }
+
+/* Bytewise unsigned order, a prefix first. */
+static int str_cmp(an_pq_str a, an_pq_str b)
+{
+    int r = memcmp(a.p, b.p, a.len < b.len ? a.len : b.len);
+    return r ? r : (a.len > b.len) - (a.len < b.len);
+}
+
+static inline uint64_t hash64(uint64_t x)
+{
+    x ^= x >> 31;
+    x *= UINT64_C(0x9E3779B97F4A7C15);
+    return x ^ (x >> 29);
+}
+
+static uint64_t str_hash(an_pq_str s)
+{
+    uint64_t h = UINT64_C(1469598103934665603);
+    for (uint32_t i = 0; i < s.len; i++) h = (h ^ (uint8_t)s.p[i]) * UINT64_C(1099511628211);
+    return hash64(h);
+}
+
+/* Dictionary indices of fixed-width values (T: uint32_t or uint64_t, the
+ * values' bits, so floats are told apart bit for bit) into c->idx; the
+ * dictionary's size, or 0 when it outgrew the limits. */
+#define DICT_FIXED(T)                                                               \
+    do {                                                                            \
+        const T *v = (const T *)(const void *)c->e->vals;                              \
+        T *key = (T *)(void *)c->dict_key;                                          \
+        for (size_t i = 0; i < n; i++) {                                            \
+            T x = v[i];                                                             \
+            if (i > 0 && x == v[i - 1]) { c->idx[i] = c->idx[i - 1]; continue; }     \
+            size_t h = (size_t)hash64((uint64_t)x) & mask;                          \
+            uint32_t e;                                                             \
+            while ((e = c->table[h]) && key[e - 1] != x) h = (h + 1) & mask;        \
+            if (!e) {                                                               \
+                if (nd == dict_max || (bytes += sizeof(T)) > dict_bytes) return 0;  \
+                key[nd] = x;                                                        \
+                c->dict_row[nd] = (uint32_t)i;                                      \
+                c->table[h] = e = ++nd;                                             \
+            }                                                                       \
+            c->idx[i] = e - 1;                                                      \
+        }                                                                           \
+    } while (0)
+
+/* The same for 4-byte values, those below DIRECT looked up in c->direct
+ * (cleared again before returning). */
+static uint32_t build_dict4(column *c, size_t n, uint32_t dict_max, size_t dict_bytes)
+{
+    size_t mask = c->table_cap - 1, bytes = 0;
+    uint32_t nd = 0, over = 0;
+    const uint32_t *v = (const uint32_t *)(const void *)c->e->vals;
+    uint32_t *key = (uint32_t *)(void *)c->dict_key;
+    for (size_t i = 0; i < n && !over; i++) {
+        uint32_t x = v[i], e, *slot;
+        if (i > 0 && x == v[i - 1]) { c->idx[i] = c->idx[i - 1]; continue; }
+        if (x < DIRECT) slot = &c->direct[x];
+        else {
+            size_t h = (size_t)hash64(x) & mask;
+            while ((e = c->table[h]) && key[e - 1] != x) h = (h + 1) & mask;
+            slot = &c->table[h];
+        }
+        if (!(e = *slot)) {
+            if (nd == dict_max || (bytes += 4) > dict_bytes) { over = 1; break; }
+            key[nd] = x;
+            c->dict_row[nd] = (uint32_t)i;
+            *slot = e = ++nd;
+        }
+        c->idx[i] = e - 1;
+    }
+    for (uint32_t k = 0; k < nd; k++)
+        if (key[k] < DIRECT) c->direct[key[k]] = 0;
+    return over ? 0 : nd;
+}
+
+/* Dictionary indices of the chunk's n rows into c->idx; returns the
+ * dictionary's size, or 0 when it outgrew the limits (write PLAIN). */
+static uint32_t build_dict(column *c, size_t n, uint32_t dict_max, size_t dict_bytes)
+{
+    memset(c->table, 0, c->table_cap * sizeof *c->table);
+    size_t mask = c->table_cap - 1, bytes = 0;
+    uint32_t nd = 0;
+    if (c->width == 4) return build_dict4(c, n, dict_max, dict_bytes);
+    if (c->width == 8) { DICT_FIXED(uint64_t); return nd; }
+    for (size_t i = 0; i < n; i++) {
+        an_pq_str s = str_at(c, i);
+        if (i > 0 && ((c->e->offs[i] == c->e->offs[i - 1] && s.len == c->e->lens[i - 1]) || str_eq(s, str_at(c, i - 1)))) {
+            c->idx[i] = c->idx[i - 1];
+            continue;
+        }
+        size_t h = (size_t)str_hash(s) & mask;
+        uint32_t e;
+        while ((e = c->table[h]) && !str_eq(str_at(c, c->dict_row[e - 1]), s)) h = (h + 1) & mask;
+        if (!e) {
+            if (nd == dict_max || (bytes += 4 + (size_t)s.len) > dict_bytes) return 0;
+            c->dict_row[nd] = (uint32_t)i;
+            c->table[h] = e = ++nd;
+        }
+        c->idx[i] = e - 1;
+    }
+    return nd;
+}
+
+/* PLAIN encoding of row r into b. */
+static void plain_value(an_pq_buf *b, const column *c, size_t r)
+{
+    if (c->width) { an_pq_buf_put(b, c->e->vals + r * c->width, c->width); return; }
+    an_pq_str s = str_at(c, r);
+    uint8_t len[4] = { (uint8_t)s.len, (uint8_t)(s.len >> 8), (uint8_t)(s.len >> 16), (uint8_t)(s.len >> 24) };
+    an_pq_buf_put(b, len, 4);
+    an_pq_buf_put(b, s.p, s.len);
+}
+
+/* The rows of the smallest and largest value in the column's type order
+ * over rows[0..m) (or 0..m when rows is NULL), NaN left out; *lo stays
+ * SIZE_MAX when every value is NaN.  One typed loop per type. */
+#define RANGE_LOOP(T, ISNAN)                                                        \
+    do {                                                                            \
+        const T *v = (const T *)(const void *)c->e->vals;                              \
+        T mn = 0, mx = 0;                                                           \
+        for (size_t k = 0; k < m; k++) {                                            \
+            size_t r = rows ? rows[k] : k;                                          \
+            T x = v[r];                                                             \
+            if (ISNAN) continue;                                                    \
+            if (*lo == SIZE_MAX) { *lo = *hi = r; mn = mx = x; continue; }          \
+            if (x < mn) { mn = x; *lo = r; }                                        \
+            if (x > mx) { mx = x; *hi = r; }                                        \
+        }                                                                           \
+    } while (0)
+
+static void value_range(const column *c, const uint32_t *rows, size_t m, size_t *lo, size_t *hi)
+{
+    *lo = *hi = SIZE_MAX;
+    switch (c->c.type) {
+    case AN_PQ_INT32: RANGE_LOOP(int32_t, 0); return;
+    case AN_PQ_UINT32: RANGE_LOOP(uint32_t, 0); return;
+    case AN_PQ_INT64: RANGE_LOOP(int64_t, 0); return;
+    case AN_PQ_FLOAT: RANGE_LOOP(float, isnan(x)); return;
+    case AN_PQ_DOUBLE: RANGE_LOOP(double, isnan(x)); return;
+    default:
+        for (size_t k = 0; k < m; k++) {
+            size_t r = rows ? rows[k] : k;
+            if (*lo == SIZE_MAX) { *lo = *hi = r; continue; }
+            an_pq_str x = str_at(c, r);
+            if (str_cmp(x, str_at(c, *lo)) < 0) *lo = r;
+            if (str_cmp(x, str_at(c, *hi)) > 0) *hi = r;
+        }
+    }
+}
+
+/* The bytes of row r as a statistic (PLAIN without a length prefix), with
+ * a float zero given the sign the format asks of a minimum (neg) or maximum. */
+static uint8_t *stat_bytes(const column *c, size_t r, int neg, uint32_t *len)
+{
+    size_t n = c->width ? c->width : str_at(c, r).len;
+    uint8_t *p = malloc(n ? n : 1);
+    if (!p) return NULL;
+    if (c->width) memcpy(p, c->e->vals + r * c->width, n);
+    else memcpy(p, str_at(c, r).p, n);
+    if (c->c.type == AN_PQ_FLOAT) {
+        float x; memcpy(&x, p, 4);
+        if (x == 0) { x = neg ? -0.0f : 0.0f; memcpy(p, &x, 4); }
+    } else if (c->c.type == AN_PQ_DOUBLE) {
+        double x; memcpy(&x, p, 8);
+        if (x == 0) { x = neg ? -0.0 : 0.0; memcpy(p, &x, 8); }
+    }
+    *len = (uint32_t)n;
+    return p;
+}
+
+/* Minimum and maximum over rows (or over the dictionary's first rows when
+ * nd > 0: every distinct value is there). */
+static void chunk_stats(column *c, size_t n, uint32_t nd)
+{
+    size_t lo, hi;
+    value_range(c, nd ? c->dict_row : NULL, nd ? nd : n, &lo, &hi);
+    c->meta.has_range = 0;
+    if (lo == SIZE_MAX) return;
+    if (!c->width && (str_at(c, lo).len > STAT_MAX_BYTES || str_at(c, hi).len > STAT_MAX_BYTES)) return;
+    c->meta.min = stat_bytes(c, lo, 1, &c->meta.min_len);
+    c->meta.max = stat_bytes(c, hi, 0, &c->meta.max_len);
+    if (!c->meta.min || !c->meta.max) { c->failed = 1; return; }
+    c->meta.has_range = 1;
+}
+
+/* BYTE_STREAM_SPLIT of m values of w bytes: byte k of value i goes to
+ * k*m + i, so the slowly varying sign and exponent bytes of floats sit
+ * together where zstd finds them. */
+static void byte_split(an_pq_buf *b, const uint8_t *v, size_t m, size_t w)
+{
+    if (an_pq_buf_reserve(b, m * w)) return;
+    uint8_t *o = b->p + b->n;
+    for (size_t i = 0; i < m; i++)
+        for (size_t k = 0; k < w; k++) o[k * m + i] = v[i * w + k];
+    b->n += m * w;
+}
+
+/* Compress c->page into the chunk behind its page header. */
+static void emit_page(column *c, int type, int nvalues, int encoding, int level)
+{
+    size_t bound = ZSTD_compressBound(c->page.n);
+    c->comp.n = 0;
+    if (an_pq_buf_reserve(&c->comp, bound)) { c->failed = 1; return; }
+    size_t z = ZSTD_compressCCtx(c->zc, c->comp.p, bound, c->page.p, c->page.n, level);
+    if (ZSTD_isError(z)) { c->failed = 1; return; }
+    c->hdr.n = 0;
+    an_tc t;
+    an_tc_init(&t, &c->hdr);
+    an_tc_begin(&t);
+    an_tc_i32(&t, 1, type);
+    an_tc_i32(&t, 2, (int32_t)c->page.n);
+    an_tc_i32(&t, 3, (int32_t)z);
+    if (type == PAGE_DATA) {
+        an_tc_struct(&t, 5);
+        an_tc_i32(&t, 1, nvalues);
+        an_tc_i32(&t, 2, encoding);
+        an_tc_i32(&t, 3, ENC_RLE);  /* levels: none in a REQUIRED column */
+        an_tc_i32(&t, 4, ENC_RLE);
+        an_tc_end(&t);
+    } else {
+        an_tc_struct(&t, 7);
+        an_tc_i32(&t, 1, nvalues);
+        an_tc_i32(&t, 2, ENC_PLAIN);
+        an_tc_end(&t);
+    }
+    an_tc_end(&t);
+    an_pq_buf_put(&c->chunk, c->hdr.p, c->hdr.n);
+    an_pq_buf_put(&c->chunk, c->comp.p, z);
+    c->meta.uncompressed += (int64_t)(c->hdr.n + c->page.n);
+    c->meta.compressed += (int64_t)(c->hdr.n + z);
+    if (c->hdr.oom || c->chunk.oom || c->page.oom || c->page.n > INT32_MAX || z > INT32_MAX) c->failed = 1;
+}
+
+/* Encode the chunk of the group's n rows into c->chunk (offsets relative
+ * to the chunk's start). */
+static void encode_chunk(column *c, size_t n, const an_pq_opts *o)
+{
+    c->chunk.n = 0;
+    free(c->meta.min); free(c->meta.max);
+    memset(&c->meta, 0, sizeof c->meta);
+    c->meta.num_values = (int64_t)n;
+    uint32_t nd = c->c.dict ? build_dict(c, n, o->dict_max, o->dict_bytes) : 0;
+    chunk_stats(c, n, nd);
+    c->meta.dict_off = -1;
+    if (nd) {
+        c->meta.dict_off = 0;
+        c->page.n = 0;
+        for (uint32_t k = 0; k < nd; k++) plain_value(&c->page, c, c->dict_row[k]);
+        emit_page(c, PAGE_DICTIONARY, (int)nd, ENC_PLAIN, o->zstd_level);
+    }
+    c->meta.data_off = (int64_t)c->chunk.n;
+    int width = nd ? an_pq_bit_width(nd - 1) : 0;
+    int split = !nd && (c->c.type == AN_PQ_FLOAT || c->c.type == AN_PQ_DOUBLE);
+    c->meta.split = split;
+    for (size_t p = 0; p < n && !c->failed; p += o->page_rows) {
+        size_t m = n - p < o->page_rows ? n - p : o->page_rows;
+        c->page.n = 0;
+        if (nd) {
+            an_pq_buf_byte(&c->page, (uint8_t)width);
+            an_pq_rle_encode(&c->page, c->idx + p, m, width);
+        } else if (split) {
+            byte_split(&c->page, c->e->vals + p * c->width, m, c->width);
+        } else if (c->width) {
+            an_pq_buf_put(&c->page, c->e->vals + p * c->width, m * c->width);
+        } else {
+            for (size_t r = p; r < p + m; r++) plain_value(&c->page, c, r);
+        }
+        emit_page(c, PAGE_DATA, (int)m, nd ? ENC_RLE_DICTIONARY : split ? ENC_BYTE_STREAM_SPLIT : ENC_PLAIN,
+                  o->zstd_level);
+    }
+}
+
+/* Encode the n rows of the columns' encode buffers as a row group and
+ * write it (in the background thread, or in the caller's). */
+static int write_group(an_pq_writer *w, size_t n, rn_error *err)
+{
+    if (w->ngroups == w->groups_cap) {
+        size_t cap = w->groups_cap ? 2 * w->groups_cap : 8;
+        chunk_meta *m = realloc(w->meta, cap * (size_t)w->ncols * sizeof *m);
+        if (m) w->meta = m;
+        int64_t *g = m ? realloc(w->group_rows, cap * sizeof *g) : NULL;
+        if (g) w->group_rows = g;
+        if (!m || !g) return rn_seterr(err, RN_ENOMEM, "out of memory for the parquet footer");
+        w->groups_cap = cap;
+    }
+    int failed = 0;
+#pragma omp parallel for num_threads(w->o.threads) schedule(dynamic) reduction(| : failed)
+    for (int i = 0; i < w->ncols; i++) {
+        column *c = &w->col[i];
+        c->failed = 0;
+        encode_chunk(c, n, &w->o);
+        failed |= c->failed | c->chunk.oom;
+    }
+    if (failed) return rn_seterr(err, RN_ENOMEM, "out of memory encoding a parquet row group");
+    for (int i = 0; i < w->ncols; i++) {
+        column *c = &w->col[i];
+        if (fwrite(c->chunk.p, 1, c->chunk.n, w->f) != c->chunk.n) {
+            int e = errno;
+            return rn_seterr(err, RN_EIO, "write failed: %s", strerror(e ? e : EIO));
+        }
+    }
+    /* all written: the footer takes the chunks' metadata (and their statistics) */
+    chunk_meta *gm = w->meta + w->ngroups * (size_t)w->ncols;
+    for (int i = 0; i < w->ncols; i++) {
+        column *c = &w->col[i];
+        chunk_meta m = c->meta;
+        m.start = (int64_t)w->offset;
+        if (m.dict_off >= 0) m.dict_off += m.start;
+        m.data_off += m.start;
+        gm[i] = m;
+        c->meta.min = c->meta.max = NULL;
+        w->offset += c->chunk.n;
+    }
+    w->group_rows[w->ngroups++] = (int64_t)n;
+    return RN_OK;
+}
+
+static void *group_thread(void *arg)
+{
+    an_pq_writer *w = arg;
+    w->bg_rc = write_group(w, w->bg_rows, &w->bg_err);
+    return NULL;
+}
+
+/* Wait for the row group in the background; its error becomes the caller's. */
+static int wait_group(an_pq_writer *w, rn_error *err)
+{
+    if (!w->bg_running) return RN_OK;
+    pthread_join(w->bg, NULL);
+    w->bg_running = 0;
+    if (!w->bg_rc) return RN_OK;
+    w->dead = 1;
+    if (err) *err = w->bg_err;
+    return w->bg_rc;
+}
+
+/* Hand the buffered rows over as a row group: once the previous group is
+ * written, the buffers swap, and the group is encoded and written by a
+ * thread of its own (background) while the caller fills the other buffer,
+ * or here (the last group, or where no thread can be started). */
+static int flush_group(an_pq_writer *w, int background, rn_error *err)
+{
+    int rc = wait_group(w, err);
+    if (rc || w->rows == 0) return rc;
+    for (int i = 0; i < w->ncols; i++) {
+        column *c = &w->col[i];
+        colbuf *t = c->f;
+        c->f = c->e;
+        c->e = t;
+        c->f->arena.n = 0;
+    }
+    w->bg_rows = w->rows;
+    w->rows = 0;
+    if (background && pthread_create(&w->bg, NULL, group_thread, w) == 0) {
+        w->bg_running = 1;
+        return RN_OK;
+    }
+    return write_group(w, w->bg_rows, err);
+}
+
+int an_pq_append(an_pq_writer *w, size_t n, const void *const *cols, rn_error *err)
+{
+    if (w->dead) return rn_seterr(err, RN_EIO, "write failed: an earlier write failed");
+    size_t done = 0;
+    while (done < n) {
+        size_t m = w->o.group_rows - w->rows;
+        if (m > n - done) m = n - done;
+        for (int i = 0; i < w->ncols; i++) {
+            column *c = &w->col[i];
+            if (c->width) {
+                memcpy(c->f->vals + w->rows * c->width, (const uint8_t *)cols[i] + done * c->width, m * c->width);
+                continue;
+            }
+            const an_pq_str *s = (const an_pq_str *)cols[i] + done;
+            for (size_t k = 0, r = w->rows; k < m; k++, r++) {
+                c->f->lens[r] = s[k].len;
+                if (r > 0 && s[k].len == c->f->lens[r - 1] &&
+                    (k > 0 ? s[k].p == s[k - 1].p : !memcmp(s[k].p, c->f->arena.p + c->f->offs[r - 1], s[k].len))) {
+                    c->f->offs[r] = c->f->offs[r - 1];  /* the same bytes again: share them */
+                    continue;
+                }
+                c->f->offs[r] = c->f->arena.n;
+                an_pq_buf_put(&c->f->arena, s[k].p, s[k].len);
+            }
+            if (c->f->arena.oom) return rn_seterr(err, RN_ENOMEM, "out of memory buffering column '%s'", c->name);
+        }
+        w->rows += m;
+        w->total_rows += m;
+        done += m;
+        if (w->rows == w->o.group_rows) {
+            int rc = flush_group(w, 1, err);
+            if (rc) { w->dead = 1; return rc; }
+        }
+    }
+    return RN_OK;
+}
+
+/* The footer's SchemaElement of column c. */
+static void schema_leaf(an_tc *t, const column *c)
+{
+    an_tc_begin(t);
+    an_tc_i32(t, 1, physical(c->c.type));
+    an_tc_i32(t, 3, REP_REQUIRED);
+    an_tc_string(t, 4, c->name);
+    if (c->c.type == AN_PQ_STRING) {
+        an_tc_i32(t, 6, CONV_UTF8);
+        an_tc_struct(t, 10);  /* LogicalType */
+        an_tc_struct(t, 1);   /* STRING */
+        an_tc_end(t);
+        an_tc_end(t);
+    } else if (c->c.type == AN_PQ_UINT32) {
+        an_tc_i32(t, 6, CONV_UINT_32);
+        an_tc_struct(t, 10);
+        an_tc_struct(t, 10);  /* INTEGER */
+        an_tc_byte(t, 1, 32);
+        an_tc_bool(t, 2, 0);
+        an_tc_end(t);
+        an_tc_end(t);
+    }
+    an_tc_end(t);
+}
+
+/* The footer's ColumnChunk of a written chunk. */
+static void column_chunk(an_tc *t, const column *c, const chunk_meta *m)
+{
+    an_tc_begin(t);
+    an_tc_i64(t, 2, m->start);
+    an_tc_struct(t, 3);  /* ColumnMetaData */
+    an_tc_i32(t, 1, physical(c->c.type));
+    an_tc_list(t, 2, AN_TC_I32, m->dict_off >= 0 || m->split ? 3 : 2);
+    an_tc_elem_i32(t, ENC_PLAIN);
+    an_tc_elem_i32(t, ENC_RLE);
+    if (m->dict_off >= 0) an_tc_elem_i32(t, ENC_RLE_DICTIONARY);
+    else if (m->split) an_tc_elem_i32(t, ENC_BYTE_STREAM_SPLIT);
+    an_tc_list(t, 3, AN_TC_BINARY, 1);
+    an_tc_elem_string(t, c->name);
+    an_tc_i32(t, 4, CODEC_ZSTD);
+    an_tc_i64(t, 5, m->num_values);
+    an_tc_i64(t, 6, m->uncompressed);
+    an_tc_i64(t, 7, m->compressed);
+    an_tc_i64(t, 9, m->data_off);
+    if (m->dict_off >= 0) an_tc_i64(t, 11, m->dict_off);
+    an_tc_struct(t, 12);  /* Statistics */
+    an_tc_i64(t, 3, 0);
+    if (m->has_range) {
+        an_tc_binary(t, 5, m->max, m->max_len);
+        an_tc_binary(t, 6, m->min, m->min_len);
+    }
+    an_tc_end(t);
+    an_tc_end(t);
+    an_tc_end(t);
+}
+
+int an_pq_finish(an_pq_writer *w, rn_error *err)
+{
+    if (w->dead) return rn_seterr(err, RN_EIO, "write failed: an earlier write failed");
+    int rc = flush_group(w, 0, err);
+    if (rc) { w->dead = 1; return rc; }  /* (write_group itself leaves dead to its caller's thread) */
+    an_pq_buf b = { 0 };
+    an_tc t;
+    an_tc_init(&t, &b);
+    an_tc_begin(&t);  /* FileMetaData */
+    an_tc_i32(&t, 1, 1);
+    an_tc_list(&t, 2, AN_TC_STRUCT, (size_t)w->ncols + 1);
+    an_tc_begin(&t);
+    an_tc_string(&t, 4, "schema");
+    an_tc_i32(&t, 5, w->ncols);
+    an_tc_end(&t);
+    for (int i = 0; i < w->ncols; i++) schema_leaf(&t, &w->col[i]);
+    an_tc_i64(&t, 3, (int64_t)w->total_rows);
+    an_tc_list(&t, 4, AN_TC_STRUCT, w->ngroups);
+    for (size_t g = 0; g < w->ngroups; g++) {
+        const chunk_meta *gm = w->meta + g * (size_t)w->ncols;
+        int64_t unc = 0, comp = 0;
+        an_tc_begin(&t);  /* RowGroup */
+        an_tc_list(&t, 1, AN_TC_STRUCT, (size_t)w->ncols);
+        for (int i = 0; i < w->ncols; i++) {
+            column_chunk(&t, &w->col[i], &gm[i]);
+            unc += gm[i].uncompressed;
+            comp += gm[i].compressed;
+        }
+        an_tc_i64(&t, 2, unc);
+        an_tc_i64(&t, 3, w->group_rows[g]);
+        an_tc_i64(&t, 5, gm[0].start);
+        an_tc_i64(&t, 6, comp);
+        an_tc_end(&t);
+    }
+    an_tc_string(&t, 6, w->o.created_by);
+    an_tc_list(&t, 7, AN_TC_STRUCT, (size_t)w->ncols);  /* column_orders */
+    for (int i = 0; i < w->ncols; i++) {
+        an_tc_begin(&t);
+        an_tc_struct(&t, 1);  /* TypeDefinedOrder */
+        an_tc_end(&t);
+        an_tc_end(&t);
+    }
+    an_tc_end(&t);
+    if (b.oom || b.n > UINT32_MAX) {
+        an_pq_buf_free(&b);
+        return rn_seterr(err, RN_ENOMEM, "out of memory writing the parquet footer");
+    }
+    uint8_t tail[8] = { (uint8_t)b.n, (uint8_t)(b.n >> 8), (uint8_t)(b.n >> 16), (uint8_t)(b.n >> 24),
+                        'P', 'A', 'R', '1' };
+    int ok = fwrite(b.p, 1, b.n, w->f) == b.n && fwrite(tail, 1, 8, w->f) == 8;
+    int e = errno;
+    w->offset += b.n + 8;
+    an_pq_buf_free(&b);
+    if (!ok) {
+        w->dead = 1;
+        return rn_seterr(err, RN_EIO, "write failed: %s", strerror(e ? e : EIO));
+    }
+    return RN_OK;
+}
+
+uint64_t an_pq_rows(const an_pq_writer *w) { return w->total_rows; }
+uint64_t an_pq_bytes(const an_pq_writer *w) { return w->offset; }

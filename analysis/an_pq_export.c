@@ -1,0 +1,352 @@
+/* an_pq_export.c — trace runs to a Parquet dataset (an_pq_export.h):
+ * events streamed per (run, layer) through a trace iterator into the
+ * Parquet writer (an_parquet.h), the runs table, and the all-or-nothing
+ * directory. */
+#include "an_pq_export.h"
+
+#include <errno.h>
+#include <ftw.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "an_load.h"
+#include "an_parquet.h"
+#include "tr_block.h"
+
+#define BATCH 65536
+
+enum { C_HEAD, C_POS, C_OP, C_RANK, C_SLOT, C_ADDR, C_WEIGHT, C_TOKEN, N_EVCOLS };
+
+/* Dictionaries where a chunk's distinct values are few: not pos (a
+ * dictionary page of every position costs more than zstd over its runs),
+ * and weight only for runs recorded as float16 (at most 2^16 values; f32
+ * weights are nearly all distinct, so they go PLAIN as byte streams). */
+static const an_pq_column event_cols[N_EVCOLS] = {
+    { "head", AN_PQ_INT32, 1 }, { "pos", AN_PQ_INT32, 0 }, { "op", AN_PQ_INT32, 1 },
+    { "rank", AN_PQ_INT32, 1 }, { "slot", AN_PQ_UINT32, 1 }, { "addr", AN_PQ_UINT32, 1 },
+    { "weight", AN_PQ_FLOAT, 1 }, { "token", AN_PQ_STRING, 1 },
+};
+
+/* One event batch, column by column. */
+typedef struct {
+    int32_t head[BATCH], pos[BATCH], op[BATCH], rank[BATCH];
+    uint32_t slot[BATCH], addr[BATCH];
+    float weight[BATCH];
+    an_pq_str token[BATCH];
+} batch;
+
+/* A run chosen for export, opened and checked. */
+typedef struct {
+    const char *trace;
+    an_run r;
+    int64_t exported;  /* events written */
+} run_src;
+
+typedef struct {
+    const an_pq_export_opts *o;
+    const volatile int *stop;
+    batch *b;
+    an_pq_export_result *res;
+} ctx;
+
+static int nftw_remove(const char *p, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st; (void)flag; (void)ftw;
+    remove(p);
+    return 0;
+}
+
+/* Remove a partial dataset tree. */
+static void remove_tree(const char *dir) { nftw(dir, nftw_remove, 16, FTW_DEPTH | FTW_PHYS); }
+
+static int make_dir(const char *p, rn_error *err)
+{
+    if (mkdir(p, 0755) == 0) return RN_OK;
+    return rn_seterr(err, errno == ENOSPC || errno == EDQUOT ? RN_EIO : RN_EINPUT, "%s: cannot create: %s", p,
+                     strerror(errno));
+}
+
+/* Flush, sync and close f (a full disk shows here at the latest). */
+static int close_file(FILE *f, const char *path, rn_error *err)
+{
+    int ok = fflush(f) == 0 && fsync(fileno(f)) == 0;
+    int e = errno;
+    ok &= fclose(f) == 0;
+    if (!ok) return rn_seterr(err, RN_EIO, "%s: write failed: %s", path, strerror(e ? e : errno));
+    return RN_OK;
+}
+
+static an_pq_opts writer_opts(const an_pq_export_opts *o)
+{
+    an_pq_opts po = { 0 };
+    po.threads = o->threads > 0 ? o->threads : 1;
+    return po;
+}
+
+/* The token pieces of a run by position (toks[pos].pos == pos). */
+static int load_pieces(const run_src *s, tr_token **toks, int64_t *n, rn_error *err)
+{
+    int rc = tr_load_tokens(s->r.db, s->r.run.run_id, toks, n, err);
+    if (rc) return rc;
+    for (int64_t i = 0; i < *n; i++)
+        if ((*toks)[i].pos != i) {
+            free(*toks);
+            *toks = NULL;
+            return rn_seterr(err, RN_EINPUT, "%s: run %lld: tokens are not positions 0..%lld (corrupt trace)",
+                             s->trace, (long long)s->r.run.run_id, (long long)*n - 1);
+        }
+    return RN_OK;
+}
+
+/* Write run s's layer `layer` as part-0.parquet of dir. */
+static int write_layer(ctx *x, run_src *s, int layer, const an_pq_str *piece, int64_t ntok, const char *dir,
+                       rn_error *err)
+{
+    char path[PATH_MAX];
+    if (snprintf(path, sizeof path, "%s/part-0.parquet", dir) >= (int)sizeof path)
+        return rn_seterr(err, RN_EINPUT, "%s: path too long", dir);
+    FILE *f = fopen(path, "wb");
+    if (!f) return rn_seterr(err, errno == ENOSPC ? RN_EIO : RN_EINPUT, "%s: cannot create: %s", path, strerror(errno));
+    an_pq_opts po = writer_opts(x->o);
+    an_pq_writer *w = NULL;
+    tr_iter *it = NULL;
+    an_pq_column cols[N_EVCOLS];
+    memcpy(cols, event_cols, sizeof cols);
+    cols[C_WEIGHT].dict = s->r.run.weight_format == TR_WEIGHTS_F16;
+    int rc = an_pq_open(&w, f, cols, N_EVCOLS, &po, err);
+    tr_filter flt = tr_filter_all();
+    flt.layer = layer;
+    flt.head = x->o->head;
+    flt.ops = x->o->ops;
+    if (!rc) rc = tr_iter_open(s->r.db, s->r.run.run_id, &flt, &it, err);
+    batch *b = x->b;
+    const void *vals[N_EVCOLS] = { b->head, b->pos, b->op, b->rank, b->slot, b->addr, b->weight, b->token };
+    size_t nb = 0;
+    tr_event e;
+    while (!rc) {
+        int got = tr_iter_next(it, &e, err);
+        if (got < 0 || got > 1) { rc = got; break; }
+        if (got == 1) {
+            if (e.pos < 0 || e.pos >= ntok) {
+                rc = rn_seterr(err, RN_EINPUT, "%s: run %lld: event at position %d has no token (corrupt trace)",
+                               s->trace, (long long)s->r.run.run_id, (int)e.pos);
+                break;
+            }
+            b->head[nb] = e.head;
+            b->pos[nb] = e.pos;
+            b->op[nb] = e.op;
+            b->rank[nb] = e.rank;
+            b->slot[nb] = e.slot;
+            b->addr[nb] = e.addr;
+            b->weight[nb] = e.weight;
+            b->token[nb] = piece[e.pos];
+            nb++;
+        }
+        if (nb == BATCH || (got == 0 && nb)) {
+            if ((rc = an_pq_append(w, nb, vals, err))) break;
+            s->exported += (int64_t)nb;
+            nb = 0;
+            if (x->stop && *x->stop) rc = rn_seterr(err, RN_EINTR, "interrupted");
+        }
+        if (got == 0) break;
+    }
+    if (it) tr_iter_close(it);
+    if (!rc) rc = an_pq_finish(w, err);
+    if (!rc) x->res->bytes += an_pq_bytes(w);
+    an_pq_free(w);
+    if (rc == RN_EIO) rn_preferr(err, "%s", path);
+    int crc = close_file(f, path, rc ? NULL : err);
+    if (!rc) rc = crc;
+    x->res->files++;
+    return rc;
+}
+
+/* Write the events of run s as dataset run number k under events/. */
+static int write_run(ctx *x, run_src *s, int64_t k, const char *events, rn_error *err)
+{
+    char rdir[PATH_MAX], ldir[PATH_MAX];
+    if (snprintf(rdir, sizeof rdir, "%s/run=%lld", events, (long long)k) >= (int)sizeof rdir)
+        return rn_seterr(err, RN_EINPUT, "%s: path too long", events);
+    int rc = make_dir(rdir, err);
+    if (rc) return rc;
+    tr_token *toks = NULL;
+    int64_t ntok = 0;
+    if ((rc = load_pieces(s, &toks, &ntok, err))) return rc;
+    an_pq_str *piece = malloc((size_t)(ntok ? ntok : 1) * sizeof *piece);
+    if (!piece) { free(toks); return rn_seterr(err, RN_ENOMEM, "out of memory"); }
+    for (int64_t i = 0; i < ntok; i++) piece[i] = (an_pq_str){ toks[i].piece, (uint32_t)strlen(toks[i].piece) };
+    int last = -1;
+    for (int i = 0; i < s->r.n_heads && !rc; i++) {
+        const tr_head_info *h = &s->r.heads[i];
+        if (h->layer == last) continue;
+        if ((x->o->layer >= 0 && h->layer != x->o->layer)) continue;
+        int any = 0;
+        for (int j = i; j < s->r.n_heads && s->r.heads[j].layer == h->layer; j++)
+            any |= x->o->head < 0 || s->r.heads[j].head == x->o->head;
+        last = h->layer;
+        if (!any) continue;
+        snprintf(ldir, sizeof ldir, "%s/layer=%d", rdir, h->layer);
+        if (!(rc = make_dir(ldir, err))) rc = write_layer(x, s, h->layer, piece, ntok, ldir, err);
+    }
+    free(piece);
+    free(toks);
+    x->res->events += s->exported;
+    return rc;
+}
+
+enum { R_RUN, R_TRACE, R_RUN_ID, R_NAME, R_STATUS, R_HASH, R_LAYERS, R_HEADS, R_SLOTS, R_TOPK, R_DV,
+       R_TOKENS, R_EVENTS, R_WFMT, N_RUNCOLS };
+
+/* DIR/runs/runs.parquet: one row per exported run. */
+static int write_runs(ctx *x, run_src *src, int n, const char *path, rn_error *err)
+{
+    static const an_pq_column cols[N_RUNCOLS] = {
+        { "run", AN_PQ_INT64, 0 }, { "trace", AN_PQ_STRING, 0 }, { "run_id", AN_PQ_INT64, 0 },
+        { "name", AN_PQ_STRING, 0 }, { "status", AN_PQ_STRING, 0 }, { "model_hash", AN_PQ_STRING, 0 },
+        { "n_layers", AN_PQ_INT32, 0 }, { "n_heads", AN_PQ_INT32, 0 }, { "n_slots", AN_PQ_INT64, 0 },
+        { "top_k", AN_PQ_INT32, 0 }, { "d_v", AN_PQ_INT32, 0 }, { "n_tokens", AN_PQ_INT64, 0 },
+        { "n_events", AN_PQ_INT64, 0 }, { "weight_format", AN_PQ_STRING, 0 },
+    };
+    FILE *f = fopen(path, "wb");
+    if (!f) return rn_seterr(err, errno == ENOSPC ? RN_EIO : RN_EINPUT, "%s: cannot create: %s", path, strerror(errno));
+    an_pq_opts po = writer_opts(x->o);
+    po.group_rows = 4096;
+    an_pq_writer *w = NULL;
+    int rc = an_pq_open(&w, f, cols, N_RUNCOLS, &po, err);
+    for (int i = 0; i < n && !rc; i++) {
+        const tr_run_info *ri = &src[i].r.run;
+        const rn_config *c = &ri->cfg;
+        int64_t run = i + 1, run_id = ri->run_id, slots = src[i].r.M, ntok = ri->n_tokens, nev = src[i].exported;
+        int32_t L = c->n_layers, H = c->n_heads, K = c->top_k, dv = c->d_v;
+        const char *wf = tr_weights_name(ri->weight_format);
+        an_pq_str trace = { src[i].trace, (uint32_t)strlen(src[i].trace) };
+        an_pq_str name = { ri->name, (uint32_t)strlen(ri->name) };
+        an_pq_str status = { ri->status, (uint32_t)strlen(ri->status) };
+        an_pq_str hash = { ri->model_hash, (uint32_t)strlen(ri->model_hash) };
+        an_pq_str wfs = { wf, (uint32_t)strlen(wf) };
+        const void *row[N_RUNCOLS] = { &run, &trace, &run_id, &name, &status, &hash, &L, &H, &slots, &K, &dv,
+                                       &ntok, &nev, &wfs };
+        rc = an_pq_append(w, 1, row, err);
+    }
+    if (!rc) rc = an_pq_finish(w, err);
+    if (!rc) x->res->bytes += an_pq_bytes(w);
+    an_pq_free(w);
+    if (rc == RN_EIO) rn_preferr(err, "%s", path);
+    int crc = close_file(f, path, rc ? NULL : err);
+    x->res->files++;
+    return rc ? rc : crc;
+}
+
+/* Messages name the dataset's paths, not the temporary directory's, and
+ * say that the dataset was not written. */
+static void name_output(rn_error *err, const char *tmp, const char *dir)
+{
+    char msg[RN_ERRMSG_LEN], *at = strstr(err->msg, tmp);
+    if (at) {
+        snprintf(msg, sizeof msg, "%.*s%s%s", (int)(at - err->msg), err->msg, dir, at + strlen(tmp));
+        snprintf(err->msg, sizeof err->msg, "%s", msg);
+    }
+    size_t len = strlen(err->msg);
+    snprintf(err->msg + len, sizeof err->msg - len, "; %s not written", dir);
+}
+
+/* Open and check every run to export (all before anything is written). */
+static int open_runs(const char *const *traces, int ntraces, const an_pq_export_opts *o, run_src **out, int *nout,
+                     rn_error *err)
+{
+    run_src *src = NULL;
+    int n = 0, cap = 0, rc = RN_OK;
+    for (int t = 0; t < ntraces && !rc; t++) {
+        int64_t *ids = NULL;
+        int nids = 0;
+        if (o->run) {
+            ids = malloc(sizeof *ids);
+            if (ids) { ids[0] = o->run; nids = 1; }
+        } else {
+            tr_db *db;
+            tr_run_info *runs = NULL;
+            if ((rc = tr_open_read(traces[t], &db, err))) break;
+            rc = tr_list_runs(db, &runs, &nids, err);
+            tr_close(db);
+            if (rc) break;
+            if (nids == 0) {
+                free(runs);
+                rc = rn_seterr(err, RN_EINPUT, "%s: holds no run", traces[t]);
+                break;
+            }
+            ids = malloc((size_t)nids * sizeof *ids);
+            for (int i = 0; ids && i < nids; i++) ids[i] = runs[i].run_id;
+            free(runs);
+        }
+        if (!ids) { rc = rn_seterr(err, RN_ENOMEM, "out of memory"); break; }
+        for (int i = 0; i < nids && !rc; i++) {
+            if (n == cap) {
+                cap = cap ? 2 * cap : 8;
+                run_src *s = realloc(src, (size_t)cap * sizeof *s);
+                if (!s) { rc = rn_seterr(err, RN_ENOMEM, "out of memory"); break; }
+                src = s;
+            }
+            memset(&src[n], 0, sizeof src[n]);
+            src[n].trace = traces[t];
+            if ((rc = an_run_open(traces[t], ids[i], &src[n].r, err))) break;
+            n++;
+            rc = an_run_check_head(&src[n - 1].r, o->layer, o->head, err);
+        }
+        free(ids);
+    }
+    if (rc) {
+        for (int i = 0; i < n; i++) an_run_close(&src[i].r);
+        free(src);
+        return rc;
+    }
+    *out = src;
+    *nout = n;
+    return RN_OK;
+}
+
+int an_pq_export(const char *const *traces, int ntraces, const char *dir, const an_pq_export_opts *o,
+                 const volatile int *stop, an_pq_export_result *res, rn_error *err)
+{
+    memset(res, 0, sizeof *res);
+    struct stat st;
+    if (lstat(dir, &st) == 0)
+        return rn_seterr(err, RN_EINPUT, "%s: exists; --format parquet writes a new dataset directory", dir);
+    char tmp[PATH_MAX], sub[PATH_MAX];
+    int rc = RN_OK;
+    if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", dir, (long)getpid()) >= (int)sizeof tmp - 32)
+        return rn_seterr(err, RN_EINPUT, "%s: path too long", dir);
+    run_src *src = NULL;
+    int n = 0;
+    if ((rc = open_runs(traces, ntraces, o, &src, &n, err))) return rc;
+    ctx x = { o, stop, malloc(sizeof(batch)), res };
+    if (!x.b) rc = rn_seterr(err, RN_ENOMEM, "out of memory");
+    else rc = make_dir(tmp, err);
+    if (rc) {
+        for (int i = 0; i < n; i++) an_run_close(&src[i].r);
+        free(src); free(x.b);
+        if (rc == RN_EINPUT || rc == RN_EIO) rn_preferr(err, "%s", dir);
+        return rc;
+    }
+    snprintf(sub, sizeof sub, "%s/events", tmp);
+    rc = make_dir(sub, err);
+    for (int i = 0; i < n && !rc; i++) rc = write_run(&x, &src[i], i + 1, sub, err);
+    snprintf(sub, sizeof sub, "%s/runs", tmp);
+    if (!rc) rc = make_dir(sub, err);
+    snprintf(sub, sizeof sub, "%s/runs/runs.parquet", tmp);
+    if (!rc) rc = write_runs(&x, src, n, sub, err);
+    res->runs = n;
+    if (!rc && rename(tmp, dir) != 0)
+        rc = rn_seterr(err, RN_EIO, "%s: cannot rename the finished dataset into place: %s", dir, strerror(errno));
+    if (rc) {
+        remove_tree(tmp);
+        if (rc != RN_EINTR) name_output(err, tmp, dir);
+    }
+    for (int i = 0; i < n; i++) an_run_close(&src[i].r);
+    free(src);
+    free(x.b);
+    return rc;
+}
