@@ -24,7 +24,7 @@ CUDA_STDCXX ?= -lstdc++
 CUDA_LIBS  = -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublas -lcudart_static -ldl -lrt $(CUDA_STDCXX)
 CU_SRC    := $(wildcard core/cuda/*.cu)
 CU_OBJ    := $(CU_SRC:core/cuda/%.cu=$(BUILD)/cuda/%.o)
-CU_HDR    := $(wildcard core/cuda/*.h) core/nn/rn_labels.h core/model/rn_model.h core/model/rn_config.h core/model/rn_params.h \
+CU_HDR    := $(wildcard core/cuda/*.h core/cuda/*.cuh) core/nn/rn_labels.h core/model/rn_model.h core/model/rn_config.h core/model/rn_params.h \
              core/train/rn_train.h core/nn/rn_adamw.h
 
 ifeq ($(CUDA),1)
@@ -79,9 +79,14 @@ EMU_CXXFLAGS = -std=c++17 -O2 -g -Wall -Wextra -Werror -Wno-unknown-pragmas $(SA
 $(BUILD)/emu/rn_cuda_train_emu.cpp: core/cuda/rn_cuda_train.cu | setup
 	@mkdir -p $(dir $@)
 	@sed -E 's/([A-Za-z_][A-Za-z_0-9]*)<<<(.*)>>>\(/EMU_LAUNCH(\1, \2)(/' $< > $@.tmp && mv $@.tmp $@
-$(BUILD)/emu/rn_cuda_train_emu.o: $(BUILD)/emu/rn_cuda_train_emu.cpp $(CU_HDR) tests/cuda/emu/cuda_runtime.h
+EMU_HDR   := $(CU_HDR) $(wildcard tests/cuda/emu/*.h)
+$(BUILD)/emu/rn_cuda_train_emu.o: $(BUILD)/emu/rn_cuda_train_emu.cpp $(EMU_HDR)
 	@echo "CXX $< (host emulation)"; $(CXX_EMU) $(EMU_CXXFLAGS) -c $< -o $@
-EMU_OBJ := $(BUILD)/emu/rn_cuda_train_emu.o $(BUILD)/tests/cuda/emu/emu_gemm.o \
+# the shared layer kernels (core/cuda/, .cuh) at the inference block size
+$(BUILD)/emu/emu_layers.o: tests/cuda/emu/emu_layers.cpp $(EMU_HDR) | setup
+	@mkdir -p $(dir $@)
+	@echo "CXX $< (host emulation)"; $(CXX_EMU) $(EMU_CXXFLAGS) -c $< -o $@
+EMU_OBJ := $(BUILD)/emu/rn_cuda_train_emu.o $(BUILD)/emu/emu_layers.o $(BUILD)/tests/cuda/emu/emu_gemm.o \
            $(BUILD)/tests/cuda/emu/emu_main.o $(BUILD)/tests/cuda/test_cuda_train.o
 # linked by $(CC) (its OpenMP runtime: libgomp or clang's libomp) with libstdc++
 $(BUILD)/test_cuda_train_emu: $(EMU_OBJ) $(LIB)

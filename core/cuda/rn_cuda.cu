@@ -14,6 +14,11 @@
  * cuBLAS's (rn_cuda_gemm.h): FP32, TF32 only when asked for.  Everything
  * runs on the runtime's own stream; the one-token step is captured once as
  * a CUDA graph and replayed.
+ *
+ * The kernels of the layers it shares with the GPU trainer are in one
+ * header per layer, included by both (rn_cuda_embed.cuh, _rmsnorm.cuh,
+ * _swiglu.cuh, _pdma.cuh; the decoder's arithmetic in rn_cuda_topk.h), so
+ * inference and training run the same kernel code.
  */
 #include <cub/cub.cuh>
 #include <cuda_runtime.h>
@@ -28,6 +33,10 @@ extern "C" { /* the C library's headers */
 #include "rn_config.h"
 #include "rn_params.h"
 }
+#include "rn_cuda_embed.cuh"
+#include "rn_cuda_pdma.cuh"
+#include "rn_cuda_rmsnorm.cuh"
+#include "rn_cuda_swiglu.cuh"
 #include "rn_cuda_topk.h"
 
 /* Fail the calling function with the CUDA error's text. */
@@ -115,47 +124,6 @@ extern "C" int rn_cuda_supported(const rn_config *c, rn_error *err)
 #define RN_CUDA_SEG_MIN 64
 
 /* ---- kernels ---- */
-
-__global__ void k_embed(float *x, const float *embed, const int *tok, int n, int D)
-{
-    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= (int64_t)n * D) return;
-    int r = (int)(i / D), d = (int)(i % D);
-    x[i] = embed[(int64_t)tok[r] * D + d];
-}
-
-/* One block per row; the sum of squares in double, as on the CPU, reduced
- * with warp shuffles (then one warp over the warps' sums). */
-__global__ void k_rmsnorm(float *out, const float *x, const float *g, int D, float eps)
-{
-    __shared__ double part[32];
-    __shared__ float rs_s;
-    const float *xr = x + (int64_t)blockIdx.x * D;
-    float *o = out + (int64_t)blockIdx.x * D;
-    const int lane = threadIdx.x % 32, wid = threadIdx.x / 32, nw = (blockDim.x + 31) / 32;
-    double s = 0;
-    for (int i = threadIdx.x; i < D; i += blockDim.x) s += (double)xr[i] * xr[i];
-    for (int off = 16; off > 0; off /= 2) s += __shfl_down_sync(0xffffffffu, s, off);
-    if (lane == 0) part[wid] = s;
-    __syncthreads();
-    if (wid == 0) {
-        s = lane < nw ? part[lane] : 0;
-        for (int off = 16; off > 0; off /= 2) s += __shfl_down_sync(0xffffffffu, s, off);
-        if (lane == 0) rs_s = (float)(1.0 / sqrt(s / D + (double)eps));
-    }
-    __syncthreads();
-    const float rs = rs_s;
-    for (int i = threadIdx.x; i < D; i += blockDim.x) o[i] = xr[i] * rs * g[i];
-}
-
-/* silu(g)·u with the CPU's double exp. */
-__global__ void k_swiglu(float *g, const float *u, int64_t n)
-{
-    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;
-    float x = g[i];
-    g[i] = x / (1 + (float)exp(-(double)x)) * u[i];
-}
 
 /* One decode job: n rows of keys a[n, H·dk] with per-head log-scales
  * alpha[H] → addresses, slots after CAPE and weights, each [n, H, K]. */
@@ -287,22 +255,14 @@ static void address_launch(addr_job j0, addr_job j1, int jobs, int n, const rn_c
     }
 }
 
-/* d = (1−w)^γ with 0⁰ = 1, as rn_pdma.c. */
-__device__ static inline float decay(float w, float gamma)
-{
-    if (gamma == 1) return 1 - w;
-    if (gamma == 0) return 1;
-    return (float)pow((double)(1 - w), (double)gamma);
-}
-
 /* The PDMA scan of one layer: block h is head h; thread c < dv owns value
  * column c of every slot, thread dv owns z.  Rows in order: the K writes,
  * then the K reads (top-K slots of one row are distinct, so the writes of a
  * row touch disjoint rows of S).  A row's slots and weights are staged in
- * shared memory, and the state rows it touches are loaded PS at a time
- * before any is used, so the loads overlap instead of queueing one behind
- * the other (this kernel is the step's, where latency is all). */
-#define PS 8
+ * shared memory; the writes and reads are rn_cuda_pdma.cuh's (the GPU
+ * trainer's too), which load the state rows RN_CUDA_PS at a time before
+ * any is used, so the loads overlap instead of queueing one behind the
+ * other (this kernel is the step's, where latency is all). */
 __global__ void k_pdma_scan(float *o, float *S, float *z, const float *v, const uint32_t *wslot,
                             const float *ww, const uint32_t *rslot, const float *rw, int n, int H,
                             int K, int dv, int64_t M, float gamma, float eps)
@@ -318,41 +278,9 @@ __global__ void k_pdma_scan(float *o, float *S, float *z, const float *v, const 
             s_rs[j] = rslot[a + j]; s_rw[j] = rw[a + j];
         }
         __syncthreads();
-        const float vc = c < dv ? v[vv + c] : 1.0f; /* z's "value" is 1: z ← d·z + w */
-        for (int j0 = 0; j0 < K; j0 += PS) {
-            float x[PS];
-#pragma unroll
-            for (int q = 0; q < PS; q++)
-                if (j0 + q < K) x[q] = c < dv ? Sh[(int64_t)s_ws[j0 + q] * dv + c] : zh[s_ws[j0 + q]];
-#pragma unroll
-            for (int q = 0; q < PS; q++) {
-                if (j0 + q >= K) break;
-                const float wj = s_ww[j0 + q], d = decay(wj, gamma);
-                const uint32_t s = s_ws[j0 + q];
-                if (c < dv) Sh[(int64_t)s * dv + c] = d * x[q] + wj * vc;
-                else zh[s] = d * x[q] + wj;
-            }
-        }
+        rn_cu_pdma_write(Sh, zh, s_ws, s_ww, K, c, dv, c < dv ? v[vv + c] : 1.0f, gamma, NULL);
         __syncthreads();
-        if (c < dv) {
-            float acc = 0;
-            for (int j0 = 0; j0 < K; j0 += PS) {
-                float zz[PS], xs[PS];
-#pragma unroll
-                for (int q = 0; q < PS; q++)
-                    if (j0 + q < K) {
-                        zz[q] = zh[s_rs[j0 + q]];
-                        xs[q] = Sh[(int64_t)s_rs[j0 + q] * dv + c];
-                    }
-#pragma unroll
-                for (int q = 0; q < PS; q++) {
-                    if (j0 + q >= K) break;
-                    float k = s_rw[j0 + q] / (zz[q] + eps);
-                    acc += k * xs[q];
-                }
-            }
-            o[vv + c] = acc;
-        }
+        if (c < dv) o[vv + c] = rn_cu_pdma_read(Sh, zh, s_rs, s_rw, K, c, dv, eps, NULL);
         __syncthreads();
     }
 }
@@ -405,8 +333,7 @@ __global__ void k_seg_walk(float *st, const float *S, const float *z, const uint
     float x = c < dv ? S[(int64_t)s * dv + c] : z[s];
     for (int64_t q = p; q < end && key[q] == s; q++) {
         int64_t e = val[q], t = e / K, a = (t * H + h) * K + e % K;
-        float w = ww[a], d = decay(w, gamma);
-        x = d * x + w * (c < dv ? v[t * H * dv + (int64_t)h * dv + c] : 1.0f);
+        x = rn_cu_pdma_update(x, ww[a], c < dv ? v[t * H * dv + (int64_t)h * dv + c] : 1.0f, gamma);
         st[q * C + c] = x;
     }
 }
@@ -452,8 +379,7 @@ __global__ void k_seg_read(float *o, const float *S, const float *z, const uint3
             zz = z[s];
             x = S[(int64_t)s * dv + c];
         }
-        float k = rw[a] / (zz + eps);
-        acc += k * x;
+        acc = rn_cu_pdma_read_add(acc, rw[a], zz, x, eps);
     }
     o[(int64_t)t * H * dv + (int64_t)h * dv + c] = acc;
 }
@@ -670,11 +596,11 @@ static int forward_body(rn_cuda_rt *g, int n, int64_t pos, int first, int rows, 
     accesses d = carve_acc(g->acc, nhk), h = carve_acc(g->host_acc, nhk);
     cudaStream_t st = g->st;
     phase(g, PH_NORM);
-    k_embed<<<blocks((int64_t)n * D, 256), 256, 0, st>>>(g->x, g->w.embed, g->tok, n, D);
+    k_embed_forward<<<blocks((int64_t)n * D, 256), 256, 0, st>>>(g->x, g->w.embed, g->tok, n, D);
     for (int l = 0; l < c->n_layers; l++) {
         const rn_layer_weights *lw = &g->w.layer[l];
         phase(g, PH_NORM);
-        k_rmsnorm<<<n, 256, 0, st>>>(g->hb, g->x, lw->attn_norm, D, c->norm_eps);
+        k_rmsnorm_forward<<<n, 256, 0, st>>>(g->hb, NULL, g->x, lw->attn_norm, D, c->norm_eps);
         phase(g, PH_GEMM);
         /* One row whose q, k, v (gate, up) weights lie back to back in the
          * parameter block (rn_params.c's order): one matrix-vector product
@@ -711,7 +637,7 @@ static int forward_body(rn_cuda_rt *g, int n, int64_t pos, int first, int rows, 
         phase(g, PH_GEMM);
         BLAS_TRY(rn_cu_matmul(g->x, g->o, lw->wo, n, hdv, D, 1));
         phase(g, PH_NORM);
-        k_rmsnorm<<<n, 256, 0, st>>>(g->hb, g->x, lw->mlp_norm, D, c->norm_eps);
+        k_rmsnorm_forward<<<n, 256, 0, st>>>(g->hb, NULL, g->x, lw->mlp_norm, D, c->norm_eps);
         phase(g, PH_GEMM);
         if (fuse_gu) {
             gt = g->gu1; up = gt + F;
@@ -721,13 +647,13 @@ static int forward_body(rn_cuda_rt *g, int n, int64_t pos, int first, int rows, 
             BLAS_TRY(rn_cu_matmul(up, g->hb, lw->w_up, n, D, F, 0));
         }
         phase(g, PH_ACT);
-        k_swiglu<<<blocks((int64_t)n * F, 256), 256, 0, st>>>(gt, up, (int64_t)n * F);
+        k_swiglu_forward<<<blocks((int64_t)n * F, 256), 256, 0, st>>>(gt, gt, up, (int64_t)n * F);
         phase(g, PH_GEMM);
         BLAS_TRY(rn_cu_matmul(g->x, gt, lw->w_down, n, F, D, 1));
     }
     phase(g, PH_HEAD);
     if (rows > 0) {
-        k_rmsnorm<<<rows, 256, 0, st>>>(g->hb, g->x + (int64_t)first * D, g->w.norm, D, c->norm_eps);
+        k_rmsnorm_forward<<<rows, 256, 0, st>>>(g->hb, NULL, g->x + (int64_t)first * D, g->w.norm, D, c->norm_eps);
         BLAS_TRY(rn_cu_matmul(g->logits, g->hb, g->w.lm_head, rows, D, V, 0));
     }
     CU_TRY(cudaGetLastError());

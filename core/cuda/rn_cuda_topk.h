@@ -62,11 +62,10 @@ RN_HD void rn_cu_insert(int64_t *ss, uint64_t *sa, int *n, int cap, int64_t s, u
     sa[i] = a;
 }
 
-/* Best kc digits of chunk c[d_p] (scaled by scale) with their quantised
- * log-probs, in (log-prob desc, digit asc) order.  The log-softmax is the
- * CPU's: o = scale·c, mx = max o, lse = mx + log Σ exp(o − mx). */
-RN_HD void rn_cu_chunk_best(const float *c, int d_p, double scale, int kc, int64_t *ds,
-                            uint64_t *da)
+/* The log-sum-exp of chunk c[d_p] scaled by scale, as the CPU's
+ * rn_chunk_log_softmax: o = scale·c, mx = max o, lse = mx + log Σ exp(o − mx)
+ * (the GPU trainer's weights and gradients use it too). */
+RN_HD double rn_cu_chunk_lse(const float *c, int d_p, double scale)
 {
     double mx = -INFINITY;
     for (int i = 0; i < d_p; i++) {
@@ -75,7 +74,15 @@ RN_HD void rn_cu_chunk_best(const float *c, int d_p, double scale, int kc, int64
     }
     double s = 0;
     for (int i = 0; i < d_p; i++) s += exp(scale * (double)c[i] - mx);
-    double lse = mx + log(s);
+    return mx + log(s);
+}
+
+/* Best kc digits of chunk c[d_p] (scaled by scale) with their quantised
+ * log-probs, in (log-prob desc, digit asc) order. */
+RN_HD void rn_cu_chunk_best(const float *c, int d_p, double scale, int kc, int64_t *ds,
+                            uint64_t *da)
+{
+    const double lse = rn_cu_chunk_lse(c, d_p, scale);
     int n = 0;
     for (int i = 0; i < d_p; i++)
         rn_cu_insert(ds, da, &n, kc, rn_cu_quantize(scale * (double)c[i] - lse), (uint64_t)i);

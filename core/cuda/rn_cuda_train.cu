@@ -6,12 +6,17 @@
  * layer file: rn_rmsnorm.c, rn_swiglu.c, rn_address.c (the training
  * decoder with unquantised weights exp(Σ log p) and the α scale), rn_pdma.c
  * (rn_pdma_train_forward/backward with the proxy gradient ε_g) and
- * rn_adamw.c.  Every matrix product goes through rn_cuda_gemm.h.  Where the
- * CPU reduces serially (RMSNorm's gain gradient, the embedding gradient)
- * the GPU does the same sums in the same order, one thread per column;
- * where the CPU reduces in double (RMSNorm's sum of squares, dα, the
- * gradient norm) the GPU reduces in double in tree order.  All buffers are
- * carved from one cudaMalloc at create; nothing allocates per step.
+ * rn_adamw.c.  The layers the inference runtime (rn_cuda.cu) has too keep
+ * their kernels in one header per layer that both include:
+ * rn_cuda_embed.cuh, rn_cuda_rmsnorm.cuh, rn_cuda_swiglu.cuh and
+ * rn_cuda_pdma.cuh (the decay, a write, a read, a step's writes and
+ * reads); the decoder's arithmetic is rn_cuda_topk.h's.  Every matrix
+ * product goes through rn_cuda_gemm.h.  Where the CPU reduces serially
+ * (the embedding gradient) the GPU does the same sum in the same order,
+ * one thread per column; where the CPU reduces in double (RMSNorm's sums,
+ * dα, the gradient norm) the GPU reduces in double in a fixed tree order.
+ * All buffers are carved from one cudaMalloc at create; nothing allocates
+ * per step.
  *
  * make test also compiles this file as host C++ and runs its kernels on
  * the CPU (tests/cuda/emu/): mk/cuda.mk rewrites each `k<<<g, b>>>(`, so a
@@ -28,7 +33,11 @@ extern "C" {
 #include "rn_params.h"
 #include "rn_labels.h"
 }
+#include "rn_cuda_embed.cuh"
 #include "rn_cuda_gemm.h"
+#include "rn_cuda_pdma.cuh"
+#include "rn_cuda_rmsnorm.cuh"
+#include "rn_cuda_swiglu.cuh"
 #include "rn_cuda_topk.h"
 #include "rn_cuda_train.h"
 
@@ -101,42 +110,11 @@ static unsigned blocks(int64_t n, int per) { return (unsigned)((n + per - 1) / p
 
 /* ---- small device helpers ---- */
 
-/* d = (1−w)^γ with 0⁰ = 1 (rn_pdma.c's decay). */
-__device__ static inline float t_decay(float w, float gamma)
-{
-    if (gamma == 1) return 1 - w;
-    if (gamma == 0) return 1;
-    return (float)pow((double)(1 - w), (double)gamma);
-}
-
-/* The proxy derivative of the decay (rn_pdma_decay_grad). */
-__device__ static inline float t_decay_grad(float w, float gamma, float eps_g)
-{
-    if (gamma == 0) return 0;
-    double base = (double)eps_g + (1.0 - (double)eps_g) * (1.0 - (double)w);
-    if (gamma == 1) return (float)(-(1.0 - (double)eps_g));
-    return (float)(-(double)gamma * (1.0 - (double)eps_g) * pow(base, (double)gamma - 1.0));
-}
-
 /* Digit u of an address (chunk 0 most significant), as rn_address.c. */
 __device__ static inline int t_digit(uint32_t addr, int u, int U, int dp)
 {
     for (int i = U - 1; i > u; i--) addr /= (uint32_t)dp;
     return (int)(addr % (uint32_t)dp);
-}
-
-/* Log-sum-exp of one chunk c[dp] scaled by scale, as rn_chunk_log_softmax:
- * mx = max scale·c, lse = mx + log Σ exp(scale·c − mx). */
-__device__ static inline double t_chunk_lse(const float *c, int dp, double scale)
-{
-    double mx = -INFINITY;
-    for (int i = 0; i < dp; i++) {
-        double o = scale * (double)c[i];
-        if (o > mx) mx = o;
-    }
-    double s = 0;
-    for (int i = 0; i < dp; i++) s += exp(scale * (double)c[i] - mx);
-    return mx + log(s);
 }
 
 /* Tree sum of part[0..NT) in shared memory; the result in part[0]. */
@@ -147,104 +125,6 @@ template <typename T> __device__ static void block_sum(T *part)
         if ((int)threadIdx.x < w) part[threadIdx.x] += part[threadIdx.x + w];
         __syncthreads();
     }
-}
-
-/* ---- embedding ---- */
-
-/* Forward: x[n,D] = embed[tok[r]].  Backward: gembed[tok[r]] += dres[r], one
- * thread per column, rows in order (the CPU's serial sum). */
-__global__ void k_embed_forward(float *x, const float *embed, const int *tok, int n, int D)
-{
-    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= (int64_t)n * D) return;
-    x[i] = embed[(int64_t)tok[i / D] * D + i % D];
-}
-
-__global__ void k_embed_backward(float *gembed, const float *dres, const int *tok, int n, int D)
-{
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= D) return;
-    for (int r = 0; r < n; r++) gembed[(int64_t)tok[r] * D + i] += dres[(int64_t)r * D + i];
-}
-
-/* ---- RMSNorm ----
- * forward:  out[n,D] = x[n,D]·rstd[n] ⊙ g[D], rstd = 1/sqrt(mean(x²) + eps)
- * backward: dx[n,D] += s·g·dy − s³/D·x·Σ(dy·g·x);  dg[D] += Σ_r dy·x·s
- * One block per row (NT threads) for the row sums, in double; the gain's
- * gradient by column groups, rows spread over a block's lanes. */
-__global__ void k_rmsnorm_forward(float *out, float *rstd, const float *x, const float *g, int D, float eps)
-{
-    __shared__ double part[NT];
-    const float *xr = x + (int64_t)blockIdx.x * D;
-    float *o = out + (int64_t)blockIdx.x * D;
-    double s = 0;
-    for (int i = threadIdx.x; i < D; i += NT) s += (double)xr[i] * xr[i];
-    part[threadIdx.x] = s;
-    block_sum(part);
-    float rs = (float)(1.0 / sqrt(part[0] / D + (double)eps));
-    if (threadIdx.x == 0) rstd[blockIdx.x] = rs;
-    for (int i = threadIdx.x; i < D; i += NT) o[i] = xr[i] * rs * g[i];
-}
-
-__global__ void k_rmsnorm_backward_dx(float *dx, const float *dout, const float *x, const float *g,
-                                      const float *rstd, int D)
-{
-    __shared__ double part[NT];
-    const int64_t r0 = (int64_t)blockIdx.x * D;
-    const float *xr = x + r0, *dy = dout + r0;
-    float *dxr = dx + r0;
-    double dot = 0;
-    for (int i = threadIdx.x; i < D; i += NT) dot += (double)dy[i] * g[i] * xr[i];
-    part[threadIdx.x] = dot;
-    block_sum(part);
-    double s = rstd[blockIdx.x], c = s * s * s * part[0] / D;
-    for (int i = threadIdx.x; i < D; i += NT) dxr[i] += (float)(s * g[i] * dy[i] - c * xr[i]);
-}
-
-/* The gain's gradient: block b owns columns 32b..32b+31; its NT threads are
- * NT/32 row lanes of 32 columns (lane y sums rows y, y + NT/32, ... in
- * order, coalesced across the columns), then lane 0 adds the lanes' sums
- * in lane order: fixed order, so deterministic; spread over the rows so
- * that D/32 blocks share the work instead of D threads each walking all n
- * rows. */
-#define DG_COLS 32
-__global__ void k_rmsnorm_backward_dg(float *dg, const float *dout, const float *x, const float *rstd,
-                                      int n, int D)
-{
-    __shared__ float part[NT];
-    const int cx = threadIdx.x % DG_COLS, ry = threadIdx.x / DG_COLS, ny = NT / DG_COLS;
-    const int i = blockIdx.x * DG_COLS + cx;
-    float acc = 0;
-    if (i < D)
-        for (int r = ry; r < n; r += ny) acc += dout[(int64_t)r * D + i] * x[(int64_t)r * D + i] * rstd[r];
-    part[threadIdx.x] = acc;
-    __syncthreads();
-    if (ry == 0 && i < D) {
-        float sum = dg[i];
-        for (int y = 0; y < ny; y++) sum += part[y * DG_COLS + cx];
-        dg[i] = sum;
-    }
-}
-
-/* ---- SwiGLU ----
- * forward:  out[n] = silu(g)·u (double exp, as the CPU)
- * backward: du = dout·silu(g), dg = dout·u·σ(g)·(1 + g·(1 − σ(g))) (float) */
-__global__ void k_swiglu_forward(float *out, const float *g, const float *u, int64_t n)
-{
-    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;
-    float x = g[i];
-    out[i] = x / (1 + (float)exp(-(double)x)) * u[i];
-}
-
-__global__ void k_swiglu_backward(float *dg, float *du, const float *dout, const float *g,
-                                  const float *u, int64_t n)
-{
-    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;
-    float x = g[i], sg = 1 / (1 + expf(-x));
-    du[i] = dout[i] * x * sg;
-    dg[i] = dout[i] * u[i] * sg * (1 + x * (1 - sg));
 }
 
 /* ---- address decoding (training) ----
@@ -273,7 +153,7 @@ __global__ void k_address_train_forward(uint32_t *addr_out, uint32_t *slot, floa
         for (int j = 0; j < K; j++) s[j] = 0;
         for (int u = 0; u < U; u++) { /* Σ over chunks in chunk order, as the CPU */
             const float *cu = ah + (int64_t)u * dp;
-            const double lse = t_chunk_lse(cu, dp, scale);
+            const double lse = rn_cu_chunk_lse(cu, dp, scale);
             for (int j = 0; j < K; j++) s[j] += scale * (double)cu[t_digit(addr[j], u, U, dp)] - lse;
         }
         for (int j = 0; j < K; j++) wo[j] = (float)exp(s[j]);
@@ -301,7 +181,7 @@ __global__ void k_address_backward(float *da, const float *dw, const float *a, c
     const uint32_t *ad = addr + rh * K;
     double Gsum = 0;
     for (int k = 0; k < K; k++) Gsum += (double)dwo[k] * wo[k];
-    double lp = scale * (double)cu[j] - t_chunk_lse(cu, dp, scale);
+    double lp = scale * (double)cu[j] - rn_cu_chunk_lse(cu, dp, scale);
     double p = -exp(lp) * Gsum;
     for (int k = 0; k < K; k++)
         if (t_digit(ad[k], u, U, dp) == j) p += (double)dwo[k] * wo[k];
@@ -335,10 +215,8 @@ __global__ void k_alpha_backward(float *dalpha, const float *da, const float *a,
  * backward: dout [n,H·dv] → dv [n,H·dv] (set), dww [n,H,Kw], drw [n,H,Kr]
  *           (set), through dense gradient accumulators dS, dz (zero on entry,
  *           zeroed again on return), as rn_pdma_train_backward.
- * The products and sums of the state recurrences use _rn intrinsics so
- * nvcc does not contract them into FMAs: the same rounding as the CPU. */
-/* Rows of state loaded together before use (latency hiding) in the scan. */
-#define PS 8
+ * The forward's writes and reads are rn_cuda_pdma.cuh's, shared with the
+ * inference scan: the CPU's rounding (no FMA contraction). */
 __global__ void k_pdma_train_forward(float *o, float *wsave, float *rsave, float *Sz, const float *v,
                                      const uint32_t *wslot, const float *ww, const uint32_t *rslot,
                                      const float *rw, int B, int T, int H, int Kw, int Kr, int dv,
@@ -366,54 +244,10 @@ __global__ void k_pdma_train_forward(float *o, float *wsave, float *rsave, float
             for (int j = c; j < Kw; j += blockDim.x) { s_ws[j] = ws[j]; s_ww[j] = wt[j]; }
             for (int j = c; j < Kr; j += blockDim.x) { s_rs[j] = rsl[j]; s_rw[j] = rt[j]; }
             __syncthreads();
-            const float vc = c < dv ? vt[c] : 0.0f;
-            /* writes, PS at a time: their (distinct) rows are loaded before
-             * any is stored, so the loads overlap */
-            for (int j0 = 0; j0 < Kw; j0 += PS) {
-                float old[PS];
-#pragma unroll
-                for (int q = 0; q < PS; q++)
-                    if (j0 + q < Kw) old[q] = c < dv ? S[(size_t)s_ws[j0 + q] * dv + c] : z[s_ws[j0 + q]];
-#pragma unroll
-                for (int q = 0; q < PS; q++) {
-                    if (j0 + q >= Kw) break;
-                    const int j = j0 + q;
-                    const uint32_t s = s_ws[j];
-                    const float wj = s_ww[j], d = t_decay(wj, gamma);
-                    float *sv = wsv + ((size_t)t * Kw + j) * rs;
-                    if (c < dv) {
-                        sv[c] = old[q];
-                        S[(size_t)s * dv + c] = __fadd_rn(__fmul_rn(d, old[q]), __fmul_rn(wj, vc));
-                    } else {
-                        sv[dv] = old[q];
-                        z[s] = __fadd_rn(__fmul_rn(d, old[q]), wj);
-                    }
-                }
-            }
+            /* the writes (rn_cuda_pdma.cuh), saving each pre-write row */
+            rn_cu_pdma_write(S, z, s_ws, s_ww, Kw, c, dv, c < dv ? vt[c] : 0.0f, gamma, wsv + (size_t)t * Kw * rs);
             __syncthreads(); /* z of the written slots, for the read */
-            float acc = 0;
-            for (int j0 = 0; j0 < Kr; j0 += PS) {
-                float zz[PS], xs[PS];
-#pragma unroll
-                for (int q = 0; q < PS; q++)
-                    if (j0 + q < Kr) {
-                        const uint32_t s = s_rs[j0 + q];
-                        zz[q] = z[s];
-                        xs[q] = c < dv ? S[(size_t)s * dv + c] : 0.0f;
-                    }
-#pragma unroll
-                for (int q = 0; q < PS; q++) {
-                    if (j0 + q >= Kr) break;
-                    const int j = j0 + q;
-                    float *sv = rsv + ((size_t)t * Kr + j) * rs;
-                    if (c < dv) {
-                        sv[c] = xs[q];
-                        float k = __fdiv_rn(s_rw[j], __fadd_rn(zz[q], eps));
-                        acc = __fadd_rn(acc, __fmul_rn(k, xs[q]));
-                    } else
-                        sv[dv] = zz[q];
-                }
-            }
+            const float acc = rn_cu_pdma_read(S, z, s_rs, s_rw, Kr, c, dv, eps, rsv + (size_t)t * Kr * rs);
             if (c < dv) ob[t * vstride + c] = acc;
             __syncthreads(); /* the reads of z (and the staged slots) before the next step's writes */
         }
@@ -487,7 +321,7 @@ __global__ void k_pdma_train_backward(float *dv_out, float *dww, float *drw, flo
             }
             for (int j = c; j < Kw; j += blockDim.x) {
                 const float *sv = wsv + ((size_t)t * Kw + j) * rs;
-                const float w = wt[j], d = t_decay(w, gamma), dd = t_decay_grad(w, gamma, eps_g);
+                const float w = wt[j], d = rn_cu_decay(w, gamma), dd = rn_cu_decay_grad(w, gamma, eps_g);
                 const float *g = dS + (size_t)ws[j] * dv;
                 const float gz = dz[ws[j]];
                 float dsv = 0, dss = 0;
@@ -502,7 +336,7 @@ __global__ void k_pdma_train_backward(float *dv_out, float *dww, float *drw, flo
             for (int j = c; j < Kw; j += blockDim.x) dz[ws[j]] = s_dz[j];
             __syncthreads(); /* the dots read dS before the decays change it */
             if (c < dv)
-                for (int j = Kw - 1; j >= 0; j--) dS[(size_t)ws[j] * dv + c] *= t_decay(wt[j], gamma);
+                for (int j = Kw - 1; j >= 0; j--) dS[(size_t)ws[j] * dv + c] *= rn_cu_decay(wt[j], gamma);
             __syncthreads();
         }
         /* zero the touched accumulators again */
@@ -802,7 +636,7 @@ static void rmsnorm_backward(float *dx, float *dg, const float *dout, const floa
                              const float *rstd, int n, int D)
 {
     k_rmsnorm_backward_dx<<<n, NT>>>(dx, dout, x, g, rstd, D);
-    k_rmsnorm_backward_dg<<<blocks(D, DG_COLS), NT>>>(dg, dout, x, rstd, n, D);
+    k_rmsnorm_backward_dg<<<blocks(D, RN_CUDA_DG_COLS), NT>>>(dg, dout, x, rstd, n, D);
 }
 
 /* Training decoder of n rows (K addresses per head) into addr/slot/w. */

@@ -1,12 +1,14 @@
 /* emu_main.c — the GPU trainer's parity tests (tests/cuda/test_cuda_train.c)
  * run against its kernels compiled for the host (tests/cuda/emu/
- * cuda_runtime.h): checks the kernels' logic and indexing on any machine;
- * the GPU itself is checked by test_cuda_parity. */
+ * cuda_runtime.h), and the shared layer kernels at the inference runtime's
+ * block size (emu_layers.cpp): checks the kernels' logic and indexing on
+ * any machine; the GPU itself is checked by test_cuda_parity. */
 #include <stdio.h>
 
 #include <CUnit/Basic.h>
 
 #include "../cuda_tests.h"
+#include "emu_layers.h"
 
 int main(void)
 {
@@ -14,6 +16,7 @@ int main(void)
     if (CU_initialize_registry() != CUE_SUCCESS) return 1;
     CU_pSuite s = CU_add_suite("cuda_train_emu", NULL, NULL);
     rn_cuda_train_tests(s);
+    rn_cuda_emu_layer_tests(s);
     CU_basic_set_mode(CU_BRM_VERBOSE);
     CU_basic_run_tests();
     unsigned fails = CU_get_number_of_failures();
