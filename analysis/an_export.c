@@ -70,7 +70,7 @@ int an_export_write(FILE *f, int fmt, const tr_event *ev, size_t n, const rn_con
                     const volatile int *stop, rn_error *err)
 {
     an_streams ss;
-    int rc = an_streams_build(ev, n, cfg, AN_SCOPE_MODEL, ops, &ss, err);
+    int rc = an_streams_build(ev, n, cfg, RN_CACHE_SCOPE_MODEL, ops, &ss, err);
     if (rc) return rc;
     if (stopped(stop)) {
         an_streams_free(&ss);

@@ -97,7 +97,7 @@ static int grid_state_end(grid_state *st, rn_error *err)
     return rc;
 }
 
-int an_simgrid_run(const an_streams *ss, const an_policy **pol, int np, const uint64_t *caps, int nc,
+int an_simgrid_run(const an_streams *ss, const rn_policy **pol, int np, const uint64_t *caps, int nc,
                    int32_t warmup, uint64_t slot_bytes, an_progress_fn progress, void *user,
                    an_simgrid *g, rn_error *err)
 {
@@ -135,7 +135,7 @@ int an_simgrid_run(const an_streams *ss, const an_policy **pol, int np, const ui
         #pragma omp parallel for schedule(dynamic, 1) num_threads(grid_threads(ncell))
         for (int k = 0; k < ncell; k++) {
             if (st.stop) continue;
-            const an_policy *p = pol[k / nc];
+            const rn_policy *p = pol[k / nc];
             int rc = an_simulate(&ss->s[i], p, caps[k % nc], warmup, p->needs_next ? nxt : NULL, &g->result[k],
                                  &st.err[k]);
             grid_cell_done(&st, k, rc);
@@ -151,7 +151,7 @@ int an_simgrid_run(const an_streams *ss, const an_policy **pol, int np, const ui
 
 /* Replay stream si of sp through a fresh cache of policy p and capacity
  * cap, adding into *r; key/nxt are chunk buffers. */
-static int simulate_spilled(const an_spill *sp, int si, const an_policy *p, uint64_t cap, uint32_t *key,
+static int simulate_spilled(const an_spill *sp, int si, const rn_policy *p, uint64_t cap, uint32_t *key,
                             uint32_t *nxt, an_sim_result *r, rn_error *err)
 {
     const an_spill_stream *s = &sp->s[si];
@@ -185,7 +185,7 @@ static int simulate_spilled(const an_spill *sp, int si, const an_policy *p, uint
     return RN_OK;
 }
 
-int an_simgrid_run_spill(an_spill *sp, const an_policy **pol, int np, const uint64_t *caps, int nc,
+int an_simgrid_run_spill(an_spill *sp, const rn_policy **pol, int np, const uint64_t *caps, int nc,
                          uint64_t slot_bytes, an_progress_fn progress, void *user, an_simgrid *g,
                          rn_error *err)
 {

@@ -82,7 +82,7 @@ int an_spill_build_order(const an_run *r, int layer, int head, int scope, int op
     int l0 = layer >= 0 ? layer : 0, l1 = layer >= 0 ? layer + 1 : L;
     int h0 = head >= 0 ? head : 0, h1 = head >= 0 ? head + 1 : H;
     /* groups: one per head, per layer, or one */
-    int G = scope == AN_SCOPE_HEAD ? (l1 - l0) * (h1 - h0) : scope == AN_SCOPE_LAYER ? l1 - l0 : 1;
+    int G = scope == RN_CACHE_SCOPE_HEAD ? (l1 - l0) * (h1 - h0) : scope == RN_CACHE_SCOPE_LAYER ? l1 - l0 : 1;
     out->s = calloc((size_t)G, sizeof *out->s);
     const size_t chunk = chunk_len();
     uint32_t *buf = malloc(chunk * sizeof *buf);
@@ -109,16 +109,16 @@ int an_spill_build_order(const an_run *r, int layer, int head, int scope, int op
     uint64_t off = 0;
     for (int g = 0; g < G && !rc; g++) {
         int gl0 = l0, gl1 = l1, gh0 = h0, gh1 = h1;
-        if (scope == AN_SCOPE_HEAD) { gl0 = l0 + g / (h1 - h0); gl1 = gl0 + 1; gh0 = h0 + g % (h1 - h0); gh1 = gh0 + 1; }
-        else if (scope == AN_SCOPE_LAYER) { gl0 = l0 + g; gl1 = gl0 + 1; }
+        if (scope == RN_CACHE_SCOPE_HEAD) { gl0 = l0 + g / (h1 - h0); gl1 = gl0 + 1; gh0 = h0 + g % (h1 - h0); gh1 = gh0 + 1; }
+        else if (scope == RN_CACHE_SCOPE_LAYER) { gl0 = l0 + g; gl1 = gl0 + 1; }
         if ((rc = an_replay_open(r->db, r->run.run_id, gl0, gl1, gh0, gh1, ops, &rp, err))) break;
         an_replay_set_chunks(rp, chunks, n_chunks);
         an_idmap_clear(&map);
         an_spill_stream *s = &out->s[out->n];
-        s->layer = scope == AN_SCOPE_MODEL ? -1 : gl0;
-        s->head = scope == AN_SCOPE_HEAD ? gh0 : -1;
+        s->layer = scope == RN_CACHE_SCOPE_MODEL ? -1 : gl0;
+        s->head = scope == RN_CACHE_SCOPE_HEAD ? gh0 : -1;
         s->off = off;
-        s->universe = an_scope_universe(scope, L, H, M);
+        s->universe = rn_scope_universe(scope, L, H, M);
         uint32_t nk = 0;
         size_t nb = 0;
         tr_event e;
