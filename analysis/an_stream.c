@@ -116,7 +116,7 @@ int an_streams_build(const tr_event *ev_in, size_t n, const rn_config *cfg, int 
         ev = sorted;
     }
 
-    int G = scope == RN_CACHE_SCOPE_HEAD ? L * H : scope == RN_CACHE_SCOPE_LAYER ? L : 1;
+    int G = (int)rn_scope_caches(scope, L, H);
     int32_t maxpos = 0;
     size_t nsel = 0;
     for (size_t i = 0; i < n; i++) {
@@ -233,6 +233,20 @@ uint32_t an_streams_max_keys(const an_streams *ss)
     uint32_t m = 0;
     for (int i = 0; i < ss->n; i++) if (ss->s[i].n_keys > m) m = ss->s[i].n_keys;
     return m;
+}
+
+int an_stream_warm(const an_stream *s, int32_t warmup, size_t *n_warm, rn_error *err)
+{
+    size_t w = 0;
+    if (s->pos && warmup > 0) {
+        while (w < s->n && s->pos[w] < warmup) w++;
+        for (size_t i = w; i < s->n; i++)
+            if (s->pos[i] < warmup)
+                return rn_seterr(err, RN_EINPUT, "stream not in replay order: position %d after %d", s->pos[i],
+                                 s->pos[w]);
+    }
+    *n_warm = w;
+    return RN_OK;
 }
 
 void an_next_use(const an_stream *s, uint32_t *nxt, uint32_t *last)

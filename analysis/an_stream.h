@@ -85,6 +85,12 @@ void an_streams_free(an_streams *ss);
 size_t an_streams_total(const an_streams *ss);
 uint32_t an_streams_max_keys(const an_streams *ss);
 
+/* The accesses of s at positions < warmup, which warm a cache uncounted:
+ * a prefix of the stream (positions never decrease in replay order), its
+ * length in *n_warm (0 without s->pos or warmup <= 0); RN_EINPUT when a
+ * later access comes before warmup (a stream not in replay order). */
+int an_stream_warm(const an_stream *s, int32_t warmup, size_t *n_warm, rn_error *err);
+
 /* Next use: nxt[i] = index in the stream of the next access to key[i], or
  * AN_NONE.  One backward pass; last[] is scratch of n_keys entries. */
 void an_next_use(const an_stream *s, uint32_t *nxt, uint32_t *last);
