@@ -44,7 +44,7 @@ typedef struct {
 
 typedef struct {
     int scope;
-    int n;                 /* non-empty streams, in (layer, head) order */
+    int n;                 /* streams, in (layer, head) order (built: the non-empty ones) */
     an_spill_stream *s;
     int fd_key, fd_next;   /* temporary files (-1: none) */
     const an_streams *mem; /* resident: the streams whose keys stand in for the key file */
