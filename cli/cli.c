@@ -235,11 +235,13 @@ int cli_state_option(int c, const char *arg, rn_state_opts *o, int *rc, rn_error
         else if (!strcmp(arg, "sync")) o->io = RN_STATE_IO_SYNC;
         else *rc = rn_seterr(err, RN_EINPUT, "--state-io: '%s': expected auto, threads or sync", arg);
         return 1;
-    case CLI_O_STATE_SCOPE:
-        if (rn_scope_find(arg) < 0) /* its own wording: model first, the default */
+    case CLI_O_STATE_SCOPE: {
+        int scope = rn_scope_find(arg);
+        if (scope < 0) /* its own wording: model first, the default */
             *rc = rn_seterr(err, RN_EINPUT, "--state-scope: '%s': expected model, layer or head", arg);
-        else o->scope = rn_scope_find(arg);
+        else o->scope = scope;
         return 1;
+    }
     default: return 0;
     }
 }
