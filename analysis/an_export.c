@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "an_spill.h"
 #include "rn_rows.h"
 
 int an_export_format_parse(const char *s, int *fmt, rn_error *err)
@@ -73,7 +74,7 @@ int an_export_write(FILE *f, int fmt, const tr_event *ev, size_t n, const rn_con
     if (fmt == AN_EXPORT_PARQUET)
         return rn_seterr(err, RN_EINPUT, "parquet is a dataset directory: an_pq_export writes it");
     an_streams ss;
-    int rc = an_streams_build(ev, n, cfg, AN_SCOPE_MODEL, ops, &ss, err);
+    int rc = an_streams_build(ev, n, cfg, RN_CACHE_SCOPE_MODEL, ops, &ss, err);
     if (rc) return rc;
     if (stopped(stop)) {
         an_streams_free(&ss);
@@ -85,16 +86,16 @@ int an_export_write(FILE *f, int fmt, const tr_event *ev, size_t n, const rn_con
         return RN_OK;
     }
     const an_stream *s = &ss.s[0];
-    uint32_t *nxt = malloc((s->n ? s->n : 1) * sizeof *nxt);
-    uint32_t *last = malloc(((size_t)s->n_keys + 1) * sizeof *last);
-    if (!nxt || !last) {
-        free(nxt); free(last); an_streams_free(&ss);
-        return rn_seterr(err, RN_ENOMEM, "out of memory exporting %zu accesses", s->n);
+    /* next uses: the stream held resident, through the spill's pass */
+    an_spill sp;
+    if ((rc = an_spill_resident(&ss, 0, &sp, err)) || (rc = an_spill_next_use(&sp, err))) {
+        an_spill_free(&sp); an_streams_free(&ss);
+        return rc == RN_ENOMEM ? rn_seterr(err, RN_ENOMEM, "out of memory exporting %zu accesses", s->n) : rc;
     }
-    an_next_use(s, nxt, last);
+    const uint32_t *nxt = sp.next;
     if (fmt == AN_EXPORT_CSV) {
         rc = stopped(stop) ? rn_seterr(err, RN_EINTR, "interrupted") : export_csv(f, s, nxt, stop, err);
-        free(nxt); free(last);
+        an_spill_free(&sp);
         an_streams_free(&ss);
         return rc;
     }
@@ -118,7 +119,7 @@ int an_export_write(FILE *f, int fmt, const tr_event *ev, size_t n, const rn_con
     }
     if (nb && !ioerr) ioerr |= fwrite(buf, AN_OG_RECORD, nb, f) != nb;
     int e = errno;
-    free(nxt); free(last);
+    an_spill_free(&sp);
     an_streams_free(&ss);
     if (ioerr) return rn_seterr(err, RN_EIO, "write failed: %s", strerror(e ? e : EIO));
     if (intr) return rn_seterr(err, RN_EINTR, "interrupted");

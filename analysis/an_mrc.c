@@ -48,31 +48,12 @@ static void mrc_finish(an_mrc *out, int64_t n, const uint64_t *hist)
 
 int an_mrc_build(const an_streams *ss, int32_t warmup, an_mrc *out, rn_error *err)
 {
-    int64_t n = an_streams_max_keys(ss);
-    size_t nlong = 0;
-    for (int i = 0; i < ss->n; i++) if (ss->s[i].n > nlong) nlong = ss->s[i].n;
-    uint64_t *hist;
-    int rc = mrc_alloc(out, n, &hist, err);
-    if (rc) return rc;
-    uint32_t *dist = malloc((nlong ? nlong : 1) * sizeof *dist);
-    if (!dist) {
-        free(hist); an_mrc_free(out);
-        return rn_seterr(err, RN_ENOMEM, "out of memory for a miss-ratio curve");
-    }
-    for (int i = 0; i < ss->n; i++) {
-        const an_stream *s = &ss->s[i];
-        rc = an_stack_distances(s, dist, err);
-        if (rc) { free(hist); free(dist); an_mrc_free(out); return rc; }
-        for (size_t j = 0; j < s->n; j++) {
-            if (s->pos && s->pos[j] < warmup) continue;
-            out->accesses++;
-            if (dist[j] == AN_COLD) out->cold++;
-            else hist[dist[j]]++;
-        }
-    }
-    mrc_finish(out, n, hist);
-    free(hist); free(dist);
-    return RN_OK;
+    an_spill sp;
+    memset(out, 0, sizeof *out);
+    int rc = an_spill_resident(ss, warmup, &sp, err);
+    if (!rc) rc = an_mrc_build_spill(&sp, out, err);
+    an_spill_free(&sp);
+    return rc;
 }
 
 #define MRC_CHUNK (1u << 20)
@@ -83,14 +64,15 @@ int an_mrc_build_spill(const an_spill *sp, an_mrc *out, rn_error *err)
     uint64_t *hist;
     int rc = mrc_alloc(out, n, &hist, err);
     if (rc) return rc;
-    uint32_t *key = malloc(MRC_CHUNK * sizeof *key), *dist = malloc(MRC_CHUNK * sizeof *dist);
+    const size_t chunk = an_spill_chunk_for(sp, MRC_CHUNK);
+    uint32_t *key = malloc(chunk * sizeof *key), *dist = malloc(chunk * sizeof *dist);
     if (!key || !dist) rc = rn_seterr(err, RN_ENOMEM, "out of memory for a miss-ratio curve");
     for (int i = 0; i < sp->n && !rc; i++) {
         const an_spill_stream *s = &sp->s[i];
         an_sd sd;
         if ((rc = an_sd_init(&sd, s->n_keys, err))) break;
-        for (uint64_t i0 = 0; i0 < s->n && !rc; i0 += MRC_CHUNK) {
-            size_t m = s->n - i0 < MRC_CHUNK ? (size_t)(s->n - i0) : MRC_CHUNK;
+        for (uint64_t i0 = 0; i0 < s->n && !rc; i0 += chunk) {
+            size_t m = s->n - i0 < chunk ? (size_t)(s->n - i0) : chunk;
             if ((rc = an_spill_read(sp, i, i0, m, key, NULL, err))) break;
             an_sd_feed(&sd, key, m, dist);
             for (size_t j = 0; j < m; j++) {

@@ -25,11 +25,12 @@ typedef struct {
 } an_mrc;
 
 /* Build the curve of every stream in ss, counting accesses at positions >=
- * warmup.  Allocates the arrays (an_mrc_free). */
+ * warmup: an_mrc_build_spill over ss held resident (an_spill_resident).
+ * Allocates the arrays (an_mrc_free). */
 int an_mrc_build(const an_streams *ss, int32_t warmup, an_mrc *out, rn_error *err);
 /* The same over spilled streams (an_spill.h; the warm-up is the spill's):
- * stack distances computed chunk by chunk from the key file, memory
- * O(distinct keys). */
+ * stack distances computed chunk by chunk from the key file (or a resident
+ * spill's memory), memory O(distinct keys). */
 int an_mrc_build_spill(const an_spill *sp, an_mrc *out, rn_error *err);
 void an_mrc_free(an_mrc *m);
 

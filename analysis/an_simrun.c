@@ -97,62 +97,24 @@ static int grid_state_end(grid_state *st, rn_error *err)
     return rc;
 }
 
-int an_simgrid_run(const an_streams *ss, const an_policy **pol, int np, const uint64_t *caps, int nc,
+int an_simgrid_run(const an_streams *ss, const rn_policy **pol, int np, const uint64_t *caps, int nc,
                    int32_t warmup, uint64_t slot_bytes, an_progress_fn progress, void *user,
                    an_simgrid *g, rn_error *err)
 {
+    an_spill sp;
     memset(g, 0, sizeof *g);
-    g->n_policies = np;
-    g->n_capacities = nc;
-    g->slot_bytes = slot_bytes;
-    g->policy = malloc(sizeof *g->policy * (size_t)(np ? np : 1));
-    g->capacity = malloc(sizeof *g->capacity * (size_t)(nc ? nc : 1));
-    g->result = calloc((size_t)(np * nc > 0 ? np * nc : 1), sizeof *g->result);
-    size_t nmax = 0;
-    uint32_t kmax = 0;
-    for (int i = 0; i < ss->n; i++) {
-        if (ss->s[i].n > nmax) nmax = ss->s[i].n;
-        if (ss->s[i].n_keys > kmax) kmax = ss->s[i].n_keys;
-    }
-    int need_next = 0;
-    for (int p = 0; p < np; p++) need_next |= pol[p]->needs_next;
-    uint32_t *nxt = need_next ? malloc((nmax ? nmax : 1) * sizeof *nxt) : NULL;
-    uint32_t *last = need_next ? malloc(((size_t)kmax + 1) * sizeof *last) : NULL;
-    if (!g->policy || !g->capacity || !g->result || (need_next && (!nxt || !last))) {
-        free(nxt); free(last); an_simgrid_free(g);
-        return rn_seterr(err, RN_ENOMEM, "out of memory for the simulation");
-    }
-    memcpy(g->policy, pol, sizeof *pol * (size_t)np);
-    memcpy(g->capacity, caps, sizeof *caps * (size_t)nc);
-    int ncell = np * nc;
-    grid_state st;
-    if (grid_state_init(&st, ncell, ss->n * ncell, progress, user)) {
-        free(nxt); free(last); an_simgrid_free(g);
-        return rn_seterr(err, RN_ENOMEM, "out of memory for the simulation");
-    }
-    for (int i = 0; i < ss->n && !st.stop; i++) {
-        if (need_next) an_next_use(&ss->s[i], nxt, last);
-        #pragma omp parallel for schedule(dynamic, 1) num_threads(grid_threads(ncell))
-        for (int k = 0; k < ncell; k++) {
-            if (st.stop) continue;
-            const an_policy *p = pol[k / nc];
-            int rc = an_simulate(&ss->s[i], p, caps[k % nc], warmup, p->needs_next ? nxt : NULL, &g->result[k],
-                                 &st.err[k]);
-            grid_cell_done(&st, k, rc);
-        }
-    }
-    int rc = grid_state_end(&st, err);
-    free(nxt); free(last);
-    if (rc) an_simgrid_free(g);
+    int rc = an_spill_resident(ss, warmup, &sp, err);
+    if (!rc) rc = an_simgrid_run_spill(&sp, pol, np, caps, nc, slot_bytes, progress, user, g, err);
+    an_spill_free(&sp);
     return rc;
 }
 
 #define SIM_CHUNK (1u << 20) /* accesses read at a time */
 
 /* Replay stream si of sp through a fresh cache of policy p and capacity
- * cap, adding into *r; key/nxt are chunk buffers. */
-static int simulate_spilled(const an_spill *sp, int si, const an_policy *p, uint64_t cap, uint32_t *key,
-                            uint32_t *nxt, an_sim_result *r, rn_error *err)
+ * cap, adding into *r; key/nxt are buffers of chunk accesses. */
+static int simulate_spilled(const an_spill *sp, int si, const rn_policy *p, uint64_t cap, uint32_t *key,
+                            uint32_t *nxt, size_t chunk, an_sim_result *r, rn_error *err)
 {
     const an_spill_stream *s = &sp->s[si];
     if (cap == 0) return rn_seterr(err, RN_EINPUT, "--capacity: must be at least 1");
@@ -160,23 +122,15 @@ static int simulate_spilled(const an_spill *sp, int si, const an_policy *p, uint
     void *c = p->init(cap, s->n_keys);
     if (!c) return rn_seterr(err, RN_ENOMEM, "out of memory for a %s cache of %llu keys", p->name,
                              (unsigned long long)cap);
-    int (*access)(void *, uint32_t, uint32_t, rn_victims *) = p->access;
-    uint64_t hits = 0, counted = 0;
+    uint64_t hits = 0, counted = s->n - s->n_warm;
     int rc = RN_OK;
-    for (uint64_t i0 = 0; i0 < s->n; i0 += SIM_CHUNK) {
-        size_t m = s->n - i0 < SIM_CHUNK ? (size_t)(s->n - i0) : SIM_CHUNK;
-        if ((rc = an_spill_read(sp, si, i0, m, key, p->needs_next ? nxt : NULL, err))) break;
+    for (uint64_t i0 = 0; i0 < s->n; i0 += chunk) {
+        size_t m = s->n - i0 < chunk ? (size_t)(s->n - i0) : chunk;
+        uint32_t *cn = p->needs_next ? nxt : NULL;
+        if ((rc = an_spill_read(sp, si, i0, m, key, cn, err))) break;
         /* accesses before n_warm warm the cache uncounted */
-        size_t j = 0;
-        for (; j < m && i0 + j < s->n_warm; j++) access(c, key[j], p->needs_next ? nxt[j] : AN_NONE, NULL);
-        uint64_t h = 0;
-        if (p->needs_next)
-            for (; j < m; j++) h += (uint64_t)access(c, key[j], nxt[j], NULL);
-        else
-            for (; j < m; j++) h += (uint64_t)access(c, key[j], AN_NONE, NULL);
-        hits += h;
+        hits += an_cache_replay(p, c, key, cn, m, i0 < s->n_warm ? (size_t)(s->n_warm - i0) : 0);
     }
-    counted = s->n - s->n_warm;
     p->free(c);
     if (rc) return rc;
     r->accesses += counted;
@@ -185,7 +139,7 @@ static int simulate_spilled(const an_spill *sp, int si, const an_policy *p, uint
     return RN_OK;
 }
 
-int an_simgrid_run_spill(an_spill *sp, const an_policy **pol, int np, const uint64_t *caps, int nc,
+int an_simgrid_run_spill(an_spill *sp, const rn_policy **pol, int np, const uint64_t *caps, int nc,
                          uint64_t slot_bytes, an_progress_fn progress, void *user, an_simgrid *g,
                          rn_error *err)
 {
@@ -209,14 +163,15 @@ int an_simgrid_run_spill(an_spill *sp, const an_policy **pol, int np, const uint
     int rc = need_next ? an_spill_next_use(sp, err) : RN_OK;
     if (rc) st.stop = 1;
     /* each thread its own chunk buffers, for all the cells it runs */
+    const size_t chunk = an_spill_chunk_for(sp, SIM_CHUNK);
     #pragma omp parallel num_threads(grid_threads(ncell))
     {
-        uint32_t *key = malloc(SIM_CHUNK * sizeof *key), *nxt = malloc(SIM_CHUNK * sizeof *nxt);
+        uint32_t *key = malloc(chunk * sizeof *key), *nxt = malloc(chunk * sizeof *nxt);
         for (int i = 0; i < sp->n; i++) {
             #pragma omp for schedule(dynamic, 1)
             for (int k = 0; k < ncell; k++) {
                 if (st.stop) continue;
-                int crc = key && nxt ? simulate_spilled(sp, i, pol[k / nc], caps[k % nc], key, nxt, &g->result[k],
+                int crc = key && nxt ? simulate_spilled(sp, i, pol[k / nc], caps[k % nc], key, nxt, chunk, &g->result[k],
                                                         &st.err[k])
                                      : rn_seterr(&st.err[k], RN_ENOMEM, "out of memory for the simulation");
                 grid_cell_done(&st, k, crc);

@@ -13,7 +13,7 @@
 
 typedef struct {
     int n_policies, n_capacities;
-    const an_policy **policy;     /* [n_policies] */
+    const rn_policy **policy;     /* [n_policies] */
     uint64_t *capacity;           /* [n_capacities] keys per cache */
     an_sim_result *result;        /* [p·n_capacities + c] summed over the scope's caches */
     uint64_t slot_bytes;          /* (d_v + 1)·4 */
@@ -30,17 +30,19 @@ int an_sweep_capacities_upto(uint64_t top, uint64_t *out, int cap);
 typedef int (*an_progress_fn)(void *user, int done, int total);
 
 /* Run every (policy, capacity) over every stream, counting accesses at
- * positions >= warmup.  Fills g (arrays allocated; an_simgrid_free). */
-int an_simgrid_run(const an_streams *ss, const an_policy **pol, int np, const uint64_t *caps, int nc,
+ * positions >= warmup: an_simgrid_run_spill over ss held resident
+ * (an_spill_resident).  Fills g (arrays allocated; an_simgrid_free). */
+int an_simgrid_run(const an_streams *ss, const rn_policy **pol, int np, const uint64_t *caps, int nc,
                    int32_t warmup, uint64_t slot_bytes, an_progress_fn progress, void *user,
                    an_simgrid *g, rn_error *err);
 void an_simgrid_free(an_simgrid *g);
 
-/* an_simgrid_run over spilled streams (an_spill.h): each simulation reads
- * its stream's keys (and next uses, computed first when a policy needs
- * them) from the temporary files in chunks, so memory is one cache and a
- * chunk, whatever the stream's length; the warm-up is the spill's. */
-int an_simgrid_run_spill(an_spill *sp, const an_policy **pol, int np, const uint64_t *caps, int nc,
+/* The grid over spilled streams (an_spill.h), the one simulation pipeline:
+ * each simulation reads its stream's keys (and next uses, computed first
+ * when a policy needs them) from the temporary files, or a resident
+ * spill's memory, in chunks, so memory is one cache and a chunk, whatever
+ * the stream's length; the warm-up is the spill's. */
+int an_simgrid_run_spill(an_spill *sp, const rn_policy **pol, int np, const uint64_t *caps, int nc,
                          uint64_t slot_bytes, an_progress_fn progress, void *user, an_simgrid *g,
                          rn_error *err);
 

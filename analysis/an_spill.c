@@ -58,6 +58,7 @@ void an_spill_free(an_spill *sp)
     if (sp->fd_key >= 0) close(sp->fd_key);
     if (sp->fd_next >= 0) close(sp->fd_next);
     free(sp->s);
+    free(sp->next);
     memset(sp, 0, sizeof *sp);
     sp->fd_key = sp->fd_next = -1;
 }
@@ -82,7 +83,7 @@ int an_spill_build_order(const an_run *r, int layer, int head, int scope, int op
     int l0 = layer >= 0 ? layer : 0, l1 = layer >= 0 ? layer + 1 : L;
     int h0 = head >= 0 ? head : 0, h1 = head >= 0 ? head + 1 : H;
     /* groups: one per head, per layer, or one */
-    int G = scope == AN_SCOPE_HEAD ? (l1 - l0) * (h1 - h0) : scope == AN_SCOPE_LAYER ? l1 - l0 : 1;
+    int G = (int)rn_scope_caches(scope, l1 - l0, h1 - h0);
     out->s = calloc((size_t)G, sizeof *out->s);
     const size_t chunk = chunk_len();
     uint32_t *buf = malloc(chunk * sizeof *buf);
@@ -109,16 +110,16 @@ int an_spill_build_order(const an_run *r, int layer, int head, int scope, int op
     uint64_t off = 0;
     for (int g = 0; g < G && !rc; g++) {
         int gl0 = l0, gl1 = l1, gh0 = h0, gh1 = h1;
-        if (scope == AN_SCOPE_HEAD) { gl0 = l0 + g / (h1 - h0); gl1 = gl0 + 1; gh0 = h0 + g % (h1 - h0); gh1 = gh0 + 1; }
-        else if (scope == AN_SCOPE_LAYER) { gl0 = l0 + g; gl1 = gl0 + 1; }
+        if (scope == RN_CACHE_SCOPE_HEAD) { gl0 = l0 + g / (h1 - h0); gl1 = gl0 + 1; gh0 = h0 + g % (h1 - h0); gh1 = gh0 + 1; }
+        else if (scope == RN_CACHE_SCOPE_LAYER) { gl0 = l0 + g; gl1 = gl0 + 1; }
         if ((rc = an_replay_open(r->db, r->run.run_id, gl0, gl1, gh0, gh1, ops, &rp, err))) break;
         an_replay_set_chunks(rp, chunks, n_chunks);
         an_idmap_clear(&map);
         an_spill_stream *s = &out->s[out->n];
-        s->layer = scope == AN_SCOPE_MODEL ? -1 : gl0;
-        s->head = scope == AN_SCOPE_HEAD ? gh0 : -1;
+        s->layer = scope == RN_CACHE_SCOPE_MODEL ? -1 : gl0;
+        s->head = scope == RN_CACHE_SCOPE_HEAD ? gh0 : -1;
         s->off = off;
-        s->universe = an_scope_universe(scope, L, H, M);
+        s->universe = rn_scope_universe(scope, L, H, M);
         uint32_t nk = 0;
         size_t nb = 0;
         tr_event e;
@@ -164,13 +165,40 @@ done:
     return rc;
 }
 
+int an_spill_resident(const an_streams *ss, int32_t warmup, an_spill *out, rn_error *err)
+{
+    memset(out, 0, sizeof *out);
+    out->fd_key = out->fd_next = -1;
+    out->scope = ss->scope;
+    out->mem = ss;
+    out->s = calloc(ss->n > 0 ? (size_t)ss->n : 1, sizeof *out->s);
+    if (!out->s) return rn_seterr(err, RN_ENOMEM, "out of memory");
+    uint64_t off = 0;
+    for (int i = 0; i < ss->n; i++) {
+        const an_stream *s = &ss->s[i];
+        size_t n_warm;
+        int rc = an_stream_warm(s, warmup, &n_warm, err);
+        if (rc) { an_spill_free(out); return rc; }
+        out->s[i] = (an_spill_stream){ s->layer, s->head, off, s->n, n_warm, s->n_keys, s->universe };
+        off += s->n;
+    }
+    out->n = ss->n;
+    return RN_OK;
+}
+
 int an_spill_next_use(an_spill *sp, rn_error *err)
 {
-    if (sp->fd_next >= 0) return RN_OK;
-    int fd = temp_fd(err);
-    if (fd < 0) return -fd;
-    sp->fd_next = fd;
-    const size_t chunk = chunk_len();
+    if (sp->fd_next >= 0 || sp->next) return RN_OK;
+    if (sp->mem) {
+        uint64_t total = an_spill_total(sp);
+        if (!(sp->next = malloc((total ? total : 1) * sizeof *sp->next)))
+            return rn_seterr(err, RN_ENOMEM, "out of memory for next uses");
+    } else {
+        int fd = temp_fd(err);
+        if (fd < 0) return -fd;
+        sp->fd_next = fd;
+    }
+    const size_t chunk = an_spill_chunk_for(sp, chunk_len());
     uint32_t *key = malloc(chunk * sizeof *key), *nxt = malloc(chunk * sizeof *nxt);
     uint32_t *last = malloc(((size_t)an_spill_max_keys(sp) + 1) * sizeof *last);
     int rc = RN_OK;
@@ -183,12 +211,13 @@ int an_spill_next_use(an_spill *sp, rn_error *err)
         for (uint64_t hi = s->n; hi > 0 && !rc;) {
             uint64_t lo = hi > chunk ? hi - chunk : 0;
             size_t m = (size_t)(hi - lo);
-            if ((rc = read_at(sp->fd_key, key, m * sizeof *key, (s->off + lo) * sizeof *key, err))) break;
+            if ((rc = an_spill_read(sp, si, lo, m, key, NULL, err))) break;
             for (size_t j = m; j-- > 0;) {
                 nxt[j] = last[key[j]];
                 last[key[j]] = (uint32_t)(lo + j);
             }
-            rc = write_at(fd, nxt, m * sizeof *nxt, (s->off + lo) * sizeof *nxt, err);
+            if (sp->mem) memcpy(sp->next + s->off + lo, nxt, m * sizeof *nxt);
+            else rc = write_at(sp->fd_next, nxt, m * sizeof *nxt, (s->off + lo) * sizeof *nxt, err);
             hi = lo;
         }
     }
@@ -201,6 +230,12 @@ int an_spill_read(const an_spill *sp, int si, uint64_t i0, size_t n, uint32_t *k
 {
     const an_spill_stream *s = &sp->s[si];
     if (i0 + n > s->n) return rn_seterr(err, RN_EINTERNAL, "reading past a stream's end");
+    if (sp->mem) { /* resident: the stream's arrays */
+        if (nxt && !sp->next) return rn_seterr(err, RN_EINTERNAL, "next uses not computed");
+        memcpy(key, sp->mem->s[si].key + i0, n * sizeof *key);
+        if (nxt) memcpy(nxt, sp->next + s->off + i0, n * sizeof *nxt);
+        return RN_OK;
+    }
     int rc = read_at(sp->fd_key, key, n * sizeof *key, (s->off + i0) * sizeof *key, err);
     if (!rc && nxt) {
         if (sp->fd_next < 0) return rn_seterr(err, RN_EINTERNAL, "next uses not computed");
@@ -214,6 +249,13 @@ uint64_t an_spill_total(const an_spill *sp)
     uint64_t t = 0;
     for (int i = 0; i < sp->n; i++) t += sp->s[i].n;
     return t;
+}
+
+size_t an_spill_chunk_for(const an_spill *sp, size_t cap)
+{
+    uint64_t longest = 0;
+    for (int i = 0; i < sp->n; i++) if (sp->s[i].n > longest) longest = sp->s[i].n;
+    return longest < cap ? (longest ? (size_t)longest : 1) : (cap ? cap : 1);
 }
 
 uint32_t an_spill_max_keys(const an_spill *sp)

@@ -16,6 +16,12 @@
  *
  * Warm-up: a stream's positions never decrease (replay order), so the
  * accesses before position T are a prefix of it, n_warm long.
+ *
+ * Resident.  Streams already in memory (an_streams_build) enter the same
+ * pipeline as a resident spill (an_spill_resident): their key arrays stand
+ * in for the key file and the next uses go to memory, so the simulation
+ * grid, the exact LRU curve and the next uses of `plot mrc` and `export`
+ * are computed by the code that computes `simulate`'s.
  */
 #ifndef AN_SPILL_H
 #define AN_SPILL_H
@@ -38,9 +44,11 @@ typedef struct {
 
 typedef struct {
     int scope;
-    int n;                 /* non-empty streams, in (layer, head) order */
+    int n;                 /* streams, in (layer, head) order (built: the non-empty ones) */
     an_spill_stream *s;
     int fd_key, fd_next;   /* temporary files (-1: none) */
+    const an_streams *mem; /* resident: the streams whose keys stand in for the key file */
+    uint32_t *next;        /* resident: every access's next use, stream si's at s[si].off */
 } an_spill;
 
 /* Stream the events of run r selected by layer / head (-1 = all) and ops
@@ -59,7 +67,13 @@ int an_spill_build_order(const an_run *r, int layer, int head, int scope, int op
                          const tr_chunk *chunks, int n_chunks, volatile const int *stop, an_spill *out,
                          rn_error *err);
 
-/* Compute every access's next use (an_next_use) into the second file. */
+/* The streams of ss (kept by reference until an_spill_free) as a resident
+ * spill: stream for stream (empty ones included), the accesses at
+ * positions < warmup their warm prefix (an_stream_warm). */
+int an_spill_resident(const an_streams *ss, int32_t warmup, an_spill *out, rn_error *err);
+
+/* Compute every access's next use (an_next_use) into the second file
+ * (resident: into next). */
 int an_spill_next_use(an_spill *sp, rn_error *err);
 
 /* Read accesses [i0, i0 + n) of stream si: keys into key, and (when nxt is
@@ -80,6 +94,9 @@ extern uint64_t an_spill_direct_max;
 extern size_t an_spill_chunk;
 
 uint64_t an_spill_total(const an_spill *sp);
+/* Accesses a buffer needs to read sp in chunks of at most cap: cap, or the
+ * longest stream when shorter (at least 1). */
+size_t an_spill_chunk_for(const an_spill *sp, size_t cap);
 uint32_t an_spill_max_keys(const an_spill *sp);
 void an_spill_free(an_spill *sp);
 

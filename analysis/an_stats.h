@@ -67,7 +67,7 @@ typedef struct {
     double used_share, entropy, entropy_norm, hot_share, ws_mean, delta_share;
 } an_stats_summary;
 
-/* Stats of one head stream (AN_SCOPE_HEAD, both ops, with pos, op, id). */
+/* Stats of one head stream (RN_CACHE_SCOPE_HEAD, both ops, with pos, op, id). */
 int an_stats_head(const an_stream *s, int64_t M, int cape, int window, an_head_stats *out,
                   rn_error *err);
 

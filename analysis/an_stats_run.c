@@ -229,7 +229,7 @@ static int head_stats_loaded(const an_run *r, int layer, int head, int window, a
     an_streams ss = { 0 };
     int rc = an_run_load(r, layer, head, RN_OPS_BOTH, &ev, &ne, err);
     if (rc) return rc;
-    rc = an_streams_build(ev, ne, &r->run.cfg, AN_SCOPE_HEAD, RN_OPS_BOTH, &ss, err);
+    rc = an_streams_build(ev, ne, &r->run.cfg, RN_CACHE_SCOPE_HEAD, RN_OPS_BOTH, &ss, err);
     free(ev);
     if (!rc && ss.n == 1) rc = an_stats_head(&ss.s[0], r->M, rn_config_cape(&r->run.cfg, layer, head), window, o, err);
     an_streams_free(&ss);

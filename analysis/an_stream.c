@@ -5,25 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-int an_scope_parse(const char *s, int *scope, rn_error *err)
-{
-    if (!strcmp(s, "head")) *scope = AN_SCOPE_HEAD;
-    else if (!strcmp(s, "layer")) *scope = AN_SCOPE_LAYER;
-    else if (!strcmp(s, "model")) *scope = AN_SCOPE_MODEL;
-    else return rn_seterr(err, RN_EINPUT, "--scope: unknown scope '%s' (head, layer or model)", s);
-    return RN_OK;
-}
-
-const char *an_scope_name(int scope)
-{
-    return scope == AN_SCOPE_HEAD ? "head" : scope == AN_SCOPE_LAYER ? "layer" : "model";
-}
-
-uint64_t an_scope_universe(int scope, int64_t L, int64_t H, int64_t M)
-{
-    return (uint64_t)M * (scope == AN_SCOPE_HEAD ? 1 : scope == AN_SCOPE_LAYER ? (uint64_t)H : (uint64_t)H * (uint64_t)L);
-}
-
 /* Canonical order: (layer, head, pos, op, rank). */
 static int cmp_canonical(const void *a, const void *b)
 {
@@ -135,7 +116,7 @@ int an_streams_build(const tr_event *ev_in, size_t n, const rn_config *cfg, int 
         ev = sorted;
     }
 
-    int G = scope == AN_SCOPE_HEAD ? L * H : scope == AN_SCOPE_LAYER ? L : 1;
+    int G = (int)rn_scope_caches(scope, L, H);
     int32_t maxpos = 0;
     size_t nsel = 0;
     for (size_t i = 0; i < n; i++) {
@@ -177,8 +158,8 @@ int an_streams_build(const tr_event *ev_in, size_t n, const rn_config *cfg, int 
             if (rn_ops_has(ops, ev[i].op)) a[k++] = (uint32_t)i;
         qsort_r(a, nsel, sizeof *a, cmp_index_by_pos, (void *)ev);
     }
-#define GROUP(e) (scope == AN_SCOPE_HEAD ? (e)->layer * H + (e)->head : \
-                  scope == AN_SCOPE_LAYER ? (e)->layer : 0)
+#define GROUP(e) (scope == RN_CACHE_SCOPE_HEAD ? (e)->layer * H + (e)->head : \
+                  scope == RN_CACHE_SCOPE_LAYER ? (e)->layer : 0)
     for (size_t j = 0; j < nsel; j++) gcount[GROUP(&ev[a[j]]) + 1]++;
     int ng = 0;
     for (int g = 0; g < G; g++) if (gcount[g + 1]) ng++;
@@ -196,10 +177,10 @@ int an_streams_build(const tr_event *ev_in, size_t n, const rn_config *cfg, int 
         if (lo == hi) continue;
         an_stream *s = &out->s[k++];
         out->n = k;
-        s->layer = scope == AN_SCOPE_MODEL ? -1 : scope == AN_SCOPE_LAYER ? g : g / H;
-        s->head = scope == AN_SCOPE_HEAD ? g % H : -1;
+        s->layer = scope == RN_CACHE_SCOPE_MODEL ? -1 : scope == RN_CACHE_SCOPE_LAYER ? g : g / H;
+        s->head = scope == RN_CACHE_SCOPE_HEAD ? g % H : -1;
         s->n = hi - lo;
-        s->universe = an_scope_universe(scope, L, H, M);
+        s->universe = rn_scope_universe(scope, L, H, M);
         s->key = malloc(s->n * sizeof *s->key);
         s->pos = malloc(s->n * sizeof *s->pos);
         s->op = malloc(s->n);
@@ -252,6 +233,20 @@ uint32_t an_streams_max_keys(const an_streams *ss)
     uint32_t m = 0;
     for (int i = 0; i < ss->n; i++) if (ss->s[i].n_keys > m) m = ss->s[i].n_keys;
     return m;
+}
+
+int an_stream_warm(const an_stream *s, int32_t warmup, size_t *n_warm, rn_error *err)
+{
+    size_t w = 0;
+    if (s->pos && warmup > 0) {
+        while (w < s->n && s->pos[w] < warmup) w++;
+        for (size_t i = w; i < s->n; i++)
+            if (s->pos[i] < warmup)
+                return rn_seterr(err, RN_EINPUT, "stream not in replay order: position %d after %d", s->pos[i],
+                                 s->pos[w]);
+    }
+    *n_warm = w;
+    return RN_OK;
 }
 
 void an_next_use(const an_stream *s, uint32_t *nxt, uint32_t *last)

@@ -9,9 +9,9 @@
  * replay order of all events of a run is (pos, layer, head, op, rank); a
  * scope's stream is the subsequence of its own events.
  *
- * Scope.  AN_SCOPE_HEAD: one stream per (layer, head) (each head its own
- * cache); AN_SCOPE_LAYER: one per layer (a cache shared by the layer's
- * heads); AN_SCOPE_MODEL: one stream of every event (one cache for the whole
+ * Scope.  RN_CACHE_SCOPE_HEAD: one stream per (layer, head) (each head its own
+ * cache); RN_CACHE_SCOPE_LAYER: one per layer (a cache shared by the layer's
+ * heads); RN_CACHE_SCOPE_MODEL: one stream of every event (one cache for the whole
  * model, the GPU budget of the paper's Discussion).
  *
  * Keys.  An access touches the object (layer, head, slot), packed into a
@@ -28,11 +28,10 @@
 #include "rn_config.h"
 #include "rn_error.h"
 #include "rn_probe.h" /* RN_OP_*, RN_OPS_* */
+#include "rn_scope.h"
 #include "tr_reader.h"
 
 #define AN_NONE UINT32_MAX /* "no key" / "never again" */
-
-enum an_scope { AN_SCOPE_HEAD = 0, AN_SCOPE_LAYER = 1, AN_SCOPE_MODEL = 2 };
 
 typedef struct {
     int layer, head;      /* the group: -1 where the scope spans it */
@@ -46,7 +45,7 @@ typedef struct {
 } an_stream;
 
 typedef struct {
-    int scope;            /* enum an_scope */
+    int scope;            /* enum rn_scope (rn_scope.h) */
     int n;                /* streams (non-empty groups, in (layer, head) order) */
     an_stream *s;
 } an_streams;
@@ -74,13 +73,6 @@ int an_idmap_get(an_idmap *m, uint64_t id, uint32_t next, uint32_t *out, int *is
 void an_idmap_clear(an_idmap *m);
 void an_idmap_free(an_idmap *m);
 
-/* Parse "head", "layer", "model" into *scope; RN_EINPUT otherwise. */
-int an_scope_parse(const char *s, int *scope, rn_error *err);
-const char *an_scope_name(int scope);
-
-/* The keys a cache of the scope can hold: M, H·M or L·H·M. */
-uint64_t an_scope_universe(int scope, int64_t L, int64_t H, int64_t M);
-
 /* Build the streams of a scope from n events (any order; canonical order is
  * the fast path) of a run whose config is cfg, keeping the operations in
  * ops.  Events with a layer/head/slot outside cfg are RN_EINPUT.  Memory and
@@ -92,6 +84,12 @@ void an_streams_free(an_streams *ss);
 /* Total accesses and the largest n_keys over all streams. */
 size_t an_streams_total(const an_streams *ss);
 uint32_t an_streams_max_keys(const an_streams *ss);
+
+/* The accesses of s at positions < warmup, which warm a cache uncounted:
+ * a prefix of the stream (positions never decrease in replay order), its
+ * length in *n_warm (0 without s->pos or warmup <= 0); RN_EINPUT when a
+ * later access comes before warmup (a stream not in replay order). */
+int an_stream_warm(const an_stream *s, int32_t warmup, size_t *n_warm, rn_error *err);
 
 /* Next use: nxt[i] = index in the stream of the next access to key[i], or
  * AN_NONE.  One backward pass; last[] is scratch of n_keys entries. */

@@ -52,7 +52,7 @@ int main(void)
     rn_error err;
     for (int c = 0; c < 2; c++)
         for (int p = 0; p < 7; p++) {
-            const an_policy *pol = an_policy_find(names[p]);
+            const rn_policy *pol = rn_policy_find(names[p]);
             double t[REPS];
             an_sim_result res = { 0 };
             for (int k = 0; k < REPS; k++) {
@@ -73,7 +73,7 @@ int main(void)
             an_next_use(&s, nxt, last);
             tn[k] = bench_now() - t0;
         }
-        an_streams ss = { AN_SCOPE_MODEL, 1, &s };
+        an_streams ss = { RN_CACHE_SCOPE_MODEL, 1, &s };
         an_mrc m;
         for (int k = 0; k < REPS; k++) {
             double t0 = bench_now();
@@ -98,8 +98,8 @@ int main(void)
     }
     {
         /* simulate's policy x capacity grid, 1 thread against 2 (the cells run in parallel) */
-        const an_policy *pol[3] = { an_policy_find("lru"), an_policy_find("s3fifo"), an_policy_find("opt") };
-        an_streams ss = { AN_SCOPE_MODEL, 1, &s };
+        const rn_policy *pol[3] = { rn_policy_find("lru"), rn_policy_find("s3fifo"), rn_policy_find("opt") };
+        an_streams ss = { RN_CACHE_SCOPE_MODEL, 1, &s };
         double t[2][REPS];
         an_sim_result first[6];
         int same = 1;

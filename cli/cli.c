@@ -206,16 +206,6 @@ void cli_print_policies(FILE *f, int online_only)
     }
 }
 
-void cli_policy_names(char *buf, size_t cap, int online_only)
-{
-    size_t n = 0;
-    if (cap) buf[0] = 0;
-    for (int i = 0; i < rn_policy_count() && n < cap; i++) {
-        const rn_policy *p = rn_policy_at(i);
-        if (!online_only || !p->needs_next) n += (size_t)snprintf(buf + n, cap - n, "%s%s", n ? ", " : "", p->name);
-    }
-}
-
 int cli_state_option(int c, const char *arg, rn_state_opts *o, int *rc, rn_error *err)
 {
     *rc = RN_OK;
@@ -229,7 +219,7 @@ int cli_state_option(int c, const char *arg, rn_state_opts *o, int *rc, rn_error
         const rn_policy *p = rn_policy_find(arg);
         if (!p || p->needs_next) {
             char names[256];
-            cli_policy_names(names, sizeof names, 1);
+            rn_policy_names(names, sizeof names, 1);
             *rc = rn_seterr(err, RN_EINPUT, "--state-policy: '%s' is not an online policy (%s)%s", arg, names,
                             p ? "; it needs the future accesses: simulate only" : "");
         }
@@ -245,12 +235,13 @@ int cli_state_option(int c, const char *arg, rn_state_opts *o, int *rc, rn_error
         else if (!strcmp(arg, "sync")) o->io = RN_STATE_IO_SYNC;
         else *rc = rn_seterr(err, RN_EINPUT, "--state-io: '%s': expected auto, threads or sync", arg);
         return 1;
-    case CLI_O_STATE_SCOPE:
-        if (!strcmp(arg, "model")) o->scope = RN_STATE_SCOPE_MODEL;
-        else if (!strcmp(arg, "layer")) o->scope = RN_STATE_SCOPE_LAYER;
-        else if (!strcmp(arg, "head")) o->scope = RN_STATE_SCOPE_HEAD;
-        else *rc = rn_seterr(err, RN_EINPUT, "--state-scope: '%s': expected model, layer or head", arg);
+    case CLI_O_STATE_SCOPE: {
+        int scope = rn_scope_find(arg);
+        if (scope < 0) /* its own wording: model first, the default */
+            *rc = rn_seterr(err, RN_EINPUT, "--state-scope: '%s': expected model, layer or head", arg);
+        else o->scope = scope;
         return 1;
+    }
     default: return 0;
     }
 }
@@ -258,13 +249,14 @@ int cli_state_option(int c, const char *arg, rn_state_opts *o, int *rc, rn_error
 void cli_state_report(const rn_state_opts *o, const rn_state_counters *c)
 {
     double acc = c->accesses ? (double)c->accesses : 1;
-    static const char *scopes[] = { "", " per layer", " per head" };
+    char per[16] = ""; /* " per layer", " per head" */
+    if (o->scope != RN_CACHE_SCOPE_MODEL) snprintf(per, sizeof per, " per %s", rn_scope_name(o->scope));
     if (c->aio_errno) /* not an error: the same rows, one system call each */
         cli_info("ramtrace: note: --state-direct: native AIO unavailable (io_setup: %s); the state file was read "
                  "and written by threads instead\n", strerror(c->aio_errno));
     cli_info("state: %s, budget %llu bytes%s (%llu slots of %llu bytes%s%s): %llu accesses, %llu hits (%.2f%%), "
             "%llu misses, %llu evictions, %.1f MiB read (%llu rows, %llu read ahead), %.1f MiB written\n",
-            o->policy ? o->policy : "lru", (unsigned long long)o->budget, scopes[o->scope], (unsigned long long)c->capacity,
+            o->policy ? o->policy : "lru", (unsigned long long)o->budget, per, (unsigned long long)c->capacity,
             (unsigned long long)c->row_bytes, o->direct ? ", O_DIRECT" : "", c->aio ? ", AIO" : "", (unsigned long long)c->accesses,
             (unsigned long long)c->hits, 100.0 * (double)c->hits / acc, (unsigned long long)c->misses,
             (unsigned long long)c->evictions, (double)c->bytes_read / 1048576.0,

@@ -129,9 +129,6 @@ enum { CLI_O_STATE_BUDGET = 3000, CLI_O_STATE_FILE, CLI_O_STATE_POLICY, CLI_O_ST
  * (--state-policy) cannot use. */
 void cli_print_policies(FILE *f, int online_only);
 
-/* Their names, "lru, fifo, ..." (truncated to cap). */
-void cli_policy_names(char *buf, size_t cap, int online_only);
-
 /* Handle option c if it is one of the state options: 1 handled (*rc set),
  * 0 not a state option.  An unknown --state-policy is refused here, naming
  * the online policies. */

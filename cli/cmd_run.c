@@ -73,7 +73,7 @@ int cmd_run(int argc, char **argv)
     double temperature = 0.8, top_p = 0.9;
     uint64_t seed = 42;
     rn_error err = { 0 };
-    rn_state_opts so = { 0 };
+    rn_state_opts so = { .scope = RN_CACHE_SCOPE_MODEL };
     tr_trace_opts topt = { .build_index = 1 };
     tr_writer *tw = NULL;
     char *prompt_text = NULL;

@@ -103,7 +103,7 @@ int cmd_simulate(int argc, char **argv)
         { 0, 0, 0, 0 } };
     const char *pol_s = "all", *cap_s = NULL, *mrc_out = NULL;
     int step_order = 1;
-    int sweep = 0, scope = AN_SCOPE_MODEL, ops = RN_OPS_BOTH, fmt = RN_FMT_TABLE, want_mrc = 0;
+    int sweep = 0, scope = RN_CACHE_SCOPE_MODEL, ops = RN_OPS_BOTH, fmt = RN_FMT_TABLE, want_mrc = 0;
     long warmup = 0, layer = -1, head = -1, run = 0, threads = 0;
     rn_error err = { 0 };
     int c;
@@ -115,7 +115,7 @@ int cmd_simulate(int argc, char **argv)
         case 'p': pol_s = optarg; break;
         case 'c': cap_s = optarg; break;
         case O_SWEEP: sweep = 1; break;
-        case O_SCOPE: rc = an_scope_parse(optarg, &scope, &err); break;
+        case O_SCOPE: rc = rn_scope_parse("--scope", optarg, &scope, &err); break;
         case O_OPS: rc = rn_ops_parse(optarg, &ops, &err); break;
         case O_WARMUP: rc = cli_parse_long("--warmup", optarg, 0, INT32_MAX, &warmup, &err); break;
         case O_LAYER: rc = cli_parse_long("--layer", optarg, 0, RN_MAX_LAYERS - 1, &layer, &err); break;
@@ -136,10 +136,10 @@ int cmd_simulate(int argc, char **argv)
     }
     if (optind != argc - 1) return cli_usage_error(argv[0], "expected one trace database");
     if (sweep && cap_s) return cli_usage_error(argv[0], "--capacity and --sweep exclude each other");
-    const an_policy *pol[32];
+    const rn_policy *pol[32];
     int np = 0, nc = 0;
     uint64_t caps[64];
-    if (an_policy_parse_list(pol_s, pol, 32, &np, &err)) return cli_usage_error(argv[0], "%s", err.msg);
+    if (rn_policy_parse_list(pol_s, pol, 32, &np, &err)) return cli_usage_error(argv[0], "%s", err.msg);
     if (cap_s && parse_caps(cap_s, caps, 64, &nc, &err)) return cli_usage_error(argv[0], "%s", err.msg);
 
     cli_install_signals();
@@ -156,12 +156,12 @@ int cmd_simulate(int argc, char **argv)
     if ((rc = an_run_check_head(&r, (int)layer, (int)head, &err))) goto out;
     /* what the config bounds is refused before the run is read: the keys a
      * cache of the scope can hold (M, H·M or L·H·M), the positions to warm */
-    const uint64_t universe = an_scope_universe(scope, r.run.cfg.n_layers, r.run.cfg.n_heads, r.M);
+    const uint64_t universe = rn_scope_universe(scope, r.run.cfg.n_layers, r.run.cfg.n_heads, r.M);
     for (int i = 0; i < nc; i++)
         if (caps[i] > universe) {
             rc = rn_seterr(&err, RN_EINPUT, "--capacity: %llu is larger than the %llu keys a %s cache can "
                            "hold", (unsigned long long)caps[i], (unsigned long long)universe,
-                           an_scope_name(scope));
+                           rn_scope_name(scope));
             goto out;
         }
     if (warmup > 0 && warmup >= r.run.n_tokens) {
@@ -177,11 +177,11 @@ int cmd_simulate(int argc, char **argv)
         goto out;
     if (step_order)
         cli_info("simulate: run %lld, %llu accesses, %d %s cache(s), loaded in %.2f s\n", (long long)r.run.run_id,
-                 (unsigned long long)an_spill_total(&sp), sp.n, an_scope_name(scope), cli_now() - t0);
+                 (unsigned long long)an_spill_total(&sp), sp.n, rn_scope_name(scope), cli_now() - t0);
     else
         cli_info("simulate: run %lld, %llu accesses, %d %s cache(s), run order (%d prefill chunks), loaded in "
                  "%.2f s\n", (long long)r.run.run_id, (unsigned long long)an_spill_total(&sp), sp.n,
-                 an_scope_name(scope), n_chunks, cli_now() - t0);
+                 rn_scope_name(scope), n_chunks, cli_now() - t0);
     if (sp.n == 0) { rc = rn_seterr(&err, RN_EINPUT, "%s: the selection has no events", path); goto out; }
     if (!cap_s) nc = an_sweep_capacities_upto(an_spill_max_keys(&sp), caps, 64);
     double tp = cli_now();

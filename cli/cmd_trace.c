@@ -78,7 +78,7 @@ int cmd_trace(int argc, char **argv)
     const char *device_arg = NULL;
     rn_device device;
     rn_error err = { 0 };
-    rn_state_opts so = { 0 };
+    rn_state_opts so = { .scope = RN_CACHE_SCOPE_MODEL };
     enum { MAX_IV_ARGS = 256 };
     const char *iv_args[MAX_IV_ARGS];
     int n_iv_args = 0;

@@ -82,9 +82,9 @@ static size_t keep_selected(const fig_ctx *f, tr_event *ev, size_t n)
 int fig_load_streams(const fig_ctx *f, int *scope, an_streams *ss, rn_error *err)
 {
     memset(ss, 0, sizeof *ss);
-    *scope = AN_SCOPE_MODEL; /* as `ramtrace simulate` */
+    *scope = RN_CACHE_SCOPE_MODEL; /* as `ramtrace simulate` */
     int rc;
-    if (f->o->scope && (rc = an_scope_parse(f->o->scope, scope, err))) return rn_preferr(err, "--scope");
+    if (f->o->scope && (rc = rn_scope_parse("--scope", f->o->scope, scope, err))) return rn_preferr(err, "--scope");
     int one = f->n_heads == 1;
     tr_event *ev = NULL;
     size_t n = 0;

@@ -39,9 +39,9 @@ static int draw_mrc(cairo_t *cr, double W, double H, void *user, rn_error *err)
 static int draw(fig_ctx *f, rn_error *err)
 {
     const fig_opts *o = f->o;
-    const an_policy *pol[32];
+    const rn_policy *pol[32];
     int np = 0, scope;
-    int rc = an_policy_parse_list(o->policies ? o->policies : "lru,fifo,clock,arc,opt", pol, 32, &np, err);
+    int rc = rn_policy_parse_list(o->policies ? o->policies : "lru,fifo,clock,arc,opt", pol, 32, &np, err);
     if (rc) return rn_preferr(err, "--policies");
     an_streams ss;
     if ((rc = fig_load_streams(f, &scope, &ss, err))) return rc;
@@ -100,7 +100,7 @@ static int draw(fig_ctx *f, rn_error *err)
         if (o->title) snprintf(pg.d.title, sizeof pg.d.title, "%s", o->title);
         else
             snprintf(pg.d.title, sizeof pg.d.title, "hit ratio per %s cache, %d stream%s, %zu accesses",
-                     an_scope_name(scope), n_streams, n_streams == 1 ? "" : "s", total);
+                     rn_scope_name(scope), n_streams, n_streams == 1 ? "" : "s", total);
         rc = fig_render(f, fig_dflt(o->width, 800), fig_dflt(o->height, 560), draw_mrc, &pg, err);
     }
     free(xs); free(ys); free(ex); free(series);

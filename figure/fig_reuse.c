@@ -55,7 +55,7 @@ static int draw(fig_ctx *f, rn_error *err)
     viz_reuse_summary(&d[0], sum, sizeof sum); /* both histograms count the same accesses */
     if (o->title) snprintf(t, sizeof t, "%s", o->title);
     else
-        snprintf(t, sizeof t, "slot reuse per %s cache, %d stream%s: %s", an_scope_name(scope), n_streams,
+        snprintf(t, sizeof t, "slot reuse per %s cache, %d stream%s: %s", rn_scope_name(scope), n_streams,
                  n_streams == 1 ? "" : "s", sum);
     reuse_page p = { f, d, t };
     return fig_render(f, fig_dflt(o->width, 1000), fig_dflt(o->height, 720), draw_reuse, &p, err);

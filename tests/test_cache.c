@@ -244,7 +244,7 @@ static void ref_s3fifo(const uint32_t *key, size_t n, size_t C, uint8_t *hit)
 /* Run a policy over keys recording each access's outcome. */
 static void run_policy(const char *name, const uint32_t *key, size_t n, uint64_t C, uint8_t *hit)
 {
-    const an_policy *p = an_policy_find(name);
+    const rn_policy *p = rn_policy_find(name);
     CU_ASSERT_PTR_NOT_NULL_FATAL(p);
     an_stream s = an_stream_from_keys(key, n, NULL);
     uint32_t *nxt = malloc((n + 1) * 4), *last = malloc((s.n_keys + 1) * 4);
@@ -360,8 +360,8 @@ TH_TEST(test_opt, "OPT equals reference and beats every policy")
             uint64_t om = 0;
             for (size_t i = 0; i < n; i++) om += !h[i];
             if (om != ref_opt(key, n, C)) bad_ref++;
-            for (int p = 0; p < an_policy_count(); p++) {
-                run_policy(an_policy_at(p)->name, key, n, C, h);
+            for (int p = 0; p < rn_policy_count(); p++) {
+                run_policy(rn_policy_at(p)->name, key, n, C, h);
                 uint64_t m = 0;
                 for (size_t i = 0; i < n; i++) m += !h[i];
                 if (m < om) worse++;
@@ -483,7 +483,7 @@ TH_TEST(test_mrc_equals_lru, "MRC equals LRU at every capacity")
         for (uint64_t C = 1; C <= (uint64_t)mrc.n + 2; C++) {
             an_sim_result res = { 0 };
             for (int i = 0; i < ss.n; i++)
-                an_simulate(&ss.s[i], an_policy_find("lru"), C, 10, NULL, &res, &err);
+                an_simulate(&ss.s[i], rn_policy_find("lru"), C, 10, NULL, &res, &err);
             if (res.misses != an_mrc_misses_at(&mrc, C) || res.accesses != mrc.accesses) bad++;
         }
         CU_ASSERT_EQUAL(bad, 0);
@@ -512,7 +512,7 @@ TH_TEST(test_streams, "streams: replay order, scopes, ops")
         }
     an_streams ss;
     rn_error err;
-    CU_ASSERT_EQUAL_FATAL(an_streams_build(ev, 16, &cfg, AN_SCOPE_MODEL, RN_OPS_BOTH, &ss, &err), RN_OK);
+    CU_ASSERT_EQUAL_FATAL(an_streams_build(ev, 16, &cfg, RN_CACHE_SCOPE_MODEL, RN_OPS_BOTH, &ss, &err), RN_OK);
     CU_ASSERT_EQUAL(ss.n, 1);
     CU_ASSERT_EQUAL(ss.s[0].n, 16u);
     CU_ASSERT_EQUAL(ss.s[0].universe, 16u);
@@ -528,7 +528,7 @@ TH_TEST(test_streams, "streams: replay order, scopes, ops")
     /* reversed input gives the same streams */
     tr_event rev[16];
     for (int i = 0; i < 16; i++) rev[i] = ev[15 - i];
-    CU_ASSERT_EQUAL_FATAL(an_streams_build(rev, 16, &cfg, AN_SCOPE_HEAD, RN_OPS_READ, &ss, &err), RN_OK);
+    CU_ASSERT_EQUAL_FATAL(an_streams_build(rev, 16, &cfg, RN_CACHE_SCOPE_HEAD, RN_OPS_READ, &ss, &err), RN_OK);
     CU_ASSERT_EQUAL(ss.n, 4);
     CU_ASSERT_EQUAL(ss.s[3].layer, 1);
     CU_ASSERT_EQUAL(ss.s[3].head, 1);
@@ -537,10 +537,10 @@ TH_TEST(test_streams, "streams: replay order, scopes, ops")
     CU_ASSERT_EQUAL(an_id_slot(ss.s[3].id[ss.s[3].key[1]]), 3u);
     an_streams_free(&ss);
     ev[3].slot = 9; /* outside M = 4 */
-    CU_ASSERT_EQUAL(an_streams_build(ev, 16, &cfg, AN_SCOPE_HEAD, RN_OPS_BOTH, &ss, &err), RN_EINPUT);
+    CU_ASSERT_EQUAL(an_streams_build(ev, 16, &cfg, RN_CACHE_SCOPE_HEAD, RN_OPS_BOTH, &ss, &err), RN_EINPUT);
     ev[3].slot = 1;
     ev[5].op = 32; /* neither a write nor a read (a corrupt trace) */
-    CU_ASSERT_EQUAL(an_streams_build(ev, 16, &cfg, AN_SCOPE_HEAD, RN_OPS_BOTH, &ss, &err), RN_EINPUT);
+    CU_ASSERT_EQUAL(an_streams_build(ev, 16, &cfg, RN_CACHE_SCOPE_HEAD, RN_OPS_BOTH, &ss, &err), RN_EINPUT);
 }
 
 /* Dense keys: as many as distinct (layer, head, slot), each id kept
@@ -565,7 +565,7 @@ TH_TEST(test_stream_keys, "stream keys equal distinct (layer, head, slot)")
     }
     an_streams ss;
     rn_error err;
-    CU_ASSERT_EQUAL_FATAL(an_streams_build(ev, n, &cfg, AN_SCOPE_MODEL, RN_OPS_BOTH, &ss, &err), RN_OK);
+    CU_ASSERT_EQUAL_FATAL(an_streams_build(ev, n, &cfg, RN_CACHE_SCOPE_MODEL, RN_OPS_BOTH, &ss, &err), RN_OK);
     CU_ASSERT_EQUAL(ss.s[0].n_keys, distinct);
     int bad = 0;
     for (size_t i = 0; i < ss.s[0].n; i++) {
@@ -580,14 +580,14 @@ TH_TEST(test_stream_keys, "stream keys equal distinct (layer, head, slot)")
 
 TH_TEST(test_policy_names, "policy names")
 {
-    const an_policy *p[16];
+    const rn_policy *p[16];
     int n;
     rn_error err;
-    CU_ASSERT_EQUAL(an_policy_parse_list("lru,opt,lru", p, 16, &n, &err), RN_OK);
+    CU_ASSERT_EQUAL(rn_policy_parse_list("lru,opt,lru", p, 16, &n, &err), RN_OK);
     CU_ASSERT_EQUAL(n, 2);
-    CU_ASSERT_EQUAL(an_policy_parse_list("all", p, 16, &n, &err), RN_OK);
+    CU_ASSERT_EQUAL(rn_policy_parse_list("all", p, 16, &n, &err), RN_OK);
     CU_ASSERT_EQUAL(n, 7);
-    CU_ASSERT_EQUAL(an_policy_parse_list("lru,bogus", p, 16, &n, &err), RN_EINPUT);
+    CU_ASSERT_EQUAL(rn_policy_parse_list("lru,bogus", p, 16, &n, &err), RN_EINPUT);
     CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "bogus"));
 }
 
@@ -619,8 +619,8 @@ TH_TEST(test_policy_victims, "policies name their evicted keys exactly")
     const uint64_t caps[] = { 1, 2, 5, 9, 16, 50, 120, 500 };
     victim_rec vr = { malloc(400), 0, 0, 0 };
     uint64_t evictions = 0;
-    for (int p = 0; p < an_policy_count(); p++) {
-        const an_policy *pol = an_policy_at(p);
+    for (int p = 0; p < rn_policy_count(); p++) {
+        const rn_policy *pol = rn_policy_at(p);
         if (pol->needs_next) continue;
         for (int u = 0; u < 4; u++)
             for (int ci = 0; ci < 8; ci++) {
@@ -698,8 +698,8 @@ TH_TEST(test_keyids_same_decisions, "policies over compact ids decide as over th
     rn_rng_seed(&r, 23);
     int policies = 0;
     uint64_t forgotten = 0;
-    for (int p = 0; p < an_policy_count(); p++) {
-        const an_policy *pol = an_policy_at(p);
+    for (int p = 0; p < rn_policy_count(); p++) {
+        const rn_policy *pol = rn_policy_at(p);
         if (pol->needs_next) continue;
         CU_ASSERT_PTR_NOT_NULL_FATAL(pol->remembers);
         policies++;

@@ -111,7 +111,7 @@ TH_TEST(test_reuse_brute, "reuse times, stack distances, histograms and stats pe
     cfg_one_head(&c, 0);
     an_streams ss;
     rn_error err = {0};
-    CU_ASSERT_EQUAL_FATAL(an_streams_build(ev, n, &c, AN_SCOPE_HEAD, RN_OPS_BOTH, &ss, &err), RN_OK);
+    CU_ASSERT_EQUAL_FATAL(an_streams_build(ev, n, &c, RN_CACHE_SCOPE_HEAD, RN_OPS_BOTH, &ss, &err), RN_OK);
     CU_ASSERT_EQUAL_FATAL(ss.n, 1);
     CU_ASSERT_EQUAL_FATAL(ss.s[0].n, n);
     uint32_t *reuse = malloc(n * sizeof *reuse), *sd = malloc(n * sizeof *sd);
@@ -206,7 +206,7 @@ TH_TEST(test_stats_shift, "stats: a CAPE head with a fixed address shifts by -1 
         cfg_one_head(&c, cape);
         an_streams ss;
         rn_error err = {0};
-        CU_ASSERT_EQUAL_FATAL(an_streams_build(ev, n, &c, AN_SCOPE_HEAD, RN_OPS_BOTH, &ss, &err), RN_OK);
+        CU_ASSERT_EQUAL_FATAL(an_streams_build(ev, n, &c, RN_CACHE_SCOPE_HEAD, RN_OPS_BOTH, &ss, &err), RN_OK);
         an_head_stats st;
         CU_ASSERT_EQUAL_FATAL(an_stats_head(&ss.s[0], MS, cape, 16, &st, &err), RN_OK);
         int64_t mode;
@@ -225,7 +225,7 @@ TH_TEST(test_stats_shift, "stats: a CAPE head with a fixed address shifts by -1 
     cfg_one_head(&c, 0);
     an_streams ss;
     rn_error err = {0};
-    CU_ASSERT_EQUAL_FATAL(an_streams_build(ev, n, &c, AN_SCOPE_HEAD, RN_OPS_BOTH, &ss, &err), RN_OK);
+    CU_ASSERT_EQUAL_FATAL(an_streams_build(ev, n, &c, RN_CACHE_SCOPE_HEAD, RN_OPS_BOTH, &ss, &err), RN_OK);
     an_head_stats st;
     CU_ASSERT_EQUAL_FATAL(an_stats_head(&ss.s[0], MS, 0, 16, &st, &err), RN_OK);
     int64_t mode;
@@ -311,7 +311,7 @@ TH_TEST(test_stats_shift_ties, "stats: shifts tied in count go to the smaller |s
         CU_ASSERT_EQUAL_FATAL(an_run_load(&r, h, 0, RN_OPS_BOTH, &ev, &n, &err), RN_OK);
         CU_ASSERT_EQUAL_FATAL(n, 2 * (TIE_SHIFTS + 1));
         an_streams ss;
-        CU_ASSERT_EQUAL_FATAL(an_streams_build(ev, n, &r.run.cfg, AN_SCOPE_HEAD, RN_OPS_BOTH, &ss, &err), RN_OK);
+        CU_ASSERT_EQUAL_FATAL(an_streams_build(ev, n, &r.run.cfg, RN_CACHE_SCOPE_HEAD, RN_OPS_BOTH, &ss, &err), RN_OK);
         an_head_stats st;
         CU_ASSERT_EQUAL_FATAL(an_stats_head(&ss.s[0], MS, 0, 16, &st, &err), RN_OK);
         int64_t mode;

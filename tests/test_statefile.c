@@ -166,7 +166,7 @@ TH_TEST(test_statefile_header_fields, "header fields (row directory size and pla
      * huge int64_t (rn_cape_slot's overflow) */
     rn_model m;
     sf_model(&m, &c, 7);
-    rn_state_opts so = { 3 * 4 * (c.d_v + 1), sf, "lru", 0, 0, 0, 0, RN_STATE_IO_SYNC, 1 };
+    rn_state_opts so = { 3 * 4 * (c.d_v + 1), sf, "lru", 0, RN_CACHE_SCOPE_MODEL, 0, 0, RN_STATE_IO_SYNC, 1 };
     const uint64_t bad_pos[] = { 1ull << 63, UINT64_MAX, (1ull << 31) };
     for (int i = 0; i < 3; i++) {
         rn_statefile_info info = { RN_STATEFILE_CLEAN, 1, shape, rb, nk, 4096, 0, fnv0, bad_pos[i] };
@@ -242,7 +242,7 @@ TH_TEST(test_statefile_header_checksum, "a header changed without its checksum i
     sf_config(&c, 6);
     rn_model m;
     sf_model(&m, &c, 11);
-    rn_state_opts so = { 3 * 4 * (c.d_v + 1), sf, "lru", 0, 0, 0, 0, RN_STATE_IO_SYNC, 0 };
+    rn_state_opts so = { 3 * 4 * (c.d_v + 1), sf, "lru", 0, RN_CACHE_SCOPE_MODEL, 0, 0, RN_STATE_IO_SYNC, 0 };
     CU_ASSERT_EQUAL_FATAL(sf_flushed(&m, so, sf), RN_OK);
     rn_statefile_info info;
     CU_ASSERT_FATAL(sf_header(sf, &info));
@@ -327,7 +327,7 @@ TH_TEST(test_statefile_rows, "rows carry checksums: a row changed in the file, z
     int ran = 0;
     for (size_t md = 0; md < sizeof modes / sizeof modes[0]; md++)
         for (int damage = 0; damage < 4; damage++) {
-            rn_state_opts so = { 3 * 4 * (c.d_v + 1), sf, "lru", modes[md].direct, 0, 0, modes[md].no_prefetch,
+            rn_state_opts so = { 3 * 4 * (c.d_v + 1), sf, "lru", modes[md].direct, RN_CACHE_SCOPE_MODEL, 0, modes[md].no_prefetch,
                                  modes[md].io, 0 };
             int rc = sf_flushed(&m, so, sf);
             if (modes[md].direct && rc == RN_EINPUT) break; /* O_DIRECT refused here */
@@ -369,7 +369,7 @@ TH_TEST(test_statefile_rows, "rows carry checksums: a row changed in the file, z
         }
     CU_ASSERT(ran >= 9);
     /* a row of the open append block (read back at resume) */
-    rn_state_opts so = { 3 * 4 * (c.d_v + 1), sf, "lru", 0, 0, 0, 0, RN_STATE_IO_SYNC, 0 };
+    rn_state_opts so = { 3 * 4 * (c.d_v + 1), sf, "lru", 0, RN_CACHE_SCOPE_MODEL, 0, 0, RN_STATE_IO_SYNC, 0 };
     CU_ASSERT_EQUAL_FATAL(sf_flushed(&m, so, sf), RN_OK);
     rn_statefile_info info;
     CU_ASSERT_FATAL(sf_header(sf, &info));
@@ -408,7 +408,7 @@ TH_TEST(test_statefile_row_never_used, "a row that fails its checksum is not com
     sf_config(&c, 31);
     rn_model m;
     sf_model(&m, &c, 19);
-    rn_state_opts so = { 3 * 4 * (c.d_v + 1), sf, "lru", 0, 0, 0, 1, RN_STATE_IO_SYNC, 0 };
+    rn_state_opts so = { 3 * 4 * (c.d_v + 1), sf, "lru", 0, RN_CACHE_SCOPE_MODEL, 0, 1, RN_STATE_IO_SYNC, 0 };
     CU_ASSERT_EQUAL_FATAL(sf_flushed(&m, so, sf), RN_OK);
     rn_model_free(&m);
     rn_statefile_info info;
@@ -498,7 +498,7 @@ TH_TEST(test_statefile_readahead_count, "the read-ahead count excludes rows a mi
     int tok[SF_PRE + SF_GEN];
     for (int i = 0; i < T; i++) tok[i] = sf_tok(i, V);
     for (int idle = 0; idle < 2; idle++) {
-        rn_state_opts so = { 3 * 4 * (c.d_v + 1), sf, "lru", 0, 0, 0, 0, RN_STATE_IO_THREADS, 0 };
+        rn_state_opts so = { 3 * 4 * (c.d_v + 1), sf, "lru", 0, RN_CACHE_SCOPE_MODEL, 0, 0, RN_STATE_IO_THREADS, 0 };
         if (idle) setenv("RAMTRACE_PREFETCH_IDLE", "1", 1);
         rn_runtime *rt;
         rn_error err;

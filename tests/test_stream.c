@@ -156,9 +156,9 @@ static void check_scope(const an_run *r, int scope, int ops, int32_t warmup, int
         free(key); free(nxt); free(ref); free(last);
     }
     CU_ASSERT_EQUAL(bad, 0);
-    const an_policy *pol[16];
+    const rn_policy *pol[16];
     int np = 0;
-    CU_ASSERT_EQUAL_FATAL(an_policy_parse_list("all", pol, 16, &np, &err), RN_OK);
+    CU_ASSERT_EQUAL_FATAL(rn_policy_parse_list("all", pol, 16, &np, &err), RN_OK);
     const uint64_t caps[4] = { 1, 3, 8, 40 };
     int nc = 0;
     while (nc < 4 && caps[nc] <= ss.s[0].universe) nc++;
@@ -187,16 +187,16 @@ TH_TEST(test_spill_equals_memory, "spilled streams simulate exactly as loaded on
     rn_error err;
     CU_ASSERT_EQUAL_FATAL(an_run_open(DB, 0, &r, &err), RN_OK);
     const int ops[3] = { RN_OPS_BOTH, RN_OPS_READ, RN_OPS_WRITE };
-    for (int scope = AN_SCOPE_HEAD; scope <= AN_SCOPE_MODEL; scope++)
+    for (int scope = RN_CACHE_SCOPE_HEAD; scope <= RN_CACHE_SCOPE_MODEL; scope++)
         for (int o = 0; o < 3; o++) {
             check_scope(&r, scope, ops[o], 0, -1);
             check_scope(&r, scope, ops[o], 300, -1);
         }
-    check_scope(&r, AN_SCOPE_MODEL, RN_OPS_BOTH, 5, 1);
+    check_scope(&r, RN_CACHE_SCOPE_MODEL, RN_OPS_BOTH, 5, 1);
     /* the same through the hash map instead of the key table */
     uint64_t direct = an_spill_direct_max;
     an_spill_direct_max = 0;
-    for (int scope = AN_SCOPE_HEAD; scope <= AN_SCOPE_MODEL; scope++) check_scope(&r, scope, RN_OPS_BOTH, 300, -1);
+    for (int scope = RN_CACHE_SCOPE_HEAD; scope <= RN_CACHE_SCOPE_MODEL; scope++) check_scope(&r, scope, RN_OPS_BOTH, 300, -1);
     an_spill_direct_max = direct;
     an_run_close(&r);
 }
@@ -213,12 +213,12 @@ TH_TEST(test_simgrid_threads, "simulate's policy x capacity cells on 1, 2 or 4 t
     an_run r;
     rn_error err;
     CU_ASSERT_EQUAL_FATAL(an_run_open(DB, 0, &r, &err), RN_OK);
-    const an_policy *pol[16];
+    const rn_policy *pol[16];
     int np = 0;
-    CU_ASSERT_EQUAL_FATAL(an_policy_parse_list("all", pol, 16, &np, &err), RN_OK);
+    CU_ASSERT_EQUAL_FATAL(rn_policy_parse_list("all", pol, 16, &np, &err), RN_OK);
     const uint64_t caps[3] = { 2, 7, 30 };
     const int nc = 3, saved = omp_get_max_threads();
-    for (int scope = AN_SCOPE_HEAD; scope <= AN_SCOPE_MODEL; scope++) {
+    for (int scope = RN_CACHE_SCOPE_HEAD; scope <= RN_CACHE_SCOPE_MODEL; scope++) {
         tr_event *ev;
         size_t n;
         CU_ASSERT_EQUAL_FATAL(an_run_load(&r, -1, -1, RN_OPS_BOTH, &ev, &n, &err), RN_OK);
@@ -279,7 +279,7 @@ TH_TEST(test_stats_per_head, "stats streamed head by head (1, 2, 3 threads) equa
     size_t n;
     CU_ASSERT_EQUAL_FATAL(an_run_load(&r, -1, -1, RN_OPS_BOTH, &ev, &n, &err), RN_OK);
     an_streams ss;
-    CU_ASSERT_EQUAL_FATAL(an_streams_build(ev, n, &r.run.cfg, AN_SCOPE_HEAD, RN_OPS_BOTH, &ss, &err), RN_OK);
+    CU_ASSERT_EQUAL_FATAL(an_streams_build(ev, n, &r.run.cfg, RN_CACHE_SCOPE_HEAD, RN_OPS_BOTH, &ss, &err), RN_OK);
     free(ev);
     /* the reuse times all counted in the array, then (a limit of 2 tokens)
      * nearly all listed, then each head loaded instead of streamed */
@@ -337,7 +337,7 @@ TH_TEST(test_spill_chunks, "spill keys and next uses across chunk boundaries (ch
     CU_ASSERT_EQUAL_FATAL(an_run_open(DB, 0, &r, &err), RN_OK);
     const size_t chunks[] = { 1, 2, 3, 7, 64, 1000, 4096, an_spill_chunk };
     const size_t keep = an_spill_chunk;
-    static const int scopes[2] = { AN_SCOPE_HEAD, AN_SCOPE_MODEL };
+    static const int scopes[2] = { RN_CACHE_SCOPE_HEAD, RN_CACHE_SCOPE_MODEL };
     for (int sc = 0; sc < 2; sc++) {
         const int scope = scopes[sc];
         tr_event *ev;

@@ -22,6 +22,10 @@
 
 #define TT_FILE th_path("tiered.state")
 
+/* The scopes in the order these tests cycle through them: model, layer,
+ * head. */
+static const int scope_cycle[3] = { RN_CACHE_SCOPE_MODEL, RN_CACHE_SCOPE_LAYER, RN_CACHE_SCOPE_HEAD };
+
 static void tiny_config(rn_config *c, uint64_t cape0, uint64_t cape1, float gamma)
 {
     rn_config_default(c);
@@ -157,7 +161,7 @@ TH_TEST(test_tiered_bit_identical, "tiered state equals dense, bit for bit (poli
                 for (int b = 0; b < 5; b++) {
                     /* the budget is per cache: one for the model, a layer or a head */
                     /* page cache: synchronous (the default), threads with read-ahead, threads without */
-                    rn_state_opts so = { rows[b] * 4 * (c.d_v + 1) + (b & 1), TT_FILE, pols[p], 0, b % 3, 0,
+                    rn_state_opts so = { rows[b] * 4 * (c.d_v + 1) + (b & 1), TT_FILE, pols[p], 0, scope_cycle[b % 3], 0,
                                          (p + b + k) % 3 == 2, (p + b + k) % 3 ? RN_STATE_IO_THREADS : RN_STATE_IO_AUTO, 0 };
                     rn_runtime *rt = NULL;
                     rn_state_counters cnt;
@@ -210,12 +214,11 @@ TH_TEST(test_tiered_counters_simulate, "tiered hits and misses equal simulate's,
     make_model(&m, &c, 11);
     const char *pols[] = { "lru", "clock", "fifo", "lfu", "arc", "s3fifo" };
     const uint64_t rows[] = { 1, 2, 7, 30, 90, 162 };
-    const int an_scope[] = { AN_SCOPE_MODEL, AN_SCOPE_LAYER, AN_SCOPE_HEAD }; /* by RN_STATE_SCOPE_* */
     int bad = 0;
     for (int sc = 0; sc < 3; sc++)
     for (int p = 0; p < 6; p++)
         for (int b = 0; b < 6; b++) {
-            rn_state_opts so = { rows[b] * 4 * (c.d_v + 1), TT_FILE, pols[p], 0, sc, 0, 0, 0, 0 };
+            rn_state_opts so = { rows[b] * 4 * (c.d_v + 1), TT_FILE, pols[p], 0, scope_cycle[sc], 0, 0, 0, 0 };
             rn_error err;
             rn_runtime *rt;
             CU_ASSERT_EQUAL_FATAL(rn_runtime_create_state(&m, 1, &so, &rt, &err), RN_OK);
@@ -229,11 +232,11 @@ TH_TEST(test_tiered_counters_simulate, "tiered hits and misses equal simulate's,
             rn_state_counters cnt;
             CU_ASSERT_EQUAL(rn_runtime_state_counters(rt, &cnt), 1);
             an_streams ss;
-            CU_ASSERT_EQUAL_FATAL(an_streams_build(r.ev, r.n, &c, an_scope[sc], RN_OPS_BOTH, &ss, &err), RN_OK);
+            CU_ASSERT_EQUAL_FATAL(an_streams_build(r.ev, r.n, &c, scope_cycle[sc], RN_OPS_BOTH, &ss, &err), RN_OK);
             CU_ASSERT_EQUAL(cnt.caches, sc == 0 ? 1u : sc == 1 ? (uint64_t)c.n_layers : (uint64_t)c.n_layers * c.n_heads);
             an_sim_result res = { 0 };
             for (int i = 0; i < ss.n; i++)
-                CU_ASSERT_EQUAL(an_simulate(&ss.s[i], an_policy_find(pols[p]), cnt.capacity, 0, NULL, &res, &err), RN_OK);
+                CU_ASSERT_EQUAL(an_simulate(&ss.s[i], rn_policy_find(pols[p]), cnt.capacity, 0, NULL, &res, &err), RN_OK);
             if (res.hits != cnt.hits || res.misses != cnt.misses || res.accesses != cnt.accesses) {
                 bad++;
                 fprintf(stderr, "%s cap %llu: tiered %llu/%llu, simulate %llu/%llu\n", pols[p],
@@ -272,7 +275,7 @@ TH_TEST(test_tiered_counters_chunk_order, "tiered hits and misses equal simulate
         for (int sc = 0; sc < 3; sc++)
             for (int p = 0; p < 6; p++)
                 for (int b = 0; b < 3; b++) {
-                    rn_state_opts so = { rows[b] * 4 * (c.d_v + 1), TT_FILE, pols[p], 0, sc, 0, 0, 0, 0 };
+                    rn_state_opts so = { rows[b] * 4 * (c.d_v + 1), TT_FILE, pols[p], 0, scope_cycle[sc], 0, 0, 0, 0 };
                     rn_error err;
                     rn_runtime *rt;
                     CU_ASSERT_EQUAL_FATAL(rn_runtime_create_state(&m, chunks[ci], &so, &rt, &err), RN_OK);
@@ -297,15 +300,15 @@ TH_TEST(test_tiered_counters_chunk_order, "tiered hits and misses equal simulate
                             if (k / gkeys == g) key[n++] = (uint32_t)(k - g * gkeys);
                         }
                         an_stream st = an_stream_from_keys(key, n, NULL);
-                        CU_ASSERT_EQUAL(an_simulate(&st, an_policy_find(pols[p]), cnt.capacity, 0, NULL, &res, &err),
+                        CU_ASSERT_EQUAL(an_simulate(&st, rn_policy_find(pols[p]), cnt.capacity, 0, NULL, &res, &err),
                                         RN_OK);
                     }
                     /* the step order of the same accesses (an_streams_build) */
                     an_streams ss;
-                    CU_ASSERT_EQUAL_FATAL(an_streams_build(r.ev, r.n, &c, sc == 0 ? AN_SCOPE_MODEL : sc == 1 ?
-                                                           AN_SCOPE_LAYER : AN_SCOPE_HEAD, RN_OPS_BOTH, &ss, &err), RN_OK);
+                    CU_ASSERT_EQUAL_FATAL(an_streams_build(r.ev, r.n, &c, sc == 0 ? RN_CACHE_SCOPE_MODEL : sc == 1 ?
+                                                           RN_CACHE_SCOPE_LAYER : RN_CACHE_SCOPE_HEAD, RN_OPS_BOTH, &ss, &err), RN_OK);
                     for (int i = 0; i < ss.n; i++)
-                        an_simulate(&ss.s[i], an_policy_find(pols[p]), cnt.capacity, 0, NULL, &step, &err);
+                        an_simulate(&ss.s[i], rn_policy_find(pols[p]), cnt.capacity, 0, NULL, &step, &err);
                     an_streams_free(&ss);
                     if (res.hits != cnt.hits || res.misses != cnt.misses || res.accesses != cnt.accesses) {
                         bad++;
@@ -335,12 +338,12 @@ TH_TEST(test_tiered_refusals, "tiered state: bad options are refused with the op
     rn_error err;
     rn_runtime *rt = NULL;
     struct { rn_state_opts o; const char *word; } bad[] = {
-        { { 1000, NULL, NULL, 0, 0, 0, 0, 0, 0 }, "--state-file" },
-        { { 1000, TT_FILE, "opt", 0, 0, 0, 0, 0, 0 }, "--state-policy" },
-        { { 1000, TT_FILE, "bogus", 0, 0, 0, 0, 0, 0 }, "bogus" },
-        { { 10, TT_FILE, NULL, 0, 0, 0, 0, 0, 0 }, "--state-budget" },
-        { { 1000, "/nonexistent-dir/x.state", NULL, 0, 0, 0, 0, 0, 0 }, "--state-file" },
-        { { 0, TT_FILE, NULL, 0, 0, 0, 0, 0, 0 }, "--state-file" },
+        { { 1000, NULL, NULL, 0, RN_CACHE_SCOPE_MODEL, 0, 0, 0, 0 }, "--state-file" },
+        { { 1000, TT_FILE, "opt", 0, RN_CACHE_SCOPE_MODEL, 0, 0, 0, 0 }, "--state-policy" },
+        { { 1000, TT_FILE, "bogus", 0, RN_CACHE_SCOPE_MODEL, 0, 0, 0, 0 }, "bogus" },
+        { { 10, TT_FILE, NULL, 0, RN_CACHE_SCOPE_MODEL, 0, 0, 0, 0 }, "--state-budget" },
+        { { 1000, "/nonexistent-dir/x.state", NULL, 0, RN_CACHE_SCOPE_MODEL, 0, 0, 0, 0 }, "--state-file" },
+        { { 0, TT_FILE, NULL, 0, RN_CACHE_SCOPE_MODEL, 0, 0, 0, 0 }, "--state-file" },
         { { 1000, TT_FILE, NULL, 0, 7, 0, 0, 0, 0 }, "--state-scope" },
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -349,7 +352,7 @@ TH_TEST(test_tiered_refusals, "tiered state: bad options are refused with the op
         CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, bad[i].word));
     }
     /* interventions and head state need the dense store */
-    rn_state_opts so = { 1000, TT_FILE, NULL, 0, 0, 0, 0, 0, 0 };
+    rn_state_opts so = { 1000, TT_FILE, NULL, 0, RN_CACHE_SCOPE_MODEL, 0, 0, 0, 0 };
     CU_ASSERT_EQUAL_FATAL(rn_runtime_create_state(&m, 4, &so, &rt, &err), RN_OK);
     const rn_real *S, *z;
     CU_ASSERT_EQUAL(rn_runtime_head_state(rt, 0, 0, &S, &z, &err), RN_EINPUT);
@@ -510,7 +513,7 @@ TH_TEST(test_tiered_direct, "tiered state with O_DIRECT equals dense (skipped wh
     const size_t nl = (size_t)(T_PRE + T_GEN) * c.vocab_size;
     float *ref = malloc(nl * 4), *got = malloc(nl * 4);
     CU_ASSERT_EQUAL_FATAL(run_seq(&m, NULL, 5, ref, NULL, NULL), RN_OK);
-    rn_state_opts so = { 10 * 4 * (c.d_v + 1), TT_FILE, "clock", 1, RN_STATE_SCOPE_HEAD, 0, 0, 0, 0 };
+    rn_state_opts so = { 10 * 4 * (c.d_v + 1), TT_FILE, "clock", 1, RN_CACHE_SCOPE_HEAD, 0, 0, 0, 0 };
     rn_error err;
     rn_runtime *rt;
     if (rn_runtime_create_state(&m, 5, &so, &rt, &err) == RN_EINPUT && strstr(err.msg, "O_DIRECT")) {
@@ -553,7 +556,7 @@ TH_TEST(test_tiered_direct_memory, "the memory check sizes O_DIRECT frames by th
     CU_ASSERT_EQUAL(rn_statefile_dio_align_path("/nonexistent-dir/x.state"), 4096);
 
     const uint64_t budget = 1ull << 30, rows = budget / 260;
-    rn_state_opts page = { .budget = budget, .file = TT_FILE, .policy = "lru" };
+    rn_state_opts page = { .budget = budget, .file = TT_FILE, .policy = "lru", .scope = RN_CACHE_SCOPE_MODEL };
     rn_state_opts direct = page;
     direct.direct = 1;
     /* the padding of each frame (264 bytes through the page cache: 260 and
@@ -588,7 +591,7 @@ TH_TEST(test_tiered_file_header, "state file: dirty while written, clean after a
     tiny_config(&c, 1, 0, 1.0f);
     rn_model m;
     make_model(&m, &c, 31);
-    rn_state_opts so = { 5 * 4 * (c.d_v + 1), TT_FILE, "lru", 0, 0, 0, 0, 0, 0 };
+    rn_state_opts so = { 5 * 4 * (c.d_v + 1), TT_FILE, "lru", 0, RN_CACHE_SCOPE_MODEL, 0, 0, 0, 0 };
     rn_error err;
     rn_runtime *rt;
     unlink(TT_FILE);
@@ -692,7 +695,7 @@ TH_TEST(test_tiered_prefetch, "read-ahead changes neither outputs nor counters, 
             for (int b = 0; b < 3; b++)
                 for (int chunk = 1; chunk <= 9; chunk += 8) {
                     /* page cache: the threads' read-ahead (the default there is synchronous) */
-                    rn_state_opts so = { rows[b] * 4 * (c.d_v + 1), TT_FILE, pols[p], direct, 0, 0, 1,
+                    rn_state_opts so = { rows[b] * 4 * (c.d_v + 1), TT_FILE, pols[p], direct, RN_CACHE_SCOPE_MODEL, 0, 1,
                                          direct ? RN_STATE_IO_AUTO : RN_STATE_IO_THREADS, 0 };
                     rn_state_counters off, on;
                     int rc = run_seq(&m, &so, chunk, ref, &off, NULL);
@@ -752,7 +755,7 @@ TH_TEST(test_tiered_aio, "O_DIRECT with native AIO, with threads and synchronous
         CU_ASSERT_EQUAL_FATAL(run_seq(&m, NULL, chunk, ref, NULL, NULL), RN_OK);
         for (int p = 0; p < 4; p++)
             for (int b = 0; b < 4; b++) {
-                rn_state_opts so = { rows[b] * 4 * (c.d_v + 1), TT_FILE, pols[p], 1, b % 3, 0, p & 1,
+                rn_state_opts so = { rows[b] * 4 * (c.d_v + 1), TT_FILE, pols[p], 1, scope_cycle[b % 3], 0, p & 1,
                                      RN_STATE_IO_AUTO, 0 };
                 rn_state_counters ca, ct;
                 char *fa = NULL, *ft = NULL;
@@ -793,7 +796,7 @@ TH_TEST(test_tiered_aio, "O_DIRECT with native AIO, with threads and synchronous
     /* two sequences with a reset between them (the file's blocks kept): the
      * flushed file still holds the dense state */
     for (int p = 0; p < 2; p++) {
-        rn_state_opts so = { 2 * 4 * (c.d_v + 1), TT_FILE, pols[p], 1, 0, 0, 0, RN_STATE_IO_AUTO, 0 };
+        rn_state_opts so = { 2 * 4 * (c.d_v + 1), TT_FILE, pols[p], 1, RN_CACHE_SCOPE_MODEL, 0, 0, RN_STATE_IO_AUTO, 0 };
         rn_runtime *dense, *rt;
         CU_ASSERT_EQUAL_FATAL(run_seq(&m, NULL, 7, ref, NULL, &dense), RN_OK);
         CU_ASSERT_EQUAL_FATAL(run_seq(&m, &so, 7, a, NULL, &rt), RN_OK);
@@ -817,7 +820,7 @@ TH_TEST(test_tiered_aio_fallback, "io_setup refused (RAMTRACE_AIO_FAIL): O_DIREC
     const size_t nl = (size_t)(T_PRE + T_GEN) * c.vocab_size;
     float *ref = malloc(nl * 4), *got = malloc(nl * 4);
     CU_ASSERT_EQUAL_FATAL(run_seq(&m, NULL, 3, ref, NULL, NULL), RN_OK);
-    rn_state_opts so = { 4 * 4 * (c.d_v + 1), TT_FILE, "lru", 1, 0, 0, 0, RN_STATE_IO_AUTO, 0 };
+    rn_state_opts so = { 4 * 4 * (c.d_v + 1), TT_FILE, "lru", 1, RN_CACHE_SCOPE_MODEL, 0, 0, RN_STATE_IO_AUTO, 0 };
     rn_state_counters cnt;
     setenv("RAMTRACE_AIO_FAIL", "1", 1);
     int rc = run_seq(&m, &so, 3, got, &cnt, NULL);
@@ -881,7 +884,7 @@ TH_TEST(test_tiered_disk_use, "a state file uses about rows written x row bytes 
     uint32_t *keys = aligned_alloc(4096, nk * 4 + 4096);
     int direct_ran = 0;
     for (int direct = 0; direct < 2; direct++) {
-        rn_state_opts so = { 3 * 4 * (c.d_v + 1), TT_FILE, "lru", direct, 0, 0, 0, RN_STATE_IO_AUTO, 0 };
+        rn_state_opts so = { 3 * 4 * (c.d_v + 1), TT_FILE, "lru", direct, RN_CACHE_SCOPE_MODEL, 0, 0, RN_STATE_IO_AUTO, 0 };
         rn_error err;
         rn_runtime *rt;
         unlink(TT_FILE);
@@ -942,7 +945,7 @@ TH_TEST(test_tiered_append_block, "fresh rows still in the unfinished append blo
         for (int direct = 0; direct < 2; direct++)
             for (int b = 1; b <= 3; b += 2)
                 for (int i = 0; i < 3; i++) {
-                    rn_state_opts so = { (uint64_t)b * 4 * (c.d_v + 1), TT_FILE, "lru", direct, 0, 0, 0, io[i], 0 };
+                    rn_state_opts so = { (uint64_t)b * 4 * (c.d_v + 1), TT_FILE, "lru", direct, RN_CACHE_SCOPE_MODEL, 0, 0, io[i], 0 };
                     rn_state_counters cnt;
                     rn_runtime *rt = NULL;
                     unlink(TT_FILE);
@@ -972,7 +975,7 @@ TH_TEST(test_tiered_file_versions, "a state file of format version 1, or one who
     tiny_config(&c, 1, 1, 1.0f);
     rn_model m;
     make_model(&m, &c, 91);
-    rn_state_opts so = { 4 * 4 * (c.d_v + 1), TT_FILE, "lru", 0, 0, 0, 0, 0, 0 };
+    rn_state_opts so = { 4 * 4 * (c.d_v + 1), TT_FILE, "lru", 0, RN_CACHE_SCOPE_MODEL, 0, 0, 0, 0 };
     rn_error err;
     rn_runtime *rt = NULL;
     /* version 1's header: the same magic, version 1, its fields */
@@ -1080,7 +1083,7 @@ TH_TEST(test_tiered_resume, "a sequence resumed from clean state files (flushed,
         for (int direct = 0; direct < 2; direct++)
             for (int p = 0; p < 2; p++)
                 for (int b = 0; b < 2; b++) {
-                    rn_state_opts so = { rows[b] * 4 * (c.d_v + 1), TT_FILE, pols[p], direct, 0, 0, 0,
+                    rn_state_opts so = { rows[b] * 4 * (c.d_v + 1), TT_FILE, pols[p], direct, RN_CACHE_SCOPE_MODEL, 0, 0,
                                          (p + b) & 1 ? RN_STATE_IO_SYNC : RN_STATE_IO_AUTO, 0 };
                     unlink(TT_FILE);
                     memset(got, 0xff, nl * 4);
@@ -1095,7 +1098,7 @@ TH_TEST(test_tiered_resume, "a sequence resumed from clean state files (flushed,
     }
     CU_ASSERT(runs >= 8);
     /* refusals: the last piece ended without a flush (closed) */
-    rn_state_opts so = { 3 * 4 * (c.d_v + 1), TT_FILE, "lru", 0, 0, 0, 0, 0, 1 };
+    rn_state_opts so = { 3 * 4 * (c.d_v + 1), TT_FILE, "lru", 0, RN_CACHE_SCOPE_MODEL, 0, 0, 0, 1 };
     rn_error err;
     rn_runtime *rt = NULL;
     unlink(TT_FILE);

@@ -260,7 +260,7 @@ TH_TEST(test_streams_memory_bounded, "stream memory follows events, not position
     getrusage(RUSAGE_SELF, &before);
     an_streams ss;
     rn_error err = { 0 };
-    CU_ASSERT_EQUAL_FATAL(an_streams_build(ev, 6, &c, AN_SCOPE_MODEL, RN_OPS_BOTH, &ss, &err), RN_OK);
+    CU_ASSERT_EQUAL_FATAL(an_streams_build(ev, 6, &c, RN_CACHE_SCOPE_MODEL, RN_OPS_BOTH, &ss, &err), RN_OK);
     getrusage(RUSAGE_SELF, &after);
     CU_ASSERT(after.ru_maxrss - before.ru_maxrss < 64 * 1024); /* KiB: far below the 16 GiB of old */
     /* replay order (pos, layer, head, op, rank): by position */
@@ -271,7 +271,7 @@ TH_TEST(test_streams_memory_bounded, "stream memory follows events, not position
     an_streams_free(&ss);
     /* an event outside the config names it (and reads nothing freed) */
     ev[4].head = 9;
-    CU_ASSERT_EQUAL(an_streams_build(ev, 6, &c, AN_SCOPE_HEAD, RN_OPS_BOTH, &ss, &err), RN_EINPUT);
+    CU_ASSERT_EQUAL(an_streams_build(ev, 6, &c, RN_CACHE_SCOPE_HEAD, RN_OPS_BOTH, &ss, &err), RN_EINPUT);
     CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "head 9"));
 }
 

@@ -191,7 +191,7 @@ TH_TEST(test_mrc_default_scope_is_simulates, "mrc/reuse default scope: model, as
     int scope = -1;
     an_streams ss;
     CU_ASSERT_EQUAL_FATAL(fig_load_streams(&f, &scope, &ss, &err), RN_OK);
-    CU_ASSERT_EQUAL(scope, AN_SCOPE_MODEL);
+    CU_ASSERT_EQUAL(scope, RN_CACHE_SCOPE_MODEL);
     CU_ASSERT_EQUAL(ss.n, 1);
     an_streams_free(&ss);
     fig_ctx_close(&f);

@@ -207,24 +207,33 @@ static int pick_runs(sqlite3 *db, const char *path, int64_t run_id, int64_t **id
     return RN_OK;
 }
 
+int tr_lock_idle(const char *path, const char *busy, int *fd, rn_error *err)
+{
+    struct stat stt;
+    *fd = -1;
+    if (stat(path, &stt) != 0) return rn_seterr(err, RN_EINPUT, "%s: no such file", path);
+    if (S_ISDIR(stt.st_mode)) return rn_seterr(err, RN_EINPUT, "%s: is a directory", path);
+    int f = open(path, O_RDONLY | O_CLOEXEC);
+    if (f < 0) return rn_seterr(err, RN_EINPUT, "%s: cannot open: %s", path, strerror(errno));
+    if (flock(f, LOCK_EX | LOCK_NB) != 0) {
+        close(f);
+        return rn_seterr(err, RN_EINPUT, "%s: a ramtrace process is still writing%s once that process has ended",
+                         path, busy);
+    }
+    *fd = f;
+    return RN_OK;
+}
+
 int tr_repair(const char *path, int64_t run_id, tr_repair_result **res, int *n, rn_error *err)
 {
     *res = NULL;
     *n = 0;
-    struct stat stt;
-    if (stat(path, &stt) != 0) return rn_seterr(err, RN_EINPUT, "%s: no such file", path);
-    if (S_ISDIR(stt.st_mode)) return rn_seterr(err, RN_EINPUT, "%s: is a directory", path);
-    /* Every live writer holds a shared flock on the file (tr_writer.c):
-     * a run whose writer is alive is not repaired. */
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return rn_seterr(err, RN_EINPUT, "%s: cannot open: %s", path, strerror(errno));
-    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
-        close(fd);
-        return rn_seterr(err, RN_EINPUT, "%s: a ramtrace process is still writing a run to this file; "
-                         "repair it once that process has ended", path);
-    }
+    /* a run whose writer is alive is not repaired */
+    int fd;
+    int rc = tr_lock_idle(path, " a run to this file; repair it", &fd, err);
+    if (rc) return rc;
     sqlite3 *db;
-    int rc = tr_schema_open_write(path, &db, err);
+    rc = tr_schema_open_write(path, &db, err);
     if (rc) { close(fd); return rc; }
     int64_t *ids = NULL;
     int nids = 0;

@@ -22,6 +22,15 @@
 
 #include "rn_error.h"
 
+/* Open path for a change no live writer may see (repair, upgrade): every
+ * live writer holds a shared flock on the file (tr_writer.c), so *fd gets
+ * the exclusive one, kept until closed (after the SQLite connection).
+ * RN_EINPUT naming the file when it is missing, a directory, unreadable,
+ * or still being written: "a ramtrace process is still writing" then
+ * `busy`, e.g. " to this file; upgrade it", then " once that process has
+ * ended". */
+int tr_lock_idle(const char *path, const char *busy, int *fd, rn_error *err);
+
 /* What repair found and did for one run. */
 typedef struct {
     int64_t run_id;

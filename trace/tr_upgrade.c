@@ -12,16 +12,14 @@
  * order), so a corrupt v1 file is a one-line error and no output.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "rn_probe.h"
 #include "tr_block.h"
+#include "tr_repair.h"
 #include "tr_schema.h"
 #include "tr_upgrade.h"
 
@@ -259,17 +257,9 @@ static int file_version(const char *path, int *ver, rn_error *err)
 int tr_upgrade(const char *path, tr_upgrade_result *res, rn_error *err)
 {
     memset(res, 0, sizeof *res);
-    struct stat stt;
-    if (stat(path, &stt) != 0) return rn_seterr(err, RN_EINPUT, "%s: no such file", path);
-    if (S_ISDIR(stt.st_mode)) return rn_seterr(err, RN_EINPUT, "%s: is a directory", path);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return rn_seterr(err, RN_EINPUT, "%s: cannot open: %s", path, strerror(errno));
-    /* every live writer holds a shared flock (tr_writer.c) */
-    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
-        close(fd);
-        return rn_seterr(err, RN_EINPUT, "%s: a ramtrace process is still writing to this file; upgrade it "
-                         "once that process has ended", path);
-    }
+    int fd;
+    int lrc = tr_lock_idle(path, " to this file; upgrade it", &fd, err);
+    if (lrc) return lrc;
     int ver = 0;
     if (file_version(path, &ver, err)) { close(fd); return err ? err->code : RN_EINPUT; }
     res->from_version = ver;

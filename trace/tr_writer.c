@@ -474,9 +474,8 @@ static int insert_state(tr_writer *w, rn_error *err)
     if (src == SQLITE_OK) {
         const tr_state_row *s = &w->state;
         sqlite3_bind_int64(st, 1, w->run_id);
-        static const char *scopes[] = { "model", "layer", "head" };
         sqlite3_bind_text(st, 2, s->policy, -1, SQLITE_STATIC);
-        sqlite3_bind_text(st, 3, scopes[s->scope >= 0 && s->scope <= 2 ? s->scope : 0], -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 3, rn_scope_name(s->scope), -1, SQLITE_STATIC);
         sqlite3_bind_int64(st, 4, (sqlite3_int64)s->budget);
         sqlite3_bind_int64(st, 5, (sqlite3_int64)s->c.capacity);
         sqlite3_bind_int64(st, 6, (sqlite3_int64)s->c.row_bytes);

@@ -112,7 +112,7 @@ typedef struct {
     uint64_t budget;           /* --state-budget bytes */
     int direct;                /* O_DIRECT */
     int chunk;                 /* prefill rows per chunk: the access order */
-    int scope;                 /* enum rn_state_scope */
+    int scope;                 /* enum rn_scope */
     rn_state_counters c;
 } tr_state_row;
 void tr_writer_set_state(tr_writer *w, const tr_state_row *row);

@@ -34,6 +34,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "rn_error.h"
+
 #define RN_CACHE_NONE UINT32_MAX /* "no key" / "never again" */
 /* Where a policy reports the keys it evicts. */
 typedef struct {
@@ -81,5 +83,14 @@ uint64_t rn_policy_ids(const rn_policy *p, uint64_t capacity, uint64_t n_keys);
 const rn_policy *rn_policy_find(const char *name);
 int rn_policy_count(void);
 const rn_policy *rn_policy_at(int i);
+
+/* The names of every policy (online_only: of those that do not need the
+ * future accesses), "arc, clock, ...", truncated to cap. */
+void rn_policy_names(char *buf, size_t cap, int online_only);
+
+/* Parse a comma-separated list of policy names ("all" = every policy) into
+ * out[] (at most cap), without repeats; RN_EINPUT, "--policy: ...", naming
+ * an unknown policy and the known ones. */
+int rn_policy_parse_list(const char *list, const rn_policy **out, int cap, int *n, rn_error *err);
 
 #endif

@@ -149,7 +149,7 @@ int rn_state_check(const rn_config *c, const rn_state_opts *o, rn_error *err)
     if (o->io < RN_STATE_IO_AUTO || o->io > RN_STATE_IO_SYNC)
         return rn_seterr(err, RN_EINPUT, "--state-io: expected auto, threads or sync");
     if (o->resume && o->discard) return rn_seterr(err, RN_EINPUT, "--state-resume: not with --state-discard");
-    if (o->scope < RN_STATE_SCOPE_MODEL || o->scope > RN_STATE_SCOPE_HEAD)
+    if (o->scope < RN_CACHE_SCOPE_HEAD || o->scope > RN_CACHE_SCOPE_MODEL)
         return rn_seterr(err, RN_EINPUT, "--state-scope: expected model, layer or head");
     const char *name = o->policy ? o->policy : "lru";
     const rn_policy *p = rn_policy_find(name);
@@ -170,8 +170,7 @@ int rn_state_check(const rn_config *c, const rn_state_opts *o, rn_error *err)
 
 static uint64_t groups_of(const rn_config *c, const rn_state_opts *o)
 {
-    return o->scope == RN_STATE_SCOPE_HEAD ? (uint64_t)c->n_layers * c->n_heads
-         : o->scope == RN_STATE_SCOPE_LAYER ? (uint64_t)c->n_layers : 1;
+    return rn_scope_caches(o->scope, c->n_layers, c->n_heads);
 }
 
 /* The capacity of one cache in rows: what the budget holds of

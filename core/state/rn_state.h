@@ -37,6 +37,7 @@
 #include "rn_config.h"
 #include "rn_error.h"
 #include "rn_real.h"
+#include "rn_scope.h"
 
 /* Bytes of the state file preallocated at a time (fallocate) ahead of the
  * fresh rows appended: the disk a file uses beyond its rows and directory
@@ -48,7 +49,9 @@ typedef struct {
     const char *file;     /* the state file (tiered: required) */
     const char *policy;   /* cache policy name (rn_policy_find); NULL: "lru" */
     int direct;           /* 1: open the file with O_DIRECT */
-    int scope;            /* enum rn_state_scope: one cache (and budget) per model, layer or head */
+    int scope;            /* enum rn_scope: one cache (and budget) per head, layer or model;
+                           * callers set it (0 is RN_CACHE_SCOPE_HEAD; the commands'
+                           * default is RN_CACHE_SCOPE_MODEL) */
     int discard;          /* 1: replace the file even when it is dirty or not a state file */
     int no_prefetch;      /* 1: fetch each missing row only when it is accessed */
     int io;               /* enum rn_state_io: how O_DIRECT rows reach the file */
@@ -63,10 +66,6 @@ typedef struct {
  * RN_STATE_IO_SYNC: no threads, no AIO: each row read and written by one
  * pread/pwrite when the scan needs it (no read-ahead). */
 enum rn_state_io { RN_STATE_IO_AUTO = 0, RN_STATE_IO_THREADS = 1, RN_STATE_IO_SYNC = 2 };
-
-/* The caches of a tiered store, as `simulate --scope`: one for the model
- * (default), one per layer, or one per head; the budget is per cache. */
-enum rn_state_scope { RN_STATE_SCOPE_MODEL = 0, RN_STATE_SCOPE_LAYER = 1, RN_STATE_SCOPE_HEAD = 2 };
 
 typedef struct {
     uint64_t capacity;    /* slot rows held in memory per cache (budget / row bytes, at most

@@ -162,7 +162,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
 
     /* 2. resume it and step */
-    rn_state_opts so = { 2 * 12, path, "lru", 0, 0, 0, !(flags & 8), flags & 8 ? RN_STATE_IO_THREADS : RN_STATE_IO_SYNC, 1 };
+    rn_state_opts so = { 2 * 12, path, "lru", 0, RN_CACHE_SCOPE_MODEL, 0, !(flags & 8), flags & 8 ? RN_STATE_IO_THREADS : RN_STATE_IO_SYNC, 1 };
     rn_runtime *rt = NULL;
     rc = rn_runtime_create_state(&g_model, 2, &so, &rt, &err);
     if (rc) {

@@ -115,7 +115,7 @@ static void do_stats(const an_run *r, const tr_event *ev, size_t n, int window)
 {
     rn_error err = { 0 };
     an_streams ss;
-    int rc = an_streams_build(ev, n, &r->run.cfg, AN_SCOPE_HEAD, RN_OPS_BOTH, &ss, &err);
+    int rc = an_streams_build(ev, n, &r->run.cfg, RN_CACHE_SCOPE_HEAD, RN_OPS_BOTH, &ss, &err);
     if (rc) { fuzz_check_error(rc, &err, BAD, "an_streams_build(head)"); return; }
     an_head_stats *hs = calloc((size_t)(ss.n ? ss.n : 1), sizeof *hs);
     fuzz_check(hs != NULL, "%s", "out of memory");
@@ -156,14 +156,14 @@ static void do_simulate(const an_run *r, const tr_event *ev, size_t n)
 {
     rn_error err = { 0 };
     an_streams ss;
-    int rc = an_streams_build(ev, n, &r->run.cfg, AN_SCOPE_MODEL, RN_OPS_BOTH, &ss, &err);
+    int rc = an_streams_build(ev, n, &r->run.cfg, RN_CACHE_SCOPE_MODEL, RN_OPS_BOTH, &ss, &err);
     if (rc) { fuzz_check_error(rc, &err, BAD, "an_streams_build(model)"); return; }
     if (ss.n == 0) { an_streams_free(&ss); return; }
     uint64_t universe = ss.s[0].universe;
     uint64_t caps[3] = { 1, 3 < universe ? 3 : universe, an_streams_max_keys(&ss) ? an_streams_max_keys(&ss) : 1 };
-    const an_policy *pol[32];
-    int np = an_policy_count() < 32 ? an_policy_count() : 32;
-    for (int i = 0; i < np; i++) pol[i] = an_policy_at(i);
+    const rn_policy *pol[32];
+    int np = rn_policy_count() < 32 ? rn_policy_count() : 32;
+    for (int i = 0; i < np; i++) pol[i] = rn_policy_at(i);
     an_simgrid g;
     an_mrc mrc;
     rc = an_simgrid_run(&ss, pol, np, caps, 3, 0, (uint64_t)(r->run.cfg.d_v + 1) * 4, NULL, NULL, &g, &err);
@@ -190,7 +190,7 @@ static void do_simulate(const an_run *r, const tr_event *ev, size_t n)
     fuzz_check(an_mrc_print_csv(g_null, &mrc, &err) == RN_OK, "%s", err.msg);
     /* `simulate` streams the run into a key file: the same results */
     an_spill sp;
-    rc = an_spill_build(r, -1, -1, AN_SCOPE_MODEL, RN_OPS_BOTH, 0, NULL, &sp, &err);
+    rc = an_spill_build(r, -1, -1, RN_CACHE_SCOPE_MODEL, RN_OPS_BOTH, 0, NULL, &sp, &err);
     if (rc) fuzz_check_error(rc, &err, BAD, "an_spill_build");
     else {
         an_simgrid g2;
