@@ -283,7 +283,7 @@ int an_shards_mrc(const an_streams *ss, const an_shards_opts *o, int32_t warmup,
     return rc;
 }
 
-int an_shards_simulate(const an_streams *ss, double rate, const an_policy *p, uint64_t C, int32_t warmup,
+int an_shards_simulate(const an_streams *ss, double rate, const rn_policy *p, uint64_t C, int32_t warmup,
                        an_sim_result *r, rn_error *err)
 {
     const uint32_t T = an_shards_threshold(rate);

@@ -66,7 +66,7 @@ uint32_t an_shards_threshold(double rate);
  * miss ratio of the sample times the counted accesses of the whole stream.
  * r receives accesses (all counted accesses, as an exact run) and the
  * estimated misses and hits. */
-int an_shards_simulate(const an_streams *ss, double rate, const an_policy *p, uint64_t C, int32_t warmup,
+int an_shards_simulate(const an_streams *ss, double rate, const rn_policy *p, uint64_t C, int32_t warmup,
                        an_sim_result *r, rn_error *err);
 
 #endif

@@ -74,7 +74,7 @@ int main(void)
                cases[c].arg, rate, ts, te / ts, mae(&exact, &est), (long long)exact.n);
         an_mrc_free(&est);
     }
-    const an_policy *lru = an_policy_find("lru");
+    const rn_policy *lru = rn_policy_find("lru");
     for (uint64_t C = 1024; C <= 131072; C *= 8) {
         an_sim_result a = { 0 }, b = { 0 };
         double t0 = bench_now();

@@ -86,8 +86,8 @@ TH_TEST(test_shards_minisim_rate1, "mini-simulation at rate 1 == the exact simul
     rn_error err;
     uint32_t *nxt = malloc(sizeof *nxt * s.n), *last = malloc(sizeof *last * s.n_keys);
     an_next_use(&s, nxt, last);
-    for (int i = 0; i < an_policy_count(); i++) {
-        const an_policy *p = an_policy_at(i);
+    for (int i = 0; i < rn_policy_count(); i++) {
+        const rn_policy *p = rn_policy_at(i);
         for (uint64_t C = 8; C <= 1024; C *= 4) {
             an_sim_result a = { 0 }, b = { 0 };
             CU_ASSERT_EQUAL_FATAL(an_simulate(&s, p, C, 50, p->needs_next ? nxt : NULL, &a, &err), RN_OK);
@@ -131,8 +131,8 @@ TH_TEST(test_shards_sampled_close, "sampled curves at rate 0.1 and fixed size st
     an_mrc_free(&est);
     /* a mini-simulation of LRU at 0.1 against the exact LRU */
     an_sim_result a = { 0 }, b = { 0 };
-    CU_ASSERT_EQUAL(an_simulate(&s, an_policy_find("lru"), 2000, 0, NULL, &a, &err), RN_OK);
-    CU_ASSERT_EQUAL(an_shards_simulate(&ss, 0.1, an_policy_find("lru"), 2000, 0, &b, &err), RN_OK);
+    CU_ASSERT_EQUAL(an_simulate(&s, rn_policy_find("lru"), 2000, 0, NULL, &a, &err), RN_OK);
+    CU_ASSERT_EQUAL(an_shards_simulate(&ss, 0.1, rn_policy_find("lru"), 2000, 0, &b, &err), RN_OK);
     double mr_a = (double)a.misses / a.accesses, mr_b = (double)b.misses / b.accesses;
     CU_ASSERT(fabs(mr_a - mr_b) < 0.03);
     if (e1 >= 0.02 || e2 >= 0.03 || fabs(mr_a - mr_b) >= 0.03)
