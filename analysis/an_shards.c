@@ -31,7 +31,7 @@ static uint64_t mix64(uint64_t x)
 
 static uint32_t key_hash(uint64_t id) { return (uint32_t)(mix64(id) & (AN_SHARDS_P - 1)); }
 
-int an_shards_sampled(uint64_t id, uint32_t T) { return key_hash(id) < T; }
+int an_shards_sampled(uint32_t k, uint32_t T) { return key_hash(k) < T; }
 
 uint32_t an_shards_threshold(double rate)
 {
@@ -194,7 +194,7 @@ static void sampler_free(sampler *s)
 }
 
 /* Set up s for stream st (hist of H+1 buckets is the caller's). */
-static int sampler_init(sampler *s, const an_stream *st, const an_shards_opts *o, double *hist, int64_t H,
+static int sampler_init(sampler *s, const an_spill_stream *st, const an_shards_opts *o, double *hist, int64_t H,
                         rn_error *err)
 {
     memset(s, 0, sizeof *s);
@@ -210,7 +210,7 @@ static int sampler_init(sampler *s, const an_stream *st, const an_shards_opts *o
      * under the threshold, at most max_keys + 1), and at least 1024 */
     uint64_t can = 0;
     for (uint32_t k = 0; k < st->n_keys; k++) {
-        s->hash[k] = key_hash(st->id ? st->id[k] : k);
+        s->hash[k] = key_hash(k);
         can += s->hash[k] < s->T;
     }
     if (o->max_keys && can > o->max_keys + 1) can = o->max_keys + 1;
@@ -224,12 +224,13 @@ oom:
     return rn_seterr(err, RN_ENOMEM, "out of memory for a sampled miss-ratio curve");
 }
 
-int an_shards_mrc(const an_streams *ss, const an_shards_opts *o, int32_t warmup, an_mrc *out, double *rate_out,
-                  rn_error *err)
+int an_shards_mrc(const an_spill *sp, const an_shards_opts *o, an_mrc *out, double *rate_out, rn_error *err)
 {
     memset(out, 0, sizeof *out);
     if (!(o->rate > 0 && o->rate <= 1)) return rn_seterr(err, RN_EINPUT, "--sample: the rate must be in (0, 1]");
-    int64_t n = an_streams_max_keys(ss);
+    int64_t n = an_spill_max_keys(sp);
+    size_t chunk = an_spill_chunk_for(sp, an_spill_chunk);
+    uint32_t *key = malloc(sizeof *key * chunk);
     size_t np = n > 0 ? (size_t)n : 1;
     double *hist = malloc(sizeof *hist * (np + 1)), *miss = calloc(np, sizeof *miss);
     out->capacity = malloc(sizeof *out->capacity * np);
@@ -237,20 +238,21 @@ int an_shards_mrc(const an_streams *ss, const an_shards_opts *o, int32_t warmup,
     out->miss_ratio = malloc(sizeof *out->miss_ratio * np);
     out->hit_ratio = malloc(sizeof *out->hit_ratio * np);
     int rc = RN_OK;
-    if (!hist || !miss || !out->capacity || !out->misses || !out->miss_ratio || !out->hit_ratio)
+    if (!key || !hist || !miss || !out->capacity || !out->misses || !out->miss_ratio || !out->hit_ratio)
         rc = rn_seterr(err, RN_ENOMEM, "out of memory for a sampled miss-ratio curve");
     double min_rate = 1, cold = 0;
-    for (int i = 0; i < ss->n && !rc; i++) {
-        const an_stream *st = &ss->s[i];
+    for (int i = 0; i < sp->n && !rc; i++) {
+        const an_spill_stream *st = &sp->s[i];
         memset(hist, 0, sizeof *hist * (np + 1));
         sampler s;
         if ((rc = sampler_init(&s, st, o, hist, n, err))) break;
-        uint64_t counted = 0;
-        for (size_t j = 0; j < st->n; j++) {
-            int c = !(st->pos && st->pos[j] < warmup);
-            counted += c;
-            feed(&s, st->key[j], c, st->n_keys);
+        for (uint64_t i0 = 0; i0 < st->n && !rc; i0 += chunk) {
+            size_t m = st->n - i0 < chunk ? (size_t)(st->n - i0) : chunk;
+            if ((rc = an_spill_read(sp, i, i0, m, key, NULL, err))) break;
+            for (size_t j = 0; j < m; j++) feed(&s, key[j], i0 + j >= st->n_warm, st->n_keys);
         }
+        if (rc) { sampler_free(&s); break; }
+        uint64_t counted = st->n - st->n_warm;
         double rate = (double)s.T / AN_SHARDS_P;
         if (rate < min_rate) min_rate = rate;
         /* the stream's estimated misses at each C, in full-stream units:
@@ -277,57 +279,98 @@ int an_shards_mrc(const an_streams *ss, const an_shards_opts *o, int32_t warmup,
         out->cold = (uint64_t)llround(cold > (double)out->accesses ? (double)out->accesses : cold);
         *rate_out = min_rate;
     }
+    free(key);
     free(hist);
     free(miss);
     if (rc) an_mrc_free(out);
     return rc;
 }
 
-int an_shards_simulate(const an_streams *ss, double rate, const rn_policy *p, uint64_t C, int32_t warmup,
-                       an_sim_result *r, rn_error *err)
+/* The sampled accesses of every stream of sp at threshold T, as resident
+ * streams (keys kept; pos 0 for the warm prefix, 1 after, so warm-up 1
+ * splits them as the spill did), with the counted accesses of the whole
+ * streams in *counted. */
+static int sample_streams(const an_spill *sp, uint32_t T, an_streams *sub, uint64_t *counted, rn_error *err)
 {
+    memset(sub, 0, sizeof *sub);
+    *counted = 0;
+    sub->scope = sp->scope;
+    sub->n = sp->n;
+    sub->s = calloc((size_t)(sp->n ? sp->n : 1), sizeof *sub->s);
+    size_t chunk = an_spill_chunk_for(sp, an_spill_chunk);
+    uint32_t *key = malloc(sizeof *key * chunk);
+    if (!sub->s || !key) {
+        free(key);
+        return rn_seterr(err, RN_ENOMEM, "out of memory for a mini-simulation");
+    }
+    int rc = RN_OK;
+    for (int i = 0; i < sp->n && !rc; i++) {
+        const an_spill_stream *st = &sp->s[i];
+        an_stream *o = &sub->s[i];
+        o->layer = st->layer, o->head = st->head, o->n_keys = st->n_keys, o->universe = st->universe;
+        *counted += st->n - st->n_warm;
+        size_t cap = 1024, n = 0;
+        o->key = malloc(sizeof *o->key * cap);
+        o->pos = malloc(sizeof *o->pos * cap);
+        if (!o->key || !o->pos) rc = rn_seterr(err, RN_ENOMEM, "out of memory for a mini-simulation");
+        for (uint64_t i0 = 0; i0 < st->n && !rc; i0 += chunk) {
+            size_t m = st->n - i0 < chunk ? (size_t)(st->n - i0) : chunk;
+            if ((rc = an_spill_read(sp, i, i0, m, key, NULL, err))) break;
+            for (size_t j = 0; j < m && !rc; j++) {
+                if (key_hash(key[j]) >= T) continue;
+                if (n == cap) {
+                    uint32_t *k2 = realloc(o->key, sizeof *k2 * cap * 2);
+                    if (k2) o->key = k2;
+                    int32_t *p2 = k2 ? realloc(o->pos, sizeof *p2 * cap * 2) : NULL;
+                    if (p2) o->pos = p2;
+                    if (!k2 || !p2) { rc = rn_seterr(err, RN_ENOMEM, "out of memory for a mini-simulation"); break; }
+                    cap *= 2;
+                }
+                o->key[n] = key[j];
+                o->pos[n] = i0 + j >= st->n_warm;
+                n++;
+            }
+        }
+        o->n = n;
+    }
+    free(key);
+    if (rc) an_streams_free(sub);
+    return rc;
+}
+
+int an_shards_grid(const an_spill *sp, double rate, const rn_policy **pol, int np, const uint64_t *caps, int nc,
+                   uint64_t slot_bytes, an_progress_fn progress, void *user, an_simgrid *g, rn_error *err)
+{
+    if (!(rate > 0 && rate <= 1)) return rn_seterr(err, RN_EINPUT, "--sample: the rate must be in (0, 1]");
     const uint32_t T = an_shards_threshold(rate);
     const double R = (double)T / AN_SHARDS_P;
-    uint64_t Cs = (uint64_t)llround((double)C * R);
-    if (Cs < 1) Cs = 1;
-    int rc = RN_OK;
-    double est = 0;
-    for (int i = 0; i < ss->n && !rc; i++) {
-        const an_stream *st = &ss->s[i];
-        an_stream sub = *st;
-        size_t m = 0;
-        uint64_t counted = 0;
-        uint8_t *take = malloc(st->n_keys ? st->n_keys : 1);
-        if (!take) return rn_seterr(err, RN_ENOMEM, "out of memory for a mini-simulation");
-        for (uint32_t k = 0; k < st->n_keys; k++) take[k] = an_shards_sampled(st->id ? st->id[k] : k, T);
-        for (size_t j = 0; j < st->n; j++) {
-            m += take[st->key[j]];
-            counted += !(st->pos && st->pos[j] < warmup);
-        }
-        sub.n = m;
-        sub.key = malloc(sizeof *sub.key * (m ? m : 1));
-        sub.pos = st->pos ? malloc(sizeof *sub.pos * (m ? m : 1)) : NULL;
-        sub.op = NULL;
-        uint32_t *nxt = p->needs_next ? malloc(sizeof *nxt * (m ? m : 1)) : NULL;
-        uint32_t *last = p->needs_next ? malloc(sizeof *last * (st->n_keys ? st->n_keys : 1)) : NULL;
-        if (!sub.key || (st->pos && !sub.pos) || (p->needs_next && (!nxt || !last)))
-            rc = rn_seterr(err, RN_ENOMEM, "out of memory for a mini-simulation");
-        for (size_t j = 0, o = 0; j < st->n && !rc; j++)
-            if (take[st->key[j]]) {
-                sub.key[o] = st->key[j];
-                if (sub.pos) sub.pos[o] = st->pos[j];
-                o++;
-            }
-        if (!rc && nxt) an_next_use(&sub, nxt, last);
-        an_sim_result sr = { 0 };
-        if (!rc) rc = an_simulate(&sub, p, Cs, warmup, nxt, &sr, err);
-        if (!rc && sr.accesses) est += (double)sr.misses / (double)sr.accesses * (double)counted;
-        r->accesses += counted;
-        free(take); free(sub.key); free(sub.pos); free(nxt); free(last);
-    }
+    an_streams sub;
+    uint64_t counted;
+    int rc = sample_streams(sp, T, &sub, &counted, err);
     if (rc) return rc;
-    uint64_t misses = (uint64_t)llround(est);
-    r->misses += misses;
-    r->hits = r->accesses >= r->misses ? r->accesses - r->misses : 0;
-    return RN_OK;
+    uint64_t *scaled = malloc(sizeof *scaled * (size_t)(nc ? nc : 1));
+    if (!scaled) {
+        an_streams_free(&sub);
+        return rn_seterr(err, RN_ENOMEM, "out of memory for a mini-simulation");
+    }
+    for (int c = 0; c < nc; c++) {
+        double v = (double)caps[c] * R;
+        scaled[c] = v < 1.5 ? 1 : (uint64_t)llround(v);
+    }
+    rc = an_simgrid_run(&sub, pol, np, scaled, nc, 1, slot_bytes, progress, user, g, err);
+    if (!rc) {
+        /* back to the whole streams: the capacities asked for, every counted
+         * access, the sample's miss ratio applied to them */
+        for (int c = 0; c < nc; c++) g->capacity[c] = caps[c];
+        for (int i = 0; i < np * nc; i++) {
+            an_sim_result *r = &g->result[i];
+            double mr = r->accesses ? (double)r->misses / (double)r->accesses : 0.0;
+            r->accesses = counted;
+            r->misses = (uint64_t)llround(mr * (double)counted);
+            r->hits = counted - r->misses;
+        }
+    }
+    free(scaled);
+    an_streams_free(&sub);
+    return rc;
 }

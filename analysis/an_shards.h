@@ -21,8 +21,9 @@
  * final rate) through the policy with capacity round(C·R) and takes its
  * miss ratio.
  *
- * The hash is of the key's (layer, head, slot) identity (an_stream.id),
- * so the same keys are sampled in every scope and every run. */
+ * Works on spilled streams (an_spill.h; in-memory streams enter as a
+ * resident spill), the pipeline of every other simulation.  The hash is of
+ * a key's dense number in its stream (numbered by first access). */
 #ifndef AN_SHARDS_H
 #define AN_SHARDS_H
 
@@ -30,7 +31,8 @@
 
 #include "an_cache.h"
 #include "an_mrc.h"
-#include "an_stream.h"
+#include "an_simrun.h"
+#include "an_spill.h"
 #include "rn_error.h"
 
 #define AN_SHARDS_P (1u << 24) /* the hash modulus: rates are multiples of 1/P */
@@ -45,28 +47,27 @@ typedef struct {
  * 1).  RN_EINPUT naming --sample otherwise. */
 int an_shards_parse(const char *s, an_shards_opts *o, rn_error *err);
 
-/* The sampled LRU curve of every stream of ss (accesses at positions <
- * warmup warm the stacks but are not counted), summed over the streams as
- * an_mrc_build does, at capacities 1..n (n = the largest stream's distinct
- * keys).  *rate_out: the final rate (the smallest over the streams for a
- * fixed size).  out->misses are the estimates rounded; out->miss_ratio the
- * estimates (clamped to [0, 1]). */
-int an_shards_mrc(const an_streams *ss, const an_shards_opts *o, int32_t warmup, an_mrc *out,
-                  double *rate_out, rn_error *err);
+/* The sampled LRU curve of every stream of sp (its warm prefixes warm the
+ * stacks uncounted), summed over the streams as an_mrc_build_spill does, at
+ * capacities 1..n (n = the largest stream's distinct keys).  *rate_out:
+ * the final rate (the smallest over the streams for a fixed size).
+ * out->misses are the estimates rounded; out->miss_ratio the estimates
+ * (clamped to [0, 1]).  Reads sp's key file once, in chunks. */
+int an_shards_mrc(const an_spill *sp, const an_shards_opts *o, an_mrc *out, double *rate_out, rn_error *err);
 
-/* 1 when the key of identity id is sampled at threshold T. */
-int an_shards_sampled(uint64_t id, uint32_t T);
+/* 1 when key k (a stream's dense key) is sampled at threshold T. */
+int an_shards_sampled(uint32_t k, uint32_t T);
 
 /* The threshold of a rate: round(rate·P), at least 1. */
 uint32_t an_shards_threshold(double rate);
 
-/* Mini-simulation: the estimated misses of policy p at capacity C (keys per
- * cache) over every stream of ss, replaying each stream's accesses to keys
- * sampled at `rate` through a cache of max(1, round(C·rate)) keys; the
- * miss ratio of the sample times the counted accesses of the whole stream.
- * r receives accesses (all counted accesses, as an exact run) and the
- * estimated misses and hits. */
-int an_shards_simulate(const an_streams *ss, double rate, const rn_policy *p, uint64_t C, int32_t warmup,
-                       an_sim_result *r, rn_error *err);
+/* Mini-simulations: the policy × capacity grid of an_simgrid_run_spill,
+ * estimated from the accesses to keys sampled at `rate` (held in memory:
+ * about rate × the accesses), each capacity C run at max(1, round(C·R)) and
+ * each cell's miss ratio applied to every counted access of the whole
+ * streams (the ratio over the scope's caches together).  g reports the
+ * capacities asked for. */
+int an_shards_grid(const an_spill *sp, double rate, const rn_policy **pol, int np, const uint64_t *caps, int nc,
+                   uint64_t slot_bytes, an_progress_fn progress, void *user, an_simgrid *g, rn_error *err);
 
 #endif

@@ -12,6 +12,7 @@
 #include "an_cache.h"
 #include "an_mrc.h"
 #include "an_shards.h"
+#include "an_simrun.h"
 #include "rn_rng.h"
 #include "bench_util.h"
 
@@ -47,6 +48,8 @@ int main(void)
     s.universe = KEYS;
     an_streams ss = { 0, 1, &s };
     rn_error err;
+    an_spill sp;
+    if (an_spill_resident(&ss, 0, &sp, &err)) { fprintf(stderr, "%s\n", err.msg); return 1; }
     an_mrc exact;
     double t[3];
     for (int rep = 0; rep < 3; rep++) {
@@ -65,7 +68,7 @@ int main(void)
         double rate = 0;
         for (int rep = 0; rep < 3; rep++) {
             double t0 = bench_now();
-            if (an_shards_mrc(&ss, &o, 0, &est, &rate, &err)) { fprintf(stderr, "%s\n", err.msg); return 1; }
+            if (an_shards_mrc(&sp, &o, &est, &rate, &err)) { fprintf(stderr, "%s\n", err.msg); return 1; }
             t[rep] = bench_now() - t0;
             if (rep < 2) an_mrc_free(&est);
         }
@@ -75,17 +78,21 @@ int main(void)
         an_mrc_free(&est);
     }
     const rn_policy *lru = rn_policy_find("lru");
-    for (uint64_t C = 1024; C <= 131072; C *= 8) {
-        an_sim_result a = { 0 }, b = { 0 };
-        double t0 = bench_now();
-        an_simulate(&s, lru, C, 0, NULL, &a, &err);
-        double t1 = bench_now();
-        an_shards_simulate(&ss, 0.01, lru, C, 0, &b, &err);
-        double t2 = bench_now();
-        printf("  lru at %6llu: exact miss ratio %.4f (%.2f s), mini-simulation at 0.01 %.4f (%.3f s, %.1fx)\n",
-               (unsigned long long)C, (double)a.misses / a.accesses, t1 - t0, (double)b.misses / b.accesses,
-               t2 - t1, (t1 - t0) / (t2 - t1));
-    }
+    const uint64_t caps[] = { 1024, 8192, 65536 };
+    an_simgrid ge, gs;
+    double t0 = bench_now();
+    an_simgrid_run(&ss, &lru, 1, caps, 3, 0, 132, NULL, NULL, &ge, &err);
+    double t1 = bench_now();
+    an_shards_grid(&sp, 0.01, &lru, 1, caps, 3, 132, NULL, NULL, &gs, &err);
+    double t2 = bench_now();
+    printf("  lru at 1024, 8192, 65536: exact %.2f s, mini-simulations at 0.01 %.3f s (%.1fx)\n", t1 - t0, t2 - t1,
+           (t1 - t0) / (t2 - t1));
+    for (int c = 0; c < 3; c++)
+        printf("    capacity %6llu: exact miss ratio %.4f, sampled %.4f\n", (unsigned long long)caps[c],
+               (double)ge.result[c].misses / ge.result[c].accesses, (double)gs.result[c].misses / gs.result[c].accesses);
+    an_simgrid_free(&ge);
+    an_simgrid_free(&gs);
+    an_spill_free(&sp);
     an_mrc_free(&exact);
     free(s.key); free(s.id); free(dense);
     return 0;

@@ -8,6 +8,8 @@
 #include <string.h>
 
 #include "an_cache.h"
+#include "an_simrun.h"
+#include "an_spill.h"
 #include "an_mrc.h"
 #include "an_shards.h"
 #include "rn_rng.h"
@@ -63,9 +65,11 @@ TH_TEST(test_shards_rate1_exact, "sampled curve at rate 1 (fixed rate and fixed 
     an_mrc exact, est;
     CU_ASSERT_EQUAL_FATAL(an_mrc_build(&ss, 100, &exact, &err), RN_OK);
     an_shards_opts opts[2] = { { 1.0, 0 }, { 1.0, 1u << 20 } };
+    an_spill sp;
+    CU_ASSERT_EQUAL_FATAL(an_spill_resident(&ss, 100, &sp, &err), RN_OK);
     for (int v = 0; v < 2; v++) {
         double rate = 0;
-        CU_ASSERT_EQUAL_FATAL(an_shards_mrc(&ss, &opts[v], 100, &est, &rate, &err), RN_OK);
+        CU_ASSERT_EQUAL_FATAL(an_shards_mrc(&sp, &opts[v], &est, &rate, &err), RN_OK);
         CU_ASSERT_EQUAL(rate, 1.0);
         CU_ASSERT_EQUAL(est.n, exact.n);
         CU_ASSERT_EQUAL(est.accesses, exact.accesses);
@@ -74,29 +78,35 @@ TH_TEST(test_shards_rate1_exact, "sampled curve at rate 1 (fixed rate and fixed 
         CU_ASSERT_EQUAL(bad, 0);
         an_mrc_free(&est);
     }
+    an_spill_free(&sp);
     an_mrc_free(&exact);
     free_stream(&s);
 }
 
-TH_TEST(test_shards_minisim_rate1, "mini-simulation at rate 1 == the exact simulation, every policy")
+TH_TEST(test_shards_minisim_rate1, "mini-simulations at rate 1 == the exact grid, every policy")
 {
     an_streams ss;
     an_stream s;
     make_streams(&ss, &s, 20000, 2000, 2);
     rn_error err;
-    uint32_t *nxt = malloc(sizeof *nxt * s.n), *last = malloc(sizeof *last * s.n_keys);
-    an_next_use(&s, nxt, last);
-    for (int i = 0; i < rn_policy_count(); i++) {
-        const rn_policy *p = rn_policy_at(i);
-        for (uint64_t C = 8; C <= 1024; C *= 4) {
-            an_sim_result a = { 0 }, b = { 0 };
-            CU_ASSERT_EQUAL_FATAL(an_simulate(&s, p, C, 50, p->needs_next ? nxt : NULL, &a, &err), RN_OK);
-            CU_ASSERT_EQUAL_FATAL(an_shards_simulate(&ss, 1.0, p, C, 50, &b, &err), RN_OK);
-            CU_ASSERT_EQUAL(a.accesses, b.accesses);
-            CU_ASSERT_EQUAL(a.misses, b.misses);
-        }
-    }
-    free(nxt); free(last);
+    const rn_policy *pol[32];
+    int np = 0;
+    for (int i = 0; i < rn_policy_count() && np < 32; i++) pol[np++] = rn_policy_at(i);
+    const uint64_t caps[] = { 8, 32, 128, 512, 1024 };
+    an_simgrid exact, est;
+    CU_ASSERT_EQUAL_FATAL(an_simgrid_run(&ss, pol, np, caps, 5, 50, 132, NULL, NULL, &exact, &err), RN_OK);
+    an_spill sp;
+    CU_ASSERT_EQUAL_FATAL(an_spill_resident(&ss, 50, &sp, &err), RN_OK);
+    CU_ASSERT_EQUAL_FATAL(an_shards_grid(&sp, 1.0, pol, np, caps, 5, 132, NULL, NULL, &est, &err), RN_OK);
+    int bad = 0;
+    for (int i = 0; i < np * 5; i++)
+        bad += est.result[i].accesses != exact.result[i].accesses || est.result[i].misses != exact.result[i].misses ||
+               est.result[i].hits != exact.result[i].hits;
+    CU_ASSERT_EQUAL(bad, 0);
+    for (int c = 0; c < 5; c++) CU_ASSERT_EQUAL(est.capacity[c], caps[c]);
+    an_simgrid_free(&exact);
+    an_simgrid_free(&est);
+    an_spill_free(&sp);
     free_stream(&s);
 }
 
@@ -119,21 +129,29 @@ TH_TEST(test_shards_sampled_close, "sampled curves at rate 0.1 and fixed size st
     CU_ASSERT_EQUAL_FATAL(an_mrc_build(&ss, 0, &exact, &err), RN_OK);
     an_shards_opts fr = { 0.1, 0 }, fs = { 1.0, 2000 };
     double rate;
-    CU_ASSERT_EQUAL_FATAL(an_shards_mrc(&ss, &fr, 0, &est, &rate, &err), RN_OK);
+    an_spill sp;
+    CU_ASSERT_EQUAL_FATAL(an_spill_resident(&ss, 0, &sp, &err), RN_OK);
+    CU_ASSERT_EQUAL_FATAL(an_shards_mrc(&sp, &fr, &est, &rate, &err), RN_OK);
     double e1 = mae(&exact, &est);
     CU_ASSERT(fabs(rate - 0.1) < 1e-6);
     CU_ASSERT(e1 < 0.02);
     an_mrc_free(&est);
-    CU_ASSERT_EQUAL_FATAL(an_shards_mrc(&ss, &fs, 0, &est, &rate, &err), RN_OK);
+    CU_ASSERT_EQUAL_FATAL(an_shards_mrc(&sp, &fs, &est, &rate, &err), RN_OK);
     double e2 = mae(&exact, &est);
     CU_ASSERT(rate < 0.2 && rate > 0.05); /* 2000 of ~20000 keys */
     CU_ASSERT(e2 < 0.03);
     an_mrc_free(&est);
     /* a mini-simulation of LRU at 0.1 against the exact LRU */
-    an_sim_result a = { 0 }, b = { 0 };
-    CU_ASSERT_EQUAL(an_simulate(&s, rn_policy_find("lru"), 2000, 0, NULL, &a, &err), RN_OK);
-    CU_ASSERT_EQUAL(an_shards_simulate(&ss, 0.1, rn_policy_find("lru"), 2000, 0, &b, &err), RN_OK);
-    double mr_a = (double)a.misses / a.accesses, mr_b = (double)b.misses / b.accesses;
+    const rn_policy *lru = rn_policy_find("lru");
+    const uint64_t cap = 2000;
+    an_simgrid a, b;
+    CU_ASSERT_EQUAL_FATAL(an_simgrid_run(&ss, &lru, 1, &cap, 1, 0, 132, NULL, NULL, &a, &err), RN_OK);
+    CU_ASSERT_EQUAL_FATAL(an_shards_grid(&sp, 0.1, &lru, 1, &cap, 1, 132, NULL, NULL, &b, &err), RN_OK);
+    double mr_a = (double)a.result[0].misses / a.result[0].accesses;
+    double mr_b = (double)b.result[0].misses / b.result[0].accesses;
+    an_simgrid_free(&a);
+    an_simgrid_free(&b);
+    an_spill_free(&sp);
     CU_ASSERT(fabs(mr_a - mr_b) < 0.03);
     if (e1 >= 0.02 || e2 >= 0.03 || fabs(mr_a - mr_b) >= 0.03)
         fprintf(stderr, "\nshards: mae fixed-rate %.4f, fixed-size %.4f (rate %.4f); lru@2000 %.4f vs %.4f\n", e1, e2,
