@@ -303,6 +303,21 @@ static int check_tokens(const rn_runtime *rt, const int *tokens, int T, rn_error
     return RN_OK;
 }
 
+/* One forward call of n <= chunk rows at the current position, on the
+ * runtime's device: the span check of the interventions, then the probe is
+ * told the rows computed together (rn_probe.h) before their accesses. */
+static int forward(rn_runtime *rt, const int *tokens, int n, float *logits, int all_rows,
+                   rn_error *err)
+{
+    int rc;
+    if (rt->iv && (rc = rn_iv_check_span(rt->iv, rt->pos, n, err))) return rc;
+    if (rt->probe && rt->probe->chunk) rt->probe->chunk(rt->probe->user, rt->pos, n);
+    if (!rt->gpu) return forward_rows(rt, tokens, n, logits, all_rows, err);
+    if ((rc = rn_cuda_forward(rt->gpu, tokens, n, rt->pos, logits, all_rows, rt->probe, err))) return rc;
+    rt->pos += n;
+    return RN_OK;
+}
+
 int rn_prefill(rn_runtime *rt, const int *tokens, int T, float *logits, int all_rows, rn_error *err)
 {
     int rc = check_tokens(rt, tokens, T, err);
@@ -314,12 +329,7 @@ int rn_prefill(rn_runtime *rt, const int *tokens, int T, float *logits, int all_
         float *lg = NULL;
         if (logits && all_rows) lg = logits + (size_t)t0 * rt->c.vocab_size;
         else if (logits && t0 + n == T) lg = logits;
-        if (rt->iv && (rc = rn_iv_check_span(rt->iv, rt->pos, n, err))) return rc;
-        if (rt->gpu) {
-            if ((rc = rn_cuda_forward(rt->gpu, tokens + t0, n, rt->pos, lg, all_rows, rt->probe, err))) return rc;
-            rt->pos += n;
-        } else if ((rc = forward_rows(rt, tokens + t0, n, lg, all_rows, err)))
-            return rc;
+        if ((rc = forward(rt, tokens + t0, n, lg, all_rows, err))) return rc;
     }
     return RN_OK;
 }
@@ -327,14 +337,7 @@ int rn_prefill(rn_runtime *rt, const int *tokens, int T, float *logits, int all_
 int rn_step(rn_runtime *rt, int token, float *logits, rn_error *err)
 {
     int rc = check_tokens(rt, &token, 1, err);
-    if (rc) return rc;
-    if (rt->iv && (rc = rn_iv_check_span(rt->iv, rt->pos, 1, err))) return rc;
-    if (rt->gpu) {
-        if ((rc = rn_cuda_forward(rt->gpu, &token, 1, rt->pos, logits, 0, rt->probe, err))) return rc;
-        rt->pos++;
-        return RN_OK;
-    }
-    return forward_rows(rt, &token, 1, logits, 0, err);
+    return rc ? rc : forward(rt, &token, 1, logits, 0, err);
 }
 
 int rn_runtime_state_counters(const rn_runtime *rt, rn_state_counters *out)
