@@ -136,11 +136,11 @@ static int parse_slots(const char **p, rn_iv_set *s, rn_iv *v, const char **why)
     return 0;
 }
 
-/* Argument parser: the slots, then "=F" (a finite factor). */
-static int parse_scaled_slots(const char **p, rn_iv_set *s, rn_iv *v, const char **why)
+/* "=F" at *p (advanced): a finite factor into v->scale; missing: the
+ * problem when there is no '='. */
+static int parse_factor(const char **p, rn_iv *v, const char *missing, const char **why)
 {
-    if (parse_slots(p, s, v, why)) return -1;
-    if (**p != '=') { *why = "expected '=F' (the factor) after the slots"; return -1; }
+    if (**p != '=') { *why = missing; return -1; }
     (*p)++;
     char *end;
     errno = 0;
@@ -149,6 +149,12 @@ static int parse_scaled_slots(const char **p, rn_iv_set *s, rn_iv *v, const char
     v->scale = (float)f;
     *p = end;
     return 0;
+}
+
+/* Argument parser: the slots, then "=F". */
+static int parse_scaled_slots(const char **p, rn_iv_set *s, rn_iv *v, const char **why)
+{
+    return parse_slots(p, s, v, why) || parse_factor(p, v, "expected '=F' (the factor) after the slots", why) ? -1 : 0;
 }
 
 /* Argument parser: " from SOURCE[@T0-T1]", all the rest (a file name may
