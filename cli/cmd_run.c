@@ -4,7 +4,6 @@
  * (trace/tr_generate.c). */
 #include <getopt.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
