@@ -39,6 +39,15 @@ struct rn_runtime {
 
 static size_t al64(size_t n) { return (n + 63) & ~(size_t)63; }
 
+/* A runtime of model m forwarding up to max_chunk rows a call, with
+ * nothing allocated yet (both devices start from it); NULL: out of memory. */
+static rn_runtime *runtime_new(const rn_model *m, int max_chunk)
+{
+    rn_runtime *rt = calloc(1, sizeof *rt);
+    if (rt) *rt = (rn_runtime){ .m = m, .c = m->cfg, .M = rn_config_slots(&m->cfg), .chunk = max_chunk };
+    return rt;
+}
+
 int rn_runtime_create(const rn_model *m, int max_chunk, rn_runtime **out, rn_error *err)
 {
     return rn_runtime_create_state(m, max_chunk, NULL, out, err);
@@ -52,12 +61,8 @@ int rn_runtime_create_state(const rn_model *m, int max_chunk, const rn_state_opt
     int rc = rn_state_check(&m->cfg, so, err);
     if (rc) return rc;
     const rn_config *c = &m->cfg;
-    rn_runtime *rt = calloc(1, sizeof *rt);
+    rn_runtime *rt = runtime_new(m, max_chunk);
     if (!rt) return rn_seterr(err, RN_ENOMEM, "out of memory");
-    rt->m = m;
-    rt->c = *c;
-    rt->M = rn_config_slots(c);
-    rt->chunk = max_chunk;
     const int64_t L = c->n_layers, H = c->n_heads, D = c->d_model, F = c->d_ff, K = c->top_k;
     const int64_t hdk = H * rn_config_dk(c), hdv = H * c->d_v, C = max_chunk;
     /* Bound the whole allocation by the memory limit (rn_memlimit.h) before
@@ -138,12 +143,8 @@ int rn_runtime_create_on(const rn_model *m, int max_chunk, rn_device dev, rn_run
     if (!rc) rc = rn_cuda_supported(&m->cfg, err);
     if (rc) return rc;
     if (max_chunk < 1) return rn_seterr(err, RN_EINPUT, "runtime: chunk size must be >= 1");
-    rn_runtime *rt = calloc(1, sizeof *rt);
+    rn_runtime *rt = runtime_new(m, max_chunk);
     if (!rt) return rn_seterr(err, RN_ENOMEM, "out of memory");
-    rt->m = m;
-    rt->c = m->cfg;
-    rt->M = rn_config_slots(&m->cfg);
-    rt->chunk = max_chunk;
     if ((rc = rn_cuda_rt_create(m, max_chunk, &rt->gpu, err))) {
         free(rt);
         return rc;
