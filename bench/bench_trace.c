@@ -376,7 +376,7 @@ int main(int argc, char **argv)
     for (int r = 0; r < REPS; r++) {
         bin_sink s = { fopen(bin, "wb"), 0 };
         if (!s.f) { perror(bin); return 1; }
-        rn_probe p = { &s, bin_access };
+        rn_probe p = { .user = &s, .access = bin_access };
         double t0 = bench_now();
         feed(&p, &c, &tab, T);
         fclose(s.f);

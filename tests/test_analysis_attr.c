@@ -83,7 +83,7 @@ TH_TEST(test_reproduces_model, "attribution reproduces the model's reads")
     rn_runtime *rt;
     CU_ASSERT_EQUAL_FATAL(rn_runtime_create(&m, 16, &rt, &err), RN_OK);
     recorder rec = { 0 };
-    rn_probe probe = { &rec, rec_access };
+    rn_probe probe = { .user = &rec, .access = rec_access };
     rn_runtime_set_probe(rt, &probe);
     CU_ASSERT_EQUAL_FATAL(rn_prefill(rt, tok, T, NULL, 0, &err), RN_OK);
 

@@ -414,7 +414,7 @@ TH_TEST(test_probe_events, "probe sees every access, same in both paths")
     int T = 30, tok[30];
     for (int t = 0; t < T; t++) tok[t] = (t * 13 + 5) % c.vocab_size;
     rec *r1 = calloc(1, sizeof *r1), *r2 = calloc(1, sizeof *r2);
-    rn_probe p1 = { r1, rec_access }, p2 = { r2, rec_access };
+    rn_probe p1 = { .user = r1, .access = rec_access }, p2 = { .user = r2, .access = rec_access };
     rn_runtime *rt;
     rn_error err;
     CU_ASSERT_EQUAL_FATAL(rn_runtime_create(&m, 7, &rt, &err), RN_OK);

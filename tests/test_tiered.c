@@ -223,7 +223,7 @@ TH_TEST(test_tiered_counters_simulate, "tiered hits and misses equal simulate's,
             rn_runtime *rt;
             CU_ASSERT_EQUAL_FATAL(rn_runtime_create_state(&m, 1, &so, &rt, &err), RN_OK);
             ev_rec r = { malloc(sizeof(tr_event) * 20000), 0, 20000 };
-            rn_probe pr = { &r, rec_access };
+            rn_probe pr = { .user = &r, .access = rec_access };
             rn_runtime_set_probe(rt, &pr);
             int tok[40];
             for (int i = 0; i < 40; i++) tok[i] = (i * 53 + 7) % c.vocab_size;
@@ -280,7 +280,7 @@ TH_TEST(test_tiered_counters_chunk_order, "tiered hits and misses equal simulate
                     rn_runtime *rt;
                     CU_ASSERT_EQUAL_FATAL(rn_runtime_create_state(&m, chunks[ci], &so, &rt, &err), RN_OK);
                     ev_rec r = { malloc(sizeof(tr_event) * 20000), 0, 20000 };
-                    rn_probe pr = { &r, rec_access };
+                    rn_probe pr = { .user = &r, .access = rec_access };
                     rn_runtime_set_probe(rt, &pr);
                     int tok[80];
                     for (int i = 0; i < 80; i++) tok[i] = (i * 53 + 7) % c.vocab_size;

@@ -90,7 +90,7 @@ static int64_t traced_run(const char *db, const rn_config *c, const tr_select *s
     int64_t run_id = tr_writer_run_id(w);
     memset(rec, 0, sizeof *rec);
     rec->inner = tr_writer_probe(w);
-    rn_probe p = { rec, rec_access };
+    rn_probe p = { .user = rec, .access = rec_access };
     rn_runtime_set_probe(rt, &p);
     int *toks = malloc(sizeof(int) * (T + G));
     for (int i = 0; i < T + G; i++) toks[i] = (i * 37 + 11) % c->vocab_size;

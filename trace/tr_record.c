@@ -111,11 +111,42 @@ void tr_record_generated(tr_writer *w, const rn_config *cfg, int64_t pos, int to
     tr_writer_add_token(w, pos, token, piece, 1);
 }
 
-static double mono(void)
+double tr_seconds(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+int tr_model_load(const char *path, int top_k, rn_model *m, rn_error *err)
+{
+    int rc = rn_model_load(m, path, err);
+    if (rc || !top_k) return rc;
+    /* only the forward's K: the parameters do not depend on it */
+    if (top_k < 1 || top_k > RN_MAX_TOPK || top_k > rn_config_slots(&m->cfg)) {
+        rc = rn_seterr(err, RN_EINPUT, "--top-k: %d is not in 1..min(%lld slots, %d)", top_k,
+                       (long long)rn_config_slots(&m->cfg), RN_MAX_TOPK);
+        rn_model_free(m);
+        return rc;
+    }
+    m->cfg.top_k = top_k;
+    return RN_OK;
+}
+
+int tr_iv_add_args(rn_iv_set *iv, const char *const *args, int n, const char ***specs, rn_error *err)
+{
+    int rc = RN_OK;
+    for (int i = 0; i < n && !rc; i++) rc = rn_iv_add_arg(iv, args[i], err);
+    if (!rc && iv->n && !(*specs = malloc(sizeof **specs * iv->n))) rc = rn_seterr(err, RN_ENOMEM, "out of memory");
+    for (int i = 0; i < iv->n && !rc; i++) (*specs)[i] = iv->iv[i].spec;
+    return rc;
+}
+
+int tr_iv_attach(rn_iv_set *iv, const rn_model *m, rn_runtime *rt, int source_chunk, rn_error *err)
+{
+    iv->source_chunk = source_chunk;
+    int rc = rn_iv_prepare(iv, m, err);
+    return rc ? rc : rn_runtime_set_interventions(rt, iv, err);
 }
 
 int tr_state_device_check(const rn_state_opts *so, rn_device dev, rn_error *err)
@@ -130,17 +161,8 @@ int tr_trace_run(const tr_trace_job *job, tr_trace_result *res, rn_error *err)
 {
     memset(res, 0, sizeof *res);
     rn_model m;
-    int rc = rn_model_load(&m, job->model_path, err);
+    int rc = tr_model_load(job->model_path, job->top_k, &m, err);
     if (rc) return rc;
-    if (job->top_k) { /* only the forward's K: the parameters do not depend on it */
-        if (job->top_k < 1 || job->top_k > RN_MAX_TOPK || job->top_k > rn_config_slots(&m.cfg)) {
-            rc = rn_seterr(err, RN_EINPUT, "--top-k: %d is not in 1..min(%lld slots, %d)", job->top_k,
-                           (long long)rn_config_slots(&m.cfg), RN_MAX_TOPK);
-            rn_model_free(&m);
-            return rc;
-        }
-        m.cfg.top_k = job->top_k;
-    }
     int *toks = NULL, n = 0;
     rn_runtime *rt = NULL;
     tr_writer *w = NULL;
@@ -153,16 +175,13 @@ int tr_trace_run(const tr_trace_job *job, tr_trace_result *res, rn_error *err)
     int wfmt = tr_weights_parse(job->weights ? job->weights : "f32");
     rc = wfmt < 0 ? rn_seterr(err, RN_EINPUT, "--weights %s: expected f32 or f16", job->weights)
                   : tr_select_parse(&sel, job->layers, job->heads, job->ops, &m.cfg, err);
-    for (int i = 0; i < job->n_intervene && !rc; i++) rc = rn_iv_add_arg(&iv, job->intervene[i], err);
-    if (!rc && iv.n && !(specs = malloc(sizeof *specs * iv.n))) rc = rn_seterr(err, RN_ENOMEM, "out of memory");
-    for (int i = 0; i < iv.n && !rc; i++) specs[i] = iv.iv[i].spec;
+    if (!rc) rc = tr_iv_add_args(&iv, job->intervene, job->n_intervene, &specs, err);
     if (!rc) rc = rn_tokenize_file(&m.cfg, job->input_path, &toks, &n, err);
     if (!rc) rc = tr_state_device_check(job->state, job->device, err);
     if (!rc) rc = job->state && job->state->budget ? rn_runtime_create_state(&m, chunk, job->state, &rt, err)
                                                    : rn_runtime_create_on(&m, chunk, job->device, &rt, err);
-    iv.source_chunk = chunk; /* patch sources in the run's chunking (rn_intervene.h) */
-    if (!rc) rc = rn_iv_prepare(&iv, &m, err);
-    if (!rc) rc = rn_runtime_set_interventions(rt, &iv, err);
+    /* patch sources in the run's chunking (rn_intervene.h) */
+    if (!rc) rc = tr_iv_attach(&iv, &m, rt, chunk, err);
     if (rc) goto done;
     const char *base = strrchr(job->input_path, '/');
     base = base ? base + 1 : job->input_path;
@@ -175,10 +194,10 @@ int tr_trace_run(const tr_trace_job *job, tr_trace_result *res, rn_error *err)
     if ((rc = tr_writer_open(job->db_path, &meta, &sel, &wo, &w, err))) goto done;
     res->run_id = tr_writer_run_id(w);
     rn_runtime_set_probe(rt, tr_writer_probe(w));
-    double t0 = mono();
+    double t0 = tr_seconds();
     rc = tr_record_prefill(rt, w, &m.cfg, toks, n, chunk, NULL, job->stop, job->progress,
                            job->user, err);
-    res->seconds = mono() - t0;
+    res->seconds = tr_seconds() - t0;
     if ((res->tiered = rn_runtime_state_counters(rt, &res->state))) {
         tr_state_row sr = { job->state->policy, job->state->budget, job->state->direct, chunk,
                             job->state->scope, res->state };

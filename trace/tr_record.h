@@ -77,6 +77,22 @@ typedef struct {
     rn_state_counters state;
 } tr_trace_result;
 
+/* Seconds on the monotonic clock (the jobs' timings). */
+double tr_seconds(void);
+
+/* Load the model of a job; top_k non-zero: the forward's K instead of the
+ * model's (RN_EINPUT naming --top-k unless 1..min(M, RN_MAX_TOPK)). */
+int tr_model_load(const char *path, int top_k, rn_model *m, rn_error *err);
+
+/* Add a command's --intervene arguments to iv (rn_iv_add_arg) and list the
+ * specs for the run's metadata in *specs (malloc'd, NULL for none; the
+ * strings are iv's). */
+int tr_iv_add_args(rn_iv_set *iv, const char *const *args, int n, const char ***specs, rn_error *err);
+
+/* Run iv's patch sources in chunks of source_chunk rows (rn_iv_prepare)
+ * and attach iv to rt. */
+int tr_iv_attach(rn_iv_set *iv, const rn_model *m, rn_runtime *rt, int source_chunk, rn_error *err);
+
 /* Check the tiered state options of a command: RN_EINPUT for a state file
  * without a budget, or a budget on a non-CPU device. */
 int tr_state_device_check(const rn_state_opts *so, rn_device dev, rn_error *err);

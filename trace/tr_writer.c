@@ -105,9 +105,8 @@ struct tr_writer {
     int64_t events, groups, tokens;           /* produced */
     int64_t committed_events, committed_tokens; /* written (thread) */
     double wait_s, insert_s, index_s;
-    /* prefill chunks, told from the probe's calls (note_chunk) */
-    int ch_cont;       /* the last call was layer 0, head 0, a read, at position ch_last */
-    int64_t ch_last, ch_pos0, ch_n; /* the chunk under way: [ch_pos0, ch_pos0 + ch_n) */
+    /* prefill chunks, as the runtime tells them (probe_chunk) */
+    int64_t ch_pos0, ch_n; /* the chunk under way: [ch_pos0, ch_pos0 + ch_n) */
     int64_t *chunks;   /* [n_chunks][2]: pos0, n of the chunks of more than one row */
     int n_chunks, cap_chunks, ch_oom; /* ch_oom: a chunk could not be kept */
     int has_state;     /* tr_writer_set_state was called */
@@ -288,25 +287,21 @@ static void end_chunk(tr_writer *w)
     w->n_chunks++;
 }
 
-/* The runtime's order of computation, from its probe calls (rn_probe.h):
- * prefill reports a layer head-major after its scan, so a chunk of n rows
- * shows layer 0, head 0 at n consecutive positions in a row, while a step
- * reports each (layer, head) once.  With one layer and one head the two
- * orders are the same, and so are the chunks recorded. */
-static void note_chunk(tr_writer *w, int layer, int head, int pos, int op)
+/* rn_probe callback: the runtime's next forward call computes positions
+ * pos0 .. pos0 + n - 1 together.  With one layer and one head its order is
+ * that of n steps, and a chunk that continues the one under way extends it
+ * (steps included): the run's order is the same either way
+ * (docs/trace-schema.md). */
+static void probe_chunk(void *user, int64_t pos0, int n)
 {
-    int first = layer == 0 && head == 0;
-    if (first && op == RN_OP_WRITE) {
-        if (w->ch_cont && w->ch_n && pos == w->ch_last + 1) {
-            w->ch_n++;
-        } else {
-            end_chunk(w);
-            w->ch_pos0 = pos;
-            w->ch_n = 1;
-        }
+    tr_writer *w = user;
+    if (w->L * w->H == 1 && w->ch_n && pos0 == w->ch_pos0 + w->ch_n) {
+        w->ch_n += n;
+        return;
     }
-    w->ch_cont = first && op == RN_OP_READ;
-    w->ch_last = pos;
+    end_chunk(w);
+    w->ch_pos0 = pos0;
+    w->ch_n = n;
 }
 
 /* After a head sealed a block: when every traced head has now sealed past
@@ -342,7 +337,6 @@ static void probe_access(void *user, int layer, int head, int pos, int op, int k
      * config the writer was opened with */
     assert(layer >= 0 && layer < w->L && head >= 0 && head < w->H);
     assert((op == RN_OP_WRITE || op == RN_OP_READ) && k == w->K);
-    note_chunk(w, layer, head, pos, op);
     /* the accesses of the positions after the sealed ones have begun and
      * no tokens row came meanwhile (a caller that adds them at the end):
      * commit the sealed ones now */
@@ -709,6 +703,7 @@ int tr_writer_open(const char *path, const tr_run_meta *meta, const tr_select *s
             w->cape_m[l * w->H + h] = rn_config_cape(&w->cfg, l, h) ? M : 0;
     w->probe.user = w;
     w->probe.access = probe_access;
+    w->probe.chunk = probe_chunk;
 
     rc = tr_schema_open_write_mode(path, w->durability, &w->db, err);
     if (!rc) rc = take_live_lock(w, err);

@@ -10,6 +10,8 @@
  * A batch is handed over when full or once every traced head has sealed
  * the same block of positions (with their tokens rows): the file lags the
  * model by at most block_positions positions plus the batches in flight.  tr_writer_finish flushes everything and records the status.
+ * The probe is also told the runtime's forward calls (rn_probe.chunk): the
+ * calls of several rows are recorded as the run's prefill chunks.
  *
  * Typical use:
  *

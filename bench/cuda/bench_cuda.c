@@ -98,7 +98,7 @@ static int run_shape(const char *name, const rn_config *c, int T_gpu, int T_cpu,
     }
     double gp = prefill_tps(gpu, tok, T_gpu, logits), cp = prefill_tps(cpu, tok, T_cpu, logits);
     long events = 0;
-    rn_probe probe = { &events, count_access };
+    rn_probe probe = { .user = &events, .access = count_access };
     rn_runtime_set_probe(gpu, &probe);
     double gt = prefill_tps(gpu, tok, T_gpu, logits);
     rn_runtime_set_probe(gpu, NULL);

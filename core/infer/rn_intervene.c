@@ -1,6 +1,7 @@
-/* rn_intervene.c — parsing intervention specs and applying them inside the
- * runtime's forward (see rn_intervene.h; patch sources run in
- * rn_patch_source.c). */
+/* rn_intervene.c — the kinds of intervention, one table entry each (its
+ * name, the parser of its argument and the hooks it applies), parsing specs
+ * into a set, and applying the set inside the runtime's forward (see
+ * rn_intervene.h; patch sources run in rn_patch_source.c). */
 #include "rn_intervene.h"
 
 #include <ctype.h>
@@ -12,33 +13,6 @@
 
 #include "rn_file.h"
 #include "rn_layers.h"
-#include "rn_tokenizer.h"
-
-void rn_iv_init(rn_iv_set *s, const rn_config *c)
-{
-    memset(s, 0, sizeof *s);
-    s->L = c->n_layers, s->H = c->n_heads, s->d_v = c->d_v, s->M = rn_config_slots(c);
-    s->prepared = 1;
-    s->source_chunk = 256;
-}
-
-static void iv_free(rn_iv *v)
-{
-    free(v->slots);
-    free(v->source);
-    if (v->owns_buf) free(v->buf);
-    free(v->spec);
-}
-
-void rn_iv_free(rn_iv_set *s)
-{
-    for (int i = 0; i < s->n; i++) iv_free(&s->iv[i]);
-    free(s->iv);
-    memset(s, 0, sizeof *s);
-}
-
-static int is_slot_kind(int k) { return k == RN_IV_ABLATE_SLOTS || k == RN_IV_SCALE_SLOTS; }
-static int is_head_kind(int k) { return k == RN_IV_ABLATE_HEAD || k == RN_IV_ABLATE_LAYER || k == RN_IV_PATCH_HEAD; }
 
 /* Does spec v act on head (l, h)? */
 static int on_head(const rn_iv *v, int l, int h) { return v->layer == l && (v->head < 0 || v->head == h); }
@@ -92,8 +66,8 @@ static int parse_range(const char *p, rn_iv *v, const char **why)
     return 0;
 }
 
-/* "L.H" at *p (advanced). */
-static int parse_head(const char **p, const rn_iv_set *s, rn_iv *v, const char **why)
+/* Target parser: "L.H" at *p (advanced). */
+static int parse_head(const char **p, rn_iv_set *s, rn_iv *v, const char **why)
 {
     int64_t l = parse_uint(p, INT32_MAX);
     if (l == -2) { *why = "no such layer"; return -1; }
@@ -108,15 +82,29 @@ static int parse_head(const char **p, const rn_iv_set *s, rn_iv *v, const char *
     return 0;
 }
 
+/* Target parser: "L" at *p (advanced): every head of the layer. */
+static int parse_layer(const char **p, rn_iv_set *s, rn_iv *v, const char **why)
+{
+    int64_t l = parse_uint(p, INT32_MAX);
+    if (l == -2) { *why = "no such layer"; return -1; }
+    if (l < 0) { *why = "expected a layer number"; return -1; }
+    if (l >= s->L) { *why = "no such layer"; return -1; }
+    v->layer = (int)l, v->head = -1;
+    return 0;
+}
+
 static int cmp_u32(const void *a, const void *b)
 {
     uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
     return (x > y) - (x < y);
 }
 
-/* "S1,S2,A-B,..." at *p (advanced), up to '=', '@' or the end. */
-static int parse_slots(const char **p, const rn_iv_set *s, rn_iv *v, const char **why)
+/* Argument parser: ":S1,S2,A-B,..." at *p (advanced), up to '=', '@' or
+ * the end; the slots sorted and distinct. */
+static int parse_slots(const char **p, rn_iv_set *s, rn_iv *v, const char **why)
 {
+    if (**p != ':') { *why = "expected ':' and slot numbers after the head"; return -1; }
+    (*p)++;
     int cap = 16;
     v->slots = malloc(sizeof *v->slots * cap);
     if (!v->slots) { *why = "out of memory"; return -1; }
@@ -148,84 +136,221 @@ static int parse_slots(const char **p, const rn_iv_set *s, rn_iv *v, const char 
     return 0;
 }
 
+/* "=F" at *p (advanced): a finite factor into v->scale; missing: the
+ * problem when there is no '='. */
+static int parse_factor(const char **p, rn_iv *v, const char *missing, const char **why)
+{
+    if (**p != '=') { *why = missing; return -1; }
+    (*p)++;
+    char *end;
+    errno = 0;
+    double f = strtod(*p, &end);
+    if (end == *p || errno || !isfinite(f) || fabs(f) > 1e30) { *why = "the factor is not a finite number"; return -1; }
+    v->scale = (float)f;
+    *p = end;
+    return 0;
+}
+
+/* Argument parser: the slots, then "=F". */
+static int parse_scaled_slots(const char **p, rn_iv_set *s, rn_iv *v, const char **why)
+{
+    return parse_slots(p, s, v, why) || parse_factor(p, v, "expected '=F' (the factor) after the slots", why) ? -1 : 0;
+}
+
+/* Argument parser: " from SOURCE[@T0-T1]", all the rest (a file name may
+ * hold '@': only a trailing valid range counts).  The set then needs
+ * rn_iv_prepare (rn_patch_source.h). */
+static int parse_source(const char **pp, rn_iv_set *s, rn_iv *v, const char **why)
+{
+    const char *p = *pp;
+    if (strncmp(p, " from ", 6)) { *why = "expected 'from FILE' after the head"; return -1; }
+    p += 6;
+    while (*p == ' ') p++;
+    const char *at = strrchr(p, '@');
+    size_t len = strlen(p);
+    if (at && isdigit((unsigned char)at[1])) {
+        const char *w2;
+        rn_iv tmp = *v;
+        if (!parse_range(at + 1, &tmp, &w2)) { *v = tmp; len = (size_t)(at - p); }
+    }
+    if (!len) { *why = "expected 'from FILE' after the head"; return -1; }
+    if (!(v->source = malloc(len + 1))) { *why = "out of memory"; return -1; }
+    memcpy(v->source, p, len);
+    v->source[len] = 0;
+    s->prepared = 0;
+    *pp = p + strlen(p);
+    return 0;
+}
+
+/* ---- hooks ---- */
+
+/* Scan hook, ablate-slots: at T0 the slots go back to their initial state. */
+static void reset_slots(const rn_iv *u, rn_real *S, rn_real *z, int d_v, rn_real z0, int64_t p)
+{
+    if (u->t0 != p) return;
+    for (int j = 0; j < u->n_slots; j++) {
+        for (int d = 0; d < d_v; d++) S[(size_t)u->slots[j] * d_v + d] = 0;
+        z[u->slots[j]] = z0;
+    }
+}
+
+/* Scan hook, ablate-slots: writes to the slots are dropped. */
+static int drops_write(const rn_iv *u, uint32_t slot, int64_t p) { return active(u, p) && has_slot(u, slot); }
+
+/* Scan hook, scale-slots: F multiplies the read weight r of the slots, so
+ * their term r·S/(z + eps) is scaled by F (exactly the plain term at F = 1). */
+static rn_real scale_read(const rn_iv *u, uint32_t slot, int64_t p, rn_real r)
+{
+    return active(u, p) && has_slot(u, slot) ? r * u->scale : r;
+}
+
+/* o hook, ablate-head and ablate-layer: the head's output is zero. */
+static void zero_o(const rn_iv *u, rn_real *row, int64_t p, int d_v)
+{
+    (void)u, (void)p;
+    memset(row, 0, sizeof(rn_real) * d_v);
+}
+
+/* o hook, patch-head: the source's output where the source has the position. */
+static void patch_o(const rn_iv *u, rn_real *row, int64_t p, int d_v)
+{
+    if (p < u->buf_n) memcpy(row, u->buf + (size_t)p * d_v, sizeof(rn_real) * d_v);
+}
+
+/* o hook, record-head: the head's output copied into the buffer. */
+static void record_o(const rn_iv *u, rn_real *row, int64_t p, int d_v)
+{
+    if (p < u->buf_n) memcpy(u->buf + (size_t)p * d_v, row, sizeof(rn_real) * d_v);
+}
+
+/* ---- the kinds ---- */
+
+enum {
+    IV_OUTPUT = 1, /* replaces the head's output: conflicts with another such spec on the head */
+    IV_SLOTS       /* acts on named slots: conflicts with another such spec naming one of them */
+};
+
+typedef int (*iv_parse_fn)(const char **p, rn_iv_set *s, rn_iv *v, const char **why);
+
+/* One kind of intervention: a spec is "NAME TARGET[ARG][@T0-T1]".  The
+ * scan hooks run inside the memory scan of each head the spec acts on
+ * (rn_iv_scan), at every position of the forward: `start` before the
+ * writes, `drop` per write (non-zero: the write is dropped), `read` per
+ * read, returning its weight; the o hook runs on the head's read output
+ * of each position in the spec's range (rn_iv_apply_o).  Hooks are NULL
+ * when unused; a kind with scan hooks runs the head's scan through
+ * rn_iv_scan, which is the plain scan's arithmetic when they change
+ * nothing. */
+typedef struct {
+    const char *name;  /* as written in specs */
+    const char *usage; /* the syntax, for --help (rn_iv_kind_usage) */
+    iv_parse_fn target; /* the layer or head after the name (NULL: internal kind) */
+    iv_parse_fn arg;    /* what follows the target (NULL: nothing) */
+    int conflict;       /* IV_OUTPUT, IV_SLOTS or 0 */
+    void (*start)(const rn_iv *u, rn_real *S, rn_real *z, int d_v, rn_real z0, int64_t p);
+    int (*drop)(const rn_iv *u, uint32_t slot, int64_t p);
+    rn_real (*read)(const rn_iv *u, uint32_t slot, int64_t p, rn_real r);
+    void (*o)(const rn_iv *u, rn_real *row, int64_t p, int d_v);
+} iv_kind;
+
+/* Indexed by RN_IV_* (rn_intervene.h); docs/interventions.md has each
+ * kind's exact meaning. */
+static const iv_kind kinds[] = {
+    [RN_IV_ABLATE_SLOTS] = { "ablate-slots", "ablate-slots L.H:S1,S2,...[@T0-T1]", parse_head,
+                             parse_slots, IV_SLOTS, .start = reset_slots, .drop = drops_write },
+    [RN_IV_ABLATE_HEAD] = { "ablate-head", "ablate-head L.H[@T0-T1]", parse_head, NULL, IV_OUTPUT,
+                            .o = zero_o },
+    [RN_IV_ABLATE_LAYER] = { "ablate-layer", "ablate-layer L[@T0-T1]", parse_layer, NULL, IV_OUTPUT,
+                             .o = zero_o },
+    [RN_IV_SCALE_SLOTS] = { "scale-slots", "scale-slots L.H:S1,...=F[@T0-T1]", parse_head,
+                            parse_scaled_slots, IV_SLOTS, .read = scale_read },
+    [RN_IV_PATCH_HEAD] = { "patch-head", "patch-head L.H from FILE|TRACE.db[#RUN][@T0-T1]",
+                           parse_head, parse_source, IV_OUTPUT, .o = patch_o },
+    [RN_IV_RECORD_HEAD] = { "record-head", NULL, NULL, NULL, 0, .o = record_o },
+};
+enum { N_KINDS = sizeof kinds / sizeof kinds[0] };
+
+static int scans(int k) { return kinds[k].start || kinds[k].drop || kinds[k].read; }
+
+const char *rn_iv_kind_usage(int i)
+{
+    for (int k = 0; k < N_KINDS; k++)
+        if (kinds[k].target && i-- == 0) return kinds[k].usage;
+    return NULL;
+}
+
+void rn_iv_init(rn_iv_set *s, const rn_config *c)
+{
+    memset(s, 0, sizeof *s);
+    s->L = c->n_layers, s->H = c->n_heads, s->d_v = c->d_v, s->M = rn_config_slots(c);
+    s->prepared = 1;
+    s->source_chunk = 256;
+}
+
+static void iv_free(rn_iv *v)
+{
+    free(v->slots);
+    free(v->source);
+    if (v->owns_buf) free(v->buf);
+    free(v->spec);
+}
+
+void rn_iv_free(rn_iv_set *s)
+{
+    for (int i = 0; i < s->n; i++) iv_free(&s->iv[i]);
+    free(s->iv);
+    memset(s, 0, sizeof *s);
+}
+
 /* The first spec of s that conflicts with v, or NULL. */
 static const rn_iv *conflict(const rn_iv_set *s, const rn_iv *v)
 {
-    for (int i = 0; i < s->n; i++) {
+    const int cv = kinds[v->kind].conflict;
+    for (int i = 0; i < s->n && cv; i++) {
         const rn_iv *u = &s->iv[i];
         if (u->layer != v->layer || u->t1 < v->t0 || v->t1 < u->t0) continue;
         if (u->head >= 0 && v->head >= 0 && u->head != v->head) continue;
-        if (is_head_kind(u->kind) && is_head_kind(v->kind)) return u;
-        if (is_slot_kind(u->kind) && is_slot_kind(v->kind))
-            for (int j = 0; j < v->n_slots; j++)
-                if (has_slot(u, v->slots[j])) return u;
+        if (kinds[u->kind].conflict != cv) continue;
+        if (cv == IV_OUTPUT) return u;
+        for (int j = 0; j < v->n_slots; j++)
+            if (has_slot(u, v->slots[j])) return u;
     }
     return NULL;
 }
 
+/* Parse text into v.  *why: the problem, or NULL when the kind is unknown
+ * (the caller lists the kinds). */
 static int parse_spec(rn_iv_set *s, const char *text, rn_iv *v, const char **why)
 {
     memset(v, 0, sizeof *v);
     v->t0 = 0, v->t1 = INT64_MAX, v->scale = 1;
-    static const struct { const char *name; int kind; } kinds[] = {
-        { "ablate-slots ", RN_IV_ABLATE_SLOTS }, { "ablate-head ", RN_IV_ABLATE_HEAD },
-        { "ablate-layer ", RN_IV_ABLATE_LAYER }, { "scale-slots ", RN_IV_SCALE_SLOTS },
-        { "patch-head ", RN_IV_PATCH_HEAD } };
     const char *p = NULL;
-    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0] && !p; i++)
-        if (!strncmp(text, kinds[i].name, strlen(kinds[i].name))) {
-            v->kind = kinds[i].kind;
-            p = text + strlen(kinds[i].name);
+    for (int k = 0; k < N_KINDS && !p; k++) {
+        size_t n = strlen(kinds[k].name);
+        if (kinds[k].target && !strncmp(text, kinds[k].name, n) && text[n] == ' ') {
+            v->kind = k;
+            p = text + n + 1;
         }
-    if (!p) {
-        *why = "unknown kind (ablate-slots, ablate-head, ablate-layer, scale-slots, patch-head)";
-        return -1;
     }
+    *why = NULL;
+    if (!p) return -1;
     while (*p == ' ') p++;
-    if (v->kind == RN_IV_ABLATE_LAYER) {
-        int64_t l = parse_uint(&p, INT32_MAX);
-        if (l == -2) { *why = "no such layer"; return -1; }
-        if (l < 0) { *why = "expected a layer number"; return -1; }
-        if (l >= s->L) { *why = "no such layer"; return -1; }
-        v->layer = (int)l, v->head = -1;
-    } else if (parse_head(&p, s, v, why))
-        return -1;
-    if (is_slot_kind(v->kind)) {
-        if (*p != ':') { *why = "expected ':' and slot numbers after the head"; return -1; }
-        p++;
-        if (parse_slots(&p, s, v, why)) return -1;
-        if (v->kind == RN_IV_SCALE_SLOTS) {
-            if (*p != '=') { *why = "expected '=F' (the factor) after the slots"; return -1; }
-            p++;
-            char *end;
-            errno = 0;
-            double f = strtod(p, &end);
-            if (end == p || errno || !isfinite(f) || fabs(f) > 1e30) { *why = "the factor is not a finite number"; return -1; }
-            v->scale = (float)f;
-            p = end;
-        }
-    }
-    if (v->kind == RN_IV_PATCH_HEAD) {
-        if (strncmp(p, " from ", 6)) { *why = "expected 'from FILE' after the head"; return -1; }
-        p += 6;
-        while (*p == ' ') p++;
-        const char *at = strrchr(p, '@');
-        size_t len = strlen(p);
-        if (at && isdigit((unsigned char)at[1])) {
-            const char *w2;
-            rn_iv tmp = *v;
-            if (!parse_range(at + 1, &tmp, &w2)) { *v = tmp; len = (size_t)(at - p); }
-        }
-        if (!len) { *why = "expected 'from FILE' after the head"; return -1; }
-        if (!(v->source = malloc(len + 1))) { *why = "out of memory"; return -1; }
-        memcpy(v->source, p, len);
-        v->source[len] = 0;
-        s->prepared = 0;
-        return 0;
-    }
+    const iv_kind *kd = &kinds[v->kind];
+    if (kd->target(&p, s, v, why) || (kd->arg && kd->arg(&p, s, v, why))) return -1;
     if (*p == '@') return parse_range(p + 1, v, why);
     if (*p) { *why = "unexpected text after the spec"; return -1; }
     return 0;
+}
+
+/* Make room for one more spec in s. */
+static int grow(rn_iv_set *s, rn_error *err)
+{
+    if (s->n < s->cap) return RN_OK;
+    int nc = s->cap ? s->cap * 2 : 8;
+    rn_iv *ni = realloc(s->iv, sizeof *ni * nc);
+    if (!ni) return rn_seterr(err, RN_ENOMEM, "out of memory");
+    s->iv = ni, s->cap = nc;
+    return RN_OK;
 }
 
 int rn_iv_add(rn_iv_set *s, const char *spec, rn_error *err)
@@ -234,20 +359,22 @@ int rn_iv_add(rn_iv_set *s, const char *spec, rn_error *err)
     while (isspace((unsigned char)*spec)) spec++;
     size_t len = strlen(spec);
     while (len && isspace((unsigned char)spec[len - 1])) len--;
-    if (s->n == s->cap) {
-        int nc = s->cap ? s->cap * 2 : 8;
-        rn_iv *ni = realloc(s->iv, sizeof *ni * nc);
-        if (!ni) return rn_seterr(err, RN_ENOMEM, "out of memory");
-        s->iv = ni, s->cap = nc;
-    }
+    if (grow(s, err)) return RN_ENOMEM;
     rn_iv *v = &s->iv[s->n];
     char *text = malloc(len + 1);
     if (!text) return rn_seterr(err, RN_ENOMEM, "out of memory");
     memcpy(text, spec, len);
     text[len] = 0;
-    const char *why = NULL;
+    const char *why;
     if (parse_spec(s, text, v, &why)) {
-        rn_seterr(err, RN_EINPUT, "--intervene '%s': %s", text, why);
+        if (why) rn_seterr(err, RN_EINPUT, "--intervene '%s': %s", text, why);
+        else {
+            char list[256] = "";
+            for (int k = 0; k < N_KINDS; k++)
+                if (kinds[k].target)
+                    snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", *list ? ", " : "", kinds[k].name);
+            rn_seterr(err, RN_EINPUT, "--intervene '%s': unknown kind (%s)", text, list);
+        }
         iv_free(v);
         free(text);
         return RN_EINPUT;
@@ -288,21 +415,16 @@ int rn_iv_add_buffer(rn_iv_set *s, int patch, int l, int h, rn_real *buf, int64_
 {
     if (l < 0 || l >= s->L || h < 0 || h >= s->H)
         return rn_seterr(err, RN_EINPUT, "head %d.%d is not in the model", l, h);
-    if (s->n == s->cap) {
-        int nc = s->cap ? s->cap * 2 : 8;
-        rn_iv *ni = realloc(s->iv, sizeof *ni * nc);
-        if (!ni) return rn_seterr(err, RN_ENOMEM, "out of memory");
-        s->iv = ni, s->cap = nc;
-    }
+    if (grow(s, err)) return RN_ENOMEM;
     rn_iv *v = &s->iv[s->n];
     memset(v, 0, sizeof *v);
     v->kind = patch ? RN_IV_PATCH_HEAD : RN_IV_RECORD_HEAD;
     v->layer = l, v->head = h, v->t0 = 0, v->t1 = INT64_MAX, v->scale = 1;
     v->buf = buf, v->buf_n = n;
     char text[64];
-    snprintf(text, sizeof text, "%s %d.%d", patch ? "patch-head" : "record-head", l, h);
+    snprintf(text, sizeof text, "%s %d.%d", kinds[v->kind].name, l, h);
     if (!(v->spec = strdup(text))) return rn_seterr(err, RN_ENOMEM, "out of memory");
-    const rn_iv *u = patch ? conflict(s, v) : NULL;
+    const rn_iv *u = conflict(s, v);
     if (u) {
         rn_seterr(err, RN_EINPUT, "'%s' overlaps '%s'", text, u->spec);
         iv_free(v);
@@ -312,10 +434,12 @@ int rn_iv_add_buffer(rn_iv_set *s, int patch, int l, int h, rn_real *buf, int64_
     return RN_OK;
 }
 
+/* ---- the forward ---- */
+
 int rn_iv_has_slots(const rn_iv_set *s, int l, int h)
 {
     for (int i = 0; i < s->n; i++)
-        if (is_slot_kind(s->iv[i].kind) && on_head(&s->iv[i], l, h)) return 1;
+        if (scans(s->iv[i].kind) && on_head(&s->iv[i], l, h)) return 1;
     return 0;
 }
 
@@ -328,28 +452,21 @@ void rn_iv_scan(const rn_iv_set *s, int l, int h, rn_real *o, rn_real *S, rn_rea
     for (int t = 0; t < n; t++) {
         const int64_t p = pos0 + t;
         size_t a = ((size_t)t * H + h) * K, vv = (size_t)t * H * d_v + (size_t)h * d_v;
-        /* ablated slots are reset where their range starts */
         for (int i = 0; i < s->n; i++) {
             const rn_iv *u = &s->iv[i];
-            if (u->kind != RN_IV_ABLATE_SLOTS || !on_head(u, l, h) || u->t0 != p) continue;
-            for (int j = 0; j < u->n_slots; j++) {
-                for (int d = 0; d < d_v; d++) S[(size_t)u->slots[j] * d_v + d] = 0;
-                z[u->slots[j]] = z0;
-            }
+            if (kinds[u->kind].start && on_head(u, l, h)) kinds[u->kind].start(u, S, z, d_v, z0, p);
         }
-        /* writes, except to slots ablated now */
+        /* the writes, one by one with the plain scan's function */
         for (int j = 0; j < K; j++) {
             uint32_t sl = wslot[a + j];
             int drop = 0;
             for (int i = 0; i < s->n && !drop; i++) {
                 const rn_iv *u = &s->iv[i];
-                drop = u->kind == RN_IV_ABLATE_SLOTS && on_head(u, l, h) && active(u, p) && has_slot(u, sl);
+                drop = kinds[u->kind].drop && on_head(u, l, h) && kinds[u->kind].drop(u, sl, p);
             }
             if (!drop) rn_pdma_write(S, z, d_v, wslot + a + j, ww + a + j, 1, v + vv, gamma);
         }
-        /* the read, slot by slot with the plain read's function; a scale
-         * spec active on a slot multiplies its read weight r by F, so its
-         * term r·S/(z + eps) is scaled by F (exactly the plain term at F = 1) */
+        /* the read, slot by slot with the plain read's function */
         rn_real *out = o + vv;
         for (int d = 0; d < d_v; d++) out[d] = 0;
         for (int j = 0; j < K; j++) {
@@ -357,8 +474,7 @@ void rn_iv_scan(const rn_iv_set *s, int l, int h, rn_real *o, rn_real *S, rn_rea
             rn_real r = rw[a + j];
             for (int i = 0; i < s->n; i++) {
                 const rn_iv *u = &s->iv[i];
-                if (u->kind == RN_IV_SCALE_SLOTS && on_head(u, l, h) && active(u, p) && has_slot(u, sl))
-                    r *= u->scale;
+                if (kinds[u->kind].read && on_head(u, l, h)) r = kinds[u->kind].read(u, sl, p, r);
             }
             rn_pdma_read_acc(out, S, z, d_v, &sl, &r, 1, eps);
         }
@@ -370,20 +486,11 @@ void rn_iv_apply_o(const rn_iv_set *s, int l, rn_real *o, int n, int64_t pos0)
     const int H = s->H, dv = s->d_v;
     for (int i = 0; i < s->n; i++) {
         const rn_iv *u = &s->iv[i];
-        if (u->layer != l || is_slot_kind(u->kind)) continue;
+        if (u->layer != l || !kinds[u->kind].o) continue;
         for (int h = 0; h < H; h++) {
             if (!on_head(u, l, h)) continue;
-            for (int t = 0; t < n; t++) {
-                int64_t p = pos0 + t;
-                if (!active(u, p)) continue;
-                rn_real *row = o + ((size_t)t * H + h) * dv;
-                if (u->kind == RN_IV_ABLATE_HEAD || u->kind == RN_IV_ABLATE_LAYER)
-                    memset(row, 0, sizeof(rn_real) * dv);
-                else if (u->kind == RN_IV_PATCH_HEAD && p < u->buf_n)
-                    memcpy(row, u->buf + (size_t)p * dv, sizeof(rn_real) * dv);
-                else if (u->kind == RN_IV_RECORD_HEAD && p < u->buf_n)
-                    memcpy(u->buf + (size_t)p * dv, row, sizeof(rn_real) * dv);
-            }
+            for (int t = 0; t < n; t++)
+                if (active(u, pos0 + t)) kinds[u->kind].o(u, o + ((size_t)t * H + h) * dv, pos0 + t, dv);
         }
     }
 }

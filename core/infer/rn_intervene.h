@@ -1,32 +1,20 @@
 /* rn_intervene.h — causal interventions on the forward pass: ablating,
  * scaling and patching slots, heads and layers (issue 15).
  *
- * A spec is one line of text; its exact meaning:
- *
- *   ablate-slots L.H:S1,S2,...[@T0-T1]  those physical slots of head (L, H)
- *        hold their initial state (S = 0, z = 1/M) during positions T0..T1
- *        (default: throughout): they are reset at T0 and writes to them are
- *        dropped.  Addressing is unchanged, so they are still chosen by
- *        top-K and contribute zero to the reads.  After T1 they are written
- *        again, starting from the initial state.
- *   ablate-head L.H[@T0-T1]    the head's read output o is zero.
- *   ablate-layer L[@T0-T1]     every head of layer L, as ablate-head.
- *   scale-slots L.H:S1,...=F[@T0-T1]  those slots' contributions
- *        r·S[s]/(z[s] + ε) to the head's reads are multiplied by F (the
- *        state itself is untouched).
- *   patch-head L.H from SOURCE[@T0-T1]  the head's read output o at those
- *        positions is replaced by its value in a clean run of the same
- *        model on SOURCE: an input file (tokenized like a prompt) or, with
- *        a source resolver (rn_iv_set.source_fn), the tokens of a traced
- *        run.  Without a range, the positions the source has are patched
- *        (later ones run unpatched); with one (@T0- too), a run reaching a
- *        position the source lacks is refused (rn_iv_check_span).
+ * A spec is one line of text, "KIND TARGET[ARG][@T0-T1]", e.g.
+ * "ablate-slots 1.2:3,17@5-9" or "patch-head 0.1 from clean.txt".  Each
+ * kind is one entry of the table in rn_intervene.c (its name, the parser
+ * of its argument, the hooks it applies in the forward); a patch-head's
+ * source is an input file or, with a source resolver
+ * (rn_iv_set.source_fn), the tokens of a traced run.  docs/interventions.md
+ * gives each kind's exact meaning.
  *
  * Positions are 0-based and inclusive; "@T" is the single position T and
  * "@T0-" is T0 to the end.  Two specs conflict (RN_EINPUT) when they act
  * on the same head at overlapping positions and either both replace its
  * output (ablate-head, ablate-layer, patch-head) or both name one slot
- * (ablate-slots, scale-slots).  With no spec active the forward is
+ * (ablate-slots, scale-slots): the conflict class of the kind's entry.
+ * With no spec active the forward is
  * bit-identical to the plain one, by construction: a head with slot specs
  * runs its scan through the plain scan's functions, slot by slot, and a
  * scale factor F multiplies the read weight (F = 1 changes nothing).
@@ -42,6 +30,7 @@
 #include "rn_error.h"
 #include "rn_model.h"
 
+/* The kinds (indices of rn_intervene.c's table). */
 enum {
     RN_IV_ABLATE_SLOTS = 0,
     RN_IV_ABLATE_HEAD,
@@ -84,6 +73,10 @@ typedef struct {
                                 * (rn_iv_init: 256); set it to the patched
                                 * runtime's chunk (see rn_iv_prepare) */
 } rn_iv_set;
+
+/* The syntax of the i-th kind a spec may name, e.g. "ablate-head
+ * L.H[@T0-T1]" (for --help); NULL past the last. */
+const char *rn_iv_kind_usage(int i);
 
 /* An empty set for models of config c. */
 void rn_iv_init(rn_iv_set *s, const rn_config *c);

@@ -44,6 +44,15 @@ struct rn_runtime {
 
 static size_t al64(size_t n) { return (n + 63) & ~(size_t)63; }
 
+/* A runtime of model m forwarding up to max_chunk rows a call, with
+ * nothing allocated yet (both devices start from it); NULL: out of memory. */
+static rn_runtime *runtime_new(const rn_model *m, int max_chunk)
+{
+    rn_runtime *rt = calloc(1, sizeof *rt);
+    if (rt) *rt = (rn_runtime){ .m = m, .c = m->cfg, .M = rn_config_slots(&m->cfg), .chunk = max_chunk };
+    return rt;
+}
+
 int rn_runtime_create(const rn_model *m, int max_chunk, rn_runtime **out, rn_error *err)
 {
     return rn_runtime_create_state(m, max_chunk, NULL, out, err);
@@ -57,12 +66,8 @@ int rn_runtime_create_state(const rn_model *m, int max_chunk, const rn_state_opt
     int rc = rn_state_check(&m->cfg, so, err);
     if (rc) return rc;
     const rn_config *c = &m->cfg;
-    rn_runtime *rt = calloc(1, sizeof *rt);
+    rn_runtime *rt = runtime_new(m, max_chunk);
     if (!rt) return rn_seterr(err, RN_ENOMEM, "out of memory");
-    rt->m = m;
-    rt->c = *c;
-    rt->M = rn_config_slots(c);
-    rt->chunk = max_chunk;
     const int64_t L = c->n_layers, H = c->n_heads, D = c->d_model, F = c->d_ff, K = c->top_k;
     const int64_t hdk = H * rn_config_dk(c), hdv = H * c->d_v, C = max_chunk;
     /* Bound the whole allocation by the memory limit (rn_memlimit.h) before
@@ -143,12 +148,8 @@ int rn_runtime_create_on(const rn_model *m, int max_chunk, rn_device dev, rn_run
     if (!rc) rc = rn_cuda_supported(&m->cfg, err);
     if (rc) return rc;
     if (max_chunk < 1) return rn_seterr(err, RN_EINPUT, "runtime: chunk size must be >= 1");
-    rn_runtime *rt = calloc(1, sizeof *rt);
+    rn_runtime *rt = runtime_new(m, max_chunk);
     if (!rt) return rn_seterr(err, RN_ENOMEM, "out of memory");
-    rt->m = m;
-    rt->c = m->cfg;
-    rt->M = rn_config_slots(&m->cfg);
-    rt->chunk = max_chunk;
     if ((rc = rn_cuda_rt_create(m, max_chunk, &rt->gpu, err))) {
         free(rt);
         return rc;
@@ -359,6 +360,21 @@ static int check_tokens(const rn_runtime *rt, const int *tokens, int T, rn_error
     return RN_OK;
 }
 
+/* One forward call of n <= chunk rows at the current position, on the
+ * runtime's device: the span check of the interventions, then the probe is
+ * told the rows computed together (rn_probe.h) before their accesses. */
+static int forward(rn_runtime *rt, const int *tokens, int n, float *logits, int all_rows,
+                   rn_error *err)
+{
+    int rc;
+    if (rt->iv && (rc = rn_iv_check_span(rt->iv, rt->pos, n, err))) return rc;
+    if (rt->probe && rt->probe->chunk) rt->probe->chunk(rt->probe->user, rt->pos, n);
+    if (!rt->gpu) return forward_rows(rt, tokens, n, logits, all_rows, err);
+    if ((rc = rn_cuda_forward(rt->gpu, tokens, n, rt->pos, logits, all_rows, rt->probe, err))) return rc;
+    rt->pos += n;
+    return RN_OK;
+}
+
 int rn_prefill(rn_runtime *rt, const int *tokens, int T, float *logits, int all_rows, rn_error *err)
 {
     int rc = check_tokens(rt, tokens, T, err);
@@ -370,12 +386,7 @@ int rn_prefill(rn_runtime *rt, const int *tokens, int T, float *logits, int all_
         float *lg = NULL;
         if (logits && all_rows) lg = logits + (size_t)t0 * rt->c.vocab_size;
         else if (logits && t0 + n == T) lg = logits;
-        if (rt->iv && (rc = rn_iv_check_span(rt->iv, rt->pos, n, err))) return rc;
-        if (rt->gpu) {
-            if ((rc = rn_cuda_forward(rt->gpu, tokens + t0, n, rt->pos, lg, all_rows, rt->probe, err))) return rc;
-            rt->pos += n;
-        } else if ((rc = forward_rows(rt, tokens + t0, n, lg, all_rows, err)))
-            return rc;
+        if ((rc = forward(rt, tokens + t0, n, lg, all_rows, err))) return rc;
     }
     return RN_OK;
 }
@@ -383,14 +394,7 @@ int rn_prefill(rn_runtime *rt, const int *tokens, int T, float *logits, int all_
 int rn_step(rn_runtime *rt, int token, float *logits, rn_error *err)
 {
     int rc = check_tokens(rt, &token, 1, err);
-    if (rc) return rc;
-    if (rt->iv && (rc = rn_iv_check_span(rt->iv, rt->pos, 1, err))) return rc;
-    if (rt->gpu) {
-        if ((rc = rn_cuda_forward(rt->gpu, &token, 1, rt->pos, logits, 0, rt->probe, err))) return rc;
-        rt->pos++;
-        return RN_OK;
-    }
-    return forward_rows(rt, &token, 1, logits, 0, err);
+    return rc ? rc : forward(rt, &token, 1, logits, 0, err);
 }
 
 int rn_runtime_state_counters(const rn_runtime *rt, rn_state_counters *out)

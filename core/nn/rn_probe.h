@@ -15,6 +15,13 @@
  * stores whole positions; a position missing an op is not stored).  Prefill reports a whole layer after its memory scan
  * (head-major), the one-token step reports as it goes.  With no probe
  * attached the hot path pays one predictable branch per layer.
+ *
+ * Before the accesses of each forward call the runtime calls `chunk` (when
+ * set) with the positions that call computes together: pos0 .. pos0 + n - 1
+ * (a prefill chunk of n rows, or a step with n = 1).  The order of the
+ * accesses that follow depends on it (layer by layer, head by head, then
+ * position by position), and the trace writer records it (table
+ * prefill_chunks) so that a replay can follow the same order.
  */
 #ifndef RN_PROBE_H
 #define RN_PROBE_H
@@ -47,6 +54,7 @@ typedef struct {
     void *user;
     void (*access)(void *user, int layer, int head, int pos, int op, int k,
                    const uint32_t *slot, const uint32_t *addr, const float *weight);
+    void (*chunk)(void *user, int64_t pos0, int n); /* NULL: not told */
 } rn_probe;
 
 #endif

@@ -212,7 +212,7 @@ static void test_trace_parity(void)
         CU_ASSERT_EQUAL_FATAL(rn_runtime_create_on(&m, 64, RN_DEVICE_CPU, &cpu, &err), RN_OK);
         CU_ASSERT_EQUAL_FATAL(rn_runtime_create_on(&m, 64, RN_DEVICE_CUDA, &gpu, &err), RN_OK);
         recorder rc = { 0 }, rg = { 0 };
-        rn_probe pc = { &rc, rec_access }, pg = { &rg, rec_access };
+        rn_probe pc = { .user = &rc, .access = rec_access }, pg = { .user = &rg, .access = rec_access };
         rn_runtime_set_probe(cpu, &pc);
         rn_runtime_set_probe(gpu, &pg);
         float *lc = malloc(sizeof(float) * V), *lg = malloc(sizeof(float) * V);
