@@ -3,11 +3,13 @@
  * and other text need: byte fallback, no normalisation, whitespace kept;
  * and `tokenizer encode`: the ids ramtrace gives each line of a file (to
  * compare with spm_encode's). */
+#include <fcntl.h>
 #include <getopt.h>
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "rn_atomic.h"
@@ -31,7 +33,8 @@ static const char usage[] =
     "covers is one of 256 byte tokens), no Unicode normalisation, whitespace\n"
     "kept as it is (runs of spaces and tabs become pieces), no space put before\n"
     "the text, digits split.  Ids: 0 <unk>, 1 <s> (the BOS), 2 </s>, 3.. the\n"
-    "byte tokens and pieces.  SentencePiece's own progress goes to stderr.\n"
+    "byte tokens and pieces.  SentencePiece's own progress goes to stderr\n"
+    "(not with -q).\n"
     "\n"
     "options:\n"
     "  --vocab N           pieces, bytes and specials included (required;\n"
@@ -159,7 +162,20 @@ int cmd_tokenizer(int argc, char **argv)
     cli_info("ramtrace tokenizer: training a %s tokenizer of %ld pieces on %s\n", type, vocab, input);
     char *model;
     size_t len;
+    /* SentencePiece logs its progress to stderr, with no switch: -q sends
+     * it to /dev/null for the training (our own errors come after) */
+    int saved = -1;
+    if (cli_quiet) {
+        int dn = open("/dev/null", O_WRONLY | O_CLOEXEC);
+        fflush(stderr);
+        if (dn >= 0 && (saved = dup(2)) >= 0) dup2(dn, 2);
+        if (dn >= 0) close(dn);
+    }
     int rc = rn_spm_train(keys, vals, (int)(sizeof keys / sizeof keys[0]), &model, &len, &err);
+    if (saved >= 0) {
+        dup2(saved, 2);
+        close(saved);
+    }
     free(input);
     if (rc) return cli_fail(&err);
     rn_atomic_file af;

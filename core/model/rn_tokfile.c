@@ -92,7 +92,12 @@ int rn_tokfile_resolve(rn_config *c, const char *model_path, uint64_t want_sum, 
     char path[RN_TOK_FILE_MAX];
     int rc = beside(model_path, c->tok_file, path, sizeof path, err);
     if (rc) return rc;
-    memcpy(c->tok_file, path, sizeof path);
+    /* absolute, so what records this config (traces, checkpoints) names a
+     * file that any working directory finds */
+    char *abs = realpath(path, NULL);
+    if (abs && strlen(abs) < sizeof c->tok_file) snprintf(c->tok_file, sizeof c->tok_file, "%s", abs);
+    else memcpy(c->tok_file, path, sizeof path);
+    free(abs);
     const rn_spm *s;
     if ((rc = rn_tokenizer_check(c, err)) || (rc = rn_spm_get(c->tok_file, &s, err)))
         return rn_preferr(err, "%s: its tokenizer", model_path);
