@@ -47,13 +47,7 @@ static const char usage[] =
       "  -j, --threads N     trainer threads (default: the free cores)\n"
     "  -h, --help          this text\n"
     "\n"
-    "The same with Debian's spm_train (then rename P.model):\n"
-    "  spm_train --input=CORPUS --model_prefix=P --vocab_size=N --model_type=unigram\n"
-    "    --byte_fallback=true --normalization_rule_name=identity\n"
-    "    --remove_extra_whitespaces=false --add_dummy_prefix=false\n"
-    "    --allow_whitespace_only_pieces=true --split_digits=true\n"
-    "    --character_coverage=1.0 --input_sentence_size=2000000\n"
-    "    --shuffle_input_sentence=true --max_sentence_length=4096\n";
+    "docs/tokenizers.md gives the same training as an spm_train command.\n";
 
 /* `tokenizer encode MODEL TEXT`: each line through rn_tokenize. */
 static int encode_lines(const char *model, const char *text)
