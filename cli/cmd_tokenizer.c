@@ -172,14 +172,7 @@ int cmd_tokenizer(int argc, char **argv)
     }
     free(input);
     if (rc) return cli_fail(&err);
-    rn_atomic_file af;
-    if (!(rc = rn_atomic_open(&af, out, &err))) {
-        if (fwrite(model, 1, len, af.f) != len) {
-            rn_atomic_abort(&af);
-            rc = rn_seterr(&err, RN_EIO, "%s: write failed (nothing written)", out);
-        } else
-            rc = rn_atomic_commit(&af, &err);
-    }
+    rc = rn_atomic_write(out, model, len, &err);
     free(model);
     if (rc) return cli_fail(&err);
     cli_info("ramtrace tokenizer: wrote %s (%zu bytes)\n", out, len);

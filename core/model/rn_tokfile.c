@@ -72,15 +72,7 @@ int rn_tokfile_place(const rn_config *c, const char *model_path, uint64_t *sum, 
         free(have);
         return rn_seterr(err, RN_EINPUT, "%s: the tokenizer changed on disk while in use", c->tok_file);
     }
-    rn_atomic_file af;
-    rc = rn_atomic_open(&af, dest, err);
-    if (!rc) {
-        if (fwrite(have, 1, hl, af.f) != hl) {
-            rn_atomic_abort(&af);
-            rc = rn_seterr(err, RN_EIO, "%s: write failed (nothing written)", dest);
-        } else
-            rc = rn_atomic_commit(&af, err);
-    }
+    rc = rn_atomic_write(dest, have, hl, err);
     free(have);
     return rc;
 }
