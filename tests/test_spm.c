@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "th.h"
+#include "an_patch.h"
 #include "rn_modelfile.h"
 #include "rn_runtime.h"
 #include "rn_spm.h"
@@ -284,4 +285,29 @@ TH_TEST(test_spm_train_text, "train --task text on SentencePiece tokens")
     CU_ASSERT(th_file_exists(th_path("spm_dir/tr.bin")));
     CU_ASSERT_EQUAL(th_run("%s info %s", th_bin(), th_path("spm_dir/tr.bin")), 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(th_out(), "spm_dir/spm_tok.model"));
+}
+
+TH_TEST(test_spm_token_names, "a token named on the command line: the piece as traces show it")
+{
+    char spec[600];
+    snprintf(spec, sizeof spec, "spm:%s", g_tok);
+    rn_config c;
+    spm_config(&c, spec);
+    rn_error err;
+    int id;
+    char piece[256];
+    rn_token_piece(&c, 300, piece, sizeof piece); /* a learned piece (ids 3..258 are the bytes) */
+    CU_ASSERT_EQUAL(an_token_parse(&c, "--target", piece, &id, &err), RN_OK);
+    char back[256];
+    rn_token_piece(&c, id, back, sizeof back);
+    CU_ASSERT_STRING_EQUAL(back, piece);
+    CU_ASSERT(id >= 259);
+    CU_ASSERT_EQUAL(an_token_parse(&c, "--target", "\\n", &id, &err), RN_OK); /* only a byte token shows \n */
+    CU_ASSERT_EQUAL(rn_token_nbytes(&c, id), 1);
+    CU_ASSERT_EQUAL(an_token_parse(&c, "--target", "<s>", &id, &err), RN_OK);
+    CU_ASSERT_EQUAL(id, 1);
+    CU_ASSERT_EQUAL(an_token_parse(&c, "--target", "#42", &id, &err), RN_OK);
+    CU_ASSERT_EQUAL(id, 42);
+    CU_ASSERT_EQUAL(an_token_parse(&c, "--target", "no such piece", &id, &err), RN_EINPUT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "SentencePiece piece"));
 }
