@@ -44,20 +44,21 @@ static void assert_one_line_error(const char *needle)
     if (!strstr(th_err(), needle)) fprintf(stderr, "\nexpected '%s' in: %s", needle, th_err());
 }
 
-static void spm_config(rn_config *c, const char *tok)
+/* A config with the suite's tokenizer (tokenizer = spm:g_tok, V = 1000). */
+static void spm_config(rn_config *c)
 {
+    char spec[600];
+    snprintf(spec, sizeof spec, "spm:%s", g_tok);
     rn_config_default(c);
     rn_error err;
-    CU_ASSERT_EQUAL(rn_config_set(c, "tokenizer", tok, &err), RN_OK);
+    CU_ASSERT_EQUAL(rn_config_set(c, "tokenizer", spec, &err), RN_OK);
     c->vocab_size = 1000;
 }
 
 TH_TEST(test_spm_round_trip, "the fixture's tokens decode to its exact bytes")
 {
-    char spec[600];
-    snprintf(spec, sizeof spec, "spm:%s", g_tok);
     rn_config c;
-    spm_config(&c, spec);
+    spm_config(&c);
     rn_error err;
     CU_ASSERT_EQUAL_FATAL(rn_config_validate(&c, &err), RN_OK);
     CU_ASSERT_EQUAL_FATAL(rn_tokenizer_check(&c, &err), RN_OK);
@@ -289,10 +290,8 @@ TH_TEST(test_spm_train_text, "train --task text on SentencePiece tokens")
 
 TH_TEST(test_spm_token_names, "a token named on the command line: the piece as traces show it")
 {
-    char spec[600];
-    snprintf(spec, sizeof spec, "spm:%s", g_tok);
     rn_config c;
-    spm_config(&c, spec);
+    spm_config(&c);
     rn_error err;
     int id;
     char piece[256];
