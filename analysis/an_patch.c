@@ -35,6 +35,13 @@ int an_token_parse(const rn_config *c, const char *opt, const char *s, int *id, 
         const char *p = s[0] == '#' ? s + 1 : s;
         v = strtol(p, &end, 10);
         if (end == p || *end) v = -2;
+    } else if (c->tokenizer == RN_TOK_SPM) { /* the piece as traces show it; a piece before a byte token */
+        char piece[256];
+        v = -2;
+        for (int i = c->vocab_size - 1; i >= 0 && v == -2; i--) {
+            rn_token_piece(c, i, piece, sizeof piece);
+            if (!strcmp(piece, s)) v = i;
+        }
     } else if (!strcmp(s, "<bos>")) v = RN_BOS;
     else if (s[0] && !s[1]) v = (unsigned char)s[0];
     else if (!strcmp(s, "\\n")) v = '\n';
@@ -43,7 +50,8 @@ int an_token_parse(const rn_config *c, const char *opt, const char *s, int *id, 
     else v = -2;
     if (v == -2)
         return rn_seterr(err, RN_EINPUT, "%s: '%s' is not one token (%s, or #ID)", opt, s,
-                         c->tokenizer == RN_TOK_IDS ? "a decimal id" : "one byte, \\n, \\t, \\\\ or <bos>");
+                         c->tokenizer == RN_TOK_IDS ? "a decimal id" : c->tokenizer == RN_TOK_SPM
+                         ? "a SentencePiece piece as traces show it" : "one byte, \\n, \\t, \\\\ or <bos>");
     if (v < 0 || v >= c->vocab_size)
         return rn_seterr(err, RN_EINPUT, "%s: id %ld is outside the vocabulary [0, %d)", opt, v, c->vocab_size);
     *id = (int)v;

@@ -39,7 +39,9 @@ const char *an_metric_name(int metric);
 
 /* A token named on the command line (opt names the option in errors): for
  * the bytes tokenizer one byte ("e", " "), an escape \n, \t or \\, or
- * <bos>; for ids its decimal id; for both "#N" is the id N. */
+ * <bos>; for ids its decimal id; for SentencePiece the piece as traces show
+ * it (rn_token_piece: " in", "}", "\n"; a piece rather than the byte token
+ * showing the same); for all "#N" is the id N. */
 int an_token_parse(const rn_config *c, const char *opt, const char *s, int *id, rn_error *err);
 
 typedef struct {

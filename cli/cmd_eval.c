@@ -3,6 +3,7 @@
  * the queried pair in the context; text: held-out loss and bits per
  * byte).  The evaluations live in core/train/rn_train_loop.c. */
 #include <getopt.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,7 +22,9 @@ static const char usage[] =
     "mqar: accuracy on the test ladder (L, N) = (64,4) (64,8) (64,16) (128,32)\n"
     "      (256,64) (512,128) (1024,256): per segment and averaged; an example's\n"
     "      accuracy is the fraction of its queries answered correctly.\n"
-    "text: loss and bits per byte on the held-out split of the corpus.\n"
+    "text: loss and bits per byte on the held-out split of the corpus (with\n"
+    "      --whole, of all of it): the summed loss over ln 2 and over the bytes\n"
+    "      of text the scored tokens stand for, whatever the tokenizer.\n"
     "\n"
     "options:\n"
     "  --task mqar|text   the task (required)\n"
@@ -36,6 +39,8 @@ static const char usage[] =
     "  --data FILE        text: corpus (required; scripts/setup writes\n"
     "                     data/kjv.txt in a source checkout)\n"
     "  --val-frac X       text: held-out fraction at the end (default 0.05)\n"
+    "  --whole            text: score all of FILE (a held-out file such as a\n"
+    "                     test split), not its last --val-frac\n"
     "  --seq-len N        text: window length (default 256)\n"
     "  --windows N        text: number of held-out windows, 0 = all (default 0)\n"
     "  --top-k K          read and write K slots per token instead of the\n"
@@ -47,7 +52,7 @@ static const char usage[] =
     "                     to bf16, FP32 arithmetic (docs/inference.md)\n"
     "  -f, --format F     table (default), csv or json; mqar rows\n"
     "                     segment,L,N,accuracy (and a mean row), text one row\n"
-    "                     loss_nats_per_byte,bits_per_byte\n"
+    "                     loss_nats_per_byte,bits_per_byte,loss_nats_per_token\n"
     "  -h, --help         this text\n";
 
 /* The MQAR ladder as rows: the table keeps "(L,N)  accuracy" (and the
@@ -110,15 +115,17 @@ static int print_pairs(int fmt, const rn_mqar_seg *segs, int n_segs, int B,
     return rn_rows_end(&w, err);
 }
 
-/* Held-out loss and bits per byte as one row (4 decimals in the table). */
-static int print_text(int fmt, double loss, double bpb, rn_error *err)
+/* Held-out loss per byte, bits per byte and loss per token as one row (4
+ * decimals in the table); for a byte corpus the two losses are one. */
+static int print_text(int fmt, int bytes, double loss, double bpb, rn_error *err)
 {
-    static const char *const cols[2] = { "loss_nats_per_byte", "bits_per_byte" };
+    static const char *const cols[3] = { "loss_nats_per_byte", "bits_per_byte", "loss_nats_per_token" };
     const char *nf = fmt == RN_FMT_TABLE ? "%.4f" : NULL;
     rn_rows w;
-    int rc = rn_rows_begin(&w, stdout, fmt, 2, cols, NULL, err);
+    int rc = rn_rows_begin(&w, stdout, fmt, 3, cols, NULL, err);
     if (rc) return rc;
-    const rn_cell c[2] = { rn_cell_real(loss, nf), rn_cell_real(bpb, nf) };
+    const rn_cell c[3] = { rn_cell_real(bytes ? loss : bpb * log(2.0), nf), rn_cell_real(bpb, nf),
+                           rn_cell_real(loss, nf) };
     rn_rows_add(&w, c);
     return rn_rows_end(&w, err);
 }
@@ -152,12 +159,12 @@ int cmd_eval(int argc, char **argv)
         { "val-frac", 1, 0, 'v' }, { "seq-len", 1, 0, 'L' }, { "windows", 1, 0, 'w' },
         { "threads", 1, 0, 'T' }, { "top-k", 1, 0, 'k' }, { "format", 1, 0, 'f' }, { "device", 1, 0, 'D' },
         { "precision", 1, 0, 'R' },
-        { "segments", 1, 0, 'S' }, { "by-pair", 1, 0, 'P' }, { 0, 0, 0, 0 } };
+        { "segments", 1, 0, 'S' }, { "by-pair", 1, 0, 'P' }, { "whole", 0, 0, 'W' }, { 0, 0, 0, 0 } };
     const char *task = NULL, *data = NULL;
     long examples = 1000, seq = 256, windows = 0, threads = 0, top_k = 0, by_pair = 0;
     uint64_t seed = 4242;
     double vf = 0.05;
-    int fmt = RN_FMT_TABLE;
+    int fmt = RN_FMT_TABLE, whole = 0;
     const char *device_arg = NULL, *precision_arg = "fp32";
     rn_device device;
     rn_precision precision;
@@ -173,6 +180,7 @@ int cmd_eval(int argc, char **argv)
         case 'd': data = optarg; break;
         case 'D': device_arg = optarg; break;
         case 'R': precision_arg = optarg; break;
+        case 'W': whole = 1; break;
         case 'e': if (cli_parse_long("--examples", optarg, 1, 1000000, &examples, &err)) return cli_fail(&err); break;
         case 's': if (cli_parse_u64("--seed", optarg, &seed, &err)) return cli_fail(&err); break;
         case 'v': if (cli_parse_double("--val-frac", optarg, 0.001, 0.5, &vf, &err)) return cli_fail(&err); break;
@@ -200,6 +208,7 @@ int cmd_eval(int argc, char **argv)
     int is_mqar = !strcmp(task, "mqar");
     if (!is_mqar && strcmp(task, "text")) return cli_usage_error("eval", "unknown task '%s' (expected mqar or text)", task);
     if (by_pair && !is_mqar) return cli_usage_error("eval", "--by-pair: only for --task mqar");
+    if (whole && is_mqar) return cli_usage_error("eval", "--whole: only for --task text");
     if (!is_mqar && !data)
         return cli_usage_error("eval", "--task text needs a corpus: --data FILE (none is installed; "
                                        "scripts/setup writes data/kjv.txt in a source checkout)");
@@ -259,14 +268,14 @@ int cmd_eval(int argc, char **argv)
         free(pairs);
     } else {
         rn_text t;
-        rc = rn_text_load(&t, data, vf, (int)seq, &err);
+        rc = rn_text_load_for(&t, &m.cfg, data, whole ? 1.0 : vf, (int)seq, &err);
         if (!rc) {
             double loss, bpb;
             eval_progress pg = { cli_now(), cli_stderr_tty(), -1, 0, "windows" };
             rn_eval_ctl ctl = { &cli_stop_flag, progress, &pg };
             rc = rn_eval_text(&m, device, &t, (int)seq, (int)windows, 16, &loss, &bpb, &ctl, &err);
             if (pg.shown && pg.tty && rc) fputc('\n', stderr);
-            if (!rc) rc = print_text(fmt, loss, bpb, &err);
+            if (!rc) rc = print_text(fmt, t.data != NULL, loss, bpb, &err);
             rn_text_free(&t);
         }
     }

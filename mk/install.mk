@@ -59,7 +59,7 @@ $(BUILD)/ramnet.pc: mk/install.mk core/base/rn_version.h
 	   echo 'Version: '$$(sed -n 's/.*RAMTRACE_VERSION "\(.*\)"/\1/p' core/base/rn_version.h); \
 	   echo 'Requires: sqlite3 cairo libpng'; \
 	   echo 'Cflags: -I$${includedir}/ramnet -I/usr/include/$(MULTIARCH)/openblas-openmp -fopenmp'; \
-	   echo 'Libs: -L$${libdir} -lramnet -Wl,-rpath,$${libdir} -L$(BLASLIB) -Wl,-rpath,$(BLASLIB) -lopenblas -fopenmp -lm -pthread'; \
+	   echo 'Libs: -L$${libdir} -lramnet -Wl,-rpath,$${libdir} -L$(BLASLIB) -Wl,-rpath,$(BLASLIB) -lopenblas -lsentencepiece_train -lsentencepiece -lstdc++ -fopenmp -lm -pthread'; \
 	 } > $@.tmp && mv $@.tmp $@
 
 # Always regenerated: PREFIX is part of its text.

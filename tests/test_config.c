@@ -61,7 +61,7 @@ TH_TEST(test_parse_errors, "parse errors name file and line")
     bad("gamma = fast\n", "t.cfg:1: gamma");
     bad("tau = inf\n", "tau");
     bad("d_model 32\n", "t.cfg:1: expected 'key = value'");
-    bad("tokenizer = bpe\n", "tokenizer: 'bpe' is not bytes or ids");
+    bad("tokenizer = bpe\n", "tokenizer: 'bpe' is not bytes, ids or spm:FILE");
     bad("cape = most\n", "t.cfg:1: cape");
     bad("n_layers = 2\ncape = first:x\n", "t.cfg:2: cape");
     bad("cape_masks = 1;2\n", "cape_masks");

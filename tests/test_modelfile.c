@@ -345,7 +345,9 @@ TH_TEST(test_bad_bin, "corrupt model.bin files")
     free(b);
     expect_bad("text.bin", (const unsigned char *)"hello", 5, "bad magic");
 #define PATCH32(file, at, val, want) do { b = patched(); wr32(b, at, (uint32_t)(val)); expect_bad(file, b, n, want); free(b); } while (0)
-    PATCH32("version.bin", 8, 2, "unsupported format version 2");
+    PATCH32("version.bin", 8, 3, "unsupported format version 3");
+    PATCH32("version2.bin", 8, 2, "header size 2176 is not 2432"); /* version 2 is the SentencePiece header */
+    PATCH32("tokspm.bin", 108, 2, "SentencePiece models are version 2");
     PATCH32("hdrsize.bin", 12, 4096, "header size");
     PATCH32("dtype.bin", 40, 2, "dtype");
     PATCH32("reserved.bin", 116, 1, "reserved");

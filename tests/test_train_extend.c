@@ -470,7 +470,7 @@ TH_TEST(test_cli_text_needs_data, "train/eval --task text without --data: one li
     /* --data relative to the directory the command runs in */
     CU_ASSERT_EQUAL(th_run("cd %s && %s eval %s --task text --data ext_twice.txt --seq-len 64 --val-frac 0.5 "
                            "-f csv", dir, bin, model), 0);
-    CU_ASSERT_PTR_NOT_NULL(strstr(th_out(), "loss_nats_per_byte,bits_per_byte\n"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(th_out(), "loss_nats_per_byte,bits_per_byte,loss_nats_per_token\n"));
     CU_ASSERT_EQUAL(th_run("cd %s && %s -q train --task text --data ext_twice.txt --seq-len 64 --batch 1 "
                            "--set val_frac=0.5 --steps 1 --threads 1 -o ext_fresh.bin", dir, bin), 0);
     CU_ASSERT(th_file_exists(P("ext_fresh.bin")));

@@ -196,6 +196,19 @@ int rn_atomic_open_text(rn_atomic_file *af, const char *path, rn_error *err)
     return open_any(af, path, 1, err);
 }
 
+int rn_atomic_write(const char *path, const void *data, size_t len, rn_error *err)
+{
+    rn_atomic_file af;
+    int rc = rn_atomic_open(&af, path, err);
+    if (rc) return rc;
+    if (fwrite(data, 1, len, af.f) != len) {
+        int e = errno;
+        rn_atomic_abort(&af);
+        return rn_seterr(err, RN_EIO, "%s: write failed: %s (nothing written)", path, strerror(e));
+    }
+    return rn_atomic_commit(&af, err);
+}
+
 int rn_atomic_commit(rn_atomic_file *af, rn_error *err)
 {
     int ok = af->f && fflush(af->f) == 0 && !ferror(af->f);

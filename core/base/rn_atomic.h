@@ -50,6 +50,9 @@ int rn_atomic_open_text(rn_atomic_file *af, const char *path, rn_error *err);
  * full) the temp file is removed and the target untouched. */
 int rn_atomic_commit(rn_atomic_file *af, rn_error *err);
 
+/* The whole of data[0..len) as path, atomically (open, write, commit). */
+int rn_atomic_write(const char *path, const void *data, size_t len, rn_error *err);
+
 /* Close and remove the temp file; the target is untouched. */
 void rn_atomic_abort(rn_atomic_file *af);
 

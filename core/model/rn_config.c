@@ -86,8 +86,10 @@ int rn_config_validate(const rn_config *c, rn_error *err)
         return rn_seterr(err, RN_EINPUT, "config: norm_eps must be a finite number > 0");
     if (c->tie_embeddings != 0 && c->tie_embeddings != 1)
         return rn_seterr(err, RN_EINPUT, "config: tie_embeddings must be 0 or 1");
-    if (c->tokenizer != RN_TOK_BYTES && c->tokenizer != RN_TOK_IDS)
+    if (c->tokenizer != RN_TOK_BYTES && c->tokenizer != RN_TOK_IDS && c->tokenizer != RN_TOK_SPM)
         return rn_seterr(err, RN_EINPUT, "config: unknown tokenizer");
+    if ((c->tokenizer == RN_TOK_SPM) != (c->tok_file[0] != 0) || !memchr(c->tok_file, 0, sizeof c->tok_file))
+        return rn_seterr(err, RN_EINPUT, "config: tokenizer spm needs a .model file (spm:FILE) and only it has one");
     if (c->tokenizer == RN_TOK_BYTES && c->vocab_size < 257)
         return rn_seterr(err, RN_EINPUT, "config: the bytes tokenizer needs vocab_size >= 257 (got %d)", c->vocab_size);
     uint64_t allowed = c->n_heads == 64 ? ~0ull : ((1ull << c->n_heads) - 1);
@@ -206,7 +208,15 @@ int rn_config_set(rn_config *c, const char *key, const char *v, rn_error *err)
     if (!strcmp(key, "tokenizer")) {
         if (!strcmp(v, "bytes")) c->tokenizer = RN_TOK_BYTES;
         else if (!strcmp(v, "ids")) c->tokenizer = RN_TOK_IDS;
-        else return rn_seterr(err, RN_EINPUT, "tokenizer: '%s' is not bytes or ids", v);
+        else if (!strncmp(v, "spm:", 4) && v[4]) {
+            if (strlen(v + 4) >= sizeof c->tok_file)
+                return rn_seterr(err, RN_EINPUT, "tokenizer: the file name of '%s' is longer than %d bytes", v,
+                                 RN_TOK_FILE_MAX - 1);
+            c->tokenizer = RN_TOK_SPM;
+            snprintf(c->tok_file, sizeof c->tok_file, "%s", v + 4);
+            return RN_OK;
+        } else return rn_seterr(err, RN_EINPUT, "tokenizer: '%s' is not bytes, ids or spm:FILE", v);
+        memset(c->tok_file, 0, sizeof c->tok_file);
         return RN_OK;
     }
     return -1;
@@ -310,9 +320,16 @@ static const char *fmt_float(float f, char *out, size_t cap)
     return out;
 }
 
+const char *rn_config_tokenizer_name(const rn_config *c, char *buf, size_t cap)
+{
+    if (c->tokenizer == RN_TOK_SPM) snprintf(buf, cap, "spm:%s", c->tok_file);
+    else snprintf(buf, cap, "%s", c->tokenizer == RN_TOK_IDS ? "ids" : "bytes");
+    return buf;
+}
+
 size_t rn_config_format(const rn_config *c, char *buf, size_t cap)
 {
-    char g[4][32];
+    char g[4][32], tok[RN_TOK_FILE_MAX + 8];
     char masks[RN_MAX_LAYERS * 22];
     rn_config_format_masks(c, masks, sizeof masks);
     int n = snprintf(buf, cap,
@@ -322,7 +339,7 @@ size_t rn_config_format(const rn_config *c, char *buf, size_t cap)
         c->vocab_size, c->d_model, c->n_layers, c->n_heads, c->d_p, c->order, c->d_v,
         c->top_k, c->d_ff, fmt_float(c->gamma, g[0], sizeof g[0]), fmt_float(c->tau, g[1], sizeof g[1]),
         fmt_float(c->eps, g[2], sizeof g[2]), fmt_float(c->norm_eps, g[3], sizeof g[3]), c->tie_embeddings,
-        c->tokenizer == RN_TOK_IDS ? "ids" : "bytes", masks);
+        rn_config_tokenizer_name(c, tok, sizeof tok), masks);
     return n < 0 ? 0 : (size_t)n;
 }
 

@@ -19,7 +19,8 @@
 #define RN_MAX_SLOTS (1LL << 31) /* M must be <= 2^31 (slots fit in uint32) */
 #define RN_MAX_TOPK 1024
 
-enum { RN_TOK_BYTES = 0, RN_TOK_IDS = 1 };
+enum { RN_TOK_BYTES = 0, RN_TOK_IDS = 1, RN_TOK_SPM = 2 };
+#define RN_TOK_FILE_MAX 256    /* a SentencePiece .model's path, NUL included */
 
 typedef struct {
     int vocab_size;     /* V */
@@ -36,7 +37,11 @@ typedef struct {
     float eps;          /* normaliser epsilon, >= 0 */
     float norm_eps;     /* RMSNorm epsilon, > 0 */
     int tie_embeddings; /* 1: lm_head is embed */
-    int tokenizer;      /* RN_TOK_BYTES or RN_TOK_IDS */
+    int tokenizer;      /* RN_TOK_BYTES, RN_TOK_IDS or RN_TOK_SPM */
+    char tok_file[RN_TOK_FILE_MAX]; /* RN_TOK_SPM: the .model file (`tokenizer =
+                         * spm:FILE`), as this process opens it: a path as given
+                         * in a config or option, or, in a loaded model, the file
+                         * beside the model file (rn_modelfile.h) */
     uint64_t cape_mask[RN_MAX_LAYERS]; /* bit n set: head n of that layer uses CAPE */
 } rn_config;
 
@@ -59,7 +64,7 @@ int rn_config_validate(const rn_config *c, rn_error *err);
 /* Set one key from its text value (the names of docs/config.md, which are the
  * safetensors metadata names without the `ramnet.` prefix: vocab_size,
  * d_model, n_layers, n_heads, d_p, order, d_v, top_k, d_ff, gamma, tau, eps,
- * norm_eps, tie_embeddings, cape_masks, tokenizer).  Also accepts `cape`, a
+ * norm_eps, tie_embeddings, cape_masks, tokenizer: bytes, ids or spm:FILE).  Also accepts `cape`, a
  * shorthand: `all`, `none`, or `first:N` (all heads of the first N layers).
  * Returns RN_OK, RN_EINPUT on a bad value, or -1 when the key is unknown
  * (so callers such as the trainer can try their own keys). */
@@ -85,6 +90,10 @@ void rn_config_clip_masks(rn_config *c);
 /* Write the config as `key = value` lines (parseable by the above) into buf.
  * Returns the length it needed (like snprintf). */
 size_t rn_config_format(const rn_config *c, char *buf, size_t cap);
+
+/* The tokenizer value: bytes, ids or spm:FILE (cap >= RN_TOK_FILE_MAX + 8
+ * holds every one).  Returns buf. */
+const char *rn_config_tokenizer_name(const rn_config *c, char *buf, size_t cap);
 
 /* The cape_masks value: per-layer decimal masks, comma separated. */
 size_t rn_config_format_masks(const rn_config *c, char *buf, size_t cap);

@@ -14,10 +14,13 @@
  *               d_v, top_k, d_ff
  *    88 16  f32 gamma, tau, eps, norm_eps
  *   104  4  u32 tie_embeddings (0/1)
- *   108  4  u32 tokenizer (0 bytes, 1 ids)
- *   112 16  reserved, zero
+ *   108  4  u32 tokenizer (0 bytes, 1 ids, 2 SentencePiece)
+ *   112  8  u64 version 2: checksum of the tokenizer's .model; else zero
+ *   120  8  reserved, zero
  *   128 2048 u64 cape mask of layers 0..255 (zero past n_layers)
- *  2176 ..  the parameter block exactly as rn_params_layout lays it out
+ *  2176 ..  version 1: the parameter block exactly as rn_params_layout lays it out
+ *  2176 256 version 2 (tokenizer 2 only): the .model's file name, NUL-padded
+ *  2432 ..  version 2: the parameter block
  */
 #include "rn_modelfile.h"
 
@@ -36,6 +39,7 @@
 #include "rn_atomic.h"
 #include "rn_checksum.h"
 #include "rn_safetensors.h"
+#include "rn_tokfile.h"
 
 #ifndef RN_DOUBLE
 _Static_assert(sizeof(rn_real) == 4, "model files store float32 parameters");
@@ -44,6 +48,8 @@ _Static_assert(sizeof(rn_real) == 4, "model files store float32 parameters");
 #define MB_MAGIC "RAMNETMB"
 #define MB_VERSION 1u
 #define MB_HEADER 2176u
+#define MB_VERSION_SPM 2u   /* a SentencePiece model: its tokenizer's name follows */
+#define MB_HEADER_SPM 2432u
 #define MB_DTYPE_F32 1u
 #define MB_MASKS_AT 128u
 
@@ -94,15 +100,18 @@ uint64_t rn_model_checksum(const rn_model *m)
     return rn_checksum64(m->params, (size_t)m->n_block * sizeof(rn_real));
 }
 
-/* Serialise the fixed header of m (checksum included). */
-static void encode_header(const rn_model *m, unsigned char *h)
+/* Serialise the header of m (checksum included): version 1, or version 2
+ * with the tokenizer's name and checksum tok_sum for a SentencePiece model. */
+static void encode_header(const rn_model *m, uint64_t tok_sum, unsigned char *h)
 {
     const rn_config *c = &m->cfg;
-    memset(h, 0, MB_HEADER);
+    int spm = c->tokenizer == RN_TOK_SPM;
+    uint32_t hdr = spm ? MB_HEADER_SPM : MB_HEADER;
+    memset(h, 0, hdr);
     memcpy(h, MB_MAGIC, 8);
-    put32(h, 8, MB_VERSION);
-    put32(h, 12, MB_HEADER);
-    put64(h, 16, MB_HEADER + (uint64_t)m->n_block * 4);
+    put32(h, 8, spm ? MB_VERSION_SPM : MB_VERSION);
+    put32(h, 12, hdr);
+    put64(h, 16, hdr + (uint64_t)m->n_block * 4);
     put64(h, 24, (uint64_t)m->n_block);
     put64(h, 32, rn_model_checksum(m));
     put32(h, 40, MB_DTYPE_F32);
@@ -117,16 +126,25 @@ static void encode_header(const rn_model *m, unsigned char *h)
     put32(h, 104, (uint32_t)c->tie_embeddings);
     put32(h, 108, (uint32_t)c->tokenizer);
     for (int l = 0; l < RN_MAX_LAYERS; l++) put64(h, MB_MASKS_AT + 8 * (size_t)l, c->cape_mask[l]);
+    if (spm) {
+        put64(h, 112, tok_sum);
+        const char *name = rn_tokfile_base(c->tok_file);
+        memcpy(h + MB_HEADER, name, strlen(name)); /* < 256: a part of tok_file */
+    }
 }
 
 static int save_bin(const rn_model *m, const char *path, rn_error *err)
 {
-    unsigned char h[MB_HEADER];
-    encode_header(m, h);
-    rn_atomic_file af;
-    int rc = rn_atomic_open(&af, path, err);
+    unsigned char h[MB_HEADER_SPM];
+    uint64_t tok_sum = 0;
+    int rc = m->cfg.tokenizer == RN_TOK_SPM ? rn_tokfile_place(&m->cfg, path, &tok_sum, err) : RN_OK;
     if (rc) return rc;
-    if (fwrite(h, 1, sizeof h, af.f) != sizeof h ||
+    encode_header(m, tok_sum, h);
+    size_t hdr = m->cfg.tokenizer == RN_TOK_SPM ? MB_HEADER_SPM : MB_HEADER;
+    rn_atomic_file af;
+    rc = rn_atomic_open(&af, path, err);
+    if (rc) return rc;
+    if (fwrite(h, 1, hdr, af.f) != hdr ||
         fwrite(m->params, sizeof(rn_real), (size_t)m->n_block, af.f) != (size_t)m->n_block) {
         int e = errno;
         rn_atomic_abort(&af);
@@ -135,23 +153,22 @@ static int save_bin(const rn_model *m, const char *path, rn_error *err)
     return rn_atomic_commit(&af, err);
 }
 
-/* Decode and check the header: everything except the checksum and the
- * padding, which need the parameter block.  fsize is the real file size. */
-static int check_header(const unsigned char *h, uint64_t fsize, const char *path,
-                        rn_config *c, int64_t *n_block, uint64_t *sum, rn_error *err)
+/* Decode and check the header of hdr bytes (the version's size, checked
+ * by the caller): everything except the checksums and the padding, which
+ * need the parameter block and the tokenizer.  fsize is the real file size;
+ * *tok_sum receives the tokenizer's recorded checksum (version 2). */
+static int check_header(const unsigned char *h, uint32_t hdr, uint64_t fsize, const char *path,
+                        rn_config *c, int64_t *n_block, uint64_t *sum, uint64_t *tok_sum, rn_error *err)
 {
     if (memcmp(h, MB_MAGIC, 8))
         return rn_seterr(err, RN_EINPUT, "%s: bad magic: not a ramtrace model.bin file", path);
     uint32_t ver = get32(h, 8);
-    if (ver != MB_VERSION)
-        return rn_seterr(err, RN_EINPUT, "%s: unsupported format version %" PRIu32 " (this build reads version %u)",
-                         path, ver, MB_VERSION);
-    if (get32(h, 12) != MB_HEADER)
-        return rn_seterr(err, RN_EINPUT, "%s: header size %" PRIu32 " is not %u", path, get32(h, 12), MB_HEADER);
+    if (get32(h, 12) != hdr)
+        return rn_seterr(err, RN_EINPUT, "%s: header size %" PRIu32 " is not %u", path, get32(h, 12), hdr);
     if (get32(h, 40) != MB_DTYPE_F32)
         return rn_seterr(err, RN_EINPUT, "%s: unknown parameter dtype %" PRIu32 " (expected 1 = float32)",
                          path, get32(h, 40));
-    for (size_t i = 112; i < MB_MASKS_AT; i++)
+    for (size_t i = ver == MB_VERSION_SPM ? 120 : 112; i < MB_MASKS_AT; i++)
         if (h[i]) return rn_seterr(err, RN_EINPUT, "%s: reserved header bytes are not zero", path);
     memset(c, 0, sizeof *c);
     int *dims[10] = { &c->vocab_size, &c->d_model, &c->n_layers, &c->n_heads, &c->d_p,
@@ -165,7 +182,21 @@ static int check_header(const unsigned char *h, uint64_t fsize, const char *path
     c->norm_eps = getf(h, 100);
     uint32_t tie = get32(h, 104), tok = get32(h, 108);
     c->tie_embeddings = tie > 1 ? 2 : (int)tie; /* 2: rejected by validate */
-    c->tokenizer = tok > 1 ? 2 : (int)tok;
+    c->tokenizer = tok > 2 ? 3 : (int)tok; /* 3: rejected by validate */
+    if ((ver == MB_VERSION_SPM) != (c->tokenizer == RN_TOK_SPM))
+        return rn_seterr(err, RN_EINPUT, "%s: tokenizer %" PRIu32 " in a version %" PRIu32
+                         " file (SentencePiece models are version 2, the others version 1)", path, tok, ver);
+    *tok_sum = 0;
+    if (ver == MB_VERSION_SPM) {
+        const unsigned char *name = h + MB_HEADER;
+        size_t nl = strnlen((const char *)name, MB_HEADER_SPM - MB_HEADER);
+        if (nl == 0 || nl >= MB_HEADER_SPM - MB_HEADER)
+            return rn_seterr(err, RN_EINPUT, "%s: the tokenizer's file name is missing or not NUL-terminated", path);
+        for (size_t i = nl; i < MB_HEADER_SPM - MB_HEADER; i++)
+            if (name[i]) return rn_seterr(err, RN_EINPUT, "%s: bytes after the tokenizer's file name are not zero", path);
+        memcpy(c->tok_file, name, nl + 1);
+        *tok_sum = get64(h, 112);
+    }
     for (int l = 0; l < RN_MAX_LAYERS; l++) c->cape_mask[l] = get64(h, MB_MASKS_AT + 8 * (size_t)l);
     if (dk <= 0)
         return rn_seterr(err, RN_EINPUT, "%s: config: d_k must be > 0 (got %" PRId32 ")", path, dk);
@@ -182,9 +213,9 @@ static int check_header(const unsigned char *h, uint64_t fsize, const char *path
         return rn_seterr(err, RN_EINPUT, "%s: header says %" PRIu32 " tensors but the config has %d",
                          path, get32(h, 44), rn_params_count_tensors(c));
     uint64_t promised = get64(h, 16);
-    if (promised != MB_HEADER + (uint64_t)want * 4)
+    if (promised != hdr + (uint64_t)want * 4)
         return rn_seterr(err, RN_EINPUT, "%s: header's file size %" PRIu64 " disagrees with its parameter count (%" PRIu64 ")",
-                         path, promised, MB_HEADER + (uint64_t)want * 4);
+                         path, promised, hdr + (uint64_t)want * 4);
     if (fsize < promised)
         return rn_seterr(err, RN_EINPUT, "%s: truncated: %" PRIu64 " bytes but the header promises %" PRIu64,
                          path, fsize, promised);
@@ -243,8 +274,8 @@ static int load_bin(rn_model *m, const char *path, rn_error *err)
         close(fd);
         return rn_seterr(err, RN_EINPUT, "%s: empty file", path);
     }
-    unsigned char h[MB_HEADER];
-    size_t want = fsize < MB_HEADER ? (size_t)fsize : MB_HEADER;
+    unsigned char h[MB_HEADER_SPM];
+    size_t want = fsize < MB_HEADER_SPM ? (size_t)fsize : MB_HEADER_SPM;
     ssize_t got = pread(fd, h, want, 0);
     if (got != (ssize_t)want) {
         close(fd);
@@ -254,15 +285,22 @@ static int load_bin(rn_model *m, const char *path, rn_error *err)
         close(fd);
         return rn_seterr(err, RN_EINPUT, "%s: bad magic: not a ramtrace model.bin file", path);
     }
-    if (fsize < MB_HEADER) {
+    uint32_t ver = fsize >= 12 ? get32(h, 8) : 0;
+    if (ver != MB_VERSION && ver != MB_VERSION_SPM) {
+        close(fd);
+        return rn_seterr(err, RN_EINPUT, "%s: unsupported format version %" PRIu32 " (this build reads versions %u and %u)",
+                         path, ver, MB_VERSION, MB_VERSION_SPM);
+    }
+    uint32_t hdr = ver == MB_VERSION_SPM ? MB_HEADER_SPM : MB_HEADER;
+    if (fsize < hdr) {
         close(fd);
         return rn_seterr(err, RN_EINPUT, "%s: truncated header (%" PRIu64 " bytes, the header alone is %u)",
-                         path, fsize, MB_HEADER);
+                         path, fsize, hdr);
     }
     rn_config c;
     int64_t n_block = 0;
-    uint64_t sum = 0;
-    int rc = check_header(h, fsize, path, &c, &n_block, &sum, err);
+    uint64_t sum = 0, tok_sum = 0;
+    int rc = check_header(h, hdr, fsize, path, &c, &n_block, &sum, &tok_sum, err);
     if (rc) {
         close(fd);
         return rc;
@@ -271,7 +309,7 @@ static int load_bin(rn_model *m, const char *path, rn_error *err)
     int e = errno;
     close(fd);
     if (map == MAP_FAILED) return rn_seterr(err, RN_EIO, "%s: cannot map: %s", path, strerror(e));
-    rn_real *block = (rn_real *)((char *)map + MB_HEADER);
+    rn_real *block = (rn_real *)((char *)map + hdr);
     uint64_t have = rn_checksum64(block, (size_t)n_block * 4);
     if (have != sum) {
         munmap(map, (size_t)fsize);
@@ -279,6 +317,7 @@ static int load_bin(rn_model *m, const char *path, rn_error *err)
                          path, sum, have);
     }
     rc = check_padding(&c, block, n_block, path, err);
+    if (!rc && c.tokenizer == RN_TOK_SPM) rc = rn_tokfile_resolve(&c, path, tok_sum, err);
     if (rc) {
         munmap(map, (size_t)fsize);
         return rc;
@@ -297,15 +336,20 @@ int rn_model_load(rn_model *m, const char *path, rn_error *err)
 {
     memset(m, 0, sizeof *m);
     if (!path || !*path) return rn_seterr(err, RN_EINPUT, "model path is empty");
-    if (rn_path_is_safetensors(path)) return rn_safetensors_load(m, path, err);
-    return load_bin(m, path, err);
+    if (!rn_path_is_safetensors(path)) return load_bin(m, path, err);
+    int rc = rn_safetensors_load(m, path, err);
+    if (!rc && m->cfg.tokenizer == RN_TOK_SPM && (rc = rn_tokfile_resolve(&m->cfg, path, 0, err)))
+        rn_model_free(m);
+    return rc;
 }
 
 int rn_model_save(const rn_model *m, const char *path, rn_error *err)
 {
     if (!path || !*path) return rn_seterr(err, RN_EINPUT, "output path is empty");
-    if (rn_path_is_safetensors(path)) return rn_safetensors_save(m, path, err);
-    return save_bin(m, path, err);
+    if (!rn_path_is_safetensors(path)) return save_bin(m, path, err);
+    uint64_t tok_sum;
+    int rc = m->cfg.tokenizer == RN_TOK_SPM ? rn_tokfile_place(&m->cfg, path, &tok_sum, err) : RN_OK;
+    return rc ? rc : rn_safetensors_save(m, path, err);
 }
 
 int rn_model_convert(const char *in, const char *out, rn_error *err)

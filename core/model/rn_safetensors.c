@@ -7,6 +7,7 @@
  * layout the metadata's config implies before reading any data.
  */
 #include "rn_safetensors.h"
+#include "rn_tokfile.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -59,7 +60,11 @@ static void sb_printf(sbuf *b, const char *fmt, ...)
 static void meta_value(const rn_config *c, const char *key, char *out, size_t cap)
 {
     if (!strcmp(key, "cape_masks")) { rn_config_format_masks(c, out, cap); return; }
-    if (!strcmp(key, "tokenizer")) { snprintf(out, cap, "%s", c->tokenizer == RN_TOK_IDS ? "ids" : "bytes"); return; }
+    if (!strcmp(key, "tokenizer")) { /* a SentencePiece model's file name only: it is beside the file */
+        if (c->tokenizer == RN_TOK_SPM) snprintf(out, cap, "spm:%s", rn_tokfile_base(c->tok_file));
+        else snprintf(out, cap, "%s", c->tokenizer == RN_TOK_IDS ? "ids" : "bytes");
+        return;
+    }
     /* every other key: take it from the `key = value` formatting */
     char text[RN_MAX_LAYERS * 22 + 1024];
     rn_config_format(c, text, sizeof text);

@@ -1,5 +1,6 @@
-/* rn_tokenizer.c — bytes and ids tokenizers (see rn_tokenizer.h). */
+/* rn_tokenizer.c — bytes, ids and SentencePiece tokenizers (see rn_tokenizer.h). */
 #include "rn_tokenizer.h"
+#include "rn_spm.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -56,12 +57,59 @@ static int tokenize_ids(const rn_config *cfg, const char *text, size_t len, cons
     return RN_OK;
 }
 
+int rn_tokenizer_check(const rn_config *cfg, rn_error *err)
+{
+    if (cfg->tokenizer != RN_TOK_SPM) return RN_OK;
+    const rn_spm *s;
+    int rc = rn_spm_get(cfg->tok_file, &s, err);
+    if (rc) return rc;
+    if (cfg->vocab_size < rn_spm_vocab(s))
+        return rn_seterr(err, RN_EINPUT, "config: vocab_size = %d is smaller than the %d pieces of the tokenizer %s",
+                         cfg->vocab_size, rn_spm_vocab(s), cfg->tok_file);
+    return RN_OK;
+}
+
+/* The loaded model of a spm config (checked by rn_tokenizer_check when the
+ * config was made, so a failure here means the caller skipped that). */
+static const rn_spm *spm_of(const rn_config *cfg)
+{
+    const rn_spm *s = NULL;
+    rn_error e;
+    return rn_spm_get(cfg->tok_file, &s, &e) == RN_OK ? s : NULL;
+}
+
+static int tokenize_spm(const rn_config *cfg, const char *text, size_t len, const char *origin,
+                        int **ids, int *n, rn_error *err)
+{
+    const rn_spm *s;
+    int rc = rn_tokenizer_check(cfg, err);
+    if (rc || (rc = rn_spm_get(cfg->tok_file, &s, err))) return rc;
+    if (len > INT_MAX - 1) return rn_seterr(err, RN_EINPUT, "%s: input too long", origin);
+    int *raw, cnt;
+    if ((rc = rn_spm_encode(s, text, len, &raw, &cnt, err))) return rn_preferr(err, "%s", origin);
+    int bos = rn_spm_bos(s) >= 0;
+    int *out = bos ? malloc((size_t)(cnt + 1) * sizeof *out) : raw;
+    if (!out) { free(raw); return rn_seterr(err, RN_ENOMEM, "out of memory"); }
+    if (bos) {
+        out[0] = rn_spm_bos(s);
+        memcpy(out + 1, raw, (size_t)cnt * sizeof *out);
+        free(raw);
+    }
+    *ids = out;
+    *n = cnt + bos;
+    return RN_OK;
+}
+
 int rn_tokenize(const rn_config *cfg, const char *text, size_t len, const char *origin,
                 int **ids, int *n, rn_error *err)
 {
     *ids = NULL;
     *n = 0;
     if (cfg->tokenizer == RN_TOK_IDS) return tokenize_ids(cfg, text, len, origin, ids, n, err);
+    if (cfg->tokenizer == RN_TOK_SPM) {
+        if (len == 0) return rn_seterr(err, RN_EINPUT, "%s: prompt is empty", origin);
+        return tokenize_spm(cfg, text, len, origin, ids, n, err);
+    }
     if (len == 0) return rn_seterr(err, RN_EINPUT, "%s: prompt is empty", origin);
     if (len > INT_MAX - 1) return rn_seterr(err, RN_EINPUT, "%s: input too long", origin);
     int *out = malloc((len + 1) * sizeof *out);
@@ -84,19 +132,58 @@ int rn_tokenize_file(const rn_config *cfg, const char *path, int **ids, int *n, 
     return rc;
 }
 
+size_t rn_token_nbytes(const rn_config *cfg, int id)
+{
+    if (cfg->tokenizer == RN_TOK_IDS) return 0;
+    if (cfg->tokenizer == RN_TOK_SPM) {
+        const rn_spm *s = spm_of(cfg);
+        size_t len = 0;
+        if (s) rn_spm_token_bytes(s, id, &len);
+        return len;
+    }
+    return id >= 0 && id < 256 ? 1 : 0;
+}
+
 void rn_token_print(const rn_config *cfg, int id, int first, FILE *f)
 {
     if (cfg->tokenizer == RN_TOK_IDS) fprintf(f, first ? "%d" : " %d", id);
-    else if (id >= 0 && id < 256) fputc(id, f);
+    else if (cfg->tokenizer == RN_TOK_SPM) {
+        const rn_spm *s = spm_of(cfg);
+        size_t len = 0;
+        const char *b = s ? rn_spm_token_bytes(s, id, &len) : "";
+        fwrite(b, 1, len, f);
+    } else if (id >= 0 && id < 256) fputc(id, f);
+}
+
+/* One byte as rn_token_piece shows it, appended at buf[*at] and cut at
+ * cap like snprintf (cap > *at). */
+static void piece_byte(int c, char *buf, size_t cap, size_t *at)
+{
+    char *o = buf + *at;
+    size_t room = cap - *at;
+    int w;
+    if (c == '\n') w = snprintf(o, room, "\\n");
+    else if (c == '\t') w = snprintf(o, room, "\\t");
+    else if (c == '\\') w = snprintf(o, room, "\\\\");
+    else if (c >= 32 && c < 127) w = snprintf(o, room, "%c", c);
+    else w = snprintf(o, room, "\\x%02x", c & 0xff);
+    *at += (size_t)w < room ? (size_t)w : room - 1;
 }
 
 void rn_token_piece(const rn_config *cfg, int id, char *buf, size_t cap)
 {
+    if (!cap) return;
+    buf[0] = 0;
     if (cfg->tokenizer == RN_TOK_IDS) { snprintf(buf, cap, "%d", id); return; }
+    size_t at = 0;
+    if (cfg->tokenizer == RN_TOK_SPM) {
+        const rn_spm *s = spm_of(cfg);
+        size_t len = 0;
+        const char *b = s ? rn_spm_token_bytes(s, id, &len) : "";
+        if (!len && s) { snprintf(buf, cap, "%s", rn_spm_piece(s, id)); return; } /* <s>, </s> */
+        for (size_t i = 0; i < len && at + 1 < cap; i++) piece_byte((unsigned char)b[i], buf, cap, &at);
+        return;
+    }
     if (id == RN_BOS) snprintf(buf, cap, "<bos>");
-    else if (id == '\n') snprintf(buf, cap, "\\n");
-    else if (id == '\t') snprintf(buf, cap, "\\t");
-    else if (id == '\\') snprintf(buf, cap, "\\\\");
-    else if (id >= 32 && id < 127) snprintf(buf, cap, "%c", id);
-    else snprintf(buf, cap, "\\x%02x", id & 0xff);
+    else piece_byte(id, buf, cap, &at);
 }

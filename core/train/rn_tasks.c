@@ -1,5 +1,6 @@
 /* rn_tasks.c — MQAR generator and byte-level text batching (rn_tasks.h). */
 #include "rn_tasks.h"
+#include "rn_tokenizer.h"
 
 #include <errno.h>
 #include <math.h>
@@ -87,6 +88,32 @@ void rn_mqar_pair_bin(int N, int B, int b, int *from, int *to)
     *to = (int)((int64_t)(b + 1) * N / B) - 1;
 }
 
+/* Split t (n set) at the last val_frac; both parts must hold a window
+ * (val_frac = 1: all of it is held out, for evaluation). */
+static int text_split(rn_text *t, const char *path, double val_frac, int T, const char *unit, rn_error *err)
+{
+    t->n_train = val_frac >= 1 ? 0 : t->n - (int64_t)((double)t->n * val_frac);
+    if ((val_frac < 1 && t->n_train < T + 1) || t->n - t->n_train < T + 1) {
+        int64_t need = (int64_t)((T + 1) / (val_frac < 0.5 ? val_frac : 1 - val_frac)) + 1;
+        int64_t n = t->n;
+        rn_text_free(t);
+        return rn_seterr(err, RN_EINPUT, "%s: corpus of %lld %s is shorter than one sequence of %d %s in each split (need about %lld %s)",
+                         path, (long long)n, unit, T + 1, unit, (long long)need, unit);
+    }
+    return RN_OK;
+}
+
+int rn_text_load_for(rn_text *t, const rn_config *c, const char *path, double val_frac, int T, rn_error *err)
+{
+    if (c->tokenizer != RN_TOK_SPM) return rn_text_load(t, path, val_frac, T, err);
+    memset(t, 0, sizeof *t);
+    int n;
+    int rc = rn_tokenize_file(c, path, &t->ids, &n, err);
+    if (rc) return rc;
+    t->n = n;
+    return text_split(t, path, val_frac, T, "tokens", err);
+}
+
 int rn_text_load(rn_text *t, const char *path, double val_frac, int T, rn_error *err)
 {
     memset(t, 0, sizeof *t);
@@ -109,19 +136,13 @@ int rn_text_load(rn_text *t, const char *path, double val_frac, int T, rn_error 
         return rn_seterr(err, RN_EIO, "%s: read %zu of %ld bytes", path, got, n);
     }
     t->n = n;
-    t->n_train = n - (int64_t)((double)n * val_frac);
-    if (t->n_train < T + 1 || t->n - t->n_train < T + 1) {
-        int64_t need = (int64_t)((T + 1) / (val_frac < 0.5 ? val_frac : 1 - val_frac)) + 1;
-        rn_text_free(t);
-        return rn_seterr(err, RN_EINPUT, "%s: corpus of %ld bytes is shorter than one sequence of %d bytes in each split (need about %lld bytes)",
-                         path, n, T + 1, (long long)need);
-    }
-    return RN_OK;
+    return text_split(t, path, val_frac, T, "bytes", err);
 }
 
 void rn_text_free(rn_text *t)
 {
     free(t->data);
+    free(t->ids);
     memset(t, 0, sizeof *t);
 }
 
@@ -130,8 +151,8 @@ void rn_text_batch(const rn_text *t, rn_rng *rng, int B, int T, int *tokens, int
     for (int b = 0; b < B; b++) {
         int64_t o = (int64_t)rn_rng_below(rng, (uint64_t)(t->n_train - T));
         for (int i = 0; i < T; i++) {
-            tokens[(size_t)b * T + i] = t->data[o + i];
-            targets[(size_t)b * T + i] = t->data[o + i + 1];
+            tokens[(size_t)b * T + i] = rn_text_at(t, o + i);
+            targets[(size_t)b * T + i] = rn_text_at(t, o + i + 1);
         }
     }
 }
@@ -142,7 +163,7 @@ void rn_text_val_window(const rn_text *t, int64_t i, int T, int *tokens, int *ta
 {
     int64_t o = t->n_train + i * T;
     for (int j = 0; j < T; j++) {
-        tokens[j] = t->data[o + j];
-        targets[j] = t->data[o + j + 1];
+        tokens[j] = rn_text_at(t, o + j);
+        targets[j] = rn_text_at(t, o + j + 1);
     }
 }

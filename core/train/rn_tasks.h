@@ -7,6 +7,7 @@
 
 #include <stdint.h>
 
+#include "rn_config.h"
 #include "rn_error.h"
 #include "rn_rng.h"
 
@@ -46,21 +47,31 @@ void rn_mqar_pair_bin(int N, int B, int b, int *from, int *to);
 /* ---- text ---- */
 
 typedef struct {
-    uint8_t *data;
-    int64_t n;        /* bytes */
+    uint8_t *data;    /* the corpus's bytes, which are its tokens; or NULL and: */
+    int *ids;         /* a SentencePiece config's token ids of the whole corpus */
+    int64_t n;        /* tokens (bytes when data) */
     int64_t n_train;  /* [0, n_train) trains, [n_train, n) is held out */
 } rn_text;
 
-/* Load a corpus; the last val_frac of it is the held-out split.  Both parts
- * must hold at least one window of T+1 bytes (RN_EINPUT naming the file
- * otherwise: missing, empty, too short). */
+/* Load a corpus as bytes; the last val_frac of it is the held-out split.
+ * Both parts must hold at least one window of T+1 bytes (RN_EINPUT naming
+ * the file otherwise: missing, empty, too short); val_frac = 1 holds all of
+ * it out (nothing to train on: for evaluating a whole file). */
 int rn_text_load(rn_text *t, const char *path, double val_frac, int T, rn_error *err);
+
+/* The same for a model's config: a SentencePiece config's corpus is its
+ * token ids (the whole file tokenized at once, BOS first), the split at the
+ * last val_frac of the tokens; any other config's is rn_text_load's bytes. */
+int rn_text_load_for(rn_text *t, const rn_config *c, const char *path, double val_frac, int T, rn_error *err);
 void rn_text_free(rn_text *t);
 
-/* B random training windows: tokens[B·T] = bytes, targets = next bytes. */
+/* Token i of the corpus. */
+static inline int rn_text_at(const rn_text *t, int64_t i) { return t->data ? t->data[i] : t->ids[i]; }
+
+/* B random training windows: tokens[B·T] = tokens, targets = next tokens. */
 void rn_text_batch(const rn_text *t, rn_rng *rng, int B, int T, int *tokens, int *targets);
 
-/* Number of disjoint held-out windows of T+1 bytes, and window i of them. */
+/* Number of disjoint held-out windows of T+1 tokens, and window i of them. */
 int64_t rn_text_n_val(const rn_text *t, int T);
 void rn_text_val_window(const rn_text *t, int64_t i, int T, int *tokens, int *targets);
 

@@ -17,6 +17,7 @@
 #include "rn_memlimit.h"
 #include "rn_modelfile.h"
 #include "rn_threads.h"
+#include "rn_tokenizer.h"
 #include "rn_train.h"
 
 void rn_train_opts_default(rn_train_opts *o, int task)
@@ -499,14 +500,26 @@ int rn_eval_mqar_pairs(const rn_model *m, int device, const rn_mqar_seg *segs, i
     return rc;
 }
 
-static int eval_text_with(evaluator *tr, const rn_text *t, int T, int windows, int batch,
+/* The bytes of text the targets tgt[0..n) stand for: one each for a byte
+ * corpus, each token's decoded length (rn_token_nbytes) for token ids. */
+static int64_t target_bytes(const rn_config *c, const rn_text *t, const int *tgt, int64_t n)
+{
+    if (t->data) return n;
+    int64_t b = 0;
+    for (int64_t i = 0; i < n; i++) b += (int64_t)rn_token_nbytes(c, tgt[i]);
+    return b;
+}
+
+/* Mean loss per token over the held-out windows, and bits per byte: their
+ * summed loss over ln 2 and the bytes of text the scored tokens stand for. */
+static int eval_text_with(evaluator *tr, const rn_config *c, const rn_text *t, int T, int windows, int batch,
                           int *tok, int *tgt, double *loss, double *bpb, const rn_eval_ctl *ctl,
                           rn_error *err)
 {
     int64_t nw = rn_text_n_val(t, T);
     if (windows > 0 && windows < nw) nw = windows;
     double sum = 0;
-    int64_t count = 0;
+    int64_t count = 0, bytes = 0;
     for (int64_t w = 0; w < nw; w += batch) {
         if (ctl && ctl->stop && *ctl->stop) return rn_seterr(err, RN_EINTR, "interrupted during evaluation");
         rn_threads_poll(); /* follow the machine's load (rn_threads.h) */
@@ -517,10 +530,11 @@ static int eval_text_with(evaluator *tr, const rn_text *t, int T, int windows, i
         if (rc) return rc;
         sum += ev_loss_sum(tr);
         count += (int64_t)B * T;
+        bytes += target_bytes(c, t, tgt, (int64_t)B * T);
         if (ctl && ctl->progress) ctl->progress(ctl->user, w + B, nw);
     }
     *loss = count ? sum / (double)count : 0;
-    *bpb = *loss / log(2.0);
+    *bpb = bytes ? sum / (double)bytes / log(2.0) : 0;
     return RN_OK;
 }
 
@@ -536,7 +550,7 @@ int rn_eval_text(const rn_model *m, int device, const rn_text *t, int T, int win
     }
     int *tok = malloc(sizeof(int) * 2 * (size_t)batch * T);
     if (!tok) rc = rn_seterr(err, RN_ENOMEM, "out of memory");
-    else rc = eval_text_with(tr, t, T, windows, batch, tok, tok + (size_t)batch * T, loss, bpb, ctl, err);
+    else rc = eval_text_with(tr, &m->cfg, t, T, windows, batch, tok, tok + (size_t)batch * T, loss, bpb, ctl, err);
     free(tok);
     ev_free(tr);
     return rc;
@@ -660,7 +674,7 @@ static int do_eval(run_state *s, double *metric, rn_error *err)
     double loss, bpb;
     evaluator ev = { s->tr, NULL };
     rn_eval_ctl ctl = { s->stop, NULL, NULL };
-    int rc = eval_text_with(&ev, &s->text, o->seq_len, o->eval_windows, o->batch, s->tok, s->tgt,
+    int rc = eval_text_with(&ev, s->c, &s->text, o->seq_len, o->eval_windows, o->batch, s->tok, s->tgt,
                             &loss, &bpb, &ctl, err);
     if (rc) return rc;
     snprintf(buf, cap, "{\"task\":\"text\",\"val_loss\":%.5f,\"val_bpb\":%.5f}", loss, bpb);
@@ -749,7 +763,7 @@ static int run_setup(run_state *s, rn_error *err)
     if (!o->ckpt[0]) strncat(s->ckpt, ".ckpt", sizeof s->ckpt - strlen(s->ckpt) - 1);
     if (o->task == RN_TASK_TEXT) {
         if (!o->data[0]) return rn_seterr(err, RN_EINPUT, "text: no corpus (--data FILE)");
-        if ((rc = rn_text_load(&s->text, o->data, o->val_frac, o->seq_len, err))) return rc;
+        if ((rc = rn_text_load_for(&s->text, c, o->data, o->val_frac, o->seq_len, err))) return rc;
     }
     if ((rc = rn_model_create_random(&s->m, c, o->seed, err))) return rc;
     init_alpha(&s->m, o);

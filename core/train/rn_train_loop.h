@@ -209,8 +209,9 @@ int rn_eval_mqar_pairs(const rn_model *m, int device, const rn_mqar_seg *segs, i
 uint64_t rn_eval_mqar_seed(uint64_t seed, int s);
 
 /* Text evaluation on the held-out split, on device as rn_eval_mqar: mean
- * loss (nats/byte) and bits per byte over up to `windows` windows of T
- * bytes (0 = all). */
+ * loss (nats per token: per byte for a byte corpus) and bits per byte (the
+ * summed loss / ln 2 / the bytes of text the scored tokens stand for,
+ * rn_token_nbytes) over up to `windows` windows of T tokens (0 = all). */
 int rn_eval_text(const rn_model *m, int device, const rn_text *t, int T, int windows, int batch,
                  double *loss, double *bpb, const rn_eval_ctl *ctl, rn_error *err);
 
