@@ -37,6 +37,7 @@
 #include "rn_config.h"
 #include "rn_error.h"
 #include "rn_real.h"
+#include "rn_rowio.h" /* enum rn_state_io */
 
 /* Bytes of the state file preallocated at a time (fallocate) ahead of the
  * fresh rows appended: the disk a file uses beyond its rows and directory
@@ -55,14 +56,6 @@ typedef struct {
     int resume;           /* 1: the file must be a clean state file of this model (row size
                            * included); rn_state_resume then continues from it */
 } rn_state_opts;
-
-/* RN_STATE_IO_AUTO: with O_DIRECT, batches of Linux native AIO (rn_aio.h),
- * or the threads when io_setup fails (rn_state_counters.aio_errno says
- * why); without O_DIRECT, RN_STATE_IO_SYNC.  RN_STATE_IO_THREADS: always the
- * write-behind and read-ahead threads (one pread/pwrite per row).
- * RN_STATE_IO_SYNC: no threads, no AIO: each row read and written by one
- * pread/pwrite when the scan needs it (no read-ahead). */
-enum rn_state_io { RN_STATE_IO_AUTO = 0, RN_STATE_IO_THREADS = 1, RN_STATE_IO_SYNC = 2 };
 
 /* The caches of a tiered store, as `simulate --scope`: one for the model
  * (default), one per layer, or one per head; the budget is per cache. */
