@@ -9,9 +9,10 @@
  *           file's packed data region (fresh rows fill an append block,
  *           written whole; the file is preallocated ahead in chunks of
  *           RN_STATE_PREALLOC), later over that position; a row directory
- *           (key -> position, a hash table over the keys written) says
- *           where; a row is read on a miss when it has a position (an
- *           untouched slot is S = 0, z = 1/M without any I/O).  How (enum rn_state_io): through the page cache, one
+ *           (key -> position, rn_rowdir.h) says where; a row is read on a
+ *           miss when it has a position (an untouched slot is S = 0,
+ *           z = 1/M without any I/O).  How (enum rn_state_io, one engine of
+ *           rn_rowio.h chosen at create): through the page cache, one
  *           pread/pwrite in the scan (the default) or from write-behind
  *           and read-ahead threads (a miss on a queued row copies it from
  *           the queue); with O_DIRECT (no page cache), in batches of Linux
