@@ -39,7 +39,7 @@ double rn_rowio_bytes(uint64_t row, int direct)
     return rn_rowio_threads_bytes(row) + (direct ? rn_rowio_aio_bytes() : 0);
 }
 
-int rn_rowio_pio(int fd, const char *path, int wr, uint64_t off, size_t len, void *buf, rn_error *err)
+int rn_rowio_full(int fd, int wr, uint64_t off, size_t len, void *buf)
 {
     char *b = buf;
     size_t done = 0;
@@ -47,13 +47,18 @@ int rn_rowio_pio(int fd, const char *path, int wr, uint64_t off, size_t len, voi
         ssize_t r = wr ? pwrite(fd, b + done, len - done, (off_t)(off + done))
                        : pread(fd, b + done, len - done, (off_t)(off + done));
         if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) {
-            if (!err->code)
-                rn_seterr(err, RN_EIO, "--state-file: %s: %s at offset %lld: %s", path, wr ? "write" : "read",
-                          (long long)off, r < 0 ? strerror(errno) : "end of file");
-            return RN_EIO;
-        }
+        if (r <= 0) return r < 0 ? errno : -1;
         done += (size_t)r;
     }
-    return RN_OK;
+    return 0;
+}
+
+int rn_rowio_pio(int fd, const char *path, int wr, uint64_t off, size_t len, void *buf, rn_error *err)
+{
+    int e = rn_rowio_full(fd, wr, off, len, buf);
+    if (!e) return RN_OK;
+    if (!err->code)
+        rn_seterr(err, RN_EIO, "--state-file: %s: %s at offset %lld: %s", path, wr ? "write" : "read", (long long)off,
+                  e > 0 ? strerror(e) : "end of file");
+    return RN_EIO;
 }

@@ -5,8 +5,8 @@
  *
  *   sync     one pread/pwrite per row when the scan needs it, no threads,
  *            no read-ahead (rn_rowio_sync.c);
- *   threads  write-behind threads for rewrites and read-ahead threads
- *            (rn_prefetch.h) (rn_rowio_threads.c);
+ *   threads  write-behind threads for rewrites and a pool of read-ahead
+ *            threads (rn_rowio_threads.c);
  *   aio      batches of Linux native AIO (rn_aio.h), one io_submit for many
  *            rows (rn_rowio_aio.c).
  *
@@ -123,8 +123,11 @@ void rn_rowio_close(rn_rowio *io, rn_error *err);
 double rn_rowio_bytes(uint64_t row, int direct);
 
 /* Full pread (wr 0) or pwrite (wr 1) of len bytes at off, short transfers
- * and EINTR retried; RN_EIO in err (unless it holds a failure) naming the
- * file and the offset.  The engines' and the store's direct I/O. */
+ * and EINTR retried: 0, the errno of a failure, or -1 at the end of the
+ * file. */
+int rn_rowio_full(int fd, int wr, uint64_t off, size_t len, void *buf);
+/* rn_rowio_full, its failure as RN_EIO in err (unless it holds one)
+ * naming the file and the offset.  The engines' and the store's I/O. */
 int rn_rowio_pio(int fd, const char *path, int wr, uint64_t off, size_t len, void *buf, rn_error *err);
 
 /* The engines (rn_rowio_sync.c, rn_rowio_threads.c, rn_rowio_aio.c):
