@@ -646,15 +646,11 @@ int rn_state_flush(rn_state *st, rn_error *err)
     const rn_rowdir *d = &st->dir;
     uint64_t doff = RN_STATEFILE_DATA + (d->n_pos + st->apb - 1) / st->apb * st->apb * st->stride;
     doff = (doff + DIRECT_ALIGN - 1) / DIRECT_ALIGN * DIRECT_ALIGN;
-    size_t len = rn_rowdir_pos_bytes(d->n_pos), done = 0;
+    size_t len = rn_rowdir_pos_bytes(d->n_pos);
     memset(d->pos_key + d->n_pos, 0, len - d->n_pos * sizeof *d->pos_key);
-    while (done < len && !st->err.code) {
-        ssize_t w = pwrite(st->fd, (char *)d->pos_key + done, len - done, (off_t)(doff + done));
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) rn_seterr(&st->err, RN_EIO, "--state-file: %s: writing the row directory: %s", st->path,
-                              w < 0 ? strerror(errno) : "short write");
-        else done += (size_t)w;
-    }
+    int e = st->err.code ? 0 : rn_rowio_full(st->fd, 1, doff, len, d->pos_key);
+    if (e) rn_seterr(&st->err, RN_EIO, "--state-file: %s: writing the row directory: %s", st->path,
+                     e > 0 ? strerror(e) : "short write");
     if (!st->err.code && fsync(st->fd))
         rn_seterr(&st->err, RN_EIO, "--state-file: %s: fsync: %s", st->path, strerror(errno));
     if (!st->err.code) {
