@@ -5,7 +5,7 @@
  * checksums verified on every read path; older format versions refused.
  * Also the I/O layer's own promises: a short AIO write is an error
  * (core/state/rn_aio.h), and the "read ahead" count excludes rows a miss read
- * itself (core/state/rn_prefetch.h). */
+ * itself (core/state/rn_rowio_threads.c). */
 #include <errno.h>
 #include <math.h>
 #include <fcntl.h>

@@ -23,8 +23,9 @@
  * io_submit.
  *
  * Reads: a fixed number of slots of one row each, issued, found and taken
- * like rn_prefetch.h's (the caller guarantees no write of the row is
- * queued or under way while its read is).
+ * like the threads engine's read-ahead pool (rn_rowio_threads.c; the
+ * caller guarantees no write of the row is queued or under way while its
+ * read is).
  *
  * One thread uses a queue.  Nothing allocates after create.
  */

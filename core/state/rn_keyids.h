@@ -11,8 +11,8 @@
  * rn_keyids_key) as over the keys themselves.  With rn_policy_ids ids, a
  * key that has none always finds a free one.
  *
- * The map is an open-addressing hash table (linear probing, at most half
- * full) of (key, id) pairs, a stack of free ids and an id -> key array,
+ * The map is the key hash table of rn_keytab.h (at most half full) of
+ * (key, id) pairs, a stack of free ids and an id -> key array,
  * all allocated by rn_keyids_new: get and release never allocate. */
 #ifndef RN_KEYIDS_H
 #define RN_KEYIDS_H

@@ -4,46 +4,20 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/falloc.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "rn_aio.h"
 #include "rn_cache.h"
 #include "rn_keyids.h"
 #include "rn_layers.h"
-#include "rn_prefetch.h"
+#include "rn_rowdir.h"
+#include "rn_rowio.h"
 #include "rn_statefile.h"
 
 #define DIRECT_ALIGN 4096
-#define WB_THREADS 16  /* write-behind threads (the writes' queue depth); a key always goes to
-                        * thread key % WB_THREADS */
-#define WB_ROWS 32     /* rows queued per thread */
-#define PF_THREADS 16  /* read-ahead threads: the queue depth of the reads */
-#define PF_SLOTS 256   /* rows read ahead at most (a step's layer touches H·2K rows) */
-#define AIO_WRITES 512 /* AIO: writes queued or under way at most (one file block each) */
-#define AIO_BATCH 128  /* AIO: writes queued before they are submitted without waiting for the
-                        * layer's end */
 #define APPEND_BLOCK RN_STATEFILE_BLOCK /* bytes of an append block at most: the rows of one file-system block */
-#define DIR_EMPTY UINT64_MAX /* an empty entry of the row directory */
-
-/* One write-behind queue: evicted dirty rows wait here, oldest first, until
- * its thread has written them; an entry leaves only after its pwrite, so a
- * row is always in the queue or in the file. */
-typedef struct {
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    pthread_t thread;
-    int started, stop;
-    struct rn_state *st;
-    char *buf;                /* [WB_ROWS][stride] */
-    uint32_t key[WB_ROWS];
-    uint64_t pos[WB_ROWS];    /* the rows' positions in the file */
-    int head, count;
-    rn_error err;             /* the thread's first failure */
-} wb_queue;
 
 struct rn_state {
     rn_config c;
@@ -76,21 +50,15 @@ struct rn_state {
     uint32_t *free_frames;        /* [nf]: per group, a stack of unused frames */
     uint8_t *dirty;               /* [nf] */
     uint64_t n_dirty;             /* frames dirty (bounds the directory's growth in a scan) */
-    /* The row directory: the position (row index in the file's data region)
-     * of every key written back since create/reset, given at its first
-     * write-back in the order of write-backs.  dir: open addressing with
-     * linear probing, entries key << 32 | position (DIR_EMPTY: empty), at
-     * most half full (dir_room doubles it outside the scan's inner loop;
-     * its size follows the rows written, from DIR_ENTRIES0 entries);
-     * pos_key: the key of each position (what a flush writes). */
-    uint64_t *dir, dir_mask;
-    uint32_t *pos_key;            /* [pos_cap], aligned (written with O_DIRECT) */
-    uint64_t n_pos, pos_cap;      /* positions given; pos_key's room */
-    /* The append block: positions [ab_first, n_pos) are fresh rows not yet
+    /* the row directory: the position of every key written back since
+     * create/reset (rn_rowdir.h; its room made outside the scan's inner
+     * loop) */
+    rn_rowdir dir;
+    /* The append block: positions [ab_first, dir.n_pos) are fresh rows not yet
      * written to the file as their block (apb rows, ablk); a miss there
      * copies from ablk.  The block is written whole when full and at a
      * flush (then it stays open until full). */
-    char *ablk;                   /* [apb][stride], aligned; zeros after n_pos */
+    char *ablk;                   /* [apb][stride], aligned; zeros after dir.n_pos */
     uint64_t apb, ab_first;
     uint64_t alloc_end;           /* file bytes preallocated (fallocate) so far: [RN_STATEFILE_DATA, alloc_end) */
     int can_resume;               /* created with opts.resume: resume_info is the clean header it had */
@@ -99,17 +67,12 @@ struct rn_state {
     int no_falloc;                /* the file system refused fallocate */
     void *hdr_buf;                /* [RN_STATEFILE_DATA] aligned: header I/O */
     rn_statefile_info info;       /* the header as on disk */
-    wb_queue wb[WB_THREADS];
-    char *wb_mem;
-    /* read-ahead of the layer being scanned (rn_state_layer): its accesses,
-     * numbered in scan order, are examined up to pf_cur */
-    rn_prefetch *pf;              /* NULL: no read-ahead (threads) */
-    /* O_DIRECT: reads and writes in batches of native AIO instead of the
-     * write-behind and read-ahead threads (NULL: threads) */
-    rn_aio *aio;
-    int aio_ahead;                /* read ahead through aio */
+    /* how rows reach the file: the engine rn_rowio_open chose (sync,
+     * threads or aio) */
+    rn_rowio *io;
     int aio_errno;                /* why io_setup failed (0: not tried or fine) */
-    int sync;                     /* RN_STATE_IO_SYNC: pread/pwrite in the scan, no threads */
+    /* read-ahead of the layer being scanned (rn_state_layer, when io->ahead):
+     * its accesses, numbered in scan order, are examined up to pf_cur */
     const uint32_t *pf_w, *pf_r;  /* the layer's write and read slots [n, H, K] */
     int pf_l, pf_n;               /* the layer (-1: none) and its positions */
     uint64_t pf_cur, pf_total;
@@ -128,15 +91,6 @@ static uint64_t row_stride(const rn_config *c, uint32_t align)
 }
 
 static int is_tiered(const rn_state_opts *o) { return o && o->budget; }
-
-#define DIR_ENTRIES0 1024 /* the row directory's first size (entries); it doubles as rows are written */
-
-/* Bytes of pos_key's array for room for n positions (whole 4096-byte
- * blocks: a flush writes it with O_DIRECT). */
-static size_t pos_bytes(uint64_t n)
-{
-    return (size_t)((n * sizeof(uint32_t) + DIRECT_ALIGN - 1) / DIRECT_ALIGN * DIRECT_ALIGN);
-}
 
 int rn_state_check(const rn_config *c, const rn_state_opts *o, rn_error *err)
 {
@@ -200,39 +154,16 @@ double rn_state_bytes(const rn_config *c, const rn_state_opts *o)
     /* O_DIRECT frames are padded to the alignment of the disk the file will
      * be on (512 bytes on most: twice a 260-byte row), not to the largest */
     const uint64_t stride = row_stride(c, o->direct ? rn_statefile_dio_align_path(o->file) : 0);
-    return (cap + WB_THREADS * WB_ROWS + PF_SLOTS) * ((double)stride + 9) +
+    return cap * ((double)stride + 9) + rn_rowio_bytes(stride, o->direct) +
            groups * (24.0 * (double)ids + (double)rn_keyids_bytes((uint32_t)ids)) + cap * 40 +
-           3 * DIRECT_ALIGN + APPEND_BLOCK + (o->direct ? AIO_WRITES * (double)APPEND_BLOCK : 0);
+           3 * DIRECT_ALIGN + APPEND_BLOCK;
 }
-
-static void wb_drain(rn_state *st);
-static void *wb_main(void *arg);
 
 void rn_state_free(rn_state *st)
 {
     if (!st) return;
-    rn_prefetch_free(st->pf); /* its threads read the file */
-    for (int t = 0; t < WB_THREADS; t++) {
-        wb_queue *q = &st->wb[t];
-        if (!q->started) continue;
-        pthread_mutex_lock(&q->mu);
-        q->stop = 1;
-        pthread_cond_broadcast(&q->cv);
-        pthread_mutex_unlock(&q->mu);
-        pthread_join(q->thread, NULL);
-        if (q->err.code && !st->err.code) st->err = q->err;
-        q->started = 0;
-        pthread_mutex_destroy(&q->mu);
-        pthread_cond_destroy(&q->cv);
-    }
-    free(st->wb_mem);
-    if (st->aio) {
-        rn_error e = { 0 };
-        if (rn_aio_drain(st->aio, &e) && !st->err.code) st->err = e;
-        rn_aio_free(st->aio);
-        st->aio = NULL;
-    }
-    /* every queued row is written (the threads drain before they stop) */
+    rn_rowio_close(st->io, &st->err); /* every queued row is written */
+    st->io = NULL;
     if (st->fd >= 0 && st->hdr_buf && st->info.state == RN_STATEFILE_DIRTY && !st->err.code) {
         st->info.state = RN_STATEFILE_CLOSED;
         rn_statefile_write(st->fd, st->path, &st->info, st->hdr_buf, &st->err);
@@ -246,7 +177,7 @@ void rn_state_free(rn_state *st)
     free(st->path);
     free(st->S); free(st->z);
     free(st->frames); free(st->id_frame); free(st->frame_key); free(st->free_frames);
-    free(st->dirty); free(st->dir); free(st->pos_key); free(st->ablk);
+    free(st->dirty); rn_rowdir_free(&st->dir); free(st->ablk);
     free(st);
 }
 
@@ -321,70 +252,34 @@ int rn_state_create(const rn_config *c, const rn_state_opts *o, rn_state **out, 
         }
         st->can_resume = 1;
     }
-    /* the page cache: a row's pwrite is a copy into memory, so threads and
-     * read-ahead cost more wake-ups than they save (docs/tiered-state.md) */
-    st->sync = o->io == RN_STATE_IO_SYNC || (!o->direct && o->io == RN_STATE_IO_AUTO);
     /* fresh rows are appended in blocks of apb rows (at least one): with
      * O_DIRECT's 512-byte rows, 8 rows a 4096-byte block */
     st->apb = st->stride < APPEND_BLOCK ? APPEND_BLOCK / st->stride : 1;
-    if (o->direct && o->io == RN_STATE_IO_AUTO) {
-        rn_error e = { 0 };
-        if ((rc = rn_aio_create(st->fd, st->path, st->stride, st->apb * st->stride, RN_STATEFILE_DATA, AIO_WRITES,
-                                PF_SLOTS, AIO_BATCH, &st->aio, &st->aio_errno, &e))) {
-            if (!st->aio_errno) { /* out of memory: not a reason to run slower */
-                *err = e;
-                rn_state_free(st);
-                return rc;
-            }
-            st->aio = NULL; /* the kernel refused io_setup: the threads below */
-        }
-        st->aio_ahead = st->aio && !o->no_prefetch;
+    rn_rowio_conf ioc = { st->fd, st->path, st->stride, st->apb * st->stride, RN_STATEFILE_DATA, o->direct, o->io,
+                          o->no_prefetch };
+    if ((rc = rn_rowio_open(&ioc, &st->io, &st->aio_errno, err))) {
+        rn_state_free(st);
+        return rc;
     }
     st->frames = aligned_alloc(DIRECT_ALIGN, (st->nf * st->stride + DIRECT_ALIGN - 1) / DIRECT_ALIGN * DIRECT_ALIGN);
     st->id_frame = malloc(st->n_groups * st->n_ids * sizeof *st->id_frame);
     st->frame_key = malloc(st->nf * sizeof *st->frame_key);
     st->free_frames = malloc(st->nf * sizeof *st->free_frames);
     st->dirty = malloc(st->nf);
-    st->dir_mask = DIR_ENTRIES0 - 1;
-    st->dir = malloc((st->dir_mask + 1) * sizeof *st->dir);
-    st->pos_cap = (st->dir_mask + 1) / 2;
-    st->pos_key = aligned_alloc(DIRECT_ALIGN, pos_bytes(st->pos_cap));
+    int dir_ok = rn_rowdir_init(&st->dir, &(rn_error){ 0 }) == RN_OK;
     st->ablk = aligned_alloc(DIRECT_ALIGN, (st->apb * st->stride + DIRECT_ALIGN - 1) / DIRECT_ALIGN * DIRECT_ALIGN);
     st->caches = calloc(st->n_groups, sizeof *st->caches);
     st->ids = calloc(st->n_groups, sizeof *st->ids);
     st->n_free = calloc(st->n_groups, sizeof *st->n_free);
     int ids_ok = st->ids != NULL;
     for (uint64_t g = 0; ids_ok && g < st->n_groups; g++) ids_ok = !!(st->ids[g] = rn_keyids_new((uint32_t)st->n_ids));
-    if (!st->frames || !st->id_frame || !st->frame_key || !st->free_frames || !st->dirty || !st->dir ||
-        !st->pos_key || !st->ablk || !st->caches || !ids_ok || !st->n_free) {
+    if (!st->frames || !st->id_frame || !st->frame_key || !st->free_frames || !st->dirty || !dir_ok ||
+        !st->ablk || !st->caches || !ids_ok || !st->n_free) {
         rn_state_free(st);
         return rn_seterr(err, RN_ENOMEM, "out of memory allocating the tiered memory state");
     }
     st->info = (rn_statefile_info){ 0, st->can_resume ? st->resume_info.generation : 0, rn_statefile_shape(c),
                                     st->stride, st->n_keys, 0, 0, 0, 0 };
-    size_t wbb = (size_t)WB_THREADS * WB_ROWS * st->stride;
-    if (!(st->wb_mem = aligned_alloc(DIRECT_ALIGN, (wbb + DIRECT_ALIGN - 1) / DIRECT_ALIGN * DIRECT_ALIGN))) {
-        rn_state_free(st);
-        return rn_seterr(err, RN_ENOMEM, "out of memory allocating the tiered memory state");
-    }
-    for (int t = 0; t < WB_THREADS && !st->aio && !st->sync; t++) {
-        wb_queue *q = &st->wb[t];
-        q->st = st;
-        q->buf = st->wb_mem + (size_t)t * WB_ROWS * st->stride;
-        pthread_mutex_init(&q->mu, NULL);
-        pthread_cond_init(&q->cv, NULL);
-        if (pthread_create(&q->thread, NULL, wb_main, q)) {
-            pthread_mutex_destroy(&q->mu);
-            pthread_cond_destroy(&q->cv);
-            rn_state_free(st);
-            return rn_seterr(err, RN_ENOMEM, "tiered memory state: cannot start a write-behind thread");
-        }
-        q->started = 1;
-    }
-    if (!o->no_prefetch && !st->aio && !st->sync && (rc = rn_prefetch_create(st->fd, st->path, st->stride, PF_THREADS, PF_SLOTS, &st->pf, err))) {
-        rn_state_free(st);
-        return rc;
-    }
     st->pf_l = -1;
     rn_state_reset(st);
     if (st->err.code) {
@@ -407,12 +302,10 @@ void rn_state_reset(rn_state *st)
             rn_pdma_reset(st->S + i * st->M * st->dv, st->z + i * st->M, st->M, st->dv);
         return;
     }
-    if (st->pf) rn_prefetch_drop(st->pf);
-    if (st->aio) rn_aio_read_drop(st->aio);
+    if (st->io->ahead) st->io->ops->ahead_drop(st->io);
     st->pf_l = -1;
-    wb_drain(st);
-    if (st->aio) rn_aio_clear_error(st->aio);
-    for (int t = 0; t < WB_THREADS; t++) memset(&st->wb[t].err, 0, sizeof st->wb[t].err);
+    st->io->ops->drain(st->io);
+    st->io->ops->clear_error(st->io);
     /* The rows are emptied by the directory alone: a row is read from the
      * file only once written since (it has a position), so the file's old
      * rows are never read, and positions start again at 0, over the old
@@ -439,8 +332,8 @@ void rn_state_reset(rn_state *st)
         st->n_free[g] = st->cap;
     }
     memset(st->id_frame, 0xff, st->n_groups * st->n_ids * sizeof *st->id_frame);
-    memset(st->dir, 0xff, (st->dir_mask + 1) * sizeof *st->dir);
-    st->n_pos = st->ab_first = 0;
+    rn_rowdir_clear(&st->dir);
+    st->ab_first = 0;
     st->alloc_end = RN_STATEFILE_DATA;
     memset(st->ablk, 0, st->apb * st->stride);
     memset(st->dirty, 0, st->nf);
@@ -458,136 +351,12 @@ int rn_state_head(rn_state *st, int l, int h, rn_real **S, rn_real **z, rn_error
     return RN_OK;
 }
 
-/* Full pread/pwrite of n rows from position pos (short transfers
- * retried); a failure is set in *e unless one is there already. */
+/* Full pread/pwrite of n rows from position pos (the store's own I/O:
+ * the open append block at a resume); a failure is set in *e unless one
+ * is there already. */
 static int rows_io(rn_state *st, int wr, uint64_t pos, uint64_t n, char *buf, rn_error *e)
 {
-    off_t off = (off_t)(RN_STATEFILE_DATA + pos * st->stride);
-    size_t done = 0, len = (size_t)(n * st->stride);
-    while (done < len) {
-        ssize_t r = wr ? pwrite(st->fd, buf + done, len - done, off + (off_t)done)
-                       : pread(st->fd, buf + done, len - done, off + (off_t)done);
-        if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) {
-            if (!e->code)
-                rn_seterr(e, RN_EIO, "--state-file: %s: %s at offset %lld: %s", st->path,
-                          wr ? "write" : "read", (long long)off, r < 0 ? strerror(errno) : "end of file");
-            return RN_EIO;
-        }
-        done += (size_t)r;
-    }
-    return RN_OK;
-}
-
-static int row_io(rn_state *st, int wr, uint64_t pos, char *buf, rn_error *e)
-{
-    return rows_io(st, wr, pos, 1, buf, e);
-}
-
-/* A write-behind thread: write its queue's oldest row, then drop it. */
-static void *wb_main(void *arg)
-{
-    wb_queue *q = arg;
-    rn_state *st = q->st;
-    pthread_mutex_lock(&q->mu);
-    for (;;) {
-        while (!q->count && !q->stop) pthread_cond_wait(&q->cv, &q->mu);
-        if (!q->count) break;
-        int i = q->head;
-        pthread_mutex_unlock(&q->mu);
-        rn_error e = { 0 };
-        row_io(st, 1, q->pos[i], q->buf + (size_t)i * st->stride, &e);
-        pthread_mutex_lock(&q->mu);
-        if (e.code && !q->err.code) q->err = e;
-        q->head = (q->head + 1) % WB_ROWS;
-        q->count--;
-        pthread_cond_broadcast(&q->cv);
-    }
-    pthread_mutex_unlock(&q->mu);
-    return NULL;
-}
-
-/* Wait until every queued row is in the file. */
-static void wb_drain(rn_state *st)
-{
-    if (st->aio) rn_aio_drain(st->aio, NULL); /* a failure stays in the queue (rn_state_error) */
-    for (int t = 0; t < WB_THREADS; t++) {
-        wb_queue *q = &st->wb[t];
-        if (!q->started) continue;
-        pthread_mutex_lock(&q->mu);
-        while (q->count) pthread_cond_wait(&q->cv, &q->mu);
-        pthread_mutex_unlock(&q->mu);
-    }
-}
-
-static inline uint64_t dir_home(const rn_state *st, uint32_t key)
-{
-    return ((uint64_t)key * 0x9E3779B97F4A7C15ull >> 29) & st->dir_mask;
-}
-
-/* Key's position in the file, or RN_CACHE_NONE when it was never written
- * back (its row is the initial one). */
-static uint32_t dir_find(const rn_state *st, uint32_t key)
-{
-    for (uint64_t i = dir_home(st, key);; i = (i + 1) & st->dir_mask) {
-        uint64_t e = st->dir[i];
-        if (e == DIR_EMPTY) return RN_CACHE_NONE;
-        if ((uint32_t)(e >> 32) == key) return (uint32_t)e;
-    }
-}
-
-/* Make room in the directory for `more` new positions beyond n_pos (the
- * table at most half full, pos_key long enough), doubling both as needed.
- * Called where a scan or a flush starts, so the inner loop never
- * allocates; a failure is kept in st->err. */
-static void dir_room(rn_state *st, uint64_t more)
-{
-    const uint64_t need = st->n_pos + more;
-    uint64_t n = st->dir_mask + 1;
-    while (2 * need > n) n *= 2;
-    if (n != st->dir_mask + 1) {
-        uint64_t *d = malloc(n * sizeof *d);
-        if (!d) {
-            if (!st->err.code)
-                rn_seterr(&st->err, RN_ENOMEM, "out of memory growing the state file's row directory to %llu entries",
-                          (unsigned long long)n);
-            return;
-        }
-        memset(d, 0xff, n * sizeof *d);
-        for (uint64_t p = 0; p < st->n_pos; p++) { /* rehash: every entry is (pos_key[p], p) */
-            uint64_t i = ((uint64_t)st->pos_key[p] * 0x9E3779B97F4A7C15ull >> 29) & (n - 1);
-            while (d[i] != DIR_EMPTY) i = (i + 1) & (n - 1);
-            d[i] = (uint64_t)st->pos_key[p] << 32 | p;
-        }
-        free(st->dir);
-        st->dir = d;
-        st->dir_mask = n - 1;
-    }
-    if (need > st->pos_cap) {
-        uint64_t c = st->pos_cap;
-        while (c < need) c *= 2;
-        uint32_t *k = aligned_alloc(DIRECT_ALIGN, pos_bytes(c));
-        if (!k) {
-            if (!st->err.code) rn_seterr(&st->err, RN_ENOMEM, "out of memory growing the state file's row directory");
-            return;
-        }
-        memcpy(k, st->pos_key, st->n_pos * sizeof *k);
-        free(st->pos_key);
-        st->pos_key = k;
-        st->pos_cap = c;
-    }
-}
-
-/* Give key the next position (key not in the directory). */
-static uint64_t dir_add(rn_state *st, uint32_t key)
-{
-    if (2 * (st->n_pos + 1) > st->dir_mask + 1 || st->n_pos + 1 > st->pos_cap) dir_room(st, 1); /* not reached: dir_room ran before the scan */
-    if (2 * (st->n_pos + 1) > st->dir_mask + 1 || st->n_pos + 1 > st->pos_cap) return st->n_pos - 1; /* out of memory: st->err says so */
-    uint64_t i = dir_home(st, key), p = st->n_pos++;
-    while (st->dir[i] != DIR_EMPTY) i = (i + 1) & st->dir_mask;
-    st->dir[i] = (uint64_t)key << 32 | p;
-    st->pos_key[p] = key;
-    return p;
+    return rn_rowio_pio(st->fd, st->path, wr, RN_STATEFILE_DATA + pos * st->stride, (size_t)(n * st->stride), buf, e);
 }
 
 /* Preallocate the file up to byte `end` at least, in chunks of
@@ -609,25 +378,21 @@ static void prealloc(rn_state *st, uint64_t end)
 }
 
 /* Write the open append block whole (apb rows, zeros after the last
- * fresh row): through AIO, else one pwrite here (the threads' queues hold
- * only rewrites of rows in blocks written before, never one of this
- * block's).  When it is full, the next block opens. */
+ * fresh row) through the engine.  When it is full, the next block opens. */
 static void append_write(rn_state *st)
 {
     const uint64_t b = st->ab_first / st->apb, len = st->apb * st->stride;
     prealloc(st, RN_STATEFILE_DATA + (b + 1) * len);
-    if (st->aio) rn_aio_write_block(st->aio, b, st->ablk);
-    else rows_io(st, 1, st->ab_first, st->apb, st->ablk, &st->err);
-    if (st->n_pos == st->ab_first + st->apb) {
-        st->ab_first = st->n_pos;
+    st->io->ops->write_block(st->io, b, st->ablk, &st->err);
+    if (st->dir.n_pos == st->ab_first + st->apb) {
+        st->ab_first = st->dir.n_pos;
         memset(st->ablk, 0, len);
     }
 }
 
 /* Write frame f's row back: a key without a position gets the next one and
  * its row goes into the append block; a row in the open append block is
- * updated there; any other is rewritten in place (synchronously, through
- * AIO or through its key's write-behind queue, waiting while it is full). */
+ * updated there; any other is rewritten in place by the engine. */
 static void write_back(rn_state *st, uint32_t f)
 {
     uint32_t key = st->frame_key[f];
@@ -642,56 +407,25 @@ static void write_back(rn_state *st, uint32_t f)
         st->info.dir_off = st->info.dir_count = st->info.dir_check = 0;
         if (!st->err.code) rn_statefile_write(st->fd, st->path, &st->info, st->hdr_buf, &st->err);
     }
-    uint32_t p = dir_find(st, key);
-    uint64_t pos = p != RN_CACHE_NONE ? p : dir_add(st, key);
+    uint32_t p = rn_rowdir_find(&st->dir, key);
+    uint64_t pos = p != RN_ROWDIR_NONE ? p : rn_rowdir_add(&st->dir, key, &st->err);
     if (pos >= st->ab_first) {
         memcpy(st->ablk + (pos - st->ab_first) * st->stride, src, st->stride);
-        if (st->n_pos == st->ab_first + st->apb) append_write(st);
-    } else if (st->sync) {
-        row_io(st, 1, pos, src, &st->err);
-    } else if (st->aio) {
-        rn_aio_write(st->aio, pos, src);
-    } else {
-        wb_queue *q = &st->wb[key % WB_THREADS];
-        pthread_mutex_lock(&q->mu);
-        while (q->count == WB_ROWS) pthread_cond_wait(&q->cv, &q->mu);
-        int i = (q->head + q->count) % WB_ROWS;
-        memcpy(q->buf + (size_t)i * st->stride, src, st->stride);
-        q->key[i] = key;
-        q->pos[i] = pos;
-        q->count++;
-        pthread_cond_broadcast(&q->cv);
-        pthread_mutex_unlock(&q->mu);
-    }
+        if (st->dir.n_pos == st->ab_first + st->apb) append_write(st);
+    } else
+        st->io->ops->write(st->io, key, pos, src, &st->err);
     st->dirty[f] = 0;
     st->n_dirty--;
     st->cnt.bytes_written += st->stride;
 }
 
 /* Read key's row (at position pos) into buf: from the open append block,
- * else the newest copy still queued for writing, else the file. */
+ * else the engine's newest copy (one still queued for writing, else the
+ * file's). */
 static void read_back(rn_state *st, uint32_t key, uint64_t pos, char *buf)
 {
-    if (pos >= st->ab_first) {
-        memcpy(buf, st->ablk + (pos - st->ab_first) * st->stride, st->stride);
-        return;
-    }
-    if (st->aio || st->sync) {
-        if (!st->aio || !rn_aio_written(st->aio, pos, buf)) row_io(st, 0, pos, buf, &st->err);
-        return;
-    }
-    wb_queue *q = &st->wb[key % WB_THREADS];
-    pthread_mutex_lock(&q->mu);
-    for (int n = q->count - 1; n >= 0; n--) {
-        int i = (q->head + n) % WB_ROWS;
-        if (q->key[i] == key) {
-            memcpy(buf, q->buf + (size_t)i * st->stride, st->stride);
-            pthread_mutex_unlock(&q->mu);
-            return;
-        }
-    }
-    pthread_mutex_unlock(&q->mu);
-    row_io(st, 0, pos, buf, &st->err);
+    if (pos >= st->ab_first) memcpy(buf, st->ablk + (pos - st->ab_first) * st->stride, st->stride);
+    else st->io->ops->read(st->io, key, pos, buf, &st->err);
 }
 
 /* Does key's row r, read back, pass its checksum?  When it does not, the
@@ -772,19 +506,13 @@ static rn_real *row(rn_state *st, uint32_t key, int write)
             st->frame_key[f] = key;
             st->dirty[f] = 0;
             rn_real *r = (rn_real *)(st->frames + (size_t)f * st->stride);
-            uint32_t pos = dir_find(st, key);
-            if (pos != RN_CACHE_NONE) {
-                int s = st->pf ? rn_prefetch_find(st->pf, key) : st->aio_ahead ? rn_aio_read_find(st->aio, key) : -1;
-                if (s >= 0 && !st->pf) {
-                    rn_error e = { 0 };
-                    if (rn_aio_read_take(st->aio, s, r, &e) && !st->err.code) st->err = e;
-                    st->cnt.prefetched++;
-                } else if (s >= 0) {
-                    rn_error e = { 0 };
-                    uint64_t t0 = rn_prefetch_taken(st->pf);
-                    if (rn_prefetch_take(st->pf, s, r, &e) && !st->err.code) st->err = e;
-                    st->cnt.prefetched += rn_prefetch_taken(st->pf) - t0; /* 0: it read the row itself */
-                } else
+            uint32_t pos = rn_rowdir_find(&st->dir, key);
+            if (pos != RN_ROWDIR_NONE) {
+                rn_rowio *io = st->io;
+                int s = io->ahead ? io->ops->ahead_find(io, key) : -1;
+                if (s >= 0)
+                    st->cnt.prefetched += (uint64_t)io->ops->ahead_take(io, s, r, &st->err); /* 0: it read the row itself */
+                else
                     read_back(st, key, pos, (char *)r);
                 st->cnt.bytes_read += st->stride;
                 row_verify(st, key, pos, (char *)r);
@@ -808,19 +536,6 @@ static rn_real *row(rn_state *st, uint32_t key, int write)
     return (rn_real *)(st->frames + (size_t)f * st->stride);
 }
 
-/* Is key's row (at position pos) in a write-behind queue (so the file
- * does not hold it yet)? */
-static int queued(rn_state *st, uint32_t key, uint64_t pos)
-{
-    if (st->aio) return rn_aio_written(st->aio, pos, NULL);
-    wb_queue *q = &st->wb[key % WB_THREADS];
-    int found = 0;
-    pthread_mutex_lock(&q->mu);
-    for (int n = 0; n < q->count && !found; n++) found = q->key[(q->head + n) % WB_ROWS] == key;
-    pthread_mutex_unlock(&q->mu);
-    return found;
-}
-
 /* Read ahead: examine the layer's accesses from max(pf_cur, cur) on, in
  * scan order, and issue a read for each row that is neither in memory nor
  * in the open append block nor queued nor read already but is in the
@@ -828,14 +543,15 @@ static int queued(rn_state *st, uint32_t key, uint64_t pos)
  * a row stays out of memory until its own access (only an access brings a
  * row in), so its bytes in the file cannot change before that access takes
  * them: read ahead changes no hit, miss or byte count, only when the bytes
- * arrive.  Returns the reads issued (with AIO they go to the kernel at the
- * next rn_aio_submit). */
+ * arrive.  Returns the reads issued (an engine may hold them until its
+ * next kick). */
 static int read_ahead(rn_state *st, uint64_t cur)
 {
     if (st->pf_cur < cur) st->pf_cur = cur;
     const int H = st->H, K = st->c.top_k, n = st->pf_n;
+    rn_rowio *io = st->io;
     int issued = 0;
-    while (st->pf_cur < st->pf_total && !(st->pf ? rn_prefetch_full(st->pf) : rn_aio_read_full(st->aio))) {
+    while (st->pf_cur < st->pf_total && !io->ops->ahead_full(io)) {
         uint64_t i = st->pf_cur++;
         int h = (int)(i / ((uint64_t)n * 2 * K));
         uint64_t rem = i % ((uint64_t)n * 2 * K);
@@ -844,12 +560,11 @@ static int read_ahead(rn_state *st, uint64_t cur)
         uint32_t slot = j < K ? st->pf_w[a + j] : st->pf_r[a + j - K];
         uint32_t key = (uint32_t)(((uint64_t)st->pf_l * H + h) * (uint64_t)st->M + slot);
         if (frame_of(st, key) != RN_CACHE_NONE) continue;
-        uint32_t pos = dir_find(st, key);
-        if (pos == RN_CACHE_NONE || pos >= st->ab_first ||
-            (st->pf ? rn_prefetch_find(st->pf, key) : rn_aio_read_find(st->aio, key)) >= 0 || queued(st, key, pos))
+        uint32_t pos = rn_rowdir_find(&st->dir, key);
+        if (pos == RN_ROWDIR_NONE || pos >= st->ab_first || io->ops->ahead_find(io, key) >= 0 ||
+            io->ops->pending(io, key, pos, NULL))
             continue;
-        if (st->pf) rn_prefetch_issue(st->pf, key, (off_t)(RN_STATEFILE_DATA + (uint64_t)pos * st->stride));
-        else rn_aio_read_issue(st->aio, key, pos);
+        io->ops->ahead_issue(io, key, pos);
         issued++;
     }
     return issued;
@@ -858,14 +573,12 @@ static int read_ahead(rn_state *st, uint64_t cur)
 void rn_state_layer(rn_state *st, int l, const uint32_t *wslot, const uint32_t *rslot, int n)
 {
     if (!st->tiered) return;
-    if (st->aio && !st->aio_ahead) {
-        rn_aio_submit(st->aio); /* the writes queued since the last submission */
+    rn_rowio *io = st->io;
+    if (!io->ahead) {
+        io->ops->kick(io); /* the writes queued since the last submission */
         return;
     }
-    if (!st->pf && !st->aio_ahead) return;
-    /* the last layer's reads not taken (none, normally) */
-    if (st->pf) rn_prefetch_drop(st->pf);
-    else rn_aio_read_drop(st->aio);
+    io->ops->ahead_drop(io); /* the last layer's reads not taken (none, normally) */
     st->pf_l = l;
     st->pf_w = wslot;
     st->pf_r = rslot;
@@ -873,7 +586,7 @@ void rn_state_layer(rn_state *st, int l, const uint32_t *wslot, const uint32_t *
     st->pf_cur = 0;
     st->pf_total = (uint64_t)st->H * (uint64_t)n * 2 * (uint64_t)st->c.top_k;
     read_ahead(st, 0);
-    if (st->aio) rn_aio_submit(st->aio); /* the layer's reads and the writes queued: one io_submit */
+    io->ops->kick(io); /* the layer's reads and the writes queued: one io_submit */
 }
 
 void rn_state_scan(rn_state *st, int l, int h, rn_real *o, const rn_real *v,
@@ -891,12 +604,12 @@ void rn_state_scan(rn_state *st, int l, int h, rn_real *o, const rn_real *v,
     const uint32_t base = (uint32_t)(((uint64_t)l * H + h) * (uint64_t)st->M), zero = 0;
     /* new positions in this scan: at most the rows dirty now and those it
      * writes */
-    dir_room(st, st->n_dirty + (uint64_t)n * K);
-    const int ahead = (st->pf || st->aio_ahead) && st->pf_l == l && st->pf_n == n && st->pf_w == wslot && st->pf_r == rslot;
+    rn_rowdir_room(&st->dir, st->n_dirty + (uint64_t)n * K, &st->err);
+    const int ahead = st->io->ahead && st->pf_l == l && st->pf_n == n && st->pf_w == wslot && st->pf_r == rslot;
     for (int t = 0; t < n; t++) {
         size_t a = ((size_t)t * H + h) * K, vv = (size_t)t * H * dv + (size_t)h * dv;
-        if (ahead && read_ahead(st, ((uint64_t)h * n + t) * 2 * K) && st->aio) /* keep the slots busy */
-            rn_aio_submit(st->aio);
+        if (ahead && read_ahead(st, ((uint64_t)h * n + t) * 2 * K)) /* keep the slots busy */
+            st->io->ops->kick(st->io);
         for (int j = 0; j < K; j++) {
             rn_real *r = row(st, base + wslot[a + j], 1);
             rn_pdma_write(r, r + dv, dv, &zero, ww + a + j, 1, v + vv, gamma);
@@ -907,19 +620,12 @@ void rn_state_scan(rn_state *st, int l, int h, rn_real *o, const rn_real *v,
             rn_pdma_read_acc(o + vv, r, r + dv, dv, &zero, rw + a + j, 1, eps);
         }
     }
-    if (st->aio && h == H - 1) rn_aio_submit(st->aio); /* the layer's write-backs */
+    if (h == H - 1) st->io->ops->kick(st->io); /* the layer's write-backs */
 }
 
 int rn_state_error(rn_state *st, rn_error *err)
 {
-    if (st->aio && !st->err.code) rn_aio_error(st->aio, &st->err);
-    for (int t = 0; t < WB_THREADS && !st->err.code; t++) {
-        wb_queue *q = &st->wb[t];
-        if (!q->started) continue;
-        pthread_mutex_lock(&q->mu);
-        if (q->err.code) st->err = q->err;
-        pthread_mutex_unlock(&q->mu);
-    }
+    if (st->io && !st->err.code) st->io->ops->error(st->io, &st->err);
     if (st->err.code && err) *err = st->err;
     return st->err.code;
 }
@@ -927,34 +633,31 @@ int rn_state_error(rn_state *st, rn_error *err)
 int rn_state_flush(rn_state *st, rn_error *err)
 {
     if (!st->tiered) return RN_OK;
-    dir_room(st, st->n_dirty);
+    rn_rowdir_room(&st->dir, st->n_dirty, &st->err);
     for (uint64_t f = 0; f < st->nf; f++)
         if (st->dirty[f] && frame_of(st, st->frame_key[f]) == f) write_back(st, (uint32_t)f);
-    if (st->info.state == RN_STATEFILE_DIRTY && st->n_pos > st->ab_first)
+    if (st->info.state == RN_STATEFILE_DIRTY && st->dir.n_pos > st->ab_first)
         append_write(st); /* the open block as it is; it stays open */
-    wb_drain(st);
+    st->io->ops->drain(st->io);
     if (st->info.state != RN_STATEFILE_DIRTY || rn_state_error(st, NULL)) return rn_state_error(st, err);
     /* the rows, then the directory after them, on disk before the header
      * says clean */
-    uint64_t doff = RN_STATEFILE_DATA + (st->n_pos + st->apb - 1) / st->apb * st->apb * st->stride;
+    const rn_rowdir *d = &st->dir;
+    uint64_t doff = RN_STATEFILE_DATA + (d->n_pos + st->apb - 1) / st->apb * st->apb * st->stride;
     doff = (doff + DIRECT_ALIGN - 1) / DIRECT_ALIGN * DIRECT_ALIGN;
-    size_t len = pos_bytes(st->n_pos), done = 0;
-    memset(st->pos_key + st->n_pos, 0, len - st->n_pos * sizeof *st->pos_key);
-    while (done < len && !st->err.code) {
-        ssize_t w = pwrite(st->fd, (char *)st->pos_key + done, len - done, (off_t)(doff + done));
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) rn_seterr(&st->err, RN_EIO, "--state-file: %s: writing the row directory: %s", st->path,
-                              w < 0 ? strerror(errno) : "short write");
-        else done += (size_t)w;
-    }
+    size_t len = rn_rowdir_pos_bytes(d->n_pos);
+    memset(d->pos_key + d->n_pos, 0, len - d->n_pos * sizeof *d->pos_key);
+    int e = st->err.code ? 0 : rn_rowio_full(st->fd, 1, doff, len, d->pos_key);
+    if (e) rn_seterr(&st->err, RN_EIO, "--state-file: %s: writing the row directory: %s", st->path,
+                     e > 0 ? strerror(e) : "short write");
     if (!st->err.code && fsync(st->fd))
         rn_seterr(&st->err, RN_EIO, "--state-file: %s: fsync: %s", st->path, strerror(errno));
     if (!st->err.code) {
         st->info.state = RN_STATEFILE_CLEAN;
         st->info.generation++;
         st->info.dir_off = doff;
-        st->info.dir_count = st->n_pos;
-        st->info.dir_check = rn_statefile_dir_check(st->pos_key, st->n_pos);
+        st->info.dir_count = d->n_pos;
+        st->info.dir_check = rn_statefile_dir_check(d->pos_key, d->n_pos);
         st->info.position = (uint64_t)st->position;
         rn_statefile_write(st->fd, st->path, &st->info, st->hdr_buf, &st->err);
     }
@@ -972,22 +675,17 @@ int rn_state_resume(rn_state *st, int64_t *pos, rn_error *err)
     /* ri passed rn_statefile_check when the store was created (its fields
      * against the file: dir_count at most the keys and the file's size,
      * the position at most RN_STATEFILE_POS_MAX), so the room is bounded */
-    dir_room(st, ri->dir_count);
+    rn_rowdir *d = &st->dir;
+    rn_rowdir_room(d, ri->dir_count, &st->err);
     if (st->err.code) return rn_state_error(st, err);
-    int rc = rn_statefile_read_dir(st->fd, st->path, ri, st->pos_key, err);
+    int rc = rn_statefile_read_dir(st->fd, st->path, ri, d->pos_key, err);
     if (rc) return rc;
-    for (uint64_t p = 0; p < ri->dir_count; p++) { /* the table of an empty directory, filled */
-        uint32_t key = st->pos_key[p];
-        uint64_t i = dir_home(st, key);
-        while (st->dir[i] != DIR_EMPTY) i = (i + 1) & st->dir_mask;
-        st->dir[i] = (uint64_t)key << 32 | p;
-    }
-    st->n_pos = ri->dir_count;
-    st->ab_first = st->n_pos / st->apb * st->apb;
+    rn_rowdir_load(d, ri->dir_count); /* the table of an empty directory, filled */
+    st->ab_first = d->n_pos / st->apb * st->apb;
     /* the open append block as the flush wrote it (whole, zeros after its rows) */
-    if (st->n_pos > st->ab_first && !rows_io(st, 0, st->ab_first, st->apb, st->ablk, &st->err))
-        for (uint64_t p = st->ab_first; p < st->n_pos; p++)
-            if (!row_verify(st, st->pos_key[p], p, st->ablk + (p - st->ab_first) * st->stride)) break;
+    if (d->n_pos > st->ab_first && !rows_io(st, 0, st->ab_first, st->apb, st->ablk, &st->err))
+        for (uint64_t p = st->ab_first; p < d->n_pos; p++)
+            if (!row_verify(st, d->pos_key[p], p, st->ablk + (p - st->ab_first) * st->stride)) break;
     st->alloc_end = RN_STATEFILE_DATA + st->ab_first * st->stride; /* fallocate again from there: cheap where allocated */
     st->position = (int64_t)ri->position;
     *pos = st->position;
@@ -1003,6 +701,8 @@ void rn_state_get_counters(const rn_state *st, rn_state_counters *out)
     out->capacity = st->tiered ? st->cap : 0;
     out->caches = st->tiered ? st->n_groups : 0;
     out->row_bytes = st->tiered ? st->stride : 0;
-    out->aio = st->aio != NULL;
+    rn_rowio_stats io = { 0 };
+    if (st->io) st->io->ops->stats(st->io, &io);
+    out->aio = io.batched;
     out->aio_errno = st->aio_errno;
 }

@@ -9,9 +9,10 @@
  *           file's packed data region (fresh rows fill an append block,
  *           written whole; the file is preallocated ahead in chunks of
  *           RN_STATE_PREALLOC), later over that position; a row directory
- *           (key -> position, a hash table over the keys written) says
- *           where; a row is read on a miss when it has a position (an
- *           untouched slot is S = 0, z = 1/M without any I/O).  How (enum rn_state_io): through the page cache, one
+ *           (key -> position, rn_rowdir.h) says where; a row is read on a
+ *           miss when it has a position (an untouched slot is S = 0,
+ *           z = 1/M without any I/O).  How (enum rn_state_io, one engine of
+ *           rn_rowio.h chosen at create): through the page cache, one
  *           pread/pwrite in the scan (the default) or from write-behind
  *           and read-ahead threads (a miss on a queued row copies it from
  *           the queue); with O_DIRECT (no page cache), in batches of Linux
@@ -37,6 +38,7 @@
 #include "rn_config.h"
 #include "rn_error.h"
 #include "rn_real.h"
+#include "rn_rowio.h" /* enum rn_state_io */
 #include "rn_scope.h"
 
 /* Bytes of the state file preallocated at a time (fallocate) ahead of the
@@ -59,13 +61,6 @@ typedef struct {
                            * included); rn_state_resume then continues from it */
 } rn_state_opts;
 
-/* RN_STATE_IO_AUTO: with O_DIRECT, batches of Linux native AIO (rn_aio.h),
- * or the threads when io_setup fails (rn_state_counters.aio_errno says
- * why); without O_DIRECT, RN_STATE_IO_SYNC.  RN_STATE_IO_THREADS: always the
- * write-behind and read-ahead threads (one pread/pwrite per row).
- * RN_STATE_IO_SYNC: no threads, no AIO: each row read and written by one
- * pread/pwrite when the scan needs it (no read-ahead). */
-enum rn_state_io { RN_STATE_IO_AUTO = 0, RN_STATE_IO_THREADS = 1, RN_STATE_IO_SYNC = 2 };
 
 typedef struct {
     uint64_t capacity;    /* slot rows held in memory per cache (budget / row bytes, at most
