@@ -36,6 +36,8 @@ static void usage(void)
            "      --weights FMT     trace weights: f32 exact (default) or f16 (rounded)\n"
            "      --no-index        accepted; has no effect since trace schema v2\n"
            "      --device DEV      cpu (default) or cuda (a CUDA build and a GPU)\n"
+           "      --precision P     fp32 (default) or bf16: the weight matrices in bf16,\n"
+           "                        FP32 arithmetic (half the bytes a generated token reads)\n"
            CLI_STATE_HELP
            "      --state-save      at the end, run the last generated token too and flush\n"
            "                        the state into --state-file (clean: resumable)\n"
@@ -75,6 +77,7 @@ int cmd_run(int argc, char **argv)
         { "weights", required_argument, 0, 1007 }, { "intervene", required_argument, 0, 1008 },
         { "chunk", required_argument, 0, 1009 }, { "state-save", no_argument, 0, 1010 },
         { "state-resume", no_argument, 0, 1011 }, { "top-k", required_argument, 0, 1012 },
+        { "precision", required_argument, 0, 1013 },
         CLI_STATE_LONGOPTS, { 0, 0, 0, 0 }
     };
     tr_generate_job job = { .n_gen = 64, .temperature = 0.8, .top_p = 0.9, .seed = 42,
@@ -115,6 +118,7 @@ int cmd_run(int argc, char **argv)
         case 1010: job.save = 1; break;
         case 1011: so.resume = 1; break;
         case 1012: rc = cli_parse_long("--top-k", optarg, 1, RN_MAX_TOPK, &top_k, &err); break;
+        case 1013: rc = rn_precision_parse(optarg, &job.precision, &err); break;
         case 1008:
             if (n_iv_args == MAX_IV_ARGS) return cli_usage_error("run", "more than %d --intervene options (use @FILE)", MAX_IV_ARGS);
             iv_args[n_iv_args++] = optarg;
@@ -131,7 +135,8 @@ int cmd_run(int argc, char **argv)
     if (rn_device_select(device_arg, &device, &err)) return cli_fail(&err);
     if (n_iv_args && device != RN_DEVICE_CPU)
         return cli_usage_error("run", "--intervene: interventions run on the CPU only (--device cpu)");
-    if (tr_state_device_check(&so, device, &err)) return cli_usage_error("run", "%s", err.msg);
+    if (tr_state_device_check(&so, device, &err) || rn_device_check_precision(device, job.precision, &err))
+        return cli_usage_error("run", "%s", err.msg);
     if (n_iv_args && so.budget)
         return cli_usage_error("run", "--intervene: interventions need the dense memory state (no --state-budget)");
     if ((job.save || so.resume) && !so.budget)

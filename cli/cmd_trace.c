@@ -36,6 +36,8 @@ static void usage(void)
            "                        equal simulate --scope model's, which replays the\n"
            "                        prefill chunks the run recorded)\n"
            "      --device DEV      cpu (default) or cuda (a CUDA build and a GPU)\n"
+           "      --precision P     fp32 (default) or bf16: the weight matrices in bf16,\n"
+           "                        FP32 arithmetic (half the bytes a generated token reads)\n"
            "      --intervene SPEC  ablate, scale or patch slots, heads or layers while the\n"
            "                        model runs (repeatable; @FILE: one spec a line; CPU only;\n"
            "                        recorded in the table interventions; see ramtrace run\n"
@@ -62,13 +64,14 @@ static void progress(void *user, int64_t done, int64_t total)
 int cmd_trace(int argc, char **argv)
 {
     if (cli_wants_help(argc, argv)) { usage(); return 0; }
-    enum { O_LAYERS = 1000, O_HEADS, O_OPS, O_NAME, O_NOINDEX, O_CHUNK, O_DEVICE, O_WEIGHTS, O_INTERVENE, O_TOPK };
+    enum { O_LAYERS = 1000, O_HEADS, O_OPS, O_NAME, O_NOINDEX, O_CHUNK, O_DEVICE, O_WEIGHTS, O_INTERVENE, O_TOPK, O_PRECISION };
     static const struct option opts[] = {
         { "output", required_argument, 0, 'o' }, { "layers", required_argument, 0, O_LAYERS },
         { "heads", required_argument, 0, O_HEADS }, { "ops", required_argument, 0, O_OPS },
         { "name", required_argument, 0, O_NAME }, { "no-index", no_argument, 0, O_NOINDEX },
         { "chunk", required_argument, 0, O_CHUNK }, { "threads", required_argument, 0, 'j' },
         { "device", required_argument, 0, O_DEVICE }, { "weights", required_argument, 0, O_WEIGHTS },
+        { "precision", required_argument, 0, O_PRECISION },
         { "intervene", required_argument, 0, O_INTERVENE }, { "top-k", required_argument, 0, O_TOPK },
         CLI_STATE_LONGOPTS,
         { 0, 0, 0, 0 }
@@ -102,6 +105,7 @@ int cmd_trace(int argc, char **argv)
         case O_CHUNK: rc = cli_parse_long("--chunk", optarg, 1, 1 << 16, &chunk, &err); break;
         case O_TOPK: rc = cli_parse_long("--top-k", optarg, 1, RN_MAX_TOPK, &top_k, &err); break;
         case O_DEVICE: device_arg = optarg; break;
+        case O_PRECISION: rc = rn_precision_parse(optarg, &job.precision, &err); break;
         case O_INTERVENE:
             if (n_iv_args == MAX_IV_ARGS) return cli_usage_error("trace", "more than %d --intervene options (use @FILE)", MAX_IV_ARGS);
             iv_args[n_iv_args++] = optarg;
@@ -119,7 +123,8 @@ int cmd_trace(int argc, char **argv)
     if (rn_device_select(device_arg, &device, &err)) return cli_fail(&err);
     job.device = device;
     job.state = &so;
-    if (tr_state_device_check(&so, device, &err)) return cli_usage_error("trace", "%s", err.msg);
+    if (tr_state_device_check(&so, device, &err) || rn_device_check_precision(device, job.precision, &err))
+        return cli_usage_error("trace", "%s", err.msg);
     if (n_iv_args && so.budget)
         return cli_usage_error("trace", "--intervene: interventions need the dense memory state (no --state-budget)");
     if (n_iv_args && device != RN_DEVICE_CPU)

@@ -10,7 +10,8 @@
 API_SRC   := $(wildcard api/*.c)
 SOLIB     := $(BUILD)/libramnet.so
 PIC_STUBS := $(if $(filter 1,$(CUDA)),,core/cuda/rn_cuda_stub.c core/cuda/rn_cuda_train_stub.c)
-PIC_OBJ   := $(patsubst %.c,$(BUILD)/pic/%.o,$(LIB_SRC) $(API_SRC) $(PIC_STUBS))
+PIC_OBJ   := $(patsubst %.c,$(BUILD)/pic/%.o,$(LIB_SRC) $(API_SRC) $(PIC_STUBS)) \
+             $(patsubst %.cc,$(BUILD)/pic/%.o,$(wildcard core/model/*.cc))
 PIC_CFLAGS = $(filter-out $(SAN),$(CFLAGS)) -fPIC -Iapi
 
 all: $(SOLIB)
@@ -19,8 +20,11 @@ test: $(SOLIB)
 $(BUILD)/pic/%.o: %.c $(BUILD)/build-flags | setup
 	@mkdir -p $(dir $@)
 	@echo "CC(pic) $<"; $(CC) $(PIC_CFLAGS) -MMD -MP -c $< -o $@
+$(BUILD)/pic/%.o: %.cc $(BUILD)/build-flags | setup
+	@mkdir -p $(dir $@)
+	@echo "CXX(pic) $<"; $(CXX) $(filter-out $(SAN),$(CXXFLAGS)) -fPIC -MMD -MP -c $< -o $@
 $(BUILD)/pic/core/cache/rn_cache.o: $(BUILD)/gen/rn_policies.h
+$(BUILD)/pic/figure/fig_figure.o: $(BUILD)/gen/fig_kinds.h
 
 $(SOLIB): $(PIC_OBJ) $(if $(filter 1,$(CUDA)),$(CU_OBJ))
-	$(CC) -shared -fopenmp -Wl,-soname,libramnet.so -o $@ $^ $(PKGLIBS) -lopenblas -lsqlite3 -lcairo -lpng -lm -pthread \
-	    $(if $(filter 1,$(CUDA)),$(CUDA_LIBS))
+	$(CC) -shared -fopenmp -Wl,-soname,libramnet.so -Wl,--no-undefined -o $@ $^ $(LDLIBS)

@@ -19,7 +19,7 @@ NVCC      := $(or $(shell command -v nvcc 2>/dev/null),$(wildcard /usr/local/cud
 endif
 CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(NVCC))
 CUDA_ARCH ?= -gencode arch=compute_90,code=[sm_90,compute_90]
-NVCCFLAGS ?= -O2 -std=c++17 $(CUDA_ARCH) -Xcompiler -Wall,-Wextra,-Werror $(CORE_INC)
+NVCCFLAGS ?= -O2 -std=c++17 $(CUDA_ARCH) -Xcompiler -Wall,-Wextra,-Werror,-fPIC $(CORE_INC)
 CUDA_STDCXX ?= -lstdc++
 CUDA_LIBS  = -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublas -lcudart_static -ldl -lrt $(CUDA_STDCXX)
 CU_SRC    := $(wildcard core/cuda/*.cu)

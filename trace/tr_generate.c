@@ -17,8 +17,10 @@ static int begin_trace(const tr_generate_job *job, const rn_model *m, const char
 {
     char sampling[192];
     size_t plen;
-    snprintf(sampling, sizeof sampling, "temperature=%g top_p=%g seed=%llu tokens=%ld",
-             job->temperature, job->top_p, (unsigned long long)job->seed, job->n_gen);
+    snprintf(sampling, sizeof sampling, "temperature=%g top_p=%g seed=%llu tokens=%ld%s%s",
+             job->temperature, job->top_p, (unsigned long long)job->seed, job->n_gen,
+             job->precision == RN_PREC_FP32 ? "" : " precision=", /* recorded when not the default */
+             job->precision == RN_PREC_FP32 ? "" : rn_precision_name(job->precision));
     tr_trace_opts topt = job->trace;
     topt.interventions = specs;
     topt.n_interventions = n_specs;
@@ -79,6 +81,7 @@ int tr_generate_run(const tr_generate_job *job, tr_generate_result *res, rn_erro
     if (!rc && !(logits = malloc(sizeof(float) * m.cfg.vocab_size)))
         rc = rn_seterr(err, RN_ENOMEM, "out of memory");
     if (!rc) rc = tr_iv_add_args(&iv, job->intervene, job->n_intervene, &specs, err);
+    if (!rc) rc = tr_set_precision(rt, &iv, job->precision, err);
     /* patch sources in the prompt's chunking (rn_intervene.h) */
     if (!rc) rc = tr_iv_attach(&iv, &m, rt, traced ? trace_chunk : job->chunk, err);
     if (!rc && traced && !(rc = begin_trace(job, &m, specs, iv.n, &prompt_text, &tw, err))) {

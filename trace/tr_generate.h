@@ -19,6 +19,7 @@ typedef struct {
     int chunk;                  /* prefill rows per chunk (a traced prefill: at most 256) */
     int top_k;                  /* 0: the model's top_k; else K slots per token */
     rn_device device;
+    rn_precision precision;     /* --precision (rn_precision.h; 0: fp32) */
     const rn_state_opts *state; /* NULL or budget 0: dense memory state; else tiered (CPU only) */
     int save;                   /* at the end run the last generated token too and flush
                                  * the state (clean: resumable, --state-save) */

@@ -149,6 +149,12 @@ int tr_iv_attach(rn_iv_set *iv, const rn_model *m, rn_runtime *rt, int source_ch
     return rc ? rc : rn_runtime_set_interventions(rt, iv, err);
 }
 
+int tr_set_precision(rn_runtime *rt, rn_iv_set *iv, rn_precision p, rn_error *err)
+{
+    iv->source_precision = (int)p;
+    return rn_runtime_set_precision(rt, p, err);
+}
+
 int tr_state_device_check(const rn_state_opts *so, rn_device dev, rn_error *err)
 {
     if (so && so->file && !so->budget) return rn_seterr(err, RN_EINPUT, "--state-file: needs --state-budget");
@@ -180,6 +186,7 @@ int tr_trace_run(const tr_trace_job *job, tr_trace_result *res, rn_error *err)
     if (!rc) rc = tr_state_device_check(job->state, job->device, err);
     if (!rc) rc = job->state && job->state->budget ? rn_runtime_create_state(&m, chunk, job->state, &rt, err)
                                                    : rn_runtime_create_on(&m, chunk, job->device, &rt, err);
+    if (!rc) rc = tr_set_precision(rt, &iv, job->precision, err);
     /* patch sources in the run's chunking (rn_intervene.h) */
     if (!rc) rc = tr_iv_attach(&iv, &m, rt, chunk, err);
     if (rc) goto done;
@@ -188,7 +195,9 @@ int tr_trace_run(const tr_trace_job *job, tr_trace_result *res, rn_error *err)
     tr_run_meta meta = { .name = job->name ? job->name : base, .command = "trace",
                          .model_path = job->model_path, .model_hash = rn_model_checksum(&m),
                          .cfg = &m.cfg, .input_path = job->input_path,
-                         .sampling = "none (prefill only)", .interventions = specs,
+                         .sampling = job->precision == RN_PREC_FP32 ? "none (prefill only)"
+                                                                    : "none (prefill only) precision=bf16",
+                         .interventions = specs,
                          .n_interventions = iv.n };
     tr_writer_opts wo = { .build_index = job->build_index, .weights = wfmt };
     if ((rc = tr_writer_open(job->db_path, &meta, &sel, &wo, &w, err))) goto done;

@@ -58,6 +58,7 @@ typedef struct {
     int top_k;                 /* 0: the model's top_k; else K slots read and written per
                                 * token (the run's recorded config says which) */
     rn_device device;          /* where the model runs (default cpu) */
+    rn_precision precision;    /* --precision (rn_precision.h; 0: fp32) */
     int build_index;
     const char *weights;       /* "f32" (NULL: exact) or "f16" */
     const char *const *intervene; /* --intervene arguments (rn_iv_add_arg; CPU only) */
@@ -92,6 +93,9 @@ int tr_iv_add_args(rn_iv_set *iv, const char *const *args, int n, const char ***
 /* Run iv's patch sources in chunks of source_chunk rows (rn_iv_prepare)
  * and attach iv to rt. */
 int tr_iv_attach(rn_iv_set *iv, const rn_model *m, rn_runtime *rt, int source_chunk, rn_error *err);
+/* The runtime's precision (--precision; rn_runtime_set_precision) and that
+ * of iv's patch sources, which run as the patched run does. */
+int tr_set_precision(rn_runtime *rt, rn_iv_set *iv, rn_precision p, rn_error *err);
 
 /* Check the tiered state options of a command: RN_EINPUT for a state file
  * without a budget, or a budget on a non-CPU device. */

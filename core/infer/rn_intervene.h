@@ -72,6 +72,8 @@ typedef struct {
     int source_chunk;          /* rows per forward of the patch source runs
                                 * (rn_iv_init: 256); set it to the patched
                                 * runtime's chunk (see rn_iv_prepare) */
+    int source_precision;      /* rn_precision of the source runs (0: fp32); set
+                                * it to the patched runtime's, as the chunk */
 } rn_iv_set;
 
 /* The syntax of the i-th kind a spec may name, e.g. "ablate-head

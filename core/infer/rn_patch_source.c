@@ -36,6 +36,7 @@ int rn_iv_prepare(rn_iv_set *s, const rn_model *m, rn_error *err)
             rc = rn_iv_add_buffer(&rec, 0, u->layer, u->head, u->buf, n, err);
         }
         if (!rc) rc = rn_runtime_create(m, s->source_chunk > 0 ? s->source_chunk : 256, &rt, err);
+        if (!rc) rc = rn_runtime_set_precision(rt, (rn_precision)s->source_precision, err);
         if (!rc) rc = rn_runtime_set_interventions(rt, &rec, err);
         if (!rc) rc = rn_prefill(rt, toks, n, NULL, 0, err);
         rn_runtime_free(rt);
