@@ -103,6 +103,12 @@ int tr_load_events(tr_db *db, int64_t run_id, const tr_filter *f, tr_event **ev,
 /* Count selected events without loading them. */
 int tr_count_events(tr_db *db, int64_t run_id, const tr_filter *f, int64_t *n, rn_error *err);
 
+/* Events of every (layer, head) of a run in one pass over the block index:
+ * per_head[layer · n_heads + head] for the run's config (n_layers ·
+ * n_heads entries, written whole; untraced heads 0).  Blocks naming a
+ * head outside the config are not counted (tr_check_block_heads). */
+int tr_count_events_by_head(tr_db *db, int64_t run_id, int64_t *per_head, rn_error *err);
+
 /* RN_EINPUT ("corrupt trace") when a block of the run names a layer or
  * head that is not an integer inside the run's config.  Readers that open
  * one iterator per (layer, head) call it first: such a block is in no
