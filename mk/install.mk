@@ -1,7 +1,7 @@
 # install.mk — `make install PREFIX=...` and `make uninstall`.
 #
 # Installs the binary, the static library, the public headers (every header
-# of core/ trace/ analysis/ viz/ figure/, flat in include/ramnet/, as the
+# of core/ trace/ analysis/ viz/ figure/ serve/, flat in include/ramnet/, as the
 # sources include them), ramnet.pc for pkg-config, a man page for ramtrace
 # and for each of its commands, and bash completion.  The man pages and the
 # completion are generated at build time from the --help texts of the built
@@ -24,7 +24,7 @@ INCLUDEDIR  ?= $(PREFIX)/include
 MANDIR      ?= $(PREFIX)/share/man
 COMPLDIR    ?= $(PREFIX)/share/bash-completion/completions
 PCDIR       ?= $(LIBDIR)/pkgconfig
-PUB_HDR     := $(sort $(wildcard $(CORE_ROOMS:%=core/%/*.h) trace/*.h analysis/*.h viz/*.h figure/*.h))
+PUB_HDR     := $(sort $(wildcard $(CORE_ROOMS:%=core/%/*.h) trace/*.h analysis/*.h viz/*.h figure/*.h serve/*.h))
 MANIFEST     = $(DESTDIR)$(PREFIX)/share/ramtrace/install-manifest
 
 .PHONY: man completion install install-check uninstall
@@ -49,7 +49,7 @@ $(BUILD)/ramnet.pc: mk/install.mk core/base/rn_version.h
 	   echo 'Name: ramnet'; \
 	   echo 'Description: RAM-Net model, memory-access traces, their analysis and plots (the library of ramtrace)'; \
 	   echo 'Version: '$$(sed -n 's/.*RAMTRACE_VERSION "\(.*\)"/\1/p' core/base/rn_version.h); \
-	   echo 'Requires: sqlite3 cairo libpng'; \
+	   echo 'Requires: sqlite3 cairo libpng libmicrohttpd'; \
 	   echo 'Cflags: -I$${includedir}/ramnet -I/usr/include/$(MULTIARCH)/openblas-openmp -fopenmp'; \
 	   echo 'Libs: -L$${libdir} -lramnet -L$(BLASLIB) -Wl,-rpath,$(BLASLIB) -lopenblas -fopenmp -lm -pthread'; \
 	 } > $@.tmp && mv $@.tmp $@
