@@ -331,7 +331,9 @@ function drawRibbon(g, ctx, cw) {
       ctx.fillText(piece, x, y + 14); ctx.fillStyle = '#888'; ctx.fillText(String(p), x, y + 27); ctx.restore();
     }
   } else {
-    const step = 10 ** Math.max(0, Math.floor(Math.log10((S.p1 - S.p0) / 8)));
+    const span = S.p1 - S.p0;   // ticks at 1, 2 or 5 x 10^k, at most 10 of them
+    let step = 10 ** Math.max(0, Math.floor(Math.log10(span / 10)));
+    for (const m of [1, 2, 5, 10]) if (span / (step * m) <= 10) { step *= m; break; }
     for (let p = Math.ceil(S.p0 / step) * step; p < S.p1; p += step) ctx.fillText(String(p), posToX(g, p), y + 20);
   }
   ctx.textAlign = 'left'; ctx.fillStyle = '#666';

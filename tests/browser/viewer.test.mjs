@@ -27,6 +27,11 @@ function check(ok, what) {
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rt-browser-'));
 const prompt = path.join(dir, 'prompt.txt'), db = path.join(dir, 'viewer.db');
 fs.writeFileSync(prompt, PROMPT);
+// run 1: 6,000 positions, so the zoomed-out view bins them (tiles of level > 0)
+const long = path.join(dir, 'long.txt');
+fs.writeFileSync(long, PROMPT.repeat(Math.ceil(6000 / PROMPT.length)).slice(0, 6000));
+execFileSync(bin, ['trace', 'samples/kjv.bin', long, '-o', db, '--name', 'long', '-j', '1'], { stdio: 'pipe' });
+// run 2 (the latest, opened first): the prompt with markup and quotes
 execFileSync(bin, ['trace', 'samples/kjv.bin', prompt, '-o', db, '--name', NAME, '-j', '1'], { stdio: 'pipe' });
 
 const server = spawn(bin, ['serve', db, '--port', '0'], { stdio: ['ignore', 'pipe', 'pipe'] });
@@ -74,7 +79,7 @@ try {
   await ready();
   check(await page.evaluate(() => document.body.dataset.ready) === '1', 'page ready');
   const names = await page.$$eval('#runs-table tbody tr', (rows) => rows.map((r) => r.cells[1].textContent));
-  check(names.length === 1 && names[0] === NAME, 'run list shows the name as text: ' + JSON.stringify(names));
+  check(names.length === 2 && names[1] === NAME, 'run list shows the name as text: ' + JSON.stringify(names));
   await shot('viewer-runs.png');
 
   // overview: a cell per head, drawn in blue
@@ -181,6 +186,17 @@ try {
   check(/cut at 1000/.test(await page.$eval('#sql-msg', (m) => m.textContent)), 'SQL rows capped');
   check(/q=WITH/.test(page.url()), 'URL carries the SQL');
 
+  // zoomed out over the long run: binned tiles, both colours drawn
+  await page.goto(url + '#view=trace&run=1&heads=1.2,2.1');
+  await page.reload();
+  await ready();
+  await tilesLoaded();
+  const lvl = await page.$eval('#trace-canvas', (c) => +c.dataset.level);
+  check(lvl >= 2, 'the long run is drawn from binned tiles: level ' + lvl);
+  const bpx = await palettePixels('trace-canvas');
+  check(bpx.w > 500 && bpx.r > 500, 'binned tiles hold writes and reads: ' + JSON.stringify(bpx));
+  await shot('viewer-zoomed-out.png');
+
   // nothing from the trace ran as script
   check(await page.evaluate(() => window.__xss) === undefined, 'no script from the trace ran');
   check(await page.evaluate(() => document.querySelectorAll('script').length) === 1, 'no script element was added');
@@ -191,8 +207,12 @@ try {
   console.log('browser test: FAIL: ' + e.message);
 } finally {
   await browser.close();
+  const exited = new Promise((r) => server.on('exit', (c, sig) => r([c, sig])));
   server.kill('SIGINT');
-  await new Promise((r) => server.on('exit', r));
+  const [status, sig] = await exited;
+  // Ctrl-C stops the server cleanly (under ASan also: nothing leaked)
+  check(status === 0, 'serve exits 0 on SIGINT: ' + status + ' ' + sig + ' ' + serverErr.slice(-2000));
+  if (status !== 0) code = 1;
   fs.rmSync(dir, { recursive: true, force: true });
 }
 console.log('browser test: ' + (checks - failures) + ' of ' + checks + ' checks passed');
