@@ -138,7 +138,7 @@ static int get_run(req *q)
 /* ?layer= and ?head= inside the run's config; with any, -1 stands for all. */
 static int get_head(req *q, int any, int *layer, int *head)
 {
-    int64_t l, h;
+    int64_t l = -1, h = -1;
     int rc = arg_long(q, "layer", any ? -1 : 0, q->run.cfg.n_layers - 1, -1, !any, &l);
     if (!rc) rc = arg_long(q, "head", any ? -1 : 0, q->run.cfg.n_heads - 1, -1, !any, &h);
     *layer = (int)l;
