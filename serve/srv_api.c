@@ -200,18 +200,31 @@ static int ep_runs(req *q)
     return RN_OK;
 }
 
+/* The first generated position of the run (-1: none), read in blocks of
+ * tokens so memory stays bounded. */
+static int first_generated(req *q, int64_t *first)
+{
+    *first = -1;
+    for (int64_t lo = 0;; lo += 65536) {
+        tr_token *toks;
+        int64_t n;
+        int rc = tr_load_tokens_range(q->db, q->run.run_id, lo, lo + 65536, &toks, &n, q->err);
+        if (rc) return rc;
+        for (int64_t i = 0; i < n && *first < 0; i++)
+            if (toks[i].generated) *first = toks[i].pos;
+        free(toks);
+        if (*first >= 0 || lo + 65536 > q->run.n_tokens) return RN_OK;
+    }
+}
+
 static int ep_heads(req *q)
 {
     tr_head_info *heads;
-    tr_token *toks;
     int n;
-    int64_t nt, first_gen = -1;
+    int64_t first_gen;
     int rc = tr_list_heads(q->db, q->run.run_id, &heads, &n, q->err);
     if (rc) return rc;
-    if ((rc = tr_load_tokens(q->db, q->run.run_id, &toks, &nt, q->err))) { free(heads); return rc; }
-    for (int64_t i = 0; i < nt && first_gen < 0; i++)
-        if (toks[i].generated) first_gen = toks[i].pos;
-    free(toks);
+    if ((rc = first_generated(q, &first_gen))) { free(heads); return rc; }
     fputs("{\"run\":", q->out);
     run_json(q->out, &q->run);
     fprintf(q->out, ",\"first_generated\":%lld,\"list\":[", (long long)first_gen);
@@ -233,13 +246,11 @@ static int ep_tokens(req *q)
     int rc = arg_long(q, "b", 0, INT32_MAX, 0, 0, &b);
     if (rc) return rc;
     tr_token *toks;
-    int64_t n;
-    if ((rc = tr_load_tokens(q->db, q->run.run_id, &toks, &n, q->err))) return rc;
-    int64_t p0 = b * TOKEN_BLOCK, p1 = p0 + TOKEN_BLOCK;
+    int64_t n, p0 = b * TOKEN_BLOCK, p1 = p0 + TOKEN_BLOCK;
+    if ((rc = tr_load_tokens_range(q->db, q->run.run_id, p0, p1, &toks, &n, q->err))) return rc;
     fprintf(q->out, "{\"p0\":%lld,\"p1\":%lld,\"tokens\":[", (long long)p0, (long long)p1);
     int first = 1;
     for (int64_t i = 0; i < n; i++) {
-        if (toks[i].pos < p0 || toks[i].pos >= p1) continue;
         fprintf(q->out, "%s[%d,%d,%d,", first ? "" : ",", toks[i].pos, toks[i].token_id, toks[i].generated);
         rn_json_string(q->out, toks[i].piece);
         fputc(']', q->out);
@@ -260,25 +271,27 @@ static int ep_tile(req *q)
     return rc ? rc : srv_tile_write(q->db, &q->run, layer, head, (int)z, t, q->out, q->err);
 }
 
-/* The piece of position pos among toks (sorted by pos), "" if none. */
-static const char *piece_at(const tr_token *toks, int64_t n, int64_t pos)
+/* The token text of position pos into buf ("" when the run has none). */
+static const char *piece_of(req *q, int64_t pos, char *buf, size_t cap)
 {
-    int64_t lo = 0, hi = n;
-    while (lo < hi) {
-        int64_t mid = (lo + hi) / 2;
-        if (toks[mid].pos < pos) lo = mid + 1; else hi = mid;
-    }
-    return lo < n && toks[lo].pos == pos ? toks[lo].piece : "";
+    tr_token *t;
+    int64_t n;
+    rn_error e = { 0 };
+    buf[0] = 0;
+    if (!tr_load_tokens_range(q->db, q->run.run_id, pos, pos + 1, &t, &n, &e) && n)
+        snprintf(buf, cap, "%s", t[0].piece);
+    free(t);
+    return buf;
 }
 
 /* One access of a slot listing: {"pos", "tok", "rank", "w", "addr"}. */
-static void access_json(FILE *f, const tr_event *e, const tr_token *toks, int64_t nt)
+static void access_json(req *q, const tr_event *e)
 {
-    char wb[64];
-    fprintf(f, "{\"pos\":%d,\"rank\":%d,\"w\":%s,\"addr\":%u,\"tok\":", e->pos, e->rank,
+    char wb[64], piece[sizeof ((tr_token *)0)->piece];
+    fprintf(q->out, "{\"pos\":%d,\"rank\":%d,\"w\":%s,\"addr\":%u,\"tok\":", e->pos, e->rank,
             rn_real_text(e->weight, wb, sizeof wb), e->addr);
-    rn_json_string(f, piece_at(toks, nt, e->pos));
-    fputc('}', f);
+    rn_json_string(q->out, piece_of(q, e->pos, piece, sizeof piece));
+    fputc('}', q->out);
 }
 
 /* Writers and readers of one slot of one head, in position order; at most
@@ -291,13 +304,14 @@ static int ep_slot(req *q)
     if (!rc) rc = arg_long(q, "slot", 0, rn_config_slots(&q->run.cfg) - 1, 0, 1, &slot);
     if (!rc) rc = arg_long(q, "limit", 1, SLOT_LIST_MAX, 200, 0, &limit);
     if (rc) return rc;
-    tr_token *toks;
-    int64_t nt;
-    if ((rc = tr_load_tokens(q->db, q->run.run_id, &toks, &nt, q->err))) return rc;
     tr_filter f = tr_filter_all();
     f.layer = layer;
     f.head = head;
-    /* two passes, one per op, so each list streams out in position order */
+    /* two passes, one per op, so each list streams out in position order;
+     * the listed accesses are kept (at most limit) and written after the
+     * pass, since their token text is read on this same connection */
+    tr_event *keep = malloc(sizeof *keep * (size_t)limit);
+    if (!keep) return rn_seterr(q->err, RN_ENOMEM, "out of memory");
     fprintf(q->out, "{\"layer\":%d,\"head\":%d,\"slot\":%lld", layer, head, (long long)slot);
     for (int op = 0; op < 2 && !rc; op++) {
         tr_iter *it;
@@ -306,19 +320,17 @@ static int ep_slot(req *q)
         fprintf(q->out, ",\"%s\":[", op == RN_OP_WRITE ? "writes" : "reads");
         tr_event e;
         int64_t n = 0;
-        while ((rc = tr_iter_next(it, &e, q->err)) == 1) {
-            if (e.slot != (uint64_t)slot) continue;
-            if (n < limit) {
-                if (n) fputc(',', q->out);
-                access_json(q->out, &e, toks, nt);
-            }
-            n++;
-        }
+        while ((rc = tr_iter_next(it, &e, q->err)) == 1)
+            if (e.slot == (uint64_t)slot && n++ < limit) keep[n - 1] = e;
         tr_iter_close(it);
+        for (int64_t i = 0; i < n && i < limit && !rc; i++) {
+            if (i) fputc(',', q->out);
+            access_json(q, &keep[i]);
+        }
         fprintf(q->out, "],\"n_%s\":%lld", op == RN_OP_WRITE ? "writes" : "reads", (long long)n);
     }
     fputc('}', q->out);
-    free(toks);
+    free(keep);
     return rc;
 }
 
@@ -329,12 +341,9 @@ static int ep_pos(req *q)
     int64_t pos;
     int rc = arg_long(q, "pos", 0, q->run.n_tokens > 0 ? q->run.n_tokens - 1 : 0, 0, 1, &pos);
     if (rc) return rc;
-    tr_token *toks;
-    int64_t nt;
-    if ((rc = tr_load_tokens(q->db, q->run.run_id, &toks, &nt, q->err))) return rc;
+    char piece[sizeof ((tr_token *)0)->piece];
     fprintf(q->out, "{\"pos\":%lld,\"tok\":", (long long)pos);
-    rn_json_string(q->out, piece_at(toks, nt, pos));
-    free(toks);
+    rn_json_string(q->out, piece_of(q, pos, piece, sizeof piece));
     fputs(",\"ev\":[", q->out);
     tr_filter f = tr_filter_all();
     f.pos_lo = pos;

@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "rn_rows.h"
 #include "srv_api.h"
 #include "srv_http.h"
 #include "srv_tile.h"
@@ -244,6 +245,71 @@ TH_TEST(test_serve_tiles, "serve: raw and binned tiles match the events the read
     CU_ASSERT_EQUAL(got, (size_t)(SRV_TILE_COLS * rows));
     CU_ASSERT_EQUAL(memcmp(grid, expect, (size_t)(SRV_TILE_COLS * rows)), 0);
     free(grid); free(expect); free(best); free(r); free(ev);
+}
+
+TH_TEST(test_serve_slot_pos, "serve: a slot's writers and readers and a position's accesses match the reader, with token text")
+{
+    rn_error err = { 0 };
+    tr_db *d;
+    CU_ASSERT_EQUAL_FATAL(tr_open_read(db, &d, &err), 0);
+    tr_run_info run;
+    CU_ASSERT_EQUAL_FATAL(tr_run_get(d, 0, &run, &err), 0);
+    tr_filter f = tr_filter_all();
+    f.layer = 2;
+    f.head = 1;
+    tr_event *ev;
+    size_t n;
+    CU_ASSERT_EQUAL_FATAL(tr_load_events(d, run.run_id, &f, &ev, &n, &err), 0);
+    tr_token *toks;
+    int64_t nt;
+    CU_ASSERT_EQUAL_FATAL(tr_load_tokens(d, run.run_id, &toks, &nt, &err), 0);
+    tr_close(d);
+    CU_ASSERT_FATAL(n > 0 && nt > 0);
+    /* the slot of the last event: its writes and reads counted directly */
+    uint32_t slot = ev[n - 1].slot;
+    int64_t nw = 0, nr = 0, first_w = -1;
+    for (size_t i = 0; i < n; i++)
+        if (ev[i].slot == slot) {
+            if (ev[i].op == 0 && first_w < 0) first_w = ev[i].pos;
+            ev[i].op ? nr++ : nw++;
+        }
+    char path[128], want[160];
+    snprintf(path, sizeof path, "/api/slot?layer=2&head=1&slot=%u", slot);
+    int st;
+    const char *body;
+    char *r = get(path, &st, &body);
+    CU_ASSERT_EQUAL(st, 200);
+    snprintf(want, sizeof want, "\"n_writes\":%lld,\"reads\":[", (long long)nw);
+    CU_ASSERT_PTR_NOT_NULL(strstr(body, want));
+    snprintf(want, sizeof want, "\"n_reads\":%lld}", (long long)nr);
+    CU_ASSERT_PTR_NOT_NULL(strstr(body, want));
+    if (first_w >= 0) {   /* the first writer's position and token text */
+        snprintf(want, sizeof want, "\"writes\":[{\"pos\":%lld,", (long long)first_w);
+        CU_ASSERT_PTR_NOT_NULL(strstr(body, want));
+        const char *tok = strstr(body, "\"tok\":\"");
+        CU_ASSERT_PTR_NOT_NULL_FATAL(tok);
+        char *esc = NULL;
+        size_t len = 0;
+        FILE *m = open_memstream(&esc, &len);
+        rn_json_string(m, toks[first_w].piece);   /* the piece as a JSON string */
+        fclose(m);
+        CU_ASSERT_EQUAL(strncmp(tok + 6, esc, len), 0);
+        free(esc);
+    }
+    free(r);
+    /* a position: every traced head's accesses there (K of each op) and its token */
+    int64_t pos = nt / 2;
+    snprintf(path, sizeof path, "/api/pos?pos=%lld", (long long)pos);
+    r = get(path, &st, &body);
+    CU_ASSERT_EQUAL(st, 200);
+    const char *a = strstr(body, "\"ev\":[");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(a);
+    int commas = 0;
+    for (const char *c = a; *c && *c != ']'; c++) commas += *c == ',';
+    CU_ASSERT_EQUAL(commas + 1, run.cfg.n_layers * run.cfg.n_heads * 2 * run.cfg.top_k * 7);
+    free(r);
+    free(ev);
+    free(toks);
 }
 
 TH_TEST(test_serve_sql, "serve: the SQL box is read-only, time-limited and row-capped")

@@ -243,15 +243,22 @@ int tr_list_heads(tr_db *d, int64_t run_id, tr_head_info **heads, int *n, rn_err
 
 int tr_load_tokens(tr_db *d, int64_t run_id, tr_token **toks, int64_t *n, rn_error *err)
 {
+    return tr_load_tokens_range(d, run_id, 0, -1, toks, n, err);
+}
+
+int tr_load_tokens_range(tr_db *d, int64_t run_id, int64_t lo, int64_t hi, tr_token **toks, int64_t *n,
+                         rn_error *err)
+{
     *toks = NULL;
     *n = 0;
     int rc = resolve_run(d, &run_id, err);
     if (rc) return rc;
-    char sql[256];
+    char sql[320];
     snprintf(sql, sizeof sql, "SELECT pos, token_id, piece, phase FROM tokens WHERE run_id = %lld"
-             " ORDER BY pos", (long long)run_id);
+             " AND pos >= %lld%s ORDER BY pos", (long long)run_id, (long long)lo, hi >= 0 ? " AND pos < ?1" : "");
     sqlite3_stmt *st;
     if ((rc = prep(d, sql, &st, err))) return rc;
+    if (hi >= 0) sqlite3_bind_int64(st, 1, hi);
     int64_t cap = 0;
     int src;
     tr_token *a = NULL;

@@ -71,6 +71,11 @@ int tr_list_heads(tr_db *db, int64_t run_id, tr_head_info **heads, int *n, rn_er
 /* Traced tokens of a run, by pos (malloc'd; free()). */
 int tr_load_tokens(tr_db *db, int64_t run_id, tr_token **toks, int64_t *n, rn_error *err);
 
+/* The traced tokens of positions [lo, hi) (hi < 0: to the end), by pos
+ * (malloc'd; free(); NULL and 0 when none). */
+int tr_load_tokens_range(tr_db *db, int64_t run_id, int64_t lo, int64_t hi, tr_token **toks, int64_t *n,
+                         rn_error *err);
+
 /* A prefill chunk of a run: n > 1 positions [pos0, pos0 + n) that the
  * runtime computed in one forward call, so their accesses ran layer by
  * layer, head by head, then position by position (table prefill_chunks,
