@@ -197,20 +197,30 @@ static size_t unbase64(const char *s, size_t n, unsigned char *out)
     return k;
 }
 
-TH_TEST(test_serve_tiles, "serve: raw and binned tiles match the events the reader loads")
+/* The latest run of the test trace and the events of one of its heads
+ * (malloc'd), read with the reader: what the answers are checked against.
+ * With toks, also the run's tokens.  0 on success. */
+static int read_head(int layer, int head, tr_run_info *run, tr_event **ev, size_t *n, tr_token **toks,
+                     int64_t *nt)
 {
     rn_error err = { 0 };
     tr_db *d;
-    CU_ASSERT_EQUAL_FATAL(tr_open_read(db, &d, &err), 0);
-    tr_run_info run;
-    CU_ASSERT_EQUAL_FATAL(tr_run_get(d, 0, &run, &err), 0);
+    if (tr_open_read(db, &d, &err)) return 1;
     tr_filter f = tr_filter_all();
-    f.layer = 1;
-    f.head = 2;
+    f.layer = layer;
+    f.head = head;
+    int rc = tr_run_get(d, 0, run, &err) || tr_load_events(d, run->run_id, &f, ev, n, &err) ||
+             (toks && tr_load_tokens(d, run->run_id, toks, nt, &err));
+    tr_close(d);
+    return rc;
+}
+
+TH_TEST(test_serve_tiles, "serve: raw and binned tiles match the events the reader loads")
+{
+    tr_run_info run;
     tr_event *ev;
     size_t n;
-    CU_ASSERT_EQUAL_FATAL(tr_load_events(d, run.run_id, &f, &ev, &n, &err), 0);
-    tr_close(d);
+    CU_ASSERT_EQUAL_FATAL(read_head(1, 2, &run, &ev, &n, NULL, NULL), 0);
     CU_ASSERT(n > 0);
     int st;
     const char *body;
@@ -249,21 +259,12 @@ TH_TEST(test_serve_tiles, "serve: raw and binned tiles match the events the read
 
 TH_TEST(test_serve_slot_pos, "serve: a slot's writers and readers and a position's accesses match the reader, with token text")
 {
-    rn_error err = { 0 };
-    tr_db *d;
-    CU_ASSERT_EQUAL_FATAL(tr_open_read(db, &d, &err), 0);
     tr_run_info run;
-    CU_ASSERT_EQUAL_FATAL(tr_run_get(d, 0, &run, &err), 0);
-    tr_filter f = tr_filter_all();
-    f.layer = 2;
-    f.head = 1;
     tr_event *ev;
     size_t n;
-    CU_ASSERT_EQUAL_FATAL(tr_load_events(d, run.run_id, &f, &ev, &n, &err), 0);
     tr_token *toks;
     int64_t nt;
-    CU_ASSERT_EQUAL_FATAL(tr_load_tokens(d, run.run_id, &toks, &nt, &err), 0);
-    tr_close(d);
+    CU_ASSERT_EQUAL_FATAL(read_head(2, 1, &run, &ev, &n, &toks, &nt), 0);
     CU_ASSERT_FATAL(n > 0 && nt > 0);
     /* the slot of the last event: its writes and reads counted directly */
     uint32_t slot = ev[n - 1].slot;
