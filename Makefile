@@ -36,14 +36,14 @@ WNO      = $(eval WNO := $(if $(findstring clang,$(shell $(CC) --version 2>/dev/
 # against it (measured: a 2-thread training step 285 ms -> 147 ms).
 MULTIARCH = $(eval MULTIARCH := $(shell gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu))$(MULTIARCH)
 BLASLIB  = /usr/lib/$(MULTIARCH)/openblas-openmp
-PKGCFG   = $(eval PKGCFG := -I/usr/include/$(MULTIARCH)/openblas-openmp $(shell pkg-config --cflags sqlite3 cairo libpng 2>/dev/null))$(PKGCFG)
-PKGLIBS  = $(eval PKGLIBS := -L$(BLASLIB) -Wl,-rpath,$(BLASLIB) $(shell pkg-config --libs sqlite3 cairo libpng 2>/dev/null))$(PKGLIBS)
+PKGCFG   = $(eval PKGCFG := -I/usr/include/$(MULTIARCH)/openblas-openmp $(shell pkg-config --cflags sqlite3 cairo libpng libmicrohttpd 2>/dev/null))$(PKGCFG)
+PKGLIBS  = $(eval PKGLIBS := -L$(BLASLIB) -Wl,-rpath,$(BLASLIB) $(shell pkg-config --libs sqlite3 cairo libpng libmicrohttpd 2>/dev/null))$(PKGLIBS)
 CFLAGS  += -std=c11 $(OPT) -g -Wall -Wextra -Werror $(WNO) -fopenmp -D_GNU_SOURCE -pthread $(SAN) \
-           $(CORE_INC) -Itrace -Ianalysis -Iviz -Ifigure -Icli -I$(BUILD)/gen $(PKGCFG)
-LDLIBS  += $(PKGLIBS) -lopenblas -lsqlite3 -lcairo -lpng -lzstd -lm -pthread
+           $(CORE_INC) -Itrace -Ianalysis -Iviz -Ifigure -Iserve -Icli -I$(BUILD)/gen $(PKGCFG)
+LDLIBS  += $(PKGLIBS) -lopenblas -lsqlite3 -lcairo -lpng -lzstd -lmicrohttpd -lm -pthread
 LDFLAGS += -fopenmp $(SAN)
 
-LIB_SRC   := $(wildcard $(CORE_ROOMS:%=core/%/*.c) trace/*.c analysis/*.c viz/*.c figure/*.c)
+LIB_SRC   := $(wildcard $(CORE_ROOMS:%=core/%/*.c) trace/*.c analysis/*.c viz/*.c figure/*.c serve/*.c)
 CLI_SRC   := $(wildcard cli/*.c)
 TEST_SRC  := $(wildcard tests/test_*.c)
 TEST_HELP := $(filter-out $(TEST_SRC),$(wildcard tests/*.c))

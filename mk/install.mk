@@ -5,7 +5,7 @@
 # PYDIR, where Debian's python3 looks for /usr/local: lib/python3.N/
 # dist-packages, with a _config.py naming the installed library), the
 # public headers (every header
-# of core/ trace/ analysis/ viz/ figure/, flat in include/ramnet/, as the
+# of core/ trace/ analysis/ viz/ figure/ serve/, flat in include/ramnet/, as the
 # sources include them), ramnet.pc for pkg-config, a man page for ramtrace
 # and for each of its commands, and bash completion.  The man pages and the
 # completion are generated at build time from the --help texts of the built
@@ -31,7 +31,7 @@ PCDIR       ?= $(LIBDIR)/pkgconfig
 PYVER        = $(eval PYVER := $(shell /usr/bin/python3 -c 'import sys; print("python%d.%d" % sys.version_info[:2])' 2>/dev/null || echo python3))$(PYVER)
 PYDIR       ?= $(PREFIX)/lib/$(PYVER)/dist-packages
 PY_SRC      := $(wildcard python/ramtrace/*.py)
-PUB_HDR     := $(sort $(wildcard $(CORE_ROOMS:%=core/%/*.h) trace/*.h analysis/*.h viz/*.h figure/*.h))
+PUB_HDR     := $(sort $(wildcard $(CORE_ROOMS:%=core/%/*.h) trace/*.h analysis/*.h viz/*.h figure/*.h serve/*.h))
 MANIFEST     = $(DESTDIR)$(PREFIX)/share/ramtrace/install-manifest
 
 .PHONY: man completion install install-check uninstall
@@ -57,7 +57,7 @@ $(BUILD)/ramnet.pc: mk/install.mk core/base/rn_version.h
 	   echo 'Name: ramnet'; \
 	   echo 'Description: RAM-Net model, memory-access traces, their analysis and plots (the library of ramtrace)'; \
 	   echo 'Version: '$$(sed -n 's/.*RAMTRACE_VERSION "\(.*\)"/\1/p' core/base/rn_version.h); \
-	   echo 'Requires: sqlite3 cairo libpng'; \
+	   echo 'Requires: sqlite3 cairo libpng libmicrohttpd'; \
 	   echo 'Cflags: -I$${includedir}/ramnet -I/usr/include/$(MULTIARCH)/openblas-openmp -fopenmp'; \
 	   echo 'Libs: -L$${libdir} -lramnet -Wl,-rpath,$${libdir} -L$(BLASLIB) -Wl,-rpath,$(BLASLIB) -lopenblas -lsentencepiece_train -lsentencepiece -lstdc++ -fopenmp -lm -pthread'; \
 	 } > $@.tmp && mv $@.tmp $@

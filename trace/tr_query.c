@@ -18,10 +18,13 @@
  * never written.
  *
  * Read connections also poll the process's stop flag (tr_stop.h), so a
- * runaway query ends on Ctrl-C.
+ * runaway query ends on Ctrl-C.  tr_query_json_run (the viewer's SQL box)
+ * also bounds a query's time, with the same progress handler, and its
+ * rows per result.
  */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "rn_rows.h"
 #include "tr_query.h"
@@ -46,10 +49,19 @@ static rn_cell cell_of(sqlite3_stmt *st, int i, char *buf, size_t cap)
     }
 }
 
+/* How run_sql prints: wrap puts the results in one JSON array of
+ * {"columns", "rows"} objects (tr_query_json_run); max_rows > 0 caps each
+ * result's rows, setting *truncated when rows were left unread. */
+typedef struct {
+    int wrap;
+    int64_t max_rows;
+    int *truncated;
+} query_shape;
+
 /* Step st to the end, printing its rows through the row writer (a blank
  * line before every result but the first in table and CSV). */
 static int print_result(sqlite3 *db, const char *path, sqlite3_stmt *st, int format, FILE *out,
-                        int first_result, rn_error *err)
+                        int first_result, const query_shape *q, rn_error *err)
 {
     int ncol = sqlite3_column_count(st), src;
     size_t n = (size_t)(ncol ? ncol : 1);
@@ -69,14 +81,29 @@ static int print_result(sqlite3 *db, const char *path, sqlite3_stmt *st, int for
         return tr_sqlerr(db, src, path, "query failed", err);
     }
     if (!first_result && format != RN_FMT_JSON) fputc('\n', out);
+    rn_rows_opts ro = { .json_embed = q->wrap };
+    if (q->wrap) {
+        fputs(first_result ? "{\"columns\": [" : ",\n{\"columns\": [", out);
+        for (int c = 0; c < ncol; c++) {
+            if (c) fputs(", ", out);
+            rn_json_string(out, names[c]);
+        }
+        fputs("], \"rows\": ", out);
+    }
     rn_rows w;
-    int rc = rn_rows_begin(&w, out, format, ncol, names, NULL, err);
+    int rc = rn_rows_begin(&w, out, format, ncol, names, &ro, err);
     if (rc) { free(names); free(cells); free(bufs); return rc; }
-    for (; src == SQLITE_ROW; src = sqlite3_step(st)) {
+    for (int64_t rows = 0; src == SQLITE_ROW; src = sqlite3_step(st)) {
+        if (q->max_rows > 0 && rows++ == q->max_rows) {
+            if (q->truncated) *q->truncated = 1;
+            src = SQLITE_DONE;
+            break;
+        }
         for (int c = 0; c < ncol; c++) cells[c] = cell_of(st, c, bufs[c], sizeof bufs[c]);
         if (rn_rows_add(&w, cells)) break;
     }
     rc = rn_rows_end(&w, err);
+    if (q->wrap) fputc('}', out);
     free(names); free(cells); free(bufs);
     if (rc) return rc;
     if (src != SQLITE_DONE) return tr_sqlerr(db, src, path, "query failed", err);
@@ -85,7 +112,7 @@ static int print_result(sqlite3 *db, const char *path, sqlite3_stmt *st, int for
 
 /* Run all statements of sql on an open read-only trace connection. */
 static int run_sql(sqlite3 *db, const char *path, const char *sql, int format, FILE *out,
-                   rn_error *err)
+                   const query_shape *q, rn_error *err)
 {
     const char *tail = sql;
     int results = 0;
@@ -106,7 +133,7 @@ static int run_sql(sqlite3 *db, const char *path, const char *sql, int format, F
                              "%s: the sql command is read-only; refusing a statement that "
                              "would modify the database", path);
         }
-        int rc = print_result(db, path, st, format, out, results == 0, err);
+        int rc = print_result(db, path, st, format, out, results == 0, q, err);
         if (sqlite3_column_count(st)) results++;
         sqlite3_finalize(st);
         if (rc) {
@@ -162,21 +189,74 @@ static int scope_to_run(sqlite3 *db, const char *path, int64_t id, int found, rn
     return tr_exec_what(db, path, sql, "scoping the SQL to one run", err);
 }
 
+struct query_deadline;
+
+/* Open path read-only, scope it to run and run sql (tr_query_print_run,
+ * tr_query_json_run); a non-NULL deadline bounds the time. */
+static int query_run(const char *path, const char *sql, int64_t run, int format, FILE *out,
+                     const query_shape *q, struct query_deadline *deadline, rn_error *err);
+
 int tr_query_print_run(const char *path, const char *sql, int64_t run, int format, FILE *out,
                        rn_error *err)
+{
+    query_shape q = { 0, 0, NULL };
+    return query_run(path, sql, run, format, out, &q, NULL, err);
+}
+
+/* A query's time limit: the progress handler ends the statement once the
+ * monotonic clock passes `at` (or the stop flag is raised). */
+struct query_deadline {
+    double at, seconds;
+    int expired;
+};
+
+static double mono_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int past_deadline(void *user)
+{
+    struct query_deadline *d = user;
+    if (tr_stop_requested()) return 1;
+    if (mono_now() > d->at) { d->expired = 1; return 1; }
+    return 0;
+}
+
+int tr_query_json_run(const char *path, const char *sql, int64_t run, const tr_query_limits *lim, FILE *out,
+                      int *truncated, rn_error *err)
+{
+    if (truncated) *truncated = 0;
+    if (!(lim->seconds > 0) || lim->max_rows < 1)
+        return rn_seterr(err, RN_EINPUT, "query limits: seconds must be > 0 and max_rows >= 1");
+    query_shape q = { 1, lim->max_rows, truncated };
+    struct query_deadline d = { mono_now() + lim->seconds, lim->seconds, 0 };
+    fputc('[', out);
+    int rc = query_run(path, sql, run, RN_FMT_JSON, out, &q, &d, err);
+    fputs("]\n", out);
+    if (rc && d.expired)
+        rc = rn_seterr(err, RN_EINPUT, "%s: query ran past the %g s limit", path, lim->seconds);
+    return rc;
+}
+
+static int query_run(const char *path, const char *sql, int64_t run, int format, FILE *out,
+                     const query_shape *q, struct query_deadline *deadline, rn_error *err)
 {
     if (run < TR_RUN_ALL)
         return rn_seterr(err, RN_EINPUT, "%s: run id %lld is not valid", path, (long long)run);
     sqlite3 *db;
     int rc = tr_schema_open_read(path, &db, err);
     if (rc) return rc;
+    if (deadline) sqlite3_progress_handler(db, 1000, past_deadline, deadline); /* replaces tr_watch_stop's */
     if (run != TR_RUN_ALL) {
         int64_t id;
         int found;
         rc = resolve_run(db, path, run, &id, &found, err);
         if (!rc) rc = scope_to_run(db, path, id, found, err);
     }
-    if (!rc) rc = run_sql(db, path, sql, format, out, err);
+    if (!rc) rc = run_sql(db, path, sql, format, out, q, err);
     tr_schema_close_read(db, path);
     return rc;
 }

@@ -32,6 +32,24 @@ int tr_query_print(const char *path, const char *sql, int format, FILE *out, rn_
 int tr_query_print_run(const char *path, const char *sql, int64_t run, int format, FILE *out,
                        rn_error *err);
 
+/* Bounds on an ad-hoc query of tr_query_json_run (the viewer's SQL box):
+ * wall-clock seconds for all its statements (> 0), and rows kept per
+ * result (>= 1; later rows are not read, *truncated is set). */
+typedef struct {
+    double seconds;
+    int64_t max_rows;
+} tr_query_limits;
+
+/* As tr_query_print_run (read-only connection, scoping to run), bounded by
+ * lim, printing one JSON array with an object per result that has columns:
+ * {"columns": [names], "rows": [{name: value, ...}, ...]}.  A query past
+ * the time limit stops with RN_EINPUT "query ran past the N s limit";
+ * *truncated (may be NULL) is 1 when a result had more rows than
+ * lim->max_rows.  On error what was printed is partial: print into a
+ * buffer. */
+int tr_query_json_run(const char *path, const char *sql, int64_t run, const tr_query_limits *lim, FILE *out,
+                      int *truncated, rn_error *err);
+
 /* List the runs of a trace (id, name, status, command, tokens, events,
  * model hash, start time, duration). */
 int tr_runs_print(const char *path, int format, FILE *out, rn_error *err);

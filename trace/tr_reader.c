@@ -243,15 +243,22 @@ int tr_list_heads(tr_db *d, int64_t run_id, tr_head_info **heads, int *n, rn_err
 
 int tr_load_tokens(tr_db *d, int64_t run_id, tr_token **toks, int64_t *n, rn_error *err)
 {
+    return tr_load_tokens_range(d, run_id, 0, -1, toks, n, err);
+}
+
+int tr_load_tokens_range(tr_db *d, int64_t run_id, int64_t lo, int64_t hi, tr_token **toks, int64_t *n,
+                         rn_error *err)
+{
     *toks = NULL;
     *n = 0;
     int rc = resolve_run(d, &run_id, err);
     if (rc) return rc;
-    char sql[256];
+    char sql[320];
     snprintf(sql, sizeof sql, "SELECT pos, token_id, piece, phase FROM tokens WHERE run_id = %lld"
-             " ORDER BY pos", (long long)run_id);
+             " AND pos >= %lld%s ORDER BY pos", (long long)run_id, (long long)lo, hi >= 0 ? " AND pos < ?1" : "");
     sqlite3_stmt *st;
     if ((rc = prep(d, sql, &st, err))) return rc;
+    if (hi >= 0) sqlite3_bind_int64(st, 1, hi);
     int64_t cap = 0;
     int src;
     tr_token *a = NULL;
@@ -338,7 +345,12 @@ static void where_clause(int64_t run_id, const tr_filter *f, char *buf, size_t c
     if (f->pos_lo > 0) snprintf(buf + n, cap - n, " AND pos0 + npos > %lld", (long long)f->pos_lo);
 }
 
-int tr_count_events(tr_db *d, int64_t run_id, const tr_filter *f, int64_t *n, rn_error *err)
+/* Sum the events of the blocks of run that f selects, clipped to f's
+ * positions, from the block headers only (the BLOBs are not read): the
+ * total into *n and, when per_head is not NULL, each (layer, head)'s into
+ * per_head[layer · H + head] (zeroed first). */
+static int count_blocks(tr_db *d, int64_t run_id, const tr_filter *f, int64_t *n, int64_t *per_head,
+                        rn_error *err)
 {
     *n = 0;
     tr_run_info run;
@@ -346,10 +358,11 @@ int tr_count_events(tr_db *d, int64_t run_id, const tr_filter *f, int64_t *n, rn
     if (rc) return rc;
     tr_filter all = tr_filter_all();
     if (!f) f = &all;
+    const int L = run.cfg.n_layers, H = run.cfg.n_heads;
+    if (per_head) memset(per_head, 0, sizeof *per_head * (size_t)L * (size_t)H);
     char where[512], sql[700];
     where_clause(run.run_id, f, where, sizeof where);
-    /* headers only (the BLOBs are not read): clip each block to the range */
-    snprintf(sql, sizeof sql, "SELECT pos0, npos, ops FROM event_blocks%s", where);
+    snprintf(sql, sizeof sql, "SELECT pos0, npos, ops, layer, head FROM event_blocks%s", where);
     sqlite3_stmt *st;
     if ((rc = prep(d, sql, &st, err))) return rc;
     int64_t lo = f->pos_lo > 0 ? f->pos_lo : 0, hi = f->pos_hi >= 0 ? f->pos_hi : INT64_MAX, total = 0;
@@ -359,12 +372,27 @@ int tr_count_events(tr_db *d, int64_t run_id, const tr_filter *f, int64_t *n, rn
         int ops = (int)(sqlite3_column_int64(st, 2) & f->ops & RN_OPS_BOTH);
         if (np < 0 || np > (1 << 24)) continue;  /* a corrupt row: the iterator reports it */
         int64_t a = p0 > lo ? p0 : lo, b = p0 + np < hi ? p0 + np : hi;
-        if (b > a) total += (b - a) * tr_block_nops(ops) * run.cfg.top_k;
+        if (b <= a) continue;
+        int64_t k = (b - a) * tr_block_nops(ops) * run.cfg.top_k;
+        total += k;
+        int64_t l = sqlite3_column_int64(st, 3), h = sqlite3_column_int64(st, 4);
+        if (per_head && l >= 0 && l < L && h >= 0 && h < H) per_head[l * H + h] += k;
     }
     if (src != SQLITE_DONE) rc = tr_sqlerr(d->db, src, d->path, "counting events", err);
     sqlite3_finalize(st);
     if (!rc) *n = total;
     return rc;
+}
+
+int tr_count_events(tr_db *d, int64_t run_id, const tr_filter *f, int64_t *n, rn_error *err)
+{
+    return count_blocks(d, run_id, f, n, NULL, err);
+}
+
+int tr_count_events_by_head(tr_db *d, int64_t run_id, int64_t *per_head, rn_error *err)
+{
+    int64_t n;
+    return count_blocks(d, run_id, NULL, &n, per_head, err);
 }
 
 int tr_check_block_heads(tr_db *d, int64_t run_id, rn_error *err)

@@ -71,6 +71,11 @@ int tr_list_heads(tr_db *db, int64_t run_id, tr_head_info **heads, int *n, rn_er
 /* Traced tokens of a run, by pos (malloc'd; free()). */
 int tr_load_tokens(tr_db *db, int64_t run_id, tr_token **toks, int64_t *n, rn_error *err);
 
+/* The traced tokens of positions [lo, hi) (hi < 0: to the end), by pos
+ * (malloc'd; free(); NULL and 0 when none). */
+int tr_load_tokens_range(tr_db *db, int64_t run_id, int64_t lo, int64_t hi, tr_token **toks, int64_t *n,
+                         rn_error *err);
+
 /* A prefill chunk of a run: n > 1 positions [pos0, pos0 + n) that the
  * runtime computed in one forward call, so their accesses ran layer by
  * layer, head by head, then position by position (table prefill_chunks,
@@ -102,6 +107,12 @@ int tr_load_events(tr_db *db, int64_t run_id, const tr_filter *f, tr_event **ev,
 
 /* Count selected events without loading them. */
 int tr_count_events(tr_db *db, int64_t run_id, const tr_filter *f, int64_t *n, rn_error *err);
+
+/* Events of every (layer, head) of a run in one pass over the block index:
+ * per_head[layer · n_heads + head] for the run's config (n_layers ·
+ * n_heads entries, written whole; untraced heads 0).  Blocks naming a
+ * head outside the config are not counted (tr_check_block_heads). */
+int tr_count_events_by_head(tr_db *db, int64_t run_id, int64_t *per_head, rn_error *err);
 
 /* RN_EINPUT ("corrupt trace") when a block of the run names a layer or
  * head that is not an integer inside the run's config.  Readers that open

@@ -14,6 +14,8 @@ static int stop_requested(void *unused)
     return stop_flag && *stop_flag;
 }
 
+int tr_stop_requested(void) { return stop_flag && *stop_flag; }
+
 void tr_watch_stop(sqlite3 *db)
 {
     /* Every 1000 VM instructions: well under a millisecond apart, and the

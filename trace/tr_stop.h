@@ -12,6 +12,9 @@
  * thousand SQLite instructions and fails with RN_EINTR.  NULL: never. */
 void tr_set_stop_flag(volatile int *stop);
 
+/* Non-zero once the stop flag is raised. */
+int tr_stop_requested(void);
+
 /* Make db's statements stop with SQLITE_INTERRUPT (mapped to RN_EINTR by
  * tr_sqlerr) once the flag is raised. */
 void tr_watch_stop(sqlite3 *db);
