@@ -11,7 +11,7 @@ API_SRC   := $(wildcard api/*.c)
 SOLIB     := $(BUILD)/libramnet.so
 PIC_STUBS := $(if $(filter 1,$(CUDA)),,core/cuda/rn_cuda_stub.c core/cuda/rn_cuda_train_stub.c)
 PIC_OBJ   := $(patsubst %.c,$(BUILD)/pic/%.o,$(LIB_SRC) $(API_SRC) $(PIC_STUBS)) \
-             $(patsubst %.cc,$(BUILD)/pic/%.o,$(wildcard core/model/*.cc))
+             $(patsubst %.cc,$(BUILD)/pic/%.o,$(wildcard core/model/*.cc)) $(BUILD)/pic/gen/srv_assets.o
 PIC_CFLAGS = $(filter-out $(SAN),$(CFLAGS)) -fPIC -Iapi
 
 all: $(SOLIB)
@@ -25,6 +25,9 @@ $(BUILD)/pic/%.o: %.cc $(BUILD)/build-flags | setup
 	@echo "CXX(pic) $<"; $(CXX) $(filter-out $(SAN),$(CXXFLAGS)) -fPIC -MMD -MP -c $< -o $@
 $(BUILD)/pic/core/cache/rn_cache.o: $(BUILD)/gen/rn_policies.h
 $(BUILD)/pic/figure/fig_figure.o: $(BUILD)/gen/fig_kinds.h
+$(BUILD)/pic/gen/srv_assets.o: $(BUILD)/gen/srv_assets.c serve/srv_assets.h $(BUILD)/build-flags | setup
+	@mkdir -p $(dir $@)
+	@echo "CC(pic) $<"; $(CC) $(PIC_CFLAGS) -c $< -o $@
 
 $(SOLIB): $(PIC_OBJ) $(if $(filter 1,$(CUDA)),$(CU_OBJ))
 	$(CC) -shared -fopenmp -Wl,-soname,libramnet.so -Wl,--no-undefined -o $@ $^ $(LDLIBS)

@@ -374,7 +374,7 @@ static int ep_mrc(req *q)
     an_mrc m = { 0 };
     sp.fd_key = sp.fd_next = -1;
     if (!(rc = an_run_check_head(&r, layer, head, q->err)) &&
-        !(rc = an_spill_build(&r, layer, head, AN_SCOPE_HEAD, RN_OPS_BOTH, 0, q->a->o.stop, &sp, q->err)) &&
+        !(rc = an_spill_build(&r, layer, head, RN_CACHE_SCOPE_HEAD, RN_OPS_BOTH, 0, q->a->o.stop, &sp, q->err)) &&
         !(rc = an_mrc_build_spill(&sp, &m, q->err))) {
         int64_t step = m.n > MRC_MAX_POINTS ? (m.n + MRC_MAX_POINTS - 1) / MRC_MAX_POINTS : 1;
         char wb[64];
