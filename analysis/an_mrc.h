@@ -22,6 +22,7 @@ typedef struct {
     double *hit_ratio;      /* [n] 1 − miss_ratio */
     uint64_t accesses;      /* counted accesses (after warm-up) */
     uint64_t cold;          /* compulsory misses (first accesses) */
+    double sample_rate;     /* 0: exact; else estimated from keys sampled at this rate (an_shards.h) */
 } an_mrc;
 
 /* Build the curve of every stream in ss, counting accesses at positions >=

@@ -278,6 +278,7 @@ int an_shards_mrc(const an_spill *sp, const an_shards_opts *o, an_mrc *out, doub
         out->n = n;
         out->cold = (uint64_t)llround(cold > (double)out->accesses ? (double)out->accesses : cold);
         *rate_out = min_rate;
+        out->sample_rate = min_rate;
     }
     free(key);
     free(hist);

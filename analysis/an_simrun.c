@@ -213,7 +213,8 @@ int an_simgrid_print(FILE *f, int fmt, const an_simgrid *g, const an_mrc *mrc, r
     if (mrc)
         for (int c = 0; c < g->n_capacities; c++) {
             uint64_t m = an_mrc_misses_at(mrc, g->capacity[c]);
-            row(&w, fmt, "lru-exact", g->capacity[c], mrc->accesses, mrc->accesses - m, m, m * g->slot_bytes);
+            row(&w, fmt, mrc->sample_rate > 0 ? "lru-shards" : "lru-exact", g->capacity[c], mrc->accesses,
+                mrc->accesses - m, m, m * g->slot_bytes);
         }
     return rn_rows_end(&w, err);
 }

@@ -47,7 +47,8 @@ int an_simgrid_run_spill(an_spill *sp, const rn_policy **pol, int np, const uint
                          rn_error *err);
 
 /* Print as a table / CSV / JSON (RN_FMT_*, core/base/rn_rows.h); with mrc, an
- * "lru-exact" row per capacity from the exact LRU curve.  RN_EIO when
+ * "lru-exact" row per capacity from the exact LRU curve ("lru-shards" for a
+ * sampled one).  RN_EIO when
  * writing fails. */
 int an_simgrid_print(FILE *f, int fmt, const an_simgrid *g, const an_mrc *mrc, rn_error *err);
 

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "an_shards.h"
 #include "cli.h"
 #include "fig_figure.h"
 
@@ -54,6 +55,10 @@ static void usage(void)
            "      --scope S         mrc/reuse: cache per head, layer or model (default model,\n"
            "                        as in simulate)\n"
            "      --warmup T        mrc: tokens that warm the caches uncounted (default 0)\n"
+           "      --sample R        mrc: estimate the curves from keys sampled at rate R\n"
+           "                        (0.01, 1%%) or with at most N keys (8192keys): SHARDS\n"
+           "                        for LRU, mini-simulations for the others; the rate\n"
+           "                        is in the legend\n"
            "      --title TEXT      figure title (trace, several heads: above the panels)\n"
            "      --csv FILE        frontier, scaling: the sweep's results CSV (required)\n"
            "      --anchors FILE    frontier: the published baselines CSV\n"
@@ -69,7 +74,7 @@ static void usage(void)
 }
 
 enum { O_OPS = 256, O_FROM, O_TO, O_DPI, O_FONT, O_COLS, O_BUCKETS, O_BINS, O_MODEL, O_LOG,
-       O_CMAP, O_POLICIES, O_SCOPE, O_TITLE, O_WARMUP, O_ADDR, O_PALETTE };
+       O_CMAP, O_POLICIES, O_SCOPE, O_TITLE, O_WARMUP, O_ADDR, O_PALETTE, O_SAMPLE };
 
 /* Ctrl-C stops a long capacity sweep between simulations. */
 static int stop_requested(void *user, int done, int total)
@@ -98,6 +103,7 @@ static int plot_input(int argc, char **argv)
         { "cmap", required_argument, 0, O_CMAP }, { "policies", required_argument, 0, O_POLICIES },
         { "scope", required_argument, 0, O_SCOPE }, { "title", required_argument, 0, O_TITLE },
         { "warmup", required_argument, 0, O_WARMUP }, { "addr", no_argument, 0, O_ADDR },
+        { "sample", required_argument, 0, O_SAMPLE },
         { "palette", required_argument, 0, O_PALETTE }, { "threads", required_argument, 0, 'j' },
         { 0, 0, 0, 0 }
     };
@@ -145,6 +151,7 @@ static int plot_input(int argc, char **argv)
             if (o.palette < 0) return cli_usage_error("plot", "--palette: unknown palette '%s' (okabe-ito, paper)", optarg);
             break;
         case O_POLICIES: o.policies = optarg; break;
+        case O_SAMPLE: rc = an_shards_parse(optarg, &o.sample, &err); break;
         case O_SCOPE: o.scope = optarg; break;
         case O_TITLE: o.title = optarg; break;
         case O_WARMUP: rc = cli_parse_long("--warmup", optarg, 0, INT32_MAX, &v, &err); o.warmup = (int32_t)v; break;

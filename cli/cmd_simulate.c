@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "an_load.h"
+#include "an_shards.h"
 #include "an_simrun.h"
 #include "an_stats.h"
 #include "cli.h"
@@ -44,6 +45,11 @@ static const char usage[] =
     "                        one stack-distance pass)\n"
     "      --mrc-out FILE    write the exact LRU curve at every capacity (CSV;\n"
     "                        - is stdout, and the table then goes to stderr)\n"
+    "      --sample R        estimate from the accesses to keys sampled at rate R\n"
+    "                        (0.01, 1%%) or by a fixed size (8192keys: at most so\n"
+    "                        many keys per cache): SHARDS for the LRU curve\n"
+    "                        ('lru-shards' rows), mini-simulations at capacity C*R\n"
+    "                        for every policy (docs/analysis.md gives the errors)\n"
     "  -f, --format F        table (default), csv or json\n"
     "  -j, --threads N       run the policy x capacity cells on N threads at once\n"
     "                        (default: the free cores; the results are the same)\n"
@@ -91,7 +97,7 @@ int cmd_simulate(int argc, char **argv)
         fputs(example, stdout);
         return 0;
     }
-    enum { O_SWEEP = 256, O_SCOPE, O_OPS, O_WARMUP, O_LAYER, O_HEAD, O_RUN, O_MRC, O_MRCOUT, O_ORDER };
+    enum { O_SWEEP = 256, O_SCOPE, O_OPS, O_WARMUP, O_LAYER, O_HEAD, O_RUN, O_MRC, O_MRCOUT, O_ORDER, O_SAMPLE };
     static const struct option opts[] = {
         { "policy", required_argument, 0, 'p' }, { "capacity", required_argument, 0, 'c' },
         { "sweep", no_argument, 0, O_SWEEP }, { "scope", required_argument, 0, O_SCOPE },
@@ -100,9 +106,11 @@ int cmd_simulate(int argc, char **argv)
         { "run", required_argument, 0, O_RUN }, { "mrc", no_argument, 0, O_MRC },
         { "mrc-out", required_argument, 0, O_MRCOUT }, { "format", required_argument, 0, 'f' },
         { "threads", required_argument, 0, 'j' }, { "order", required_argument, 0, O_ORDER },
+        { "sample", required_argument, 0, O_SAMPLE },
         { 0, 0, 0, 0 } };
     const char *pol_s = "all", *cap_s = NULL, *mrc_out = NULL;
     int step_order = 1;
+    an_shards_opts sample = { 0, 0 };
     int sweep = 0, scope = RN_CACHE_SCOPE_MODEL, ops = RN_OPS_BOTH, fmt = RN_FMT_TABLE, want_mrc = 0;
     long warmup = 0, layer = -1, head = -1, run = 0, threads = 0;
     rn_error err = { 0 };
@@ -127,6 +135,7 @@ int cmd_simulate(int argc, char **argv)
             else rc = rn_seterr(&err, RN_EINPUT, "--order: expected run or step, not '%s'", optarg);
             break;
         case O_MRCOUT: mrc_out = optarg; want_mrc = 1; break;
+        case O_SAMPLE: rc = an_shards_parse(optarg, &sample, &err); break;
         case 'f': rc = rn_format_parse(optarg, &fmt, &err); break;
         case 'j': rc = cli_parse_long("--threads", optarg, 1, 1024, &threads, &err); break;
         case ':': return cli_usage_error(argv[0], "%s needs a value", argv[optind - 1]);
@@ -185,10 +194,22 @@ int cmd_simulate(int argc, char **argv)
     if (sp.n == 0) { rc = rn_seterr(&err, RN_EINPUT, "%s: the selection has no events", path); goto out; }
     if (!cap_s) nc = an_sweep_capacities_upto(an_spill_max_keys(&sp), caps, 64);
     double tp = cli_now();
-    if ((rc = an_simgrid_run_spill(&sp, pol, np, caps, nc, (uint64_t)(r.run.cfg.d_v + 1) * 4, progress, &tp,
-                                   &g, &err)))
-        goto out;
-    if (want_mrc && (rc = an_mrc_build_spill(&sp, &mrc, &err))) goto out;
+    if (sample.rate > 0) {
+        /* sampled: the LRU curve (where a fixed size finds its rate), then
+         * the grid's mini-simulations at that rate */
+        double rate = sample.rate;
+        if ((want_mrc || sample.max_keys) && (rc = an_shards_mrc(&sp, &sample, &mrc, &rate, &err))) goto out;
+        if (!want_mrc) an_mrc_free(&mrc);
+        if ((rc = an_shards_grid(&sp, rate, pol, np, caps, nc, (uint64_t)(r.run.cfg.d_v + 1) * 4, progress, &tp,
+                                 &g, &err)))
+            goto out;
+        cli_info("simulate: estimates from the keys sampled at rate %.4g (SHARDS, mini-simulations)\n", rate);
+    } else {
+        if ((rc = an_simgrid_run_spill(&sp, pol, np, caps, nc, (uint64_t)(r.run.cfg.d_v + 1) * 4, progress, &tp,
+                                       &g, &err)))
+            goto out;
+        if (want_mrc && (rc = an_mrc_build_spill(&sp, &mrc, &err))) goto out;
+    }
     if (mrc_out) {
         rn_atomic_file af;
         if ((rc = rn_atomic_check_not_input(path, mrc_out, &err)) || (rc = rn_atomic_open_text(&af, mrc_out, &err))) goto out;

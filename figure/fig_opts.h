@@ -6,6 +6,7 @@
 
 #include <stdint.h>
 
+#include "an_shards.h"
 #include "an_simrun.h" /* an_progress_fn */
 #include "viz_colormap.h"
 
@@ -33,6 +34,7 @@ typedef struct {
     const char *policies;     /* mrc: policy list (NULL = lru,fifo,clock,arc,opt) */
     const char *scope;        /* mrc/reuse: head, layer, model (NULL = model, as simulate) */
     int32_t warmup;           /* mrc: tokens that warm the caches uncounted (0) */
+    an_shards_opts sample;    /* mrc: rate 0 = exact curves; else SHARDS (an_shards.h) */
     const char *title;        /* overrides the default title */
     an_progress_fn progress;  /* mrc: called per simulation; non-zero stops (may be NULL) */
     void *progress_user;

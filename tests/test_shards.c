@@ -4,6 +4,7 @@
  * fixed size, the sampled LRU curve stays close to the exact one on a
  * stream with skewed reuse; the --sample parser. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -175,4 +176,34 @@ TH_TEST(test_shards_parse, "--sample: rates, sizes and refusals")
         CU_ASSERT_EQUAL(an_shards_parse(bad[i], &o, &err), RN_EINPUT);
         CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "--sample"));
     }
+}
+
+/* The commands: simulate --sample 1 gives the exact numbers (every key
+ * sampled), --mrc then labels its curve lru-shards; a rate estimates; a bad
+ * --sample is one line and exit 2; plot mrc --sample draws. */
+TH_TEST(test_shards_cli, "simulate --sample and plot mrc --sample from the command line")
+{
+    char in[512], db[512], png[512];
+    snprintf(in, sizeof in, "%s", th_path("shards_in.txt"));
+    snprintf(db, sizeof db, "%s", th_path("shards_t.db"));
+    snprintf(png, sizeof png, "%s", th_path("shards_mrc.png"));
+    CU_ASSERT_EQUAL_FATAL(th_write_verses(in, 600), 0);
+    CU_ASSERT_EQUAL_FATAL(th_run("%s trace samples/kjv.bin %s -o %s -q", th_bin(), in, db), 0);
+    CU_ASSERT_EQUAL_FATAL(th_run("%s simulate %s --policy lru,fifo,s3fifo --capacity 16,64,256 -f csv -q", th_bin(),
+                                 db), 0);
+    char exact[4096];
+    snprintf(exact, sizeof exact, "%s", th_out());
+    CU_ASSERT_EQUAL(th_run("%s simulate %s --policy lru,fifo,s3fifo --capacity 16,64,256 -f csv -q --sample 1",
+                           th_bin(), db), 0);
+    CU_ASSERT_STRING_EQUAL(th_out(), exact);
+    CU_ASSERT_EQUAL(th_run("%s simulate %s --policy lru --capacity 64 --mrc -f csv -q --sample 100%%", th_bin(), db), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(th_out(), "lru-shards,64,"));
+    CU_ASSERT_EQUAL(th_run("%s simulate %s --policy lru --capacity 64 -f csv --sample 0.25", th_bin(), db), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(th_err(), "sampled at rate 0.25"));
+    CU_ASSERT_EQUAL(th_run("%s simulate %s --sample 2", th_bin(), db), 2);
+    CU_ASSERT_EQUAL(th_count_lines(th_err()), 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(th_err(), "--sample"));
+    CU_ASSERT_EQUAL(th_run("%s plot mrc %s --sample 0.5 --policies lru,fifo -o %s", th_bin(), db, png), 0);
+    CU_ASSERT(th_file_exists(png));
+    CU_ASSERT_EQUAL(th_run("%s plot mrc %s --sample 10keys -o %s", th_bin(), db, png), 2);
 }
