@@ -245,6 +245,30 @@ static double rel_err(const float *a, const double *b, int64_t n)
     return sqrt(num / (den + 1e-30));
 }
 
+/* Prefill of every row, then step by step from a reset state, against
+ * ref[T, V]: relative error < 1e-5 both ways (what names the case). */
+static void check_vs_ref(rn_runtime *rt, const int *tok, int T, const double *ref, int V, const char *what)
+{
+    rn_error err;
+    float *lg = malloc(sizeof(float) * T * V), *st = malloc(sizeof(float) * V);
+    rn_runtime_reset(rt);
+    CU_ASSERT_EQUAL(rn_prefill(rt, tok, T, lg, 1, &err), RN_OK);
+    double e = rel_err(lg, ref, (int64_t)T * V);
+    CU_ASSERT(e < 1e-5);
+    if (e >= 1e-5) fprintf(stderr, "\n%s: prefill vs reference rel err %g\n", what, e);
+    rn_runtime_reset(rt);
+    double worst = 0;
+    for (int t = 0; t < T; t++) {
+        CU_ASSERT_EQUAL(rn_step(rt, tok[t], st, &err), RN_OK);
+        double ee = rel_err(st, ref + (int64_t)t * V, V);
+        if (ee > worst) worst = ee;
+    }
+    CU_ASSERT(worst < 1e-5);
+    if (worst >= 1e-5) fprintf(stderr, "\n%s: step vs reference rel err %g\n", what, worst);
+    CU_ASSERT_EQUAL(rn_runtime_pos(rt), T);
+    free(st); free(lg);
+}
+
 static double rel_err_d(const double *a, const double *b, int64_t n)
 {
     double num = 0, den = 0;
@@ -272,24 +296,10 @@ TH_TEST(test_prefill_matches_reference, "prefill and step equal a naive dense fo
         rn_runtime *rt;
         rn_error err;
         CU_ASSERT_EQUAL_FATAL(rn_runtime_create(&m, 8, &rt, &err), RN_OK); /* 3 chunks */
-        float *lg = malloc(sizeof(float) * T * c.vocab_size);
-        CU_ASSERT_EQUAL(rn_prefill(rt, tok, T, lg, 1, &err), RN_OK);
-        double e = rel_err(lg, ref, (int64_t)T * c.vocab_size);
-        CU_ASSERT(e < 1e-5);
-        if (e >= 1e-5) fprintf(stderr, "\ncase %zu: prefill vs reference rel err %g\n", ci, e);
-        /* step by step from a reset state */
-        rn_runtime_reset(rt);
-        float *st = malloc(sizeof(float) * c.vocab_size);
-        double worst = 0;
-        for (int t = 0; t < T; t++) {
-            CU_ASSERT_EQUAL(rn_step(rt, tok[t], st, &err), RN_OK);
-            double ee = rel_err(st, ref + (int64_t)t * c.vocab_size, c.vocab_size);
-            if (ee > worst) worst = ee;
-        }
-        CU_ASSERT(worst < 1e-5);
-        if (worst >= 1e-5) fprintf(stderr, "\ncase %zu: step vs reference rel err %g\n", ci, worst);
-        CU_ASSERT_EQUAL(rn_runtime_pos(rt), T);
-        free(st); free(lg); free(ref);
+        char what[32];
+        snprintf(what, sizeof what, "case %zu", ci);
+        check_vs_ref(rt, tok, T, ref, c.vocab_size, what);
+        free(ref);
         rn_runtime_free(rt);
         rn_model_free(&m);
     }
@@ -320,26 +330,11 @@ TH_TEST(test_bf16_weights, "bf16 weights: prefill and step equal a naive forward
     CU_ASSERT_EQUAL(rn_runtime_set_precision(rt, RN_PREC_TF32, &err), RN_EINPUT);
     CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "--precision tf32"));
     CU_ASSERT_EQUAL_FATAL(rn_runtime_set_precision(rt, RN_PREC_BF16, &err), RN_OK);
-    float *lg = malloc(sizeof(float) * T * c.vocab_size), *st = malloc(sizeof(float) * c.vocab_size);
-    CU_ASSERT_EQUAL(rn_prefill(rt, tok, T, lg, 1, &err), RN_OK);
-    double e = rel_err(lg, ref, (int64_t)T * c.vocab_size);
-    CU_ASSERT(e < 1e-5);
-    if (e >= 1e-5) fprintf(stderr, "\nbf16 prefill vs reference rel err %g\n", e);
-    rn_runtime_reset(rt);
-    double worst = 0;
-    for (int t = 0; t < T; t++) {
-        CU_ASSERT_EQUAL(rn_step(rt, tok[t], st, &err), RN_OK);
-        double ee = rel_err(st, ref + (int64_t)t * c.vocab_size, c.vocab_size);
-        if (ee > worst) worst = ee;
-    }
-    CU_ASSERT(worst < 1e-5);
-    if (worst >= 1e-5) fprintf(stderr, "\nbf16 step vs reference rel err %g\n", worst);
+    check_vs_ref(rt, tok, T, ref, c.vocab_size, "bf16");
     /* back to fp32: the plain model again */
     CU_ASSERT_EQUAL(rn_runtime_set_precision(rt, RN_PREC_FP32, &err), RN_OK);
-    rn_runtime_reset(rt);
-    CU_ASSERT_EQUAL(rn_prefill(rt, tok, T, lg, 1, &err), RN_OK);
-    CU_ASSERT(rel_err(lg, ref32, (int64_t)T * c.vocab_size) < 1e-5);
-    free(st); free(lg); free(ref); free(ref32);
+    check_vs_ref(rt, tok, T, ref32, c.vocab_size, "fp32 again");
+    free(ref); free(ref32);
     rn_runtime_free(rt);
     rn_model_free(&mb);
     rn_model_free(&m);

@@ -14,13 +14,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef void (*gemv_f32_fn)(float *y, const float *W, const float *x, int r0, int r1, int cols, int acc);
-typedef void (*gemv_bf16_fn)(float *y, const uint16_t *W, const float *x, int r0, int r1, int cols, int acc);
+/* A kernel: rows [r0, r1) of y (=|+=) W·x, W of the kernel's format. */
+typedef void (*gemv_fn)(float *y, const void *W, const float *x, int r0, int r1, int cols, int acc);
 
 /* ---- portable C: one accumulator per row, in element order ---- */
 
-static void f32_c(float *y, const float *W, const float *x, int r0, int r1, int cols, int acc)
+static void f32_c(float *y, const void *Wv, const float *x, int r0, int r1, int cols, int acc)
 {
+    const float *W = Wv;
     for (int r = r0; r < r1; r++) {
         const float *w = W + (size_t)r * cols;
         float s = 0;
@@ -29,8 +30,9 @@ static void f32_c(float *y, const float *W, const float *x, int r0, int r1, int 
     }
 }
 
-static void bf16_c(float *y, const uint16_t *W, const float *x, int r0, int r1, int cols, int acc)
+static void bf16_c(float *y, const void *Wv, const float *x, int r0, int r1, int cols, int acc)
 {
+    const uint16_t *W = Wv;
     for (int r = r0; r < r1; r++) {
         const uint16_t *w = W + (size_t)r * cols;
         float s = 0;
@@ -59,9 +61,10 @@ __attribute__((target("avx2,fma"))) static inline __m256 ld_bf16_avx2(const uint
  * time (four independent FMA chains), then the rest one by one; each row
  * is the same sequence of FMAs, horizontal sum and in-order tail either way. */
 #define AVX2_KERNEL(NAME, T, LOAD, WIDEN)                                                         \
-    __attribute__((target("avx2,fma"))) static void NAME(float *y, const T *W, const float *x,  \
+    __attribute__((target("avx2,fma"))) static void NAME(float *y, const void *Wv, const float *x, \
                                                          int r0, int r1, int cols, int acc)     \
     {                                                                                            \
+        const T *W = Wv;                                                                         \
         int r = r0;                                                                              \
         for (; r + 4 <= r1; r += 4) {                                                            \
             const T *w0 = W + (size_t)r * cols, *w1 = w0 + cols, *w2 = w1 + cols, *w3 = w2 + cols; \
@@ -116,9 +119,10 @@ __attribute__((target(AVX512_TARGET))) static inline __m512 ld_f32_avx512(const 
 /* As AVX2_KERNEL with 16 lanes; the last partial vector is a masked load
  * (zeros beyond the row), so there is no scalar tail. */
 #define AVX512_KERNEL(NAME, T, LOAD)                                                              \
-    __attribute__((target(AVX512_TARGET))) static void NAME(float *y, const T *W, const float *x, \
+    __attribute__((target(AVX512_TARGET))) static void NAME(float *y, const void *Wv, const float *x, \
                                                             int r0, int r1, int cols, int acc)  \
     {                                                                                            \
+        const T *W = Wv;                                                                         \
         int r = r0;                                                                              \
         for (; r + 4 <= r1; r += 4) {                                                            \
             const T *w0 = W + (size_t)r * cols, *w1 = w0 + cols, *w2 = w1 + cols, *w3 = w2 + cols; \
@@ -166,8 +170,7 @@ AVX512_KERNEL(bf16_avx512, uint16_t, ld_bf16_avx512)
 
 static const struct kernel {
     const char *name;
-    gemv_f32_fn f32;
-    gemv_bf16_fn bf16;
+    gemv_fn f32, bf16;
 } kernels[] = {
     { "c", f32_c, bf16_c },
     { "avx2", f32_avx2, bf16_avx2 },
@@ -225,9 +228,9 @@ static int threads_for(int rows, int cols)
     return nt < rows ? nt : rows;
 }
 
-void rn_gemv_f32(float *y, const float *W, const float *x, int rows, int cols, int accumulate)
+/* Rows split evenly among the threads (each row computed as on its own). */
+static void run(gemv_fn f, float *y, const void *W, const float *x, int rows, int cols, int accumulate)
 {
-    gemv_f32_fn f = kernel()->f32;
     int nt = threads_for(rows, cols);
     if (nt <= 1) {
         f(y, W, x, 0, rows, cols, accumulate);
@@ -240,17 +243,12 @@ void rn_gemv_f32(float *y, const float *W, const float *x, int rows, int cols, i
     }
 }
 
+void rn_gemv_f32(float *y, const float *W, const float *x, int rows, int cols, int accumulate)
+{
+    run(kernel()->f32, y, W, x, rows, cols, accumulate);
+}
+
 void rn_gemv_bf16(float *y, const uint16_t *W, const float *x, int rows, int cols, int accumulate)
 {
-    gemv_bf16_fn f = kernel()->bf16;
-    int nt = threads_for(rows, cols);
-    if (nt <= 1) {
-        f(y, W, x, 0, rows, cols, accumulate);
-        return;
-    }
-    #pragma omp parallel num_threads(nt)
-    {
-        int id = omp_get_thread_num(), n = omp_get_num_threads();
-        f(y, W, x, (int)((int64_t)rows * id / n), (int)((int64_t)rows * (id + 1) / n), cols, accumulate);
-    }
+    run(kernel()->bf16, y, W, x, rows, cols, accumulate);
 }
