@@ -251,8 +251,8 @@ static int query_run(const char *path, const char *sql, int64_t run, int format,
     if (rc) return rc;
     if (deadline) sqlite3_progress_handler(db, 1000, past_deadline, deadline); /* replaces tr_watch_stop's */
     if (run != TR_RUN_ALL) {
-        int64_t id;
-        int found;
+        int64_t id = 0;
+        int found = 0;
         rc = resolve_run(db, path, run, &id, &found, err);
         if (!rc) rc = scope_to_run(db, path, id, found, err);
     }
