@@ -8,9 +8,15 @@
 
 #include "rn_modelfile.h"
 #include "rn_params.h"
+#include "rn_patch_source.h"
 #include "rn_runtime.h"
 #include "rn_tokenizer.h"
 #include "rn_version.h"
+
+_Static_assert(RAMNET_HOOK_RESID_PRE == RN_HOOK_RESID_PRE && RAMNET_HOOK_ADDR_WRITE == RN_HOOK_ADDR_WRITE &&
+                   RAMNET_HOOK_MLP_OUT == RN_HOOK_MLP_OUT && RAMNET_HOOK_LN_FINAL == RN_HOOK_LN_FINAL &&
+                   RN_HOOK_N == 11,
+               "the API's hook numbers are the runtime's");
 
 struct ramnet_model {
     rn_model m;
@@ -122,12 +128,31 @@ void ramnet_free_buffer(void *p) { free(p); }
 
 int ramnet_forward(const ramnet_model *m, const int *tokens, int T, float *logits, int chunk)
 {
+    return ramnet_run(m, tokens, T, logits, chunk, NULL, 0, 0, NULL, NULL);
+}
+
+int ramnet_run(const ramnet_model *m, const int *tokens, int T, float *logits, int chunk,
+               const char *const *specs, int n_specs, uint32_t points, ramnet_hook_fn fn, void *user)
+{
     rn_error err = { 0 };
-    if (!m || !tokens || !logits || T < 1) return fail_msg(RN_EINPUT, "ramnet_forward: a bad argument");
-    if (chunk < 0) return fail_msg(RN_EINPUT, "ramnet_forward: chunk must be >= 0");
-    rn_runtime *rt;
-    if (rn_runtime_create(&m->m, chunk ? chunk : 256, &rt, &err)) return fail(&err);
-    int rc = rn_prefill(rt, tokens, T, logits, 1, &err);
+    if (!m || !tokens || !logits || T < 1) return fail_msg(RN_EINPUT, "ramnet_run: a bad argument");
+    if (chunk < 0) return fail_msg(RN_EINPUT, "ramnet_run: chunk must be >= 0");
+    if (n_specs < 0 || (n_specs && !specs)) return fail_msg(RN_EINPUT, "ramnet_run: bad intervention list");
+    if (points >> RN_HOOK_N) return fail_msg(RN_EINPUT, "ramnet_run: unknown hook point");
+    rn_runtime *rt = NULL;
+    rn_iv_set iv;
+    rn_iv_init(&iv, &m->m.cfg);
+    int rc = rn_runtime_create(&m->m, chunk ? chunk : 256, &rt, &err);
+    for (int i = 0; i < n_specs && !rc; i++) rc = rn_iv_add_arg(&iv, specs[i], &err);
+    if (!rc && n_specs) {
+        iv.source_chunk = chunk ? chunk : 256; /* sources in the run's chunking (rn_intervene.h) */
+        rc = rn_iv_prepare(&iv, &m->m, &err);
+        if (!rc) rc = rn_runtime_set_interventions(rt, &iv, &err);
+    }
+    rn_hooks h = { fn, user, points };
+    if (!rc && points) rc = rn_runtime_set_hooks(rt, &h, &err);
+    if (!rc) rc = rn_prefill(rt, tokens, T, logits, 1, &err);
     rn_runtime_free(rt);
+    rn_iv_free(&iv);
     return rc ? fail(&err) : RAMNET_OK;
 }

@@ -18,7 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define RAMNET_API_VERSION 100 /* major * 100 + minor */
+#define RAMNET_API_VERSION 101 /* major * 100 + minor */
 #define RAMNET_OK 0
 
 typedef struct ramnet_model ramnet_model;
@@ -56,5 +56,35 @@ void ramnet_free_buffer(void *p);
  * logits[T, vocab_size] (caller's buffer).  chunk: prefill rows per
  * forward call (0: the default, 256). */
 int ramnet_forward(const ramnet_model *m, const int *tokens, int T, float *logits, int chunk);
+
+/* ---- Since 1.01: hooks and interventions ---- */
+
+/* Hook points, in the order a layer meets them (values stable): */
+enum {
+    RAMNET_HOOK_RESID_PRE = 0,   /* x entering the layer           [rows, D] */
+    RAMNET_HOOK_Q = 1,           /* q before alpha and decoding    [rows, H*d_k] */
+    RAMNET_HOOK_K = 2,           /* k                              [rows, H*d_k] */
+    RAMNET_HOOK_ADDR_READ = 3,   /* read weights [rows, H*K], slots read-only */
+    RAMNET_HOOK_ADDR_WRITE = 4,  /* write weights [rows, H*K], slots read-only */
+    RAMNET_HOOK_V = 5,           /* v                              [rows, H*d_v] */
+    RAMNET_HOOK_HEAD_OUT = 6,    /* the heads' reads o             [rows, H*d_v] */
+    RAMNET_HOOK_RESID_MID = 7,   /* x after the attention's add    [rows, D] */
+    RAMNET_HOOK_MLP_OUT = 8,     /* the MLP's output               [rows, D] */
+    RAMNET_HOOK_RESID_POST = 9,  /* x leaving the layer            [rows, D] */
+    RAMNET_HOOK_LN_FINAL = 10    /* the final RMSNorm's output (layer = L) [rows, D] */
+};
+
+/* Called at each wanted point of each layer and prefill chunk with the
+ * chunk's rows (the first at position pos0), row-major [rows, width]; data
+ * may be edited in place.  Non-zero stops the run (the call returns 4,
+ * RN_EINTR, "stopped by a hook ..."). */
+typedef int (*ramnet_hook_fn)(void *user, int point, int layer, float *data, const uint32_t *slots, int rows,
+                              int width, int64_t pos0);
+
+/* ramnet_forward with interventions (specs as `--intervene` takes them,
+ * docs/interventions.md; may be NULL with n_specs 0) and hooks (fn called
+ * at the points whose bit is set in `points`; 0: none). */
+int ramnet_run(const ramnet_model *m, const int *tokens, int T, float *logits, int chunk,
+               const char *const *specs, int n_specs, uint32_t points, ramnet_hook_fn fn, void *user);
 
 #endif

@@ -31,3 +31,9 @@ $(BUILD)/pic/gen/srv_assets.o: $(BUILD)/gen/srv_assets.c serve/srv_assets.h $(BU
 
 $(SOLIB): $(PIC_OBJ) $(if $(filter 1,$(CUDA)),$(CU_OBJ))
 	$(CC) -shared -fopenmp -Wl,-soname,libramnet.so -Wl,--no-undefined -o $@ $^ $(LDLIBS)
+
+# The Python API's overhead over the C forward (bench/bench_python.py).
+.PHONY: bench-python
+bench-python: $(SOLIB)
+	@echo "== bench/bench_python.py"; PYTHONPATH=python /usr/bin/python3 bench/bench_python.py
+bench: bench-python

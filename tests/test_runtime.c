@@ -530,3 +530,71 @@ TH_TEST(test_sampler_tiny_top_p, "sampler with top_p below 1/V")
     CU_ASSERT(t >= 0 && t < V);
     rn_sampler_free(&s);
 }
+
+/* Hooks: every wanted point is called once per layer and chunk with the
+ * shapes of rn_runtime.h; a hook that edits v changes the logits as the
+ * same edit of the weights would; a non-zero return stops with RN_EINTR. */
+typedef struct {
+    int calls[RN_HOOK_N], width[RN_HOOK_N], stop_at;
+    float scale_v;
+} hook_log;
+
+static int log_hook(void *user, int point, int layer, float *data, const uint32_t *slots, int rows, int width,
+                    int64_t pos0)
+{
+    hook_log *h = user;
+    (void)layer; (void)pos0;
+    h->calls[point]++;
+    h->width[point] = width;
+    if ((point == RN_HOOK_ADDR_READ || point == RN_HOOK_ADDR_WRITE) && !slots) return 1;
+    if (point == RN_HOOK_V && h->scale_v != 1)
+        for (int i = 0; i < rows * width; i++) data[i] *= h->scale_v;
+    return h->stop_at == point;
+}
+
+TH_TEST(test_runtime_hooks, "hooks: every point per layer and chunk, an edit of v is a scaled W_v, a stop is RN_EINTR")
+{
+    rn_config c;
+    small_config(&c, 0, 5, 2, 1.0f);
+    rn_model m, m2;
+    make_model(&m, &c, 31);
+    rn_error err;
+    enum { T = 20 };
+    int tok[T];
+    for (int t = 0; t < T; t++) tok[t] = (t * 7 + 3) % c.vocab_size;
+    float *a = malloc(sizeof(float) * T * c.vocab_size), *b = malloc(sizeof(float) * T * c.vocab_size);
+    rn_runtime *rt;
+    CU_ASSERT_EQUAL_FATAL(rn_runtime_create(&m, 8, &rt, &err), RN_OK); /* 3 chunks */
+    hook_log h = { .stop_at = -1, .scale_v = 1 };
+    rn_hooks hk = { log_hook, &h, (1u << RN_HOOK_N) - 1 };
+    CU_ASSERT_EQUAL_FATAL(rn_runtime_set_hooks(rt, &hk, &err), RN_OK);
+    CU_ASSERT_EQUAL(rn_prefill(rt, tok, T, a, 1, &err), RN_OK);
+    for (int p = 0; p < RN_HOOK_N; p++) CU_ASSERT_EQUAL(h.calls[p], p == RN_HOOK_LN_FINAL ? 3 : 3 * c.n_layers);
+    CU_ASSERT_EQUAL(h.width[RN_HOOK_Q], c.n_heads * rn_config_dk(&c));
+    CU_ASSERT_EQUAL(h.width[RN_HOOK_ADDR_READ], c.n_heads * c.top_k);
+    CU_ASSERT_EQUAL(h.width[RN_HOOK_HEAD_OUT], c.n_heads * c.d_v);
+    CU_ASSERT_EQUAL(h.width[RN_HOOK_MLP_OUT], c.d_model);
+    /* v scaled by 2 in every layer == W_v scaled by 2 (the same function) */
+    h.scale_v = 2;
+    rn_runtime_reset(rt);
+    CU_ASSERT_EQUAL(rn_prefill(rt, tok, T, a, 1, &err), RN_OK);
+    CU_ASSERT_EQUAL_FATAL(rn_model_create_zero(&m2, &c, &err), RN_OK);
+    memcpy(m2.params, m.params, sizeof(rn_real) * (size_t)m.n_block);
+    for (int l = 0; l < c.n_layers; l++)
+        for (int64_t i = 0; i < (int64_t)c.n_heads * c.d_v * c.d_model; i++) m2.w.layer[l].wv[i] *= 2;
+    rn_runtime *rt2;
+    CU_ASSERT_EQUAL_FATAL(rn_runtime_create(&m2, 8, &rt2, &err), RN_OK);
+    CU_ASSERT_EQUAL(rn_prefill(rt2, tok, T, b, 1, &err), RN_OK);
+    double num = 0, den = 0;
+    for (int i = 0; i < T * c.vocab_size; i++) num += (a[i] - b[i]) * (double)(a[i] - b[i]), den += (double)b[i] * b[i];
+    CU_ASSERT(sqrt(num / den) < 1e-5);
+    /* a stop */
+    h.scale_v = 1;
+    h.stop_at = RN_HOOK_RESID_MID;
+    rn_runtime_reset(rt);
+    CU_ASSERT_EQUAL(rn_prefill(rt, tok, T, a, 1, &err), RN_EINTR);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "stopped by a hook"));
+    rn_runtime_free(rt); rn_runtime_free(rt2);
+    rn_model_free(&m); rn_model_free(&m2);
+    free(a); free(b);
+}

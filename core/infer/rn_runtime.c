@@ -37,6 +37,7 @@ struct rn_runtime {
     void *ws_mem;
     void *block;               /* one allocation for all of the above */
     rn_cuda_rt *gpu;           /* set: forward runs on the GPU (rn_runtime_create_on) */
+    rn_hooks hooks;            /* rn_runtime_set_hooks (points 0: none) */
     rn_precision prec;         /* rn_runtime_set_precision */
     rn_wbf16 *wb;              /* bf16: the matrices the forward reads (NULL in fp32) */
     float *widen;              /* bf16: one matrix widened to FP32 for a prefill chunk's GEMM */
@@ -204,6 +205,15 @@ int rn_runtime_set_interventions(rn_runtime *rt, const rn_iv_set *set, rn_error 
 
 void rn_runtime_set_stop_flag(rn_runtime *rt, volatile int *stop) { rt->stop = stop; }
 
+int rn_runtime_set_hooks(rn_runtime *rt, const rn_hooks *h, rn_error *err)
+{
+    if (h && h->points && rt->gpu) return rn_seterr(err, RN_EINPUT, "hooks run on the CPU only (--device cpu)");
+    if (h && h->points && !h->at) return rn_seterr(err, RN_EINPUT, "hooks: no function");
+    if (h) rt->hooks = *h;
+    else memset(&rt->hooks, 0, sizeof rt->hooks);
+    return RN_OK;
+}
+
 int rn_runtime_set_precision(rn_runtime *rt, rn_precision p, rn_error *err)
 {
     if (p == rt->prec) return RN_OK;
@@ -281,6 +291,24 @@ static void proj(rn_runtime *rt, float *out, const float *in, const float *W, co
     rn_matmul_forward(out, in, W, n, n_in, n_out, accumulate);
 }
 
+/* Call the hook at point p of layer l if it is wanted; RN_EINTR when it
+ * asks to stop. */
+static int hook_at(rn_runtime *rt, int p, int l, float *data, const uint32_t *slots, int n, int width,
+                   int64_t pos0, rn_error *err)
+{
+    if (!(rt->hooks.points >> p & 1)) return RN_OK;
+    if (rt->hooks.at(rt->hooks.user, p, l, data, slots, n, width, pos0))
+        return rn_seterr(err, RN_EINTR, "stopped by a hook at layer %d, positions %lld..%lld", l, (long long)pos0,
+                         (long long)pos0 + n - 1);
+    return RN_OK;
+}
+
+/* The same for the chunk's rows (the first at rt->pos). */
+static int hook(rn_runtime *rt, int p, int l, float *data, const uint32_t *slots, int n, int width, rn_error *err)
+{
+    return hook_at(rt, p, l, data, slots, n, width, rt->pos, err);
+}
+
 /* Forward n <= chunk rows at positions pos..pos+n-1.  Shapes: x, hb [n,D];
  * q, k [n,H·dk]; v, o [n,H·dv]; g, u [n,F]; addresses [n,H,K]. */
 static int forward_rows(rn_runtime *rt, const int *tokens, int n, float *logits, int all_rows,
@@ -299,26 +327,33 @@ static int forward_rows(rn_runtime *rt, const int *tokens, int n, float *logits,
     for (int l = 0; l < c->n_layers; l++) {
         const rn_layer_weights *lw = &w->layer[l];
         const rn_layer_wbf16 *lb = rt->wb ? &rt->wb->layer[l] : &fp32;
+        int rc = hook(rt, RN_HOOK_RESID_PRE, l, rt->x, NULL, n, D, err);
+        if (rc) return rc;
         rn_rmsnorm_forward(rt->hb, NULL, rt->x, lw->attn_norm, n, D, c->norm_eps);
         proj(rt, rt->q, rt->hb, lw->wq, lb->wq, n, D, hdk, 0);
         proj(rt, rt->k, rt->hb, lw->wk, lb->wk, n, D, hdk, 0);
+        if ((rc = hook(rt, RN_HOOK_Q, l, rt->q, NULL, n, hdk, err)) || (rc = hook(rt, RN_HOOK_K, l, rt->k, NULL, n, hdk, err)))
+            return rc;
         rn_address_forward(rt->raddr, rt->rslot, rt->rw, rt->q, lw->q_alpha, c, c->cape_mask[l],
                            n, rt->pos, rt->ws, rt->n_ws);
         rn_address_forward(rt->waddr, rt->wslot, rt->ww, rt->k, lw->k_alpha, c, c->cape_mask[l],
                            n, rt->pos, rt->ws, rt->n_ws);
+        if ((rc = hook(rt, RN_HOOK_ADDR_READ, l, rt->rw, rt->rslot, n, H * K, err)) ||
+            (rc = hook(rt, RN_HOOK_ADDR_WRITE, l, rt->ww, rt->wslot, n, H * K, err)))
+            return rc;
         const rn_iv_set *iv = rt->iv;
         const int tiered = rn_state_tiered(rt->st);
         /* A tiered layer's reads start as soon as its addresses are known:
          * the value projection is computed while they are under way. */
         if (tiered) rn_state_layer(rt->st, l, rt->wslot, rt->rslot, n);
         proj(rt, rt->v, rt->hb, lw->wv, lb->wv, n, D, hdv, 0);
+        if ((rc = hook(rt, RN_HOOK_V, l, rt->v, NULL, n, hdv, err))) return rc;
         if (tiered) {
             /* one policy over all heads: serial, head by head (rn_state.h);
              * the rows it will miss were read ahead by rn_state_layer */
             for (int h = 0; h < H; h++)
                 rn_state_scan(rt->st, l, h, rt->o, rt->v, rt->wslot, rt->ww, rt->rslot, rt->rw, n);
-            int rc = rn_state_error(rt->st, err);
-            if (rc) return rc;
+            if ((rc = rn_state_error(rt->st, err))) return rc;
         } else {
             #pragma omp parallel for if (n > 1) schedule(dynamic, 1)
             for (int h = 0; h < H; h++) {
@@ -333,16 +368,27 @@ static int forward_rows(rn_runtime *rt, const int *tokens, int n, float *logits,
         }
         if (iv) rn_iv_apply_o(iv, l, rt->o, n, rt->pos);
         if (rt->probe) report(rt, l, n);
+        if ((rc = hook(rt, RN_HOOK_HEAD_OUT, l, rt->o, NULL, n, hdv, err))) return rc;
         proj(rt, rt->x, rt->o, lw->wo, lb->wo, n, hdv, D, 1);
+        if ((rc = hook(rt, RN_HOOK_RESID_MID, l, rt->x, NULL, n, D, err))) return rc;
         rn_rmsnorm_forward(rt->hb, NULL, rt->x, lw->mlp_norm, n, D, c->norm_eps);
         proj(rt, rt->g, rt->hb, lw->w_gate, lb->w_gate, n, D, F, 0);
         proj(rt, rt->u, rt->hb, lw->w_up, lb->w_up, n, D, F, 0);
         rn_swiglu_forward(rt->g, rt->g, rt->u, (int64_t)n * F);
-        proj(rt, rt->x, rt->g, lw->w_down, lb->w_down, n, F, D, 1);
+        if (rt->hooks.points >> RN_HOOK_MLP_OUT & 1) {
+            /* the MLP's output on its own (hb is free again), then its add */
+            proj(rt, rt->hb, rt->g, lw->w_down, lb->w_down, n, F, D, 0);
+            if ((rc = hook(rt, RN_HOOK_MLP_OUT, l, rt->hb, NULL, n, D, err))) return rc;
+            for (size_t i = 0; i < (size_t)n * D; i++) rt->x[i] += rt->hb[i];
+        } else
+            proj(rt, rt->x, rt->g, lw->w_down, lb->w_down, n, F, D, 1);
+        if ((rc = hook(rt, RN_HOOK_RESID_POST, l, rt->x, NULL, n, D, err))) return rc;
     }
     if (logits) {
         int first = all_rows ? 0 : n - 1, rows = all_rows ? n : 1;
         rn_rmsnorm_forward(rt->hb, NULL, rt->x + (size_t)first * D, w->norm, rows, D, c->norm_eps);
+        int rc = hook_at(rt, RN_HOOK_LN_FINAL, c->n_layers, rt->hb, NULL, rows, D, rt->pos + first, err);
+        if (rc) return rc;
         proj(rt, logits, rt->hb, w->lm_head, rt->wb ? rt->wb->lm_head : NULL, rows, D, c->vocab_size, 0);
     }
     rt->pos += n;

@@ -80,6 +80,42 @@ int rn_runtime_head_state(const rn_runtime *rt, int layer, int head, const rn_re
  * anything but fp32 on a GPU runtime.  Allocates the bf16 copies once. */
 int rn_runtime_set_precision(rn_runtime *rt, rn_precision p, rn_error *err);
 
+/* Hook points of the CPU forward (rn_runtime_set_hooks), in the order a
+ * layer meets them.  data is the activation of the chunk's rows, row-major
+ * [rows, width], and may be edited in place: the forward goes on from what
+ * the hook leaves.
+ *   RN_HOOK_RESID_PRE   x entering layer l                 [rows, D]
+ *   RN_HOOK_Q, _K       the projections, before α and decoding [rows, H·d_k]
+ *   RN_HOOK_ADDR_READ,  the decoded slots (slots, [rows, H, K], read-only)
+ *   RN_HOOK_ADDR_WRITE  and their weights (data, [rows, H·K])
+ *   RN_HOOK_V           the values                          [rows, H·d_v]
+ *   RN_HOOK_HEAD_OUT    the heads' reads o, after any intervention [rows, H·d_v]
+ *   RN_HOOK_RESID_MID   x after the attention's residual add [rows, D]
+ *   RN_HOOK_MLP_OUT     the MLP's output before its residual add [rows, D]
+ *   RN_HOOK_RESID_POST  x leaving layer l                   [rows, D]
+ *   RN_HOOK_LN_FINAL    the final RMSNorm's output (layer = L; the rows
+ *                       whose logits are computed)           [rows, D] */
+enum {
+    RN_HOOK_RESID_PRE, RN_HOOK_Q, RN_HOOK_K, RN_HOOK_ADDR_READ, RN_HOOK_ADDR_WRITE, RN_HOOK_V,
+    RN_HOOK_HEAD_OUT, RN_HOOK_RESID_MID, RN_HOOK_MLP_OUT, RN_HOOK_RESID_POST, RN_HOOK_LN_FINAL, RN_HOOK_N
+};
+
+/* A hook: called at every point whose bit is set in `points`, for every
+ * layer and chunk; pos0 is the chunk's first position.  A non-zero return
+ * stops the forward (RN_EINTR, "stopped by a hook"). */
+typedef struct {
+    int (*at)(void *user, int point, int layer, float *data, const uint32_t *slots, int rows, int width,
+              int64_t pos0);
+    void *user;
+    uint32_t points;          /* bit p: call at point p */
+} rn_hooks;
+
+/* Attach (or with NULL detach) hooks; the struct is copied.  CPU runtimes
+ * only (RN_EINPUT on a GPU runtime).  With RN_HOOK_MLP_OUT the MLP's output
+ * is computed into a buffer and then added (without: accumulated into x by
+ * the product itself), so the logits agree to rounding only. */
+int rn_runtime_set_hooks(rn_runtime *rt, const rn_hooks *h, rn_error *err);
+
 /* Optional flag polled between chunks/layers: when *stop becomes non-zero a
  * prefill returns RN_EINTR at the next chunk boundary. */
 void rn_runtime_set_stop_flag(rn_runtime *rt, volatile int *stop);

@@ -3,6 +3,10 @@ import ctypes
 import os
 
 API_MAJOR = 1
+API_MINOR = 1  # ramnet_run (hooks, interventions)
+
+HOOK_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.POINTER(ctypes.c_float),
+                           ctypes.POINTER(ctypes.c_uint32), ctypes.c_int, ctypes.c_int, ctypes.c_int64)
 
 
 class Error(Exception):
@@ -49,8 +53,8 @@ def lib():
         raise Error("libramnet.so not found (run make, or set RAMTRACE_LIB): " + "; ".join(tried))
     L.ramnet_api_version.restype = ctypes.c_int
     v = L.ramnet_api_version()
-    if v // 100 != API_MAJOR:
-        raise Error(f"libramnet.so has API version {v}, this package needs {API_MAJOR}.x")
+    if v // 100 != API_MAJOR or v % 100 < API_MINOR:
+        raise Error(f"libramnet.so has API version {v}, this package needs {API_MAJOR}.{API_MINOR:02d} or a later 1.x")
     c_int_p = ctypes.POINTER(ctypes.c_int)
     sig = {
         "ramnet_last_error": ([], ctypes.c_char_p),
@@ -70,6 +74,9 @@ def lib():
         "ramnet_free_buffer": ([ctypes.c_void_p], None),
         "ramnet_forward": ([ctypes.c_void_p, c_int_p, ctypes.c_int, ctypes.POINTER(ctypes.c_float), ctypes.c_int],
                            ctypes.c_int),
+        "ramnet_run": ([ctypes.c_void_p, c_int_p, ctypes.c_int, ctypes.POINTER(ctypes.c_float), ctypes.c_int,
+                        ctypes.POINTER(ctypes.c_char_p), ctypes.c_int, ctypes.c_uint32, HOOK_FN, ctypes.c_void_p],
+                       ctypes.c_int),
     }
     for name, (args, res) in sig.items():
         f = getattr(L, name)

@@ -13,6 +13,7 @@ import ctypes
 
 import numpy as np
 
+from ramtrace import _lib
 from ramtrace._lib import Error, check, lib
 
 
@@ -137,6 +138,118 @@ class Model:
         check(lib().ramnet_forward(self._handle(), t.ctypes.data_as(ctypes.POINTER(ctypes.c_int)), len(t),
                                    out.ctypes.data_as(ctypes.POINTER(ctypes.c_float)), chunk))
         return out
+
+    # ---- hook points (TransformerLens-style names) ----
+
+    _POINTS = (("hook_resid_pre", 0), ("attn.hook_q", 1), ("attn.hook_k", 2), ("attn.hook_addr_read", 3),
+               ("attn.hook_addr_write", 4), ("attn.hook_v", 5), ("attn.hook_head_out", 6), ("hook_resid_mid", 7),
+               ("hook_mlp_out", 8), ("hook_resid_post", 9))
+    _FINAL = ("ln_final.hook_normalized", 10)
+
+    def hook_names(self):
+        """Every hook point's name, in the order the forward meets them."""
+        return [f"blocks.{l}.{n}" for l in range(self.cfg["n_layers"]) for n, _ in self._POINTS] + [self._FINAL[0]]
+
+    def _point(self, name):
+        if name == self._FINAL[0]:
+            return self._FINAL[1], self.cfg["n_layers"]
+        parts = name.split(".", 2)
+        if len(parts) == 3 and parts[0] == "blocks" and parts[1].isdigit():
+            l = int(parts[1])
+            for n, p in self._POINTS:
+                if parts[2] == n and l < self.cfg["n_layers"]:
+                    return p, l
+        raise ValueError(f"{name!r} is not a hook point of this model (see hook_names())")
+
+    def _shape(self, point, rows):
+        c = self.cfg
+        H, dk, dv, D = c["n_heads"], c["order"] * c["d_p"], c["d_v"], c["d_model"]
+        return {1: (rows, H, dk), 2: (rows, H, dk), 3: (rows, H, c["top_k"]), 4: (rows, H, c["top_k"]),
+                5: (rows, H, dv), 6: (rows, H, dv)}.get(point, (rows, D))
+
+    def run(self, tokens, intervene=(), fwd_hooks=(), names=None, chunk=0):
+        """One forward from a fresh memory state with interventions (the
+        --intervene specs of docs/interventions.md), Python hooks and a
+        cache.  fwd_hooks: (name, fn) pairs; fn(activation, name) gets the
+        chunk's rows as a numpy view it may edit in place (or return a new
+        array of the same shape to write back); for the address points the
+        view is the weights and fn may take a third argument, the slots.
+        names: hook names to cache (a list, a callable name -> bool, or
+        None for none).  Returns (logits [T, V], cache {name: array}); an
+        address point caches (slots, weights)."""
+        t = self._tokens(tokens)
+        if len(t) == 0:
+            raise ValueError("tokens: empty sequence")
+        if not isinstance(chunk, int) or chunk < 0:
+            raise ValueError("chunk: expected an integer >= 0")
+        if isinstance(intervene, str):
+            intervene = [intervene]
+        specs = [s.encode() if isinstance(s, str) else s for s in intervene]
+        if not all(isinstance(s, bytes) for s in specs):
+            raise TypeError("intervene: expected a list of spec strings")
+        T = len(t)
+        wanted = {}  # (point, layer) -> (names to cache, hook functions)
+        if names is not None:
+            pick = names if callable(names) else set(names)
+            all_names = self.hook_names()
+            chosen = [n for n in all_names if pick(n)] if callable(pick) else list(pick)
+            for n in chosen:
+                wanted.setdefault(self._point(n), ([], []))[0].append(n)
+        for pair in fwd_hooks:
+            if not (isinstance(pair, tuple) and len(pair) == 2 and callable(pair[1])):
+                raise TypeError("fwd_hooks: expected (name, function) pairs")
+            wanted.setdefault(self._point(pair[0]), ([], []))[1].append(pair)
+        cache, failure = {}, []
+        c = self.cfg
+
+        def at(user, point, layer, data, slots, rows, width, pos0):
+            try:
+                cached, hooks = wanted.get((point, layer), ((), ()))
+                shape = self._shape(point, rows)
+                view = np.ctypeslib.as_array(data, shape=(rows * width,)).reshape(shape)
+                sl = (np.ctypeslib.as_array(slots, shape=(rows * width,)).reshape(shape)
+                      if point in (3, 4) else None)
+                for name, fn in hooks:
+                    r = fn(view, name, sl) if sl is not None and fn.__code__.co_argcount >= 3 else fn(view, name)
+                    if r is not None and r is not view:
+                        view[...] = np.asarray(r, dtype=np.float32).reshape(shape)
+                for name in cached:
+                    if name not in cache:
+                        full = (T if point != 10 else T,) + shape[1:]
+                        cache[name] = ((np.zeros(full, np.uint32), np.zeros(full, np.float32)) if sl is not None
+                                       else np.zeros(full, np.float32))
+                    if sl is not None:
+                        cache[name][0][pos0:pos0 + rows] = sl
+                        cache[name][1][pos0:pos0 + rows] = view
+                    else:
+                        cache[name][pos0:pos0 + rows] = view
+                return 0
+            except BaseException as e:  # noqa: BLE001 - re-raised after the run stops
+                failure.append(e)
+                return 1
+
+        points = 0
+        for p, _ in wanted:
+            points |= 1 << p
+        cb = _lib.HOOK_FN(at)
+        arr = (ctypes.c_char_p * max(1, len(specs)))(*specs)
+        out = np.empty((T, c["vocab_size"]), dtype=np.float32)
+        rc = lib().ramnet_run(self._handle(), t.ctypes.data_as(ctypes.POINTER(ctypes.c_int)), T,
+                              out.ctypes.data_as(ctypes.POINTER(ctypes.c_float)), chunk, arr, len(specs), points,
+                              cb, None)
+        if failure:
+            raise failure[0]
+        check(rc)
+        return out, cache
+
+    def run_with_cache(self, tokens, names=None, chunk=0):
+        """(logits, cache) with every hook point cached, or only those named
+        (a list or a callable name -> bool)."""
+        return self.run(tokens, names=self.hook_names() if names is None else names, chunk=chunk)
+
+    def run_with_hooks(self, tokens, fwd_hooks=(), intervene=(), chunk=0):
+        """Logits of a run with Python hooks that may edit activations."""
+        return self.run(tokens, intervene=intervene, fwd_hooks=fwd_hooks, chunk=chunk)[0]
 
     def __repr__(self):
         c = self.cfg

@@ -109,6 +109,79 @@ m.close()
 raises(ramtrace.Error, lambda: m([1]), "closed model", "closed")
 q.close()
 
+# hooks and the cache, checked against computations from the weights
+m = ramtrace.load("samples/kjv.bin")
+toks = m.to_tokens(open("data/kjv.txt", encoding="utf-8").read()[:200])
+plain = m(toks)
+lg, cache = m.run_with_cache(toks, chunk=64)
+close(lg, plain, "run_with_cache: logits as the plain run's")
+L, P = m.cfg["n_layers"], m.params
+check(len(cache) == len(m.hook_names()) == 10 * L + 1, "run_with_cache: every hook point")
+
+
+def rms(x, g):
+    return x / np.sqrt((x.astype(np.float64) ** 2).mean(-1, keepdims=True) + m.cfg["norm_eps"]) * g
+
+
+for l in range(L):
+    b = f"blocks.{l}."
+    if l + 1 < L:
+        check(np.array_equal(cache[b + "hook_resid_post"], cache[f"blocks.{l + 1}.hook_resid_pre"]),
+              f"layer {l}: resid_post is the next resid_pre")
+    h = rms(cache[b + "hook_resid_pre"], P[f"layers.{l}.attn_norm.weight"])
+    close(cache[b + "attn.hook_q"].reshape(len(toks), -1), h @ P[f"layers.{l}.attn.q_proj.weight"].T,
+          f"layer {l}: q = norm(resid_pre) Wq")
+    o = cache[b + "attn.hook_head_out"].reshape(len(toks), -1)
+    close(cache[b + "hook_resid_mid"], cache[b + "hook_resid_pre"] + o @ P[f"layers.{l}.attn.o_proj.weight"].T,
+          f"layer {l}: resid_mid = resid_pre + o Wo")
+    close(cache[b + "hook_resid_post"], cache[b + "hook_resid_mid"] + cache[b + "hook_mlp_out"],
+          f"layer {l}: resid_post = resid_mid + mlp_out")
+    slots, w = cache[b + "attn.hook_addr_read"]
+    check(slots.shape == w.shape == (len(toks), m.cfg["n_heads"], m.cfg["top_k"]) and (np.diff(w, axis=-1) <= 0).all(),
+          f"layer {l}: read addresses [T, H, K], weights by rank")
+fin = cache["ln_final.hook_normalized"]
+close(fin, rms(cache[f"blocks.{L - 1}.hook_resid_post"], P["norm.weight"]), "ln_final = norm(last resid_post)")
+close(fin @ P["lm_head.weight"].T, plain, "logits = ln_final W_head")
+# the addresses against the PyTorch module's decoder (written independently)
+import torch as _t
+net = rt.from_model(m)
+with _t.no_grad():
+    q = _t.from_numpy(cache["blocks.1.attn.hook_q"].astype(np.float64))
+    ref_slots, ref_w = net.layers[1].attn.addresses(q, net.layers[1].attn.q_alpha)
+check(np.array_equal(cache["blocks.1.attn.hook_addr_read"][0], ref_slots.numpy()), "layer 1: read slots = torch's")
+close(cache["blocks.1.attn.hook_addr_read"][1], ref_w.numpy(), "layer 1: read weights = torch's", tol=1e-5)
+# a filter caches only what it names
+_, few = m.run_with_cache(toks, names=lambda n: n.endswith("hook_v"))
+check(sorted(few) == [f"blocks.{l}.attn.hook_v" for l in range(L)], "names filter")
+# a hook that zeroes a head's output is the intervention ablate-head, bit for bit
+def zero_head(a, name):
+    a[:, 2, :] = 0
+
+
+hooked = m.run_with_hooks(toks, fwd_hooks=[("blocks.1.attn.hook_head_out", zero_head)])
+check(np.array_equal(hooked, m.run(toks, intervene=["ablate-head 1.2"])[0]), "hook ablation == ablate-head 1.2")
+check(np.abs(hooked - plain).max() > 1e-3, "the ablation changes the logits")
+# a hook may return a new array; slots are offered to three-argument hooks
+seen = []
+m.run_with_hooks(toks, fwd_hooks=[("blocks.0.attn.hook_addr_write", lambda a, n, s: seen.append(s.shape))])
+check(seen and seen[0][1:] == (m.cfg["n_heads"], m.cfg["top_k"]), "address hooks see the slots")
+doubled = m.run_with_hooks(toks, fwd_hooks=[("blocks.0.hook_mlp_out", lambda a, n: 0 * a)])
+check(np.abs(doubled - plain).max() > 1e-3, "a returned array replaces the activation")
+
+
+def boom(a, name):
+    raise RuntimeError("boom from a hook")
+
+
+raises(RuntimeError, lambda: m.run_with_hooks(toks, fwd_hooks=[("blocks.0.hook_resid_pre", boom)]), "a hook raises",
+       "boom")
+check(np.abs(m(toks) - plain).max() == 0, "the model runs on after a failed hook")
+raises(ValueError, lambda: m.run_with_cache(toks, names=["blocks.99.hook_q"]), "unknown hook name")
+raises(TypeError, lambda: m.run_with_hooks(toks, fwd_hooks=["x"]), "fwd_hooks not pairs")
+raises(ramtrace.Error, lambda: m.run(toks, intervene=["ablate-slots x"]), "bad intervention spec", "ablate-slots")
+raises(TypeError, lambda: m.run(toks, intervene=[5]), "intervention not a string")
+m.close()
+
 # traces as DataFrames: the same numbers by SQL, by the packed blocks and by the command
 binp = os.environ.get("RAMTRACE_BIN", "./ramtrace")
 with tempfile.TemporaryDirectory() as tmp:
