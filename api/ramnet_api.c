@@ -13,9 +13,10 @@
 #include "rn_tokenizer.h"
 #include "rn_version.h"
 
-_Static_assert(RAMNET_HOOK_RESID_PRE == RN_HOOK_RESID_PRE && RAMNET_HOOK_ADDR_WRITE == RN_HOOK_ADDR_WRITE &&
-                   RAMNET_HOOK_MLP_OUT == RN_HOOK_MLP_OUT && RAMNET_HOOK_LN_FINAL == RN_HOOK_LN_FINAL &&
-                   RN_HOOK_N == 11,
+_Static_assert((int)RAMNET_HOOK_RESID_PRE == (int)RN_HOOK_RESID_PRE &&
+                   (int)RAMNET_HOOK_ADDR_WRITE == (int)RN_HOOK_ADDR_WRITE &&
+                   (int)RAMNET_HOOK_MLP_OUT == (int)RN_HOOK_MLP_OUT &&
+                   (int)RAMNET_HOOK_LN_FINAL == (int)RN_HOOK_LN_FINAL && RN_HOOK_N == 11,
                "the API's hook numbers are the runtime's");
 
 struct ramnet_model {

@@ -5,8 +5,10 @@ import os
 API_MAJOR = 1
 API_MINOR = 1  # ramnet_run (hooks, interventions)
 
-HOOK_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.POINTER(ctypes.c_float),
-                           ctypes.POINTER(ctypes.c_uint32), ctypes.c_int, ctypes.c_int, ctypes.c_int64)
+# data and slots arrive as addresses: the runtime's buffers are allocated
+# once, so the views made of them are kept and reused across calls
+HOOK_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_void_p,
+                           ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_int64)
 
 
 class Error(Exception):

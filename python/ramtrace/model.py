@@ -33,6 +33,15 @@ def _parse_config(text):
     return cfg
 
 
+def sl_ok(fn):
+    """Whether a hook takes a third argument (the slots of an address point)."""
+    try:
+        import inspect
+        return len(inspect.signature(fn).parameters) >= 3
+    except (TypeError, ValueError):
+        return False
+
+
 class Model:
     """A loaded model (see the module's text)."""
 
@@ -199,25 +208,33 @@ class Model:
             if not (isinstance(pair, tuple) and len(pair) == 2 and callable(pair[1])):
                 raise TypeError("fwd_hooks: expected (name, function) pairs")
             wanted.setdefault(self._point(pair[0]), ([], []))[1].append(pair)
-        cache, failure = {}, []
+        cache, failure, views = {}, [], {}
         c = self.cfg
+        three = {fn: sl_ok(fn) for _, fn in fwd_hooks}
+
+        def view_of(addr, rows, width, shape, dtype):
+            key = (addr, rows, width, dtype)
+            v = views.get(key)
+            if v is None:
+                buf = ((ctypes.c_float if dtype is np.float32 else ctypes.c_uint32) * (rows * width)).from_address(addr)
+                v = views[key] = np.frombuffer(buf, dtype=dtype).reshape(shape)
+            return v
 
         def at(user, point, layer, data, slots, rows, width, pos0):
             try:
                 cached, hooks = wanted.get((point, layer), ((), ()))
                 shape = self._shape(point, rows)
-                view = np.ctypeslib.as_array(data, shape=(rows * width,)).reshape(shape)
-                sl = (np.ctypeslib.as_array(slots, shape=(rows * width,)).reshape(shape)
-                      if point in (3, 4) else None)
+                view = view_of(data, rows, width, shape, np.float32)
+                sl = view_of(slots, rows, width, shape, np.uint32) if point in (3, 4) else None
                 for name, fn in hooks:
-                    r = fn(view, name, sl) if sl is not None and fn.__code__.co_argcount >= 3 else fn(view, name)
+                    r = fn(view, name, sl) if sl is not None and three[fn] else fn(view, name)
                     if r is not None and r is not view:
                         view[...] = np.asarray(r, dtype=np.float32).reshape(shape)
                 for name in cached:
                     if name not in cache:
                         full = (T if point != 10 else T,) + shape[1:]
-                        cache[name] = ((np.zeros(full, np.uint32), np.zeros(full, np.float32)) if sl is not None
-                                       else np.zeros(full, np.float32))
+                        cache[name] = ((np.empty(full, np.uint32), np.empty(full, np.float32)) if sl is not None
+                                       else np.empty(full, np.float32))
                     if sl is not None:
                         cache[name][0][pos0:pos0 + rows] = sl
                         cache[name][1][pos0:pos0 + rows] = view
