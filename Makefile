@@ -145,10 +145,12 @@ test-clang:
 
 # The suite must pass on any x86-64 and any BLAS kernel: it runs once per
 # OpenBLAS kernel set of PORTABLE_CORETYPES (those this CPU can execute;
-# the others are named as skipped) and once built with -march=native in
-# build-native/.  A summary line names each run and its result.
+# the others are named as skipped), once per generation-step GEMV kernel
+# of PORTABLE_GEMV below the CPU's own (core/nn/rn_gemv.c) and once built
+# with -march=native in build-native/.  A summary line names each run and its result.
 PORTABLE_CORETYPES ?= Sandybridge Haswell SkylakeX Cooperlake Zen
 PORTABLE_NATIVE    ?= -O2 -march=native
+PORTABLE_GEMV      ?= c avx2
 test-portable: setup
 	@flags=$$(grep -m1 '^flags' /proc/cpuinfo 2>/dev/null); has() { for f; do case " $$flags " in *" $$f "*) ;; *) return 1;; esac; done; }; \
 	res=; rc=0; \
@@ -158,6 +160,10 @@ test-portable: setup
 	    if ! has $$need; then res="$$res $$ct:skipped(no $$need)"; continue; fi; \
 	    echo "== test-portable: OPENBLAS_CORETYPE=$$ct"; \
 	    if OPENBLAS_CORETYPE=$$ct $(MAKE) --no-print-directory test; then res="$$res $$ct:ok"; else res="$$res $$ct:FAILED"; rc=1; fi; \
+	done; \
+	for k in $(PORTABLE_GEMV); do \
+	    echo "== test-portable: RAMTRACE_GEMV=$$k (the generation step's kernel a CPU without the others gets)"; \
+	    if RAMTRACE_GEMV=$$k $(MAKE) --no-print-directory test; then res="$$res gemv-$$k:ok"; else res="$$res gemv-$$k:FAILED"; rc=1; fi; \
 	done; \
 	echo "== test-portable: OPT='$(PORTABLE_NATIVE)' BUILD=build-native"; \
 	if $(MAKE) --no-print-directory BUILD=build-native OPT='$(PORTABLE_NATIVE)' test; then res="$$res native:ok"; else res="$$res native:FAILED"; rc=1; fi; \
