@@ -38,7 +38,9 @@ MULTIARCH = $(eval MULTIARCH := $(shell gcc -print-multiarch 2>/dev/null || echo
 BLASLIB  = /usr/lib/$(MULTIARCH)/openblas-openmp
 PKGCFG   = $(eval PKGCFG := -I/usr/include/$(MULTIARCH)/openblas-openmp $(shell pkg-config --cflags sqlite3 cairo libpng libmicrohttpd 2>/dev/null))$(PKGCFG)
 PKGLIBS  = $(eval PKGLIBS := -L$(BLASLIB) -Wl,-rpath,$(BLASLIB) $(shell pkg-config --libs sqlite3 cairo libpng libmicrohttpd 2>/dev/null))$(PKGLIBS)
-CFLAGS  += -std=c11 $(OPT) -g -Wall -Wextra -Werror $(WNO) -fopenmp -D_GNU_SOURCE -pthread $(SAN) \
+# -fPIC (but in sanitized builds): the archive's objects are also those of
+# libramnet.so (mk/api.mk), so the library is compiled once.
+CFLAGS  += -std=c11 $(OPT) -g -Wall -Wextra -Werror $(WNO) -fopenmp -D_GNU_SOURCE -pthread $(SAN) $(if $(SAN),,-fPIC) \
            $(CORE_INC) -Itrace -Ianalysis -Iviz -Ifigure -Iserve -Icli -I$(BUILD)/gen $(PKGCFG)
 LDLIBS  += $(PKGLIBS) -lopenblas -lsqlite3 -lcairo -lpng -lzstd -lmicrohttpd -lm -pthread
 LDFLAGS += -fopenmp $(SAN)

@@ -2,20 +2,31 @@
 # header api/ramnet_api.h) as one shared object, which the Python package
 # (python/ramtrace/) loads with ctypes.
 #
-# Its objects are compiled apart, position-independent and without the
-# sanitizers (the .so is loaded into processes that are not sanitized:
-# python3), into $(BUILD)/pic/.  Built by `make`, `make test` and
-# `make install`.
+# Built by `make`, `make test` and `make install` from the objects of the
+# static library (compiled -fPIC), or apart in sanitized builds.
 
 API_SRC   := $(wildcard api/*.c)
 SOLIB     := $(BUILD)/libramnet.so
-PIC_STUBS := $(if $(filter 1,$(CUDA)),,core/cuda/rn_cuda_stub.c core/cuda/rn_cuda_train_stub.c)
-PIC_OBJ   := $(patsubst %.c,$(BUILD)/pic/%.o,$(LIB_SRC) $(API_SRC) $(PIC_STUBS)) \
-             $(patsubst %.cc,$(BUILD)/pic/%.o,$(wildcard core/model/*.cc)) $(BUILD)/pic/gen/srv_assets.o
-PIC_CFLAGS = $(filter-out $(SAN),$(CFLAGS)) -fPIC -Iapi
 
 all: $(SOLIB)
 test: $(SOLIB)
+
+ifeq ($(SAN),)
+# The library's objects are position-independent (CFLAGS' -fPIC): the .so
+# is the whole archive (whatever it holds: the CUDA stubs or, with CUDA=1,
+# the CUDA objects; SentencePiece; the viewer's page) plus the API.
+API_OBJ   := $(API_SRC:%.c=$(BUILD)/%.o)
+$(SOLIB): $(LIB) $(API_OBJ)
+	$(CC) -shared -fopenmp -Wl,-soname,libramnet.so -Wl,--no-undefined -o $@ $(API_OBJ) \
+	    -Wl,--whole-archive $(LIB) -Wl,--no-whole-archive $(LDLIBS)
+else
+# A sanitized build's objects are not fit for a .so loaded by processes that
+# are not sanitized (python3): its .so is compiled apart, without the
+# sanitizers, into $(BUILD)/pic/.
+PIC_STUBS := $(if $(filter 1,$(CUDA)),,core/cuda/rn_cuda_stub.c core/cuda/rn_cuda_train_stub.c)
+PIC_OBJ   := $(patsubst %.c,$(BUILD)/pic/%.o,$(LIB_SRC) $(API_SRC) $(PIC_STUBS)) \
+             $(patsubst %.cc,$(BUILD)/pic/%.o,$(wildcard core/model/*.cc)) $(BUILD)/pic/gen/srv_assets.o
+PIC_CFLAGS = $(filter-out $(SAN),$(CFLAGS)) -fPIC
 
 $(BUILD)/pic/%.o: %.c $(BUILD)/build-flags | setup
 	@mkdir -p $(dir $@)
@@ -31,6 +42,7 @@ $(BUILD)/pic/gen/srv_assets.o: $(BUILD)/gen/srv_assets.c serve/srv_assets.h $(BU
 
 $(SOLIB): $(PIC_OBJ) $(if $(filter 1,$(CUDA)),$(CU_OBJ))
 	$(CC) -shared -fopenmp -Wl,-soname,libramnet.so -Wl,--no-undefined -o $@ $^ $(LDLIBS)
+endif
 
 # The Python API's overhead over the C forward (bench/bench_python.py).
 .PHONY: bench-python

@@ -5,7 +5,7 @@
 # -lsentencepiece_train, -lsentencepiece and the C++ runtime.
 
 CXX      = g++
-CXXFLAGS = -std=c++17 $(OPT) -g -Wall -Wextra -Werror -D_GNU_SOURCE -pthread $(SAN) $(CORE_INC)
+CXXFLAGS = -std=c++17 $(OPT) -g -Wall -Wextra -Werror -D_GNU_SOURCE -pthread $(SAN) $(if $(SAN),,-fPIC) $(CORE_INC)
 SPM_SRC := $(wildcard core/model/*.cc)
 LIB_OBJ += $(SPM_SRC:%.cc=$(BUILD)/%.o)
 LDLIBS  += -lsentencepiece_train -lsentencepiece -lstdc++
