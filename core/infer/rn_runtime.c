@@ -38,6 +38,7 @@ struct rn_runtime {
     void *block;               /* one allocation for all of the above */
     rn_cuda_rt *gpu;           /* set: forward runs on the GPU (rn_runtime_create_on) */
     rn_hooks hooks;            /* rn_runtime_set_hooks (points 0: none) */
+    rn_real *ss;               /* the slot-state hook's rows [H, K, d_v + 1] (NULL: not wanted yet) */
     rn_precision prec;         /* rn_runtime_set_precision */
     rn_wbf16 *wb;              /* bf16: the matrices the forward reads (NULL in fp32) */
     float *widen;              /* bf16: one matrix widened to FP32 for a prefill chunk's GEMM */
@@ -166,6 +167,7 @@ void rn_runtime_free(rn_runtime *rt)
     rn_state_free(rt->st);
     rn_wbf16_free(rt->wb);
     free(rt->widen);
+    free(rt->ss);
     free(rt->block);
     free(rt);
 }
@@ -209,6 +211,13 @@ int rn_runtime_set_hooks(rn_runtime *rt, const rn_hooks *h, rn_error *err)
 {
     if (h && h->points && rt->gpu) return rn_seterr(err, RN_EINPUT, "hooks run on the CPU only (--device cpu)");
     if (h && h->points && !h->at) return rn_seterr(err, RN_EINPUT, "hooks: no function");
+    if (h && h->points >> RN_HOOK_SLOT_STATE & 1) {
+        if (rn_state_tiered(rt->st))
+            return rn_seterr(err, RN_EINPUT, "the slot-state hook needs the dense memory state (no --state-budget)");
+        size_t n = (size_t)rt->c.n_heads * rt->c.top_k * (rt->c.d_v + 1);
+        if (!rt->ss && !(rt->ss = malloc(sizeof *rt->ss * n)))
+            return rn_seterr(err, RN_ENOMEM, "out of memory allocating the slot-state hook's rows");
+    }
     if (h) rt->hooks = *h;
     else memset(&rt->hooks, 0, sizeof rt->hooks);
     return RN_OK;
@@ -309,6 +318,58 @@ static int hook(rn_runtime *rt, int p, int l, float *data, const uint32_t *slots
     return hook_at(rt, p, l, data, slots, n, width, rt->pos, err);
 }
 
+/* Layer l's memory scan over n rows when the slot-state hook is wanted:
+ * position by position, every head's writes, then the hook on the state of
+ * the slots each head reads (rt->ss [H, K, d_v + 1], copied back into the
+ * state after it), then every head's read.  Each head runs the same
+ * functions in the same order as the plain scan (rn_pdma_scan_forward) or
+ * the intervened one (rn_iv_scan), so an unedited state gives the same
+ * bits. */
+static int scan_slot_hooked(rn_runtime *rt, int l, int n, rn_error *err)
+{
+    const rn_config *c = &rt->c;
+    const int H = c->n_heads, K = c->top_k, dv = c->d_v;
+    const size_t rs = (size_t)dv + 1;
+    const rn_iv_set *iv = rt->iv;
+    for (int t = 0; t < n; t++) {
+        const int64_t p = rt->pos + t;
+        for (int h = 0; h < H; h++) {
+            size_t a = ((size_t)t * H + h) * K, vv = (size_t)t * H * dv + (size_t)h * dv;
+            rn_real *S, *z;
+            rn_state_head(rt->st, l, h, &S, &z, NULL); /* dense: cannot fail */
+            if (iv && rn_iv_has_slots(iv, l, h))
+                rn_iv_write(iv, l, h, S, z, rt->v + vv, rt->wslot + a, rt->ww + a, K, dv, c->gamma, p);
+            else
+                rn_pdma_write(S, z, dv, rt->wslot + a, rt->ww + a, K, rt->v + vv, c->gamma);
+            for (int j = 0; j < K; j++) {
+                uint32_t s = rt->rslot[a + j];
+                rn_real *dst = rt->ss + ((size_t)h * K + j) * rs;
+                memcpy(dst, S + (size_t)s * dv, sizeof *dst * dv);
+                dst[dv] = z[s];
+            }
+        }
+        const uint32_t *slots = rt->rslot + (size_t)t * H * K;
+        int rc = hook_at(rt, RN_HOOK_SLOT_STATE, l, rt->ss, slots, 1, (int)(H * K * rs), p, err);
+        if (rc) return rc;
+        for (int h = 0; h < H; h++) {
+            size_t a = ((size_t)t * H + h) * K, vv = (size_t)t * H * dv + (size_t)h * dv;
+            rn_real *S, *z;
+            rn_state_head(rt->st, l, h, &S, &z, NULL);
+            for (int j = 0; j < K; j++) { /* the hook's edits, into the state */
+                uint32_t s = rt->rslot[a + j];
+                const rn_real *src = rt->ss + ((size_t)h * K + j) * rs;
+                memcpy(S + (size_t)s * dv, src, sizeof *src * dv);
+                z[s] = src[dv];
+            }
+            if (iv && rn_iv_has_slots(iv, l, h))
+                rn_iv_read(iv, l, h, rt->o + vv, S, z, rt->rslot + a, rt->rw + a, K, dv, c->eps, p);
+            else
+                rn_pdma_read(rt->o + vv, S, z, dv, rt->rslot + a, rt->rw + a, K, c->eps);
+        }
+    }
+    return RN_OK;
+}
+
 /* Forward n <= chunk rows at positions pos..pos+n-1.  Shapes: x, hb [n,D];
  * q, k [n,H·dk]; v, o [n,H·dv]; g, u [n,F]; addresses [n,H,K]. */
 static int forward_rows(rn_runtime *rt, const int *tokens, int n, float *logits, int all_rows,
@@ -354,6 +415,8 @@ static int forward_rows(rn_runtime *rt, const int *tokens, int n, float *logits,
             for (int h = 0; h < H; h++)
                 rn_state_scan(rt->st, l, h, rt->o, rt->v, rt->wslot, rt->ww, rt->rslot, rt->rw, n);
             if ((rc = rn_state_error(rt->st, err))) return rc;
+        } else if (rt->hooks.points >> RN_HOOK_SLOT_STATE & 1) {
+            if ((rc = scan_slot_hooked(rt, l, n, err))) return rc;
         } else {
             #pragma omp parallel for if (n > 1) schedule(dynamic, 1)
             for (int h = 0; h < H; h++) {
