@@ -18,3 +18,27 @@ TH_TEST(test_python_api, "python: ramtrace.load runs the model; ramtrace.torch a
     CU_ASSERT_PTR_NOT_NULL(strstr(th_out(), ", 0 failed"));
     CU_ASSERT_PTR_NULL(strstr(th_err(), "Traceback"));
 }
+
+TH_TEST(test_python_patching, "python: hook_slot_state = a float64 replay, its edits = interventions; patching sweeps = runs by hand and ramtrace patch")
+{
+    int rc = th_run("PYTHONPATH=python RAMTRACE_BIN='%s' /usr/bin/python3 tests/python/test_patching.py", th_bin());
+    if (rc) fprintf(stderr, "\n%s%s", th_out(), th_err());
+    CU_ASSERT_EQUAL(rc, 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(th_out(), ", 0 failed"));
+    CU_ASSERT_PTR_NULL(strstr(th_err(), "Traceback"));
+}
+
+/* The tour runs in a real Jupyter kernel (Debian's jupyter-nbconvert and
+ * python3-ipykernel, installed by scripts/setup); its cells assert what
+ * they show (nbconvert fails on an error), and the executed copy must hold
+ * the last cell's line among its outputs. */
+TH_TEST(test_python_notebook, "python: docs/notebooks/tour.ipynb executes in a Jupyter kernel with its checks passing")
+{
+    int rc = th_run("RAMTRACE_BIN='%s' PYDEVD_DISABLE_FILE_VALIDATION=1 jupyter nbconvert --to notebook --execute "
+                    "--ExecutePreprocessor.timeout=300 --output-dir '%s' --output nb-tour docs/notebooks/tour.ipynb && "
+                    "grep -cF 'every check passed\\n\"' '%s'", /* the line as an output, not as source */
+                    th_bin(), th_tmpdir(), th_path("nb-tour.ipynb"));
+    if (rc) fprintf(stderr, "\n%s%s", th_out(), th_err());
+    CU_ASSERT_EQUAL(rc, 0);
+    CU_ASSERT_STRING_EQUAL(th_out(), "1\n");
+}

@@ -116,7 +116,7 @@ plain = m(toks)
 lg, cache = m.run_with_cache(toks, chunk=64)
 close(lg, plain, "run_with_cache: logits as the plain run's")
 L, P = m.cfg["n_layers"], m.params
-check(len(cache) == len(m.hook_names()) == 10 * L + 1, "run_with_cache: every hook point")
+check(len(cache) == len(m.hook_names()) == 11 * L + 1, "run_with_cache: every hook point")
 
 
 def rms(x, g):
