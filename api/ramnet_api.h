@@ -80,6 +80,13 @@ enum {
                                   * stored into the state (see rn_runtime.h) */
 };
 
+/* A flag of ramnet_run's points (since 1.02): the slot-state point's
+ * calls gathered per prefill chunk and layer — one call with the chunk's
+ * rows, [rows, H*K*(d_v+1)] and slots [rows, H*K], pos0 the chunk's first
+ * position — for a caller that only reads them (a cache): edits of these
+ * copies change nothing. */
+#define RAMNET_HOOK_SLOT_STATE_ROWS (1u << 31)
+
 /* Called at each wanted point of each layer and prefill chunk with the
  * chunk's rows (the first at position pos0), row-major [rows, width]; data
  * may be edited in place.  Non-zero stops the run (the call returns 4,

@@ -9,6 +9,7 @@ API_MINOR = 2  # 1: ramnet_run (hooks, interventions); 2: the slot-state hook, h
 # once, so the views made of them are kept and reused across calls
 HOOK_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_void_p,
                            ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_int64)
+SLOT_STATE_ROWS = 1 << 31  # RAMNET_HOOK_SLOT_STATE_ROWS: the slot state a chunk at a time (a cache)
 
 
 class Error(Exception):

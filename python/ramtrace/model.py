@@ -258,17 +258,28 @@ class Model:
                 r = fn(st, name, pos=pos0) if wants_pos[fn] else fn(st, name)
                 if r is not None:
                     raise TypeError(f"a hook at {name} edits state.S and state.z in place and returns None")
+            if cached:
+                slot_rows(point, layer, data, slots, 1, pos0)
+
+        def slot_rows(point, layer, data, slots, rows, pos0):
+            # a cache only: the chunk's positions at once (RAMNET_HOOK_SLOT_STATE_ROWS)
+            cached = wanted.get((point, layer), ((), ()))[0]
+            buf = view_of(data, rows * H * K * (dv + 1), (rows, H, K, dv + 1), np.float32)
+            sl = view_of(slots, rows * H * K, (rows, H, K), np.uint32)
             for name in cached:
                 if name not in cache:
                     cache[name] = SlotState(np.arange(T), np.empty((T, H, K), np.uint32),
                                             np.empty((T, H, K, dv), np.float32), np.empty((T, H, K), np.float32))
                 e = cache[name]
-                e.slots[pos0], e.S[pos0], e.z[pos0] = st.slots, st.S, st.z
+                e.slots[pos0:pos0 + rows], e.S[pos0:pos0 + rows], e.z[pos0:pos0 + rows] = sl, buf[..., :dv], buf[..., dv]
 
         def at(user, point, layer, data, slots, rows, width, pos0):
             try:
                 if point == self._SLOT_STATE:
-                    slot_state(user, point, layer, data, slots, rows, width, pos0)
+                    if gather:
+                        slot_rows(point, layer, data, slots, rows, pos0)
+                    else:
+                        slot_state(user, point, layer, data, slots, rows, width, pos0)
                     return 0
                 cached, hooks = wanted.get((point, layer), ((), ()))
                 shape = self._shape(point, rows)
@@ -297,6 +308,10 @@ class Model:
         points = 0
         for p, _ in wanted:
             points |= 1 << p
+        # the slot state only cached: its positions come a chunk at a time
+        gather = not any(hooks for (p, _), (_, hooks) in wanted.items() if p == self._SLOT_STATE)
+        if gather and points >> self._SLOT_STATE & 1:
+            points |= _lib.SLOT_STATE_ROWS
         cb = _lib.HOOK_FN(at)
         arr = (ctypes.c_char_p * max(1, len(specs)))(*specs)
         out = np.empty((T, c["vocab_size"]), dtype=np.float32)

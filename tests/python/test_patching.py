@@ -94,6 +94,13 @@ for l in (0, 2):
     close(st.z, z, f"layer {l}: z of the read slots = the float64 replay")
     o = (rw[..., None] * st.S / (st.z[..., None] + eps)).sum(2)
     close(o, cache[b + "hook_head_out"], f"layer {l}: head_out = sum_j r S / (z + eps) of the slot state")
+# a cache gathers the slot state a chunk at a time: the same bits as taking it
+# position by position (a hook forces that), chunk boundaries included
+b = "blocks.1.attn.hook_slot_state"
+rows = m.run_with_cache(toks, names=[b], chunk=7)[1][b]
+_, pp = m.run(toks, fwd_hooks=[(b, lambda s, n: None)], names=[b], chunk=7)
+check(all(np.array_equal(x, y) for x, y in zip(rows, pp[b])), "slot state in chunks of 7: gathered = position by position")
+close(rows.S, m.run_with_cache(toks, names=[b])[1][b].S, "slot state: chunks of 7 vs 256")
 # the state after the last token, read whole, holds the last read's rows
 Sl, zl = m.head_state(toks, 2, 1)
 check(np.array_equal(Sl[st.slots[-1, 1]], st.S[-1, 1]) and np.array_equal(zl[st.slots[-1, 1]], st.z[-1, 1]),
