@@ -8,43 +8,19 @@ edit; the sweeps entry by entry against runs made by hand and against
 "python patching: N checks, F failed"."""
 import os
 import subprocess
-import sys
 import tempfile
 
 import numpy as np
 
 import ramtrace
+from checks import check, finish, raises
+from checks import close as close4
 from ramtrace import patching
-
-checks = failed = 0
-
-
-def check(ok, what):
-    global checks, failed
-    checks += 1
-    if not ok:
-        failed += 1
-        print("FAIL:", what)
 
 
 def close(a, b, what, tol=1e-5):
-    """max |a - b| <= tol * max(1, max |b|)"""
-    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
-    err = float(np.abs(a - b).max()) if a.size else 0.0
-    scale = max(1.0, float(np.abs(b).max()) if b.size else 0.0)
-    check(err <= tol * scale, f"{what}: max |diff| {err:.3g} (scale {scale:.3g})")
-
-
-def raises(exc, fn, what, text=None):
-    try:
-        fn()
-    except exc as e:
-        check(text is None or text in str(e), f"{what}: message {str(e)!r} lacks {text!r}")
-        return
-    except Exception as e:  # noqa: BLE001
-        check(False, f"{what}: raised {type(e).__name__}: {e}")
-        return
-    check(False, f"{what}: nothing raised")
+    """close() of checks.py, to 1e-5 unless told."""
+    close4(a, b, what, tol)
 
 
 def replay(c, wslot, ww, v, rslot, edit=None):
@@ -263,5 +239,4 @@ raises(ValueError, lambda: patching.resid(m, clean, corrupt, answer=ans, point="
 raises(ValueError, lambda: patching.resid(m, clean, corrupt, answer=ans, positions=[9999]), "resid: position")
 raises(ValueError, lambda: patching.slots(m, clean, corrupt, answer=ans, which=[(9, 0)]), "slots: unknown head")
 m.close()
-print(f"python patching: {checks} checks, {failed} failed")
-sys.exit(1 if failed else 0)
+finish("python patching")
