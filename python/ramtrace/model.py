@@ -241,7 +241,7 @@ class Model:
         wants_pos = {fn: pos_ok(fn) for _, fn in fwd_hooks}
 
         def view_of(addr, n, shape, dtype):
-            key = (addr, n, dtype)
+            key = (addr, shape, dtype)
             v = views.get(key)
             if v is None:
                 buf = ((ctypes.c_float if dtype is np.float32 else ctypes.c_uint32) * n).from_address(addr)
