@@ -150,33 +150,6 @@ int ramnet_forward(const ramnet_model *m, const int *tokens, int T, float *logit
     return ramnet_run(m, tokens, T, logits, chunk, NULL, 0, 0, NULL, NULL);
 }
 
-/* The slot-state calls of one run gathered per chunk and layer
- * (RAMNET_HOOK_SLOT_STATE_ROWS): the caller's hook and the chunk's rows. */
-typedef struct {
-    ramnet_hook_fn fn;
-    void *user;
-    int T, chunk;
-    size_t width, swidth;      /* floats and slots per position */
-    float *rows;               /* [chunk, width] */
-    uint32_t *slots;           /* [chunk, swidth] */
-} rows_hook;
-
-/* Pass every point on but the slot state, whose positions are copied into
- * the chunk's rows and handed over at the chunk's last position (a layer's
- * positions arrive in order, one layer after another). */
-static int rows_at(void *u, int point, int layer, float *data, const uint32_t *slots, int rows, int width,
-                   int64_t pos0)
-{
-    rows_hook *b = u;
-    if (point != RN_HOOK_SLOT_STATE) return b->fn(b->user, point, layer, data, slots, rows, width, pos0);
-    int64_t c0 = pos0 / b->chunk * b->chunk;
-    int n = b->T - c0 < b->chunk ? (int)(b->T - c0) : b->chunk, i = (int)(pos0 - c0);
-    memcpy(b->rows + (size_t)i * b->width, data, sizeof *data * b->width);
-    memcpy(b->slots + (size_t)i * b->swidth, slots, sizeof *slots * b->swidth);
-    if (i < n - 1) return 0;
-    return b->fn(b->user, point, layer, b->rows, b->slots, n, width, c0);
-}
-
 /* One run of ramnet_run's arguments; then, when S is not NULL, the state
  * of head (layer, head) copied out. */
 static int run(const ramnet_model *m, const int *tokens, int T, float *logits, int chunk, const char *const *specs,
@@ -186,22 +159,9 @@ static int run(const ramnet_model *m, const int *tokens, int T, float *logits, i
     if (!m || !tokens || T < 1) return fail_msg(RN_EINPUT, "ramnet_run: a bad argument");
     if (chunk < 0) return fail_msg(RN_EINPUT, "ramnet_run: chunk must be >= 0");
     if (n_specs < 0 || (n_specs && !specs)) return fail_msg(RN_EINPUT, "ramnet_run: bad intervention list");
-    const int gather = points & RAMNET_HOOK_SLOT_STATE_ROWS && points >> RN_HOOK_SLOT_STATE & 1;
+    const int rows = !!(points & RAMNET_HOOK_SLOT_STATE_ROWS);
     points &= ~RAMNET_HOOK_SLOT_STATE_ROWS;
     if (points >> RN_HOOK_N) return fail_msg(RN_EINPUT, "ramnet_run: unknown hook point");
-    const rn_config *c = &m->m.cfg;
-    rows_hook rh = { fn, user, T, chunk ? chunk : 256, (size_t)c->n_heads * c->top_k * (c->d_v + 1),
-                     (size_t)c->n_heads * c->top_k, NULL, NULL };
-    if (gather) {
-        size_t n = (size_t)(rh.chunk < T ? rh.chunk : T);
-        rh.rows = malloc(sizeof *rh.rows * n * rh.width);
-        rh.slots = malloc(sizeof *rh.slots * n * rh.swidth);
-        if (!rh.rows || !rh.slots) {
-            free(rh.rows);
-            free(rh.slots);
-            return fail_msg(RN_ENOMEM, "out of memory for the slot-state rows");
-        }
-    }
     rn_runtime *rt = NULL;
     rn_iv_set iv;
     rn_iv_init(&iv, &m->m.cfg);
@@ -212,7 +172,7 @@ static int run(const ramnet_model *m, const int *tokens, int T, float *logits, i
         rc = rn_iv_prepare(&iv, &m->m, &err);
         if (!rc) rc = rn_runtime_set_interventions(rt, &iv, &err);
     }
-    rn_hooks h = gather ? (rn_hooks){ rows_at, &rh, points } : (rn_hooks){ fn, user, points };
+    rn_hooks h = { fn, user, points, rows };
     if (!rc && points) rc = rn_runtime_set_hooks(rt, &h, &err);
     if (!rc) rc = rn_prefill(rt, tokens, T, logits, 1, &err);
     if (!rc && S) {
@@ -225,8 +185,6 @@ static int run(const ramnet_model *m, const int *tokens, int T, float *logits, i
     }
     rn_runtime_free(rt);
     rn_iv_free(&iv);
-    free(rh.rows);
-    free(rh.slots);
     return rc ? fail(&err) : RAMNET_OK;
 }
 

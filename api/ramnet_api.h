@@ -80,11 +80,11 @@ enum {
                                   * stored into the state (see rn_runtime.h) */
 };
 
-/* A flag of ramnet_run's points (since 1.02): the slot-state point's
- * calls gathered per prefill chunk and layer — one call with the chunk's
- * rows, [rows, H*K*(d_v+1)] and slots [rows, H*K], pos0 the chunk's first
- * position — for a caller that only reads them (a cache): edits of these
- * copies change nothing. */
+/* A flag of ramnet_run's points (since 1.02): the slot-state point once
+ * per prefill chunk and layer — the chunk's rows, [rows, H*K*(d_v+1)] and
+ * slots [rows, H*K], pos0 the chunk's first position, recorded by the
+ * usual scan (threads over heads) — for a caller that only reads them (a
+ * cache): edits of this copy change nothing. */
 #define RAMNET_HOOK_SLOT_STATE_ROWS (1u << 31)
 
 /* Called at each wanted point of each layer and prefill chunk with the

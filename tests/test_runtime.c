@@ -567,7 +567,7 @@ TH_TEST(test_runtime_hooks, "hooks: every point per layer and chunk, an edit of 
     rn_runtime *rt;
     CU_ASSERT_EQUAL_FATAL(rn_runtime_create(&m, 8, &rt, &err), RN_OK); /* 3 chunks */
     hook_log h = { .stop_at = -1, .scale_v = 1 };
-    rn_hooks hk = { log_hook, &h, (1u << RN_HOOK_N) - 1 };
+    rn_hooks hk = { log_hook, &h, (1u << RN_HOOK_N) - 1, 0 };
     CU_ASSERT_EQUAL_FATAL(rn_runtime_set_hooks(rt, &hk, &err), RN_OK);
     CU_ASSERT_EQUAL(rn_prefill(rt, tok, T, a, 1, &err), RN_OK);
     for (int p = 0; p < RN_HOOK_N; p++) /* the slot state: once per position and layer */
@@ -604,13 +604,17 @@ TH_TEST(test_runtime_hooks, "hooks: every point per layer and chunk, an edit of 
 
 /* The slot-state hook (RN_HOOK_SLOT_STATE): the slots it offers are the
  * read's; unedited, the position-by-position scan gives the plain run's
- * bits (with and without a slot intervention); resetting the read rows of
- * a slot set from t0 on is ablate-slots of that set from t0, bit for bit. */
+ * bits (with and without a slot intervention), and so does the threaded
+ * scan that records them a chunk at a time (slot_rows), with the same rows;
+ * resetting the read rows of a slot set from t0 on is ablate-slots of that
+ * set from t0, bit for bit. */
 typedef struct {
     const rn_config *c;
     int H, K, dv, reset_from, reset_head, bad_slots;
     uint32_t lo, hi;           /* reset slots lo..hi of reset_head (reset_from < 0: none) */
     uint32_t *read;            /* [T, H, K] of layer 1 from the ADDR_READ point */
+    float *state;              /* [T, H, K, d_v + 1] of layer 1 from the SLOT_STATE point */
+    int calls;                 /* SLOT_STATE calls */
 } slot_log;
 
 static int slot_hook(void *user, int point, int layer, float *data, const uint32_t *slots, int rows, int width,
@@ -621,8 +625,10 @@ static int slot_hook(void *user, int point, int layer, float *data, const uint32
     if (point == RN_HOOK_ADDR_READ && layer == 1)
         memcpy(s->read + pos0 * HK, slots, sizeof *slots * (size_t)rows * HK);
     if (point != RN_HOOK_SLOT_STATE) return 0;
-    if (rows != 1 || width != HK * (s->dv + 1)) s->bad_slots++;
-    if (layer == 1 && memcmp(slots, s->read + pos0 * HK, sizeof *slots * HK)) s->bad_slots++;
+    s->calls++;
+    if (width != HK * (s->dv + 1)) s->bad_slots++;
+    if (layer == 1 && memcmp(slots, s->read + pos0 * HK, sizeof *slots * HK * rows)) s->bad_slots++;
+    if (layer == 1) memcpy(s->state + pos0 * width, data, sizeof *data * width * rows);
     if (layer != 1 || s->reset_from < 0 || pos0 < s->reset_from) return 0;
     for (int j = 0; j < s->K; j++) {
         uint32_t sl = slots[s->reset_head * s->K + j];
@@ -662,13 +668,26 @@ TH_TEST(test_runtime_slot_state_hook, "hooks: the slot state is the read's slots
     for (int t = 0; t < T; t++) tok[t] = (t * 11 + 5) % c.vocab_size;
     const size_t n = (size_t)T * c.vocab_size;
     float *plain = malloc(sizeof(float) * n), *hooked = malloc(sizeof(float) * n), *iv = malloc(sizeof(float) * n);
-    slot_log s = { &c, c.n_heads, c.top_k, c.d_v, -1, 2, 0, 0, 0, malloc(sizeof(uint32_t) * T * c.n_heads * c.top_k) };
-    rn_hooks h = { slot_hook, &s, 1u << RN_HOOK_ADDR_READ | 1u << RN_HOOK_SLOT_STATE };
+    const size_t HKr = (size_t)c.n_heads * c.top_k * (c.d_v + 1);
+    slot_log s = { &c, c.n_heads, c.top_k, c.d_v, -1, 2, 0, 0, 0, malloc(sizeof(uint32_t) * T * c.n_heads * c.top_k),
+                   malloc(sizeof(float) * T * HKr), 0 };
+    float *by_pos = malloc(sizeof(float) * T * HKr);
+    rn_hooks h = { slot_hook, &s, 1u << RN_HOOK_ADDR_READ | 1u << RN_HOOK_SLOT_STATE, 0 };
     static const char spec[] = "ablate-slots 1.2:0-40@6-";
     run_slot_hooked(&m, tok, T, NULL, NULL, plain);
     run_slot_hooked(&m, tok, T, NULL, &h, hooked);
     CU_ASSERT_EQUAL(memcmp(plain, hooked, sizeof(float) * n), 0);
     CU_ASSERT_EQUAL(s.bad_slots, 0);
+    CU_ASSERT_EQUAL(s.calls, T * c.n_layers);
+    /* slot_rows: once per chunk of 8 and layer, the same rows, the same logits */
+    memcpy(by_pos, s.state, sizeof(float) * T * HKr);
+    h.slot_rows = 1, s.calls = 0;
+    run_slot_hooked(&m, tok, T, NULL, &h, hooked);
+    CU_ASSERT_EQUAL(memcmp(plain, hooked, sizeof(float) * n), 0);
+    CU_ASSERT_EQUAL(memcmp(by_pos, s.state, sizeof(float) * T * HKr), 0);
+    CU_ASSERT_EQUAL(s.calls, 3 * c.n_layers);
+    CU_ASSERT_EQUAL(s.bad_slots, 0);
+    h.slot_rows = 0;
     run_slot_hooked(&m, tok, T, spec, NULL, iv);
     run_slot_hooked(&m, tok, T, spec, &h, hooked);
     CU_ASSERT_EQUAL(memcmp(iv, hooked, sizeof(float) * n), 0);
@@ -680,5 +699,5 @@ TH_TEST(test_runtime_slot_state_hook, "hooks: the slot state is the read's slots
     CU_ASSERT_EQUAL(memcmp(iv, hooked, sizeof(float) * n), 0);
     CU_ASSERT_EQUAL(s.bad_slots, 0);
     rn_model_free(&m);
-    free(plain); free(hooked); free(iv); free(s.read);
+    free(plain); free(hooked); free(iv); free(s.read); free(s.state); free(by_pos);
 }

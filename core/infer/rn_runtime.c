@@ -38,7 +38,9 @@ struct rn_runtime {
     void *block;               /* one allocation for all of the above */
     rn_cuda_rt *gpu;           /* set: forward runs on the GPU (rn_runtime_create_on) */
     rn_hooks hooks;            /* rn_runtime_set_hooks (points 0: none) */
-    rn_real *ss;               /* the slot-state hook's rows [H, K, d_v + 1] (NULL: not wanted yet) */
+    rn_real *ss;               /* the slot-state hook's rows [H, K, d_v + 1], or with
+                                * slot_rows [chunk, H, K, d_v + 1] (NULL: not wanted yet) */
+    int ss_rows;               /* the rows ss holds */
     rn_precision prec;         /* rn_runtime_set_precision */
     rn_wbf16 *wb;              /* bf16: the matrices the forward reads (NULL in fp32) */
     float *widen;              /* bf16: one matrix widened to FP32 for a prefill chunk's GEMM */
@@ -214,9 +216,13 @@ int rn_runtime_set_hooks(rn_runtime *rt, const rn_hooks *h, rn_error *err)
     if (h && h->points >> RN_HOOK_SLOT_STATE & 1) {
         if (rn_state_tiered(rt->st))
             return rn_seterr(err, RN_EINPUT, "the slot-state hook needs the dense memory state (no --state-budget)");
-        size_t n = (size_t)rt->c.n_heads * rt->c.top_k * (rt->c.d_v + 1);
-        if (!rt->ss && !(rt->ss = malloc(sizeof *rt->ss * n)))
-            return rn_seterr(err, RN_ENOMEM, "out of memory allocating the slot-state hook's rows");
+        int rows = h->slot_rows ? rt->chunk : 1;
+        size_t n = (size_t)rows * rt->c.n_heads * rt->c.top_k * (rt->c.d_v + 1);
+        if (rt->ss_rows < rows) {
+            rn_real *ss = realloc(rt->ss, sizeof *ss * n);
+            if (!ss) return rn_seterr(err, RN_ENOMEM, "out of memory allocating the slot-state hook's rows");
+            rt->ss = ss, rt->ss_rows = rows;
+        }
     }
     if (h) rt->hooks = *h;
     else memset(&rt->hooks, 0, sizeof rt->hooks);
@@ -370,6 +376,34 @@ static int scan_slot_hooked(rn_runtime *rt, int l, int n, rn_error *err)
     return RN_OK;
 }
 
+/* Head (l, h)'s memory scan over n rows (the plain or the intervened one,
+ * by the same functions in the same order) recording, after each row's
+ * writes, the state of the slots it reads into rt->ss [n, H, K, d_v + 1]
+ * (RN_HOOK_SLOT_STATE with slot_rows).  Heads may run at once. */
+static void scan_head_recorded(rn_runtime *rt, int l, int h, int n)
+{
+    const rn_config *c = &rt->c;
+    const int H = c->n_heads, K = c->top_k, dv = c->d_v;
+    const size_t rs = (size_t)dv + 1;
+    const rn_iv_set *iv = rt->iv && rn_iv_has_slots(rt->iv, l, h) ? rt->iv : NULL;
+    rn_real *S, *z;
+    rn_state_head(rt->st, l, h, &S, &z, NULL); /* dense: cannot fail */
+    for (int t = 0; t < n; t++) {
+        const int64_t p = rt->pos + t;
+        size_t a = ((size_t)t * H + h) * K, vv = (size_t)t * H * dv + (size_t)h * dv;
+        if (iv) rn_iv_write(iv, l, h, S, z, rt->v + vv, rt->wslot + a, rt->ww + a, K, dv, c->gamma, p);
+        else rn_pdma_write(S, z, dv, rt->wslot + a, rt->ww + a, K, rt->v + vv, c->gamma);
+        for (int j = 0; j < K; j++) {
+            uint32_t s = rt->rslot[a + j];
+            rn_real *dst = rt->ss + (a + j) * rs;
+            memcpy(dst, S + (size_t)s * dv, sizeof *dst * dv);
+            dst[dv] = z[s];
+        }
+        if (iv) rn_iv_read(iv, l, h, rt->o + vv, S, z, rt->rslot + a, rt->rw + a, K, dv, c->eps, p);
+        else rn_pdma_read(rt->o + vv, S, z, dv, rt->rslot + a, rt->rw + a, K, c->eps);
+    }
+}
+
 /* Forward n <= chunk rows at positions pos..pos+n-1.  Shapes: x, hb [n,D];
  * q, k [n,H·dk]; v, o [n,H·dv]; g, u [n,F]; addresses [n,H,K]. */
 static int forward_rows(rn_runtime *rt, const int *tokens, int n, float *logits, int all_rows,
@@ -415,8 +449,12 @@ static int forward_rows(rn_runtime *rt, const int *tokens, int n, float *logits,
             for (int h = 0; h < H; h++)
                 rn_state_scan(rt->st, l, h, rt->o, rt->v, rt->wslot, rt->ww, rt->rslot, rt->rw, n);
             if ((rc = rn_state_error(rt->st, err))) return rc;
-        } else if (rt->hooks.points >> RN_HOOK_SLOT_STATE & 1) {
+        } else if (rt->hooks.points >> RN_HOOK_SLOT_STATE & 1 && !rt->hooks.slot_rows) {
             if ((rc = scan_slot_hooked(rt, l, n, err))) return rc;
+        } else if (rt->hooks.points >> RN_HOOK_SLOT_STATE & 1) {
+            #pragma omp parallel for if (n > 1) schedule(dynamic, 1)
+            for (int h = 0; h < H; h++) scan_head_recorded(rt, l, h, n);
+            if ((rc = hook(rt, RN_HOOK_SLOT_STATE, l, rt->ss, rt->rslot, n, H * K * (dv + 1), err))) return rc;
         } else {
             #pragma omp parallel for if (n > 1) schedule(dynamic, 1)
             for (int h = 0; h < H; h++) {

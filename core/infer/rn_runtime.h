@@ -105,7 +105,9 @@ int rn_runtime_set_precision(rn_runtime *rt, rn_precision p, rn_error *err);
  *                       the read uses them; of a slot named twice the
  *                       later copy is stored).  The layer's scan then runs
  *                       position by position, heads in turn (no
- *                       threads); the dense state only.
+ *                       threads); the dense state only.  With
+ *                       rn_hooks.slot_rows: once per chunk and layer
+ *                       instead, every row, read-only (for a cache).
  * (The numbers are stable: a point is only ever added at the end.) */
 enum {
     RN_HOOK_RESID_PRE, RN_HOOK_Q, RN_HOOK_K, RN_HOOK_ADDR_READ, RN_HOOK_ADDR_WRITE, RN_HOOK_V,
@@ -121,6 +123,10 @@ typedef struct {
               int64_t pos0);
     void *user;
     uint32_t points;          /* bit p: call at point p */
+    int slot_rows;            /* non-zero: RN_HOOK_SLOT_STATE once per chunk and layer
+                               * with every row, [rows, H·K·(d_v + 1)] and slots
+                               * [rows, H·K], recorded by the usual scan (threads
+                               * over heads); a copy, so edits change nothing */
 } rn_hooks;
 
 /* Attach (or with NULL detach) hooks; the struct is copied.  CPU runtimes
