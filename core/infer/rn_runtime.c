@@ -324,83 +324,94 @@ static int hook(rn_runtime *rt, int p, int l, float *data, const uint32_t *slots
     return hook_at(rt, p, l, data, slots, n, width, rt->pos, err);
 }
 
-/* Layer l's memory scan over n rows when the slot-state hook is wanted:
+/* Row t of head (l, h)'s memory scan in halves, with the plain scan's
+ * functions or, for a head with slot specs, the intervened ones — the
+ * writes, then the read — so that a caller may look at the state between
+ * them; S, z are the head's state (rn_state_head). */
+static void head_write(rn_runtime *rt, int l, int h, int t, rn_real *S, rn_real *z)
+{
+    const rn_config *c = &rt->c;
+    const int H = c->n_heads, K = c->top_k, dv = c->d_v;
+    size_t a = ((size_t)t * H + h) * K, vv = (size_t)t * H * dv + (size_t)h * dv;
+    if (rt->iv && rn_iv_has_slots(rt->iv, l, h))
+        rn_iv_write(rt->iv, l, h, S, z, rt->v + vv, rt->wslot + a, rt->ww + a, K, dv, c->gamma, rt->pos + t);
+    else
+        rn_pdma_write(S, z, dv, rt->wslot + a, rt->ww + a, K, rt->v + vv, c->gamma);
+}
+
+static void head_read(rn_runtime *rt, int l, int h, int t, const rn_real *S, const rn_real *z)
+{
+    const rn_config *c = &rt->c;
+    const int H = c->n_heads, K = c->top_k, dv = c->d_v;
+    size_t a = ((size_t)t * H + h) * K, vv = (size_t)t * H * dv + (size_t)h * dv;
+    if (rt->iv && rn_iv_has_slots(rt->iv, l, h))
+        rn_iv_read(rt->iv, l, h, rt->o + vv, S, z, rt->rslot + a, rt->rw + a, K, dv, c->eps, rt->pos + t);
+    else
+        rn_pdma_read(rt->o + vv, S, z, dv, rt->rslot + a, rt->rw + a, K, c->eps);
+}
+
+/* Copy (to != 0: into rt->ss) or store back (to == 0) the state of the K
+ * slots head h reads at row t, rt->ss's rows [.., H, K, d_v + 1] from
+ * row0 (0, or t to keep every row). */
+static void head_slots(rn_runtime *rt, int h, int t, int row0, rn_real *S, rn_real *z, int to)
+{
+    const int H = rt->c.n_heads, K = rt->c.top_k, dv = rt->c.d_v;
+    const size_t rs = (size_t)dv + 1;
+    for (int j = 0; j < K; j++) {
+        uint32_t s = rt->rslot[((size_t)t * H + h) * K + j];
+        rn_real *row = rt->ss + (((size_t)row0 * H + h) * K + j) * rs;
+        if (to) {
+            memcpy(row, S + (size_t)s * dv, sizeof *row * dv);
+            row[dv] = z[s];
+        } else {
+            memcpy(S + (size_t)s * dv, row, sizeof *row * dv);
+            z[s] = row[dv];
+        }
+    }
+}
+
+/* Layer l's memory scan over n rows when a slot-state hook may edit:
  * position by position, every head's writes, then the hook on the state of
- * the slots each head reads (rt->ss [H, K, d_v + 1], copied back into the
+ * the slots each head reads (rt->ss [H, K, d_v + 1], stored back into the
  * state after it), then every head's read.  Each head runs the same
  * functions in the same order as the plain scan (rn_pdma_scan_forward) or
  * the intervened one (rn_iv_scan), so an unedited state gives the same
  * bits. */
 static int scan_slot_hooked(rn_runtime *rt, int l, int n, rn_error *err)
 {
-    const rn_config *c = &rt->c;
-    const int H = c->n_heads, K = c->top_k, dv = c->d_v;
-    const size_t rs = (size_t)dv + 1;
-    const rn_iv_set *iv = rt->iv;
+    const int H = rt->c.n_heads, K = rt->c.top_k, dv = rt->c.d_v;
     for (int t = 0; t < n; t++) {
-        const int64_t p = rt->pos + t;
         for (int h = 0; h < H; h++) {
-            size_t a = ((size_t)t * H + h) * K, vv = (size_t)t * H * dv + (size_t)h * dv;
             rn_real *S, *z;
             rn_state_head(rt->st, l, h, &S, &z, NULL); /* dense: cannot fail */
-            if (iv && rn_iv_has_slots(iv, l, h))
-                rn_iv_write(iv, l, h, S, z, rt->v + vv, rt->wslot + a, rt->ww + a, K, dv, c->gamma, p);
-            else
-                rn_pdma_write(S, z, dv, rt->wslot + a, rt->ww + a, K, rt->v + vv, c->gamma);
-            for (int j = 0; j < K; j++) {
-                uint32_t s = rt->rslot[a + j];
-                rn_real *dst = rt->ss + ((size_t)h * K + j) * rs;
-                memcpy(dst, S + (size_t)s * dv, sizeof *dst * dv);
-                dst[dv] = z[s];
-            }
+            head_write(rt, l, h, t, S, z);
+            head_slots(rt, h, t, 0, S, z, 1);
         }
         const uint32_t *slots = rt->rslot + (size_t)t * H * K;
-        int rc = hook_at(rt, RN_HOOK_SLOT_STATE, l, rt->ss, slots, 1, (int)(H * K * rs), p, err);
+        int rc = hook_at(rt, RN_HOOK_SLOT_STATE, l, rt->ss, slots, 1, H * K * (dv + 1), rt->pos + t, err);
         if (rc) return rc;
         for (int h = 0; h < H; h++) {
-            size_t a = ((size_t)t * H + h) * K, vv = (size_t)t * H * dv + (size_t)h * dv;
             rn_real *S, *z;
             rn_state_head(rt->st, l, h, &S, &z, NULL);
-            for (int j = 0; j < K; j++) { /* the hook's edits, into the state */
-                uint32_t s = rt->rslot[a + j];
-                const rn_real *src = rt->ss + ((size_t)h * K + j) * rs;
-                memcpy(S + (size_t)s * dv, src, sizeof *src * dv);
-                z[s] = src[dv];
-            }
-            if (iv && rn_iv_has_slots(iv, l, h))
-                rn_iv_read(iv, l, h, rt->o + vv, S, z, rt->rslot + a, rt->rw + a, K, dv, c->eps, p);
-            else
-                rn_pdma_read(rt->o + vv, S, z, dv, rt->rslot + a, rt->rw + a, K, c->eps);
+            head_slots(rt, h, t, 0, S, z, 0); /* the hook's edits, into the state */
+            head_read(rt, l, h, t, S, z);
         }
     }
     return RN_OK;
 }
 
-/* Head (l, h)'s memory scan over n rows (the plain or the intervened one,
- * by the same functions in the same order) recording, after each row's
- * writes, the state of the slots it reads into rt->ss [n, H, K, d_v + 1]
- * (RN_HOOK_SLOT_STATE with slot_rows).  Heads may run at once. */
+/* Head (l, h)'s memory scan over n rows (as scan_slot_hooked's, head by
+ * head) recording, after each row's writes, the state of the slots it
+ * reads into rt->ss [n, H, K, d_v + 1] (RN_HOOK_SLOT_STATE with
+ * slot_rows).  Heads may run at once. */
 static void scan_head_recorded(rn_runtime *rt, int l, int h, int n)
 {
-    const rn_config *c = &rt->c;
-    const int H = c->n_heads, K = c->top_k, dv = c->d_v;
-    const size_t rs = (size_t)dv + 1;
-    const rn_iv_set *iv = rt->iv && rn_iv_has_slots(rt->iv, l, h) ? rt->iv : NULL;
     rn_real *S, *z;
     rn_state_head(rt->st, l, h, &S, &z, NULL); /* dense: cannot fail */
     for (int t = 0; t < n; t++) {
-        const int64_t p = rt->pos + t;
-        size_t a = ((size_t)t * H + h) * K, vv = (size_t)t * H * dv + (size_t)h * dv;
-        if (iv) rn_iv_write(iv, l, h, S, z, rt->v + vv, rt->wslot + a, rt->ww + a, K, dv, c->gamma, p);
-        else rn_pdma_write(S, z, dv, rt->wslot + a, rt->ww + a, K, rt->v + vv, c->gamma);
-        for (int j = 0; j < K; j++) {
-            uint32_t s = rt->rslot[a + j];
-            rn_real *dst = rt->ss + (a + j) * rs;
-            memcpy(dst, S + (size_t)s * dv, sizeof *dst * dv);
-            dst[dv] = z[s];
-        }
-        if (iv) rn_iv_read(iv, l, h, rt->o + vv, S, z, rt->rslot + a, rt->rw + a, K, dv, c->eps, p);
-        else rn_pdma_read(rt->o + vv, S, z, dv, rt->rslot + a, rt->rw + a, K, c->eps);
+        head_write(rt, l, h, t, S, z);
+        head_slots(rt, h, t, t, S, z, 1);
+        head_read(rt, l, h, t, S, z);
     }
 }
 
