@@ -6,17 +6,23 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <omp.h>
+
+#include "an_patch.h"
+#include "fig_patching.h"
 #include "rn_modelfile.h"
 #include "rn_params.h"
 #include "rn_patch_source.h"
 #include "rn_runtime.h"
+#include "rn_threads.h"
 #include "rn_tokenizer.h"
 #include "rn_version.h"
 
 _Static_assert((int)RAMNET_HOOK_RESID_PRE == (int)RN_HOOK_RESID_PRE &&
                    (int)RAMNET_HOOK_ADDR_WRITE == (int)RN_HOOK_ADDR_WRITE &&
                    (int)RAMNET_HOOK_MLP_OUT == (int)RN_HOOK_MLP_OUT &&
-                   (int)RAMNET_HOOK_LN_FINAL == (int)RN_HOOK_LN_FINAL && RN_HOOK_N == 11,
+                   (int)RAMNET_HOOK_LN_FINAL == (int)RN_HOOK_LN_FINAL &&
+                   (int)RAMNET_HOOK_SLOT_STATE == (int)RN_HOOK_SLOT_STATE && RN_HOOK_N == 12,
                "the API's hook numbers are the runtime's");
 
 struct ramnet_model {
@@ -43,9 +49,21 @@ int ramnet_api_version(void) { return RAMNET_API_VERSION; }
 const char *ramnet_version(void) { return RAMTRACE_VERSION; }
 const char *ramnet_last_error(void) { return last_error; }
 
+/* The thread count follows the machine's load as the command's does
+ * (rn_threads.h: under load a fixed team of threads falls 10-40x), unless
+ * the environment fixes OpenMP's threads; set up with the first model. */
+static void threads_once(void)
+{
+    static int done;
+    if (done) return;
+    done = 1;
+    if (!rn_threads_user_env()) rn_threads_auto(omp_get_max_threads(), 0.05, NULL, NULL);
+}
+
 int ramnet_load(const char *path, ramnet_model **out)
 {
     rn_error err = { 0 };
+    threads_once();
     if (!out) return fail_msg(RN_EINPUT, "ramnet_load: no handle to fill");
     *out = NULL;
     if (!path) return fail_msg(RN_EINPUT, "ramnet_load: no path");
@@ -132,13 +150,17 @@ int ramnet_forward(const ramnet_model *m, const int *tokens, int T, float *logit
     return ramnet_run(m, tokens, T, logits, chunk, NULL, 0, 0, NULL, NULL);
 }
 
-int ramnet_run(const ramnet_model *m, const int *tokens, int T, float *logits, int chunk,
-               const char *const *specs, int n_specs, uint32_t points, ramnet_hook_fn fn, void *user)
+/* One run of ramnet_run's arguments; then, when S is not NULL, the state
+ * of head (layer, head) copied out. */
+static int run(const ramnet_model *m, const int *tokens, int T, float *logits, int chunk, const char *const *specs,
+               int n_specs, uint32_t points, ramnet_hook_fn fn, void *user, int layer, int head, float *S, float *z)
 {
     rn_error err = { 0 };
-    if (!m || !tokens || !logits || T < 1) return fail_msg(RN_EINPUT, "ramnet_run: a bad argument");
+    if (!m || !tokens || T < 1) return fail_msg(RN_EINPUT, "ramnet_run: a bad argument");
     if (chunk < 0) return fail_msg(RN_EINPUT, "ramnet_run: chunk must be >= 0");
     if (n_specs < 0 || (n_specs && !specs)) return fail_msg(RN_EINPUT, "ramnet_run: bad intervention list");
+    const int rows = !!(points & RAMNET_HOOK_SLOT_STATE_ROWS);
+    points &= ~RAMNET_HOOK_SLOT_STATE_ROWS;
     if (points >> RN_HOOK_N) return fail_msg(RN_EINPUT, "ramnet_run: unknown hook point");
     rn_runtime *rt = NULL;
     rn_iv_set iv;
@@ -150,10 +172,63 @@ int ramnet_run(const ramnet_model *m, const int *tokens, int T, float *logits, i
         rc = rn_iv_prepare(&iv, &m->m, &err);
         if (!rc) rc = rn_runtime_set_interventions(rt, &iv, &err);
     }
-    rn_hooks h = { fn, user, points };
+    rn_hooks h = { fn, user, points, rows };
     if (!rc && points) rc = rn_runtime_set_hooks(rt, &h, &err);
     if (!rc) rc = rn_prefill(rt, tokens, T, logits, 1, &err);
+    if (!rc && S) {
+        const rn_real *hs, *hz;
+        if (!(rc = rn_runtime_head_state(rt, layer, head, &hs, &hz, &err))) {
+            int64_t M = rn_config_slots(&m->m.cfg);
+            memcpy(S, hs, sizeof *S * (size_t)M * m->m.cfg.d_v);
+            memcpy(z, hz, sizeof *z * (size_t)M);
+        }
+    }
     rn_runtime_free(rt);
     rn_iv_free(&iv);
+    return rc ? fail(&err) : RAMNET_OK;
+}
+
+int ramnet_run(const ramnet_model *m, const int *tokens, int T, float *logits, int chunk,
+               const char *const *specs, int n_specs, uint32_t points, ramnet_hook_fn fn, void *user)
+{
+    if (!logits) return fail_msg(RN_EINPUT, "ramnet_run: a bad argument");
+    return run(m, tokens, T, logits, chunk, specs, n_specs, points, fn, user, 0, 0, NULL, NULL);
+}
+
+int ramnet_head_state(const ramnet_model *m, const int *tokens, int T, int chunk, const char *const *specs,
+                      int n_specs, int layer, int head, float *S, float *z)
+{
+    if (!S || !z) return fail_msg(RN_EINPUT, "ramnet_head_state: no buffer for the state");
+    return run(m, tokens, T, NULL, chunk, specs, n_specs, 0, NULL, NULL, layer, head, S, z);
+}
+
+int ramnet_plot_patching(const ramnet_model *m, int n_rows, const int *layer, const int *head, const int *slot,
+                         const double *recovered, int metric, int answer, const char *path)
+{
+    if (!m || n_rows < 0 || (n_rows && (!layer || !head || !slot || !recovered)) || !path)
+        return fail_msg(RN_EINPUT, "ramnet_plot_patching: a bad argument");
+    const rn_config *c = &m->m.cfg;
+    if (metric < AN_METRIC_LOGIT_DIFF || metric > AN_METRIC_LOSS)
+        return fail_msg(RN_EINPUT, "ramnet_plot_patching: metric is 0 (logit-diff), 1 (prob) or 2 (loss)");
+    if (answer < 0 || answer >= c->vocab_size)
+        return fail_msg(RN_EINPUT, "ramnet_plot_patching: the answer is outside the vocabulary");
+    int64_t M = rn_config_slots(c);
+    for (int i = 0; i < n_rows; i++)
+        if (layer[i] < 0 || layer[i] >= c->n_layers || head[i] < 0 || head[i] >= c->n_heads || slot[i] < -1 ||
+            slot[i] >= M) {
+            char msg[160];
+            snprintf(msg, sizeof msg, "ramnet_plot_patching: row %d names head %d.%d slot %d, not in the model", i,
+                     layer[i], head[i], slot[i]);
+            return fail_msg(RN_EINPUT, msg);
+        }
+    an_patch_result r = { .metric = metric, .answer = answer, .n_rows = n_rows };
+    r.rows = calloc((size_t)n_rows + 1, sizeof *r.rows);
+    if (!r.rows) return fail_msg(RN_ENOMEM, "out of memory");
+    for (int i = 0; i < n_rows; i++)
+        r.rows[i] = (an_patch_row){ .layer = layer[i], .head = head[i], .slot = slot[i], .rank = -1,
+                                    .recovered = recovered[i] };
+    rn_error err = { 0 };
+    int rc = fig_patching(&r, c, path, &err);
+    free(r.rows);
     return rc ? fail(&err) : RAMNET_OK;
 }

@@ -18,7 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define RAMNET_API_VERSION 101 /* major * 100 + minor */
+#define RAMNET_API_VERSION 102 /* major * 100 + minor */
 #define RAMNET_OK 0
 
 typedef struct ramnet_model ramnet_model;
@@ -71,8 +71,21 @@ enum {
     RAMNET_HOOK_RESID_MID = 7,   /* x after the attention's add    [rows, D] */
     RAMNET_HOOK_MLP_OUT = 8,     /* the MLP's output               [rows, D] */
     RAMNET_HOOK_RESID_POST = 9,  /* x leaving the layer            [rows, D] */
-    RAMNET_HOOK_LN_FINAL = 10    /* the final RMSNorm's output (layer = L) [rows, D] */
+    RAMNET_HOOK_LN_FINAL = 10,   /* the final RMSNorm's output (layer = L) [rows, D] */
+    RAMNET_HOOK_SLOT_STATE = 11  /* since 1.02: once per position (rows = 1, pos0 = the
+                                  * position), between V and HEAD_OUT: the state of
+                                  * the K slots each head reads there, after the
+                                  * position's writes, before its read: [1, H*K*(d_v+1)],
+                                  * for slot slots[h*K + j] its S row then z; edits are
+                                  * stored into the state (see rn_runtime.h) */
 };
+
+/* A flag of ramnet_run's points (since 1.02): the slot-state point once
+ * per prefill chunk and layer — the chunk's rows, [rows, H*K*(d_v+1)] and
+ * slots [rows, H*K], pos0 the chunk's first position, recorded by the
+ * usual scan (threads over heads) — for a caller that only reads them (a
+ * cache): edits of this copy change nothing. */
+#define RAMNET_HOOK_SLOT_STATE_ROWS (1u << 31)
 
 /* Called at each wanted point of each layer and prefill chunk with the
  * chunk's rows (the first at position pos0), row-major [rows, width]; data
@@ -86,5 +99,22 @@ typedef int (*ramnet_hook_fn)(void *user, int point, int layer, float *data, con
  * at the points whose bit is set in `points`; 0: none). */
 int ramnet_run(const ramnet_model *m, const int *tokens, int T, float *logits, int chunk,
                const char *const *specs, int n_specs, uint32_t points, ramnet_hook_fn fn, void *user);
+
+/* ---- Since 1.02: a head's memory, the patching figure ---- */
+
+/* Run tokens[0..T) as ramnet_run does (interventions; no hooks, no logits)
+ * and copy the memory state of head (layer, head) after the last token:
+ * S[M, d_v] and z[M] (caller's buffers; M = d_p^order). */
+int ramnet_head_state(const ramnet_model *m, const int *tokens, int T, int chunk, const char *const *specs,
+                      int n_specs, int layer, int head, float *S, float *z);
+
+/* Draw a patching sweep as `ramtrace patch --plot` does (.png, .svg or
+ * .pdf, written atomically): n_rows rows of (layer, head, slot, recovered),
+ * slot -1 for a whole head (the layers x heads matrix), else a restored
+ * slot (a row beside it, in the order given); recovered is a fraction
+ * (NaN drawn as 0).  metric: 0 logit-diff, 1 prob, 2 loss; answer: its
+ * token (both for the title). */
+int ramnet_plot_patching(const ramnet_model *m, int n_rows, const int *layer, const int *head, const int *slot,
+                         const double *recovered, int metric, int answer, const char *path);
 
 #endif

@@ -2,36 +2,52 @@
 (`make bench`; PYTHONPATH=python, Debian's python3): 4,096 tokens of the
 KJV sample through ramtrace.load(...)(tokens) (the C prefill behind one
 call), run_with_cache with every hook point cached, with no hook at all
-(run()), and a no-op Python hook at every point of every layer: the time
-per hook call over the plain run.  Medians of 5, ratios in one run."""
+(run()), and no-op Python hooks: at every point of every layer (once per
+prefill chunk each, the slot state aside) and at the slot state of every
+layer (once per position): the time per hook call over run().  The
+variants run in turn, round after round (so a neighbour's load falls on
+all of them alike); medians of 7 rounds, ratios in one run."""
 import statistics
 import time
 
-import numpy as np
-
 import ramtrace
-
-
-def median_time(fn, reps=5):
-    ts = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        fn()
-        ts.append(time.perf_counter() - t0)
-    return statistics.median(ts)
-
 
 m = ramtrace.load("samples/kjv.bin")
 toks = m.to_tokens(open("data/kjv.txt", encoding="utf-8").read()[:4095])
 T = len(toks)
-plain = median_time(lambda: m(toks))
-nohook = median_time(lambda: m.run(toks))
-cached = median_time(lambda: m.run_with_cache(toks))
-noop = [(n, lambda a, name: None) for n in m.hook_names()]
-hooked = median_time(lambda: m.run_with_hooks(toks, fwd_hooks=noop))
-calls = len(noop) * -(-T // 256)  # every point once per prefill chunk of 256 rows
+calls = [0]
+
+
+def count(a, name):
+    calls[0] += 1
+
+
+chunked = [(n, count) for n in m.hook_names() if "slot_state" not in n]
+per_pos = [(n, count) for n in m.hook_names() if "slot_state" in n]
+variants = {
+    "plain": lambda: m(toks),
+    "run": lambda: m.run(toks),
+    "cache": lambda: m.run_with_cache(toks),
+    "chunked": lambda: m.run_with_hooks(toks, fwd_hooks=chunked),
+    "per_pos": lambda: m.run_with_hooks(toks, fwd_hooks=per_pos),
+}
+n_calls = {}
+for k in ("chunked", "per_pos"):
+    calls[0] = 0
+    variants[k]()
+    n_calls[k] = calls[0]
+times = {k: [] for k in variants}
+for _ in range(7):
+    for k, fn in variants.items():
+        t0 = time.perf_counter()
+        fn()
+        times[k].append(time.perf_counter() - t0)
+med = {k: statistics.median(v) for k, v in times.items()}
+plain, nohook = med["plain"], med["run"]
 print(f"{T} tokens, samples/kjv.bin, chunks of 256: C forward {plain * 1e3:.1f} ms")
 print(f"  run() without hooks:              {nohook * 1e3:.1f} ms = {nohook / plain:.3f}x")
-print(f"  run_with_cache (every point):     {cached * 1e3:.1f} ms = {cached / plain:.3f}x")
-print(f"  a no-op hook at every point:      {hooked * 1e3:.1f} ms, {calls} calls, "
-      f"{(hooked - nohook) / calls * 1e6:.1f} us per call over run()")
+print(f"  run_with_cache (every point):     {med['cache'] * 1e3:.1f} ms = {med['cache'] / plain:.3f}x")
+print(f"  a Python hook at every chunk point: {med['chunked'] * 1e3:.1f} ms, {n_calls['chunked']} calls, "
+      f"{(med['chunked'] - nohook) / n_calls['chunked'] * 1e6:.1f} us per call over run()")
+print(f"  a Python hook at every position's slot state: {med['per_pos'] * 1e3:.1f} ms, {n_calls['per_pos']} calls, "
+      f"{(med['per_pos'] - nohook) / n_calls['per_pos'] * 1e6:.1f} us per call over run() (the layer scans serial)")

@@ -9,6 +9,7 @@
 
 #include "rn_layers.h"
 #include "rn_model.h"
+#include "rn_patch_source.h"
 #include "rn_precision.h"
 #include "rn_rng.h"
 #include "rn_runtime.h"
@@ -566,10 +567,12 @@ TH_TEST(test_runtime_hooks, "hooks: every point per layer and chunk, an edit of 
     rn_runtime *rt;
     CU_ASSERT_EQUAL_FATAL(rn_runtime_create(&m, 8, &rt, &err), RN_OK); /* 3 chunks */
     hook_log h = { .stop_at = -1, .scale_v = 1 };
-    rn_hooks hk = { log_hook, &h, (1u << RN_HOOK_N) - 1 };
+    rn_hooks hk = { log_hook, &h, (1u << RN_HOOK_N) - 1, 0 };
     CU_ASSERT_EQUAL_FATAL(rn_runtime_set_hooks(rt, &hk, &err), RN_OK);
     CU_ASSERT_EQUAL(rn_prefill(rt, tok, T, a, 1, &err), RN_OK);
-    for (int p = 0; p < RN_HOOK_N; p++) CU_ASSERT_EQUAL(h.calls[p], p == RN_HOOK_LN_FINAL ? 3 : 3 * c.n_layers);
+    for (int p = 0; p < RN_HOOK_N; p++) /* the slot state: once per position and layer */
+        CU_ASSERT_EQUAL(h.calls[p], p == RN_HOOK_LN_FINAL ? 3 : p == RN_HOOK_SLOT_STATE ? T * c.n_layers : 3 * c.n_layers);
+    CU_ASSERT_EQUAL(h.width[RN_HOOK_SLOT_STATE], c.n_heads * c.top_k * (c.d_v + 1));
     CU_ASSERT_EQUAL(h.width[RN_HOOK_Q], c.n_heads * rn_config_dk(&c));
     CU_ASSERT_EQUAL(h.width[RN_HOOK_ADDR_READ], c.n_heads * c.top_k);
     CU_ASSERT_EQUAL(h.width[RN_HOOK_HEAD_OUT], c.n_heads * c.d_v);
@@ -597,4 +600,104 @@ TH_TEST(test_runtime_hooks, "hooks: every point per layer and chunk, an edit of 
     rn_runtime_free(rt); rn_runtime_free(rt2);
     rn_model_free(&m); rn_model_free(&m2);
     free(a); free(b);
+}
+
+/* The slot-state hook (RN_HOOK_SLOT_STATE): the slots it offers are the
+ * read's; unedited, the position-by-position scan gives the plain run's
+ * bits (with and without a slot intervention), and so does the threaded
+ * scan that records them a chunk at a time (slot_rows), with the same rows;
+ * resetting the read rows of a slot set from t0 on is ablate-slots of that
+ * set from t0, bit for bit. */
+typedef struct {
+    const rn_config *c;
+    int H, K, dv, reset_from, reset_head, bad_slots;
+    uint32_t lo, hi;           /* reset slots lo..hi of reset_head (reset_from < 0: none) */
+    uint32_t *read;            /* [T, H, K] of layer 1 from the ADDR_READ point */
+    float *state;              /* [T, H, K, d_v + 1] of layer 1 from the SLOT_STATE point */
+    int calls;                 /* SLOT_STATE calls */
+} slot_log;
+
+static int slot_hook(void *user, int point, int layer, float *data, const uint32_t *slots, int rows, int width,
+                     int64_t pos0)
+{
+    slot_log *s = user;
+    const int HK = s->H * s->K;
+    if (point == RN_HOOK_ADDR_READ && layer == 1)
+        memcpy(s->read + pos0 * HK, slots, sizeof *slots * (size_t)rows * HK);
+    if (point != RN_HOOK_SLOT_STATE) return 0;
+    s->calls++;
+    if (width != HK * (s->dv + 1)) s->bad_slots++;
+    if (layer == 1 && memcmp(slots, s->read + pos0 * HK, sizeof *slots * HK * rows)) s->bad_slots++;
+    if (layer == 1) memcpy(s->state + pos0 * width, data, sizeof *data * width * rows);
+    if (layer != 1 || s->reset_from < 0 || pos0 < s->reset_from) return 0;
+    for (int j = 0; j < s->K; j++) {
+        uint32_t sl = slots[s->reset_head * s->K + j];
+        if (sl < s->lo || sl > s->hi) continue;
+        float *row = data + ((size_t)s->reset_head * s->K + j) * (s->dv + 1);
+        for (int i = 0; i < s->dv; i++) row[i] = 0;
+        row[s->dv] = (float)(1.0 / (double)rn_config_slots(s->c));
+    }
+    return 0;
+}
+
+/* Logits [T, V] of tok with spec (NULL: none) and, with h, the hooks. */
+static void run_slot_hooked(const rn_model *m, const int *tok, int T, const char *spec, rn_hooks *h, float *out)
+{
+    rn_error err = { 0 };
+    rn_iv_set iv;
+    rn_iv_init(&iv, &m->cfg);
+    if (spec) CU_ASSERT_EQUAL_FATAL(rn_iv_add(&iv, spec, &err), RN_OK);
+    CU_ASSERT_EQUAL_FATAL(rn_iv_prepare(&iv, m, &err), RN_OK);
+    rn_runtime *rt;
+    CU_ASSERT_EQUAL_FATAL(rn_runtime_create(m, 8, &rt, &err), RN_OK);
+    CU_ASSERT_EQUAL_FATAL(rn_runtime_set_interventions(rt, spec ? &iv : NULL, &err), RN_OK);
+    if (h) CU_ASSERT_EQUAL_FATAL(rn_runtime_set_hooks(rt, h, &err), RN_OK);
+    CU_ASSERT_EQUAL(rn_prefill(rt, tok, T, out, 1, &err), RN_OK);
+    rn_runtime_free(rt);
+    rn_iv_free(&iv);
+}
+
+TH_TEST(test_runtime_slot_state_hook, "hooks: the slot state is the read's slots; unedited it changes no bit; a reset is ablate-slots")
+{
+    rn_config c;
+    small_config(&c, 0, 5, 2, 1.0f);
+    rn_model m;
+    make_model(&m, &c, 37);
+    enum { T = 20 };
+    int tok[T];
+    for (int t = 0; t < T; t++) tok[t] = (t * 11 + 5) % c.vocab_size;
+    const size_t n = (size_t)T * c.vocab_size;
+    float *plain = malloc(sizeof(float) * n), *hooked = malloc(sizeof(float) * n), *iv = malloc(sizeof(float) * n);
+    const size_t HKr = (size_t)c.n_heads * c.top_k * (c.d_v + 1);
+    slot_log s = { &c, c.n_heads, c.top_k, c.d_v, -1, 2, 0, 0, 0, malloc(sizeof(uint32_t) * T * c.n_heads * c.top_k),
+                   malloc(sizeof(float) * T * HKr), 0 };
+    float *by_pos = malloc(sizeof(float) * T * HKr);
+    rn_hooks h = { slot_hook, &s, 1u << RN_HOOK_ADDR_READ | 1u << RN_HOOK_SLOT_STATE, 0 };
+    static const char spec[] = "ablate-slots 1.2:0-40@6-";
+    run_slot_hooked(&m, tok, T, NULL, NULL, plain);
+    run_slot_hooked(&m, tok, T, NULL, &h, hooked);
+    CU_ASSERT_EQUAL(memcmp(plain, hooked, sizeof(float) * n), 0);
+    CU_ASSERT_EQUAL(s.bad_slots, 0);
+    CU_ASSERT_EQUAL(s.calls, T * c.n_layers);
+    /* slot_rows: once per chunk of 8 and layer, the same rows, the same logits */
+    memcpy(by_pos, s.state, sizeof(float) * T * HKr);
+    h.slot_rows = 1, s.calls = 0;
+    run_slot_hooked(&m, tok, T, NULL, &h, hooked);
+    CU_ASSERT_EQUAL(memcmp(plain, hooked, sizeof(float) * n), 0);
+    CU_ASSERT_EQUAL(memcmp(by_pos, s.state, sizeof(float) * T * HKr), 0);
+    CU_ASSERT_EQUAL(s.calls, 3 * c.n_layers);
+    CU_ASSERT_EQUAL(s.bad_slots, 0);
+    h.slot_rows = 0;
+    run_slot_hooked(&m, tok, T, spec, NULL, iv);
+    run_slot_hooked(&m, tok, T, spec, &h, hooked);
+    CU_ASSERT_EQUAL(memcmp(iv, hooked, sizeof(float) * n), 0);
+    double d = 0;
+    for (size_t i = 0; i < n; i++) d = fmax(d, fabs((double)iv[i] - plain[i]));
+    CU_ASSERT(d > 1e-4); /* the ablation does something */
+    s.reset_from = 6, s.lo = 0, s.hi = 40;
+    run_slot_hooked(&m, tok, T, NULL, &h, hooked);
+    CU_ASSERT_EQUAL(memcmp(iv, hooked, sizeof(float) * n), 0);
+    CU_ASSERT_EQUAL(s.bad_slots, 0);
+    rn_model_free(&m);
+    free(plain); free(hooked); free(iv); free(s.read); free(s.state); free(by_pos);
 }

@@ -443,41 +443,51 @@ int rn_iv_has_slots(const rn_iv_set *s, int l, int h)
     return 0;
 }
 
+void rn_iv_write(const rn_iv_set *s, int l, int h, rn_real *S, rn_real *z, const rn_real *v,
+                 const uint32_t *wslot, const rn_real *ww, int K, int d_v, rn_real gamma, int64_t p)
+{
+    const rn_real z0 = (rn_real)(1.0 / (double)s->M);
+    for (int i = 0; i < s->n; i++) {
+        const rn_iv *u = &s->iv[i];
+        if (kinds[u->kind].start && on_head(u, l, h)) kinds[u->kind].start(u, S, z, d_v, z0, p);
+    }
+    /* the writes, one by one with the plain scan's function */
+    for (int j = 0; j < K; j++) {
+        uint32_t sl = wslot[j];
+        int drop = 0;
+        for (int i = 0; i < s->n && !drop; i++) {
+            const rn_iv *u = &s->iv[i];
+            drop = kinds[u->kind].drop && on_head(u, l, h) && kinds[u->kind].drop(u, sl, p);
+        }
+        if (!drop) rn_pdma_write(S, z, d_v, wslot + j, ww + j, 1, v, gamma);
+    }
+}
+
+void rn_iv_read(const rn_iv_set *s, int l, int h, rn_real *o, const rn_real *S, const rn_real *z,
+                const uint32_t *rslot, const rn_real *rw, int K, int d_v, rn_real eps, int64_t p)
+{
+    /* the read, slot by slot with the plain read's function */
+    for (int d = 0; d < d_v; d++) o[d] = 0;
+    for (int j = 0; j < K; j++) {
+        uint32_t sl = rslot[j];
+        rn_real r = rw[j];
+        for (int i = 0; i < s->n; i++) {
+            const rn_iv *u = &s->iv[i];
+            if (kinds[u->kind].read && on_head(u, l, h)) r = kinds[u->kind].read(u, sl, p, r);
+        }
+        rn_pdma_read_acc(o, S, z, d_v, &sl, &r, 1, eps);
+    }
+}
+
 void rn_iv_scan(const rn_iv_set *s, int l, int h, rn_real *o, rn_real *S, rn_real *z,
                 const rn_real *v, const uint32_t *wslot, const rn_real *ww,
                 const uint32_t *rslot, const rn_real *rw, int n, int H, int K, int d_v,
                 rn_real gamma, rn_real eps, int64_t pos0)
 {
-    const rn_real z0 = (rn_real)(1.0 / (double)s->M);
     for (int t = 0; t < n; t++) {
-        const int64_t p = pos0 + t;
         size_t a = ((size_t)t * H + h) * K, vv = (size_t)t * H * d_v + (size_t)h * d_v;
-        for (int i = 0; i < s->n; i++) {
-            const rn_iv *u = &s->iv[i];
-            if (kinds[u->kind].start && on_head(u, l, h)) kinds[u->kind].start(u, S, z, d_v, z0, p);
-        }
-        /* the writes, one by one with the plain scan's function */
-        for (int j = 0; j < K; j++) {
-            uint32_t sl = wslot[a + j];
-            int drop = 0;
-            for (int i = 0; i < s->n && !drop; i++) {
-                const rn_iv *u = &s->iv[i];
-                drop = kinds[u->kind].drop && on_head(u, l, h) && kinds[u->kind].drop(u, sl, p);
-            }
-            if (!drop) rn_pdma_write(S, z, d_v, wslot + a + j, ww + a + j, 1, v + vv, gamma);
-        }
-        /* the read, slot by slot with the plain read's function */
-        rn_real *out = o + vv;
-        for (int d = 0; d < d_v; d++) out[d] = 0;
-        for (int j = 0; j < K; j++) {
-            uint32_t sl = rslot[a + j];
-            rn_real r = rw[a + j];
-            for (int i = 0; i < s->n; i++) {
-                const rn_iv *u = &s->iv[i];
-                if (kinds[u->kind].read && on_head(u, l, h)) r = kinds[u->kind].read(u, sl, p, r);
-            }
-            rn_pdma_read_acc(out, S, z, d_v, &sl, &r, 1, eps);
-        }
+        rn_iv_write(s, l, h, S, z, v + vv, wslot + a, ww + a, K, d_v, gamma, pos0 + t);
+        rn_iv_read(s, l, h, o + vv, S, z, rslot + a, rw + a, K, d_v, eps, pos0 + t);
     }
 }
 

@@ -112,6 +112,16 @@ void rn_iv_scan(const rn_iv_set *s, int l, int h, rn_real *o, rn_real *S, rn_rea
                 const uint32_t *rslot, const rn_real *rw, int n, int H, int K, int d_v,
                 rn_real gamma, rn_real eps, int64_t pos0);
 
+/* rn_iv_scan's two halves at one position p of head (l, h), for a caller
+ * that looks at the state between them (the slot-state hook, rn_runtime.h):
+ * the specs' resets and the writes of the row's K slots (v: the row's
+ * value [d_v]), then the read into o[d_v] (the row's read slots and
+ * weights).  rn_iv_scan is these two, row after row. */
+void rn_iv_write(const rn_iv_set *s, int l, int h, rn_real *S, rn_real *z, const rn_real *v,
+                 const uint32_t *wslot, const rn_real *ww, int K, int d_v, rn_real gamma, int64_t p);
+void rn_iv_read(const rn_iv_set *s, int l, int h, rn_real *o, const rn_real *S, const rn_real *z,
+                const uint32_t *rslot, const rn_real *rw, int K, int d_v, rn_real eps, int64_t p);
+
 /* Apply layer l's head-output specs (ablate, patch, record) to o[n, H·d_v]
  * of rows at positions pos0.. */
 void rn_iv_apply_o(const rn_iv_set *s, int l, rn_real *o, int n, int64_t pos0);

@@ -38,6 +38,9 @@ struct rn_runtime {
     void *block;               /* one allocation for all of the above */
     rn_cuda_rt *gpu;           /* set: forward runs on the GPU (rn_runtime_create_on) */
     rn_hooks hooks;            /* rn_runtime_set_hooks (points 0: none) */
+    rn_real *ss;               /* the slot-state hook's rows [H, K, d_v + 1], or with
+                                * slot_rows [chunk, H, K, d_v + 1] (NULL: not wanted yet) */
+    int ss_rows;               /* the rows ss holds */
     rn_precision prec;         /* rn_runtime_set_precision */
     rn_wbf16 *wb;              /* bf16: the matrices the forward reads (NULL in fp32) */
     float *widen;              /* bf16: one matrix widened to FP32 for a prefill chunk's GEMM */
@@ -166,6 +169,7 @@ void rn_runtime_free(rn_runtime *rt)
     rn_state_free(rt->st);
     rn_wbf16_free(rt->wb);
     free(rt->widen);
+    free(rt->ss);
     free(rt->block);
     free(rt);
 }
@@ -209,6 +213,17 @@ int rn_runtime_set_hooks(rn_runtime *rt, const rn_hooks *h, rn_error *err)
 {
     if (h && h->points && rt->gpu) return rn_seterr(err, RN_EINPUT, "hooks run on the CPU only (--device cpu)");
     if (h && h->points && !h->at) return rn_seterr(err, RN_EINPUT, "hooks: no function");
+    if (h && h->points >> RN_HOOK_SLOT_STATE & 1) {
+        if (rn_state_tiered(rt->st))
+            return rn_seterr(err, RN_EINPUT, "the slot-state hook needs the dense memory state (no --state-budget)");
+        int rows = h->slot_rows ? rt->chunk : 1;
+        size_t n = (size_t)rows * rt->c.n_heads * rt->c.top_k * (rt->c.d_v + 1);
+        if (rt->ss_rows < rows) {
+            rn_real *ss = realloc(rt->ss, sizeof *ss * n);
+            if (!ss) return rn_seterr(err, RN_ENOMEM, "out of memory allocating the slot-state hook's rows");
+            rt->ss = ss, rt->ss_rows = rows;
+        }
+    }
     if (h) rt->hooks = *h;
     else memset(&rt->hooks, 0, sizeof rt->hooks);
     return RN_OK;
@@ -309,6 +324,97 @@ static int hook(rn_runtime *rt, int p, int l, float *data, const uint32_t *slots
     return hook_at(rt, p, l, data, slots, n, width, rt->pos, err);
 }
 
+/* Row t of head (l, h)'s memory scan in halves, with the plain scan's
+ * functions or, for a head with slot specs, the intervened ones — the
+ * writes, then the read — so that a caller may look at the state between
+ * them; S, z are the head's state (rn_state_head). */
+static void head_write(rn_runtime *rt, int l, int h, int t, rn_real *S, rn_real *z)
+{
+    const rn_config *c = &rt->c;
+    const int H = c->n_heads, K = c->top_k, dv = c->d_v;
+    size_t a = ((size_t)t * H + h) * K, vv = (size_t)t * H * dv + (size_t)h * dv;
+    if (rt->iv && rn_iv_has_slots(rt->iv, l, h))
+        rn_iv_write(rt->iv, l, h, S, z, rt->v + vv, rt->wslot + a, rt->ww + a, K, dv, c->gamma, rt->pos + t);
+    else
+        rn_pdma_write(S, z, dv, rt->wslot + a, rt->ww + a, K, rt->v + vv, c->gamma);
+}
+
+static void head_read(rn_runtime *rt, int l, int h, int t, const rn_real *S, const rn_real *z)
+{
+    const rn_config *c = &rt->c;
+    const int H = c->n_heads, K = c->top_k, dv = c->d_v;
+    size_t a = ((size_t)t * H + h) * K, vv = (size_t)t * H * dv + (size_t)h * dv;
+    if (rt->iv && rn_iv_has_slots(rt->iv, l, h))
+        rn_iv_read(rt->iv, l, h, rt->o + vv, S, z, rt->rslot + a, rt->rw + a, K, dv, c->eps, rt->pos + t);
+    else
+        rn_pdma_read(rt->o + vv, S, z, dv, rt->rslot + a, rt->rw + a, K, c->eps);
+}
+
+/* Copy (to != 0: into rt->ss) or store back (to == 0) the state of the K
+ * slots head h reads at row t, rt->ss's rows [.., H, K, d_v + 1] from
+ * row0 (0, or t to keep every row). */
+static void head_slots(rn_runtime *rt, int h, int t, int row0, rn_real *S, rn_real *z, int to)
+{
+    const int H = rt->c.n_heads, K = rt->c.top_k, dv = rt->c.d_v;
+    const size_t rs = (size_t)dv + 1;
+    for (int j = 0; j < K; j++) {
+        uint32_t s = rt->rslot[((size_t)t * H + h) * K + j];
+        rn_real *row = rt->ss + (((size_t)row0 * H + h) * K + j) * rs;
+        if (to) {
+            memcpy(row, S + (size_t)s * dv, sizeof *row * dv);
+            row[dv] = z[s];
+        } else {
+            memcpy(S + (size_t)s * dv, row, sizeof *row * dv);
+            z[s] = row[dv];
+        }
+    }
+}
+
+/* Layer l's memory scan over n rows when a slot-state hook may edit:
+ * position by position, every head's writes, then the hook on the state of
+ * the slots each head reads (rt->ss [H, K, d_v + 1], stored back into the
+ * state after it), then every head's read.  Each head runs the same
+ * functions in the same order as the plain scan (rn_pdma_scan_forward) or
+ * the intervened one (rn_iv_scan), so an unedited state gives the same
+ * bits. */
+static int scan_slot_hooked(rn_runtime *rt, int l, int n, rn_error *err)
+{
+    const int H = rt->c.n_heads, K = rt->c.top_k, dv = rt->c.d_v;
+    for (int t = 0; t < n; t++) {
+        for (int h = 0; h < H; h++) {
+            rn_real *S, *z;
+            rn_state_head(rt->st, l, h, &S, &z, NULL); /* dense: cannot fail */
+            head_write(rt, l, h, t, S, z);
+            head_slots(rt, h, t, 0, S, z, 1);
+        }
+        const uint32_t *slots = rt->rslot + (size_t)t * H * K;
+        int rc = hook_at(rt, RN_HOOK_SLOT_STATE, l, rt->ss, slots, 1, H * K * (dv + 1), rt->pos + t, err);
+        if (rc) return rc;
+        for (int h = 0; h < H; h++) {
+            rn_real *S, *z;
+            rn_state_head(rt->st, l, h, &S, &z, NULL);
+            head_slots(rt, h, t, 0, S, z, 0); /* the hook's edits, into the state */
+            head_read(rt, l, h, t, S, z);
+        }
+    }
+    return RN_OK;
+}
+
+/* Head (l, h)'s memory scan over n rows (as scan_slot_hooked's, head by
+ * head) recording, after each row's writes, the state of the slots it
+ * reads into rt->ss [n, H, K, d_v + 1] (RN_HOOK_SLOT_STATE with
+ * slot_rows).  Heads may run at once. */
+static void scan_head_recorded(rn_runtime *rt, int l, int h, int n)
+{
+    rn_real *S, *z;
+    rn_state_head(rt->st, l, h, &S, &z, NULL); /* dense: cannot fail */
+    for (int t = 0; t < n; t++) {
+        head_write(rt, l, h, t, S, z);
+        head_slots(rt, h, t, t, S, z, 1);
+        head_read(rt, l, h, t, S, z);
+    }
+}
+
 /* Forward n <= chunk rows at positions pos..pos+n-1.  Shapes: x, hb [n,D];
  * q, k [n,H·dk]; v, o [n,H·dv]; g, u [n,F]; addresses [n,H,K]. */
 static int forward_rows(rn_runtime *rt, const int *tokens, int n, float *logits, int all_rows,
@@ -354,6 +460,12 @@ static int forward_rows(rn_runtime *rt, const int *tokens, int n, float *logits,
             for (int h = 0; h < H; h++)
                 rn_state_scan(rt->st, l, h, rt->o, rt->v, rt->wslot, rt->ww, rt->rslot, rt->rw, n);
             if ((rc = rn_state_error(rt->st, err))) return rc;
+        } else if (rt->hooks.points >> RN_HOOK_SLOT_STATE & 1 && !rt->hooks.slot_rows) {
+            if ((rc = scan_slot_hooked(rt, l, n, err))) return rc;
+        } else if (rt->hooks.points >> RN_HOOK_SLOT_STATE & 1) {
+            #pragma omp parallel for if (n > 1) schedule(dynamic, 1)
+            for (int h = 0; h < H; h++) scan_head_recorded(rt, l, h, n);
+            if ((rc = hook(rt, RN_HOOK_SLOT_STATE, l, rt->ss, rt->rslot, n, H * K * (dv + 1), err))) return rc;
         } else {
             #pragma omp parallel for if (n > 1) schedule(dynamic, 1)
             for (int h = 0; h < H; h++) {

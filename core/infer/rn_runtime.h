@@ -94,10 +94,25 @@ int rn_runtime_set_precision(rn_runtime *rt, rn_precision p, rn_error *err);
  *   RN_HOOK_MLP_OUT     the MLP's output before its residual add [rows, D]
  *   RN_HOOK_RESID_POST  x leaving layer l                   [rows, D]
  *   RN_HOOK_LN_FINAL    the final RMSNorm's output (layer = L; the rows
- *                       whose logits are computed)           [rows, D] */
+ *                       whose logits are computed)           [rows, D]
+ *   RN_HOOK_SLOT_STATE  between V and HEAD_OUT, once per position (rows
+ *                       = 1, pos0 the position): the memory state of the
+ *                       K slots each head reads there, after the
+ *                       position's writes and before its read — the S row
+ *                       then z of slot slots[h·K + j] at
+ *                       data[(h·K + j)·(d_v + 1) ..], [1, H·K·(d_v + 1)];
+ *                       edits are stored into the state (they last, and
+ *                       the read uses them; of a slot named twice the
+ *                       later copy is stored).  The layer's scan then runs
+ *                       position by position, heads in turn (no
+ *                       threads); the dense state only.  With
+ *                       rn_hooks.slot_rows: once per chunk and layer
+ *                       instead, every row, read-only (for a cache).
+ * (The numbers are stable: a point is only ever added at the end.) */
 enum {
     RN_HOOK_RESID_PRE, RN_HOOK_Q, RN_HOOK_K, RN_HOOK_ADDR_READ, RN_HOOK_ADDR_WRITE, RN_HOOK_V,
-    RN_HOOK_HEAD_OUT, RN_HOOK_RESID_MID, RN_HOOK_MLP_OUT, RN_HOOK_RESID_POST, RN_HOOK_LN_FINAL, RN_HOOK_N
+    RN_HOOK_HEAD_OUT, RN_HOOK_RESID_MID, RN_HOOK_MLP_OUT, RN_HOOK_RESID_POST, RN_HOOK_LN_FINAL,
+    RN_HOOK_SLOT_STATE, RN_HOOK_N
 };
 
 /* A hook: called at every point whose bit is set in `points`, for every
@@ -108,10 +123,15 @@ typedef struct {
               int64_t pos0);
     void *user;
     uint32_t points;          /* bit p: call at point p */
+    int slot_rows;            /* non-zero: RN_HOOK_SLOT_STATE once per chunk and layer
+                               * with every row, [rows, H·K·(d_v + 1)] and slots
+                               * [rows, H·K], recorded by the usual scan (threads
+                               * over heads); a copy, so edits change nothing */
 } rn_hooks;
 
 /* Attach (or with NULL detach) hooks; the struct is copied.  CPU runtimes
- * only (RN_EINPUT on a GPU runtime).  With RN_HOOK_MLP_OUT the MLP's output
+ * only (RN_EINPUT on a GPU runtime, and for RN_HOOK_SLOT_STATE on a tiered
+ * one); allocates the slot-state buffer once.  With RN_HOOK_MLP_OUT the MLP's output
  * is computed into a buffer and then added (without: accumulated into x by
  * the product itself), so the logits agree to rounding only. */
 int rn_runtime_set_hooks(rn_runtime *rt, const rn_hooks *h, rn_error *err);

@@ -5,6 +5,10 @@
     toks = m.to_tokens("In the beginning")
     logits = m(toks)                            # numpy [T, vocab_size], float32
     m.to_string(toks)
+    logits, cache = m.run_with_cache(toks, names=lambda n: n.endswith("hook_slot_state"))
+    cache["blocks.3.attn.hook_slot_state"].S    # SlotState: the memory each head reads [T, H, K, d_v]
+
+    from ramtrace import patching               # TransformerLens' patching sweeps, ramtrace patch's figure
 
     ev = ramtrace.load_events("t.db", layer=1, head=2)   # a trace's events as numpy arrays
     t = ramtrace.open_trace("t.db")             # SQL, events, stats, simulate as DataFrames
@@ -19,7 +23,7 @@ build/ directory of a source checkout, or where RAMTRACE_LIB names it.
 Errors are ramtrace.Error with the library's one-line message.
 """
 from ramtrace.events import ArgError, TraceError, load_events  # noqa: F401
-from ramtrace.model import Error, Model, load  # noqa: F401
+from ramtrace.model import Error, Model, SlotState, load  # noqa: F401
 from ramtrace.trace import Trace, open_trace  # noqa: F401
 
-__all__ = ["load", "Model", "Error", "open_trace", "Trace", "load_events", "TraceError", "ArgError"]
+__all__ = ["load", "Model", "SlotState", "Error", "open_trace", "Trace", "load_events", "TraceError", "ArgError"]

@@ -3,12 +3,13 @@ import ctypes
 import os
 
 API_MAJOR = 1
-API_MINOR = 1  # ramnet_run (hooks, interventions)
+API_MINOR = 2  # 1: ramnet_run (hooks, interventions); 2: the slot-state hook, head state, patching figure
 
 # data and slots arrive as addresses: the runtime's buffers are allocated
 # once, so the views made of them are kept and reused across calls
 HOOK_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_void_p,
                            ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_int64)
+SLOT_STATE_ROWS = 1 << 31  # RAMNET_HOOK_SLOT_STATE_ROWS: the slot state a chunk at a time (a cache)
 
 
 class Error(Exception):
@@ -79,6 +80,12 @@ def lib():
         "ramnet_run": ([ctypes.c_void_p, c_int_p, ctypes.c_int, ctypes.POINTER(ctypes.c_float), ctypes.c_int,
                         ctypes.POINTER(ctypes.c_char_p), ctypes.c_int, ctypes.c_uint32, HOOK_FN, ctypes.c_void_p],
                        ctypes.c_int),
+        "ramnet_head_state": ([ctypes.c_void_p, c_int_p, ctypes.c_int, ctypes.c_int, ctypes.POINTER(ctypes.c_char_p),
+                               ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.POINTER(ctypes.c_float),
+                               ctypes.POINTER(ctypes.c_float)], ctypes.c_int),
+        "ramnet_plot_patching": ([ctypes.c_void_p, ctypes.c_int, c_int_p, c_int_p, c_int_p,
+                                  ctypes.POINTER(ctypes.c_double), ctypes.c_int, ctypes.c_int, ctypes.c_char_p],
+                                 ctypes.c_int),
     }
     for name, (args, res) in sig.items():
         f = getattr(L, name)

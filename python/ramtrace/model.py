@@ -6,10 +6,15 @@
     logits = m(toks)                           # numpy float32 [T, vocab_size]
     m.params["layers.0.attn.q_proj.weight"]    # numpy float32 [H*d_k, D], no copy, read-only
 
+    logits, cache = m.run_with_cache(toks, names=lambda n: "slot_state" in n)
+    cache["blocks.3.attn.hook_slot_state"].S   # [T, H, K, d_v]: what each head reads
+
 A model is freed with m.close() (or at garbage collection, or leaving a
 `with` block); using it afterwards raises ramtrace.Error.
 """
+import collections
 import ctypes
+import inspect
 
 import numpy as np
 
@@ -33,13 +38,34 @@ def _parse_config(text):
     return cfg
 
 
-def sl_ok(fn):
-    """Whether a hook takes a third argument (the slots of an address point)."""
+SlotState = collections.namedtuple("SlotState", "pos slots S z")
+SlotState.__doc__ = """The memory state a layer's heads read at a position (the point
+blocks.{l}.attn.hook_slot_state): for head h and rank j, slot slots[h, j]
+(the j-th slot of the head's read, as hook_addr_read gives it) holds the
+row S[h, j] (d_v values) and the normaliser z[h, j], after the position's
+writes and before its read, so the head's output is
+o[h] = sum_j r[h, j] * S[h, j] / (z[h, j] + eps).  In a hook pos is the
+position (an int) and the arrays are [H, K(, d_v)] views that may be
+edited in place: the edit is stored into the memory (the read uses it and
+later positions see it).  In a cache pos is arange(T) and the arrays are
+[T, H, K(, d_v)]."""
+
+
+def _params(fn):
     try:
-        import inspect
-        return len(inspect.signature(fn).parameters) >= 3
+        return inspect.signature(fn).parameters
     except (TypeError, ValueError):
-        return False
+        return {}
+
+
+def sl_ok(fn):
+    """Whether a hook takes a third positional argument (the slots of an address point)."""
+    return len([p for n, p in _params(fn).items() if n != "pos" and p.kind != p.KEYWORD_ONLY]) >= 3
+
+
+def pos_ok(fn):
+    """Whether a hook takes the keyword argument pos (its rows' positions)."""
+    return "pos" in _params(fn)
 
 
 class Model:
@@ -151,8 +177,9 @@ class Model:
     # ---- hook points (TransformerLens-style names) ----
 
     _POINTS = (("hook_resid_pre", 0), ("attn.hook_q", 1), ("attn.hook_k", 2), ("attn.hook_addr_read", 3),
-               ("attn.hook_addr_write", 4), ("attn.hook_v", 5), ("attn.hook_head_out", 6), ("hook_resid_mid", 7),
-               ("hook_mlp_out", 8), ("hook_resid_post", 9))
+               ("attn.hook_addr_write", 4), ("attn.hook_v", 5), ("attn.hook_slot_state", 11),
+               ("attn.hook_head_out", 6), ("hook_resid_mid", 7), ("hook_mlp_out", 8), ("hook_resid_post", 9))
+    _SLOT_STATE = 11
     _FINAL = ("ln_final.hook_normalized", 10)
 
     def hook_names(self):
@@ -174,7 +201,7 @@ class Model:
         c = self.cfg
         H, dk, dv, D = c["n_heads"], c["order"] * c["d_p"], c["d_v"], c["d_model"]
         return {1: (rows, H, dk), 2: (rows, H, dk), 3: (rows, H, c["top_k"]), 4: (rows, H, c["top_k"]),
-                5: (rows, H, dv), 6: (rows, H, dv)}.get(point, (rows, D))
+                5: (rows, H, dv), 6: (rows, H, dv), 11: (H, c["top_k"], dv + 1)}.get(point, (rows, D))
 
     def run(self, tokens, intervene=(), fwd_hooks=(), names=None, chunk=0):
         """One forward from a fresh memory state with interventions (the
@@ -182,20 +209,19 @@ class Model:
         cache.  fwd_hooks: (name, fn) pairs; fn(activation, name) gets the
         chunk's rows as a numpy view it may edit in place (or return a new
         array of the same shape to write back); for the address points the
-        view is the weights and fn may take a third argument, the slots.
-        names: hook names to cache (a list, a callable name -> bool, or
-        None for none).  Returns (logits [T, V], cache {name: array}); an
-        address point caches (slots, weights)."""
+        view is the weights and fn may take a third argument, the slots; a
+        fn with a parameter named pos gets pos=slice(first, last + 1), the
+        rows' positions.  At hook_slot_state fn(state, name) gets a
+        SlotState of one position to edit in place.  names: hook names to
+        cache (a list, a callable name -> bool, or None for none).  Returns
+        (logits [T, V], cache {name: array}); an address point caches
+        (slots, weights), hook_slot_state a SlotState."""
         t = self._tokens(tokens)
         if len(t) == 0:
             raise ValueError("tokens: empty sequence")
         if not isinstance(chunk, int) or chunk < 0:
             raise ValueError("chunk: expected an integer >= 0")
-        if isinstance(intervene, str):
-            intervene = [intervene]
-        specs = [s.encode() if isinstance(s, str) else s for s in intervene]
-        if not all(isinstance(s, bytes) for s in specs):
-            raise TypeError("intervene: expected a list of spec strings")
+        specs = self._specs(intervene)
         T = len(t)
         wanted = {}  # (point, layer) -> (names to cache, hook functions)
         if names is not None:
@@ -210,29 +236,63 @@ class Model:
             wanted.setdefault(self._point(pair[0]), ([], []))[1].append(pair)
         cache, failure, views = {}, [], {}
         c = self.cfg
+        H, K, dv = c["n_heads"], c["top_k"], c["d_v"]
         three = {fn: sl_ok(fn) for _, fn in fwd_hooks}
+        wants_pos = {fn: pos_ok(fn) for _, fn in fwd_hooks}
 
-        def view_of(addr, rows, width, shape, dtype):
-            key = (addr, rows, width, dtype)
+        def view_of(addr, n, shape, dtype):
+            key = (addr, shape, dtype)
             v = views.get(key)
             if v is None:
-                buf = ((ctypes.c_float if dtype is np.float32 else ctypes.c_uint32) * (rows * width)).from_address(addr)
+                buf = ((ctypes.c_float if dtype is np.float32 else ctypes.c_uint32) * n).from_address(addr)
                 v = views[key] = np.frombuffer(buf, dtype=dtype).reshape(shape)
             return v
 
+        def slot_state(user, point, layer, data, slots, rows, width, pos0):
+            cached, hooks = wanted.get((point, layer), ((), ()))
+            if not cached and not hooks:
+                return
+            buf = view_of(data, width, (H, K, dv + 1), np.float32)
+            st = SlotState(pos0, view_of(slots, H * K, (H, K), np.uint32), buf[..., :dv], buf[..., dv])
+            for name, fn in hooks:
+                r = fn(st, name, pos=pos0) if wants_pos[fn] else fn(st, name)
+                if r is not None:
+                    raise TypeError(f"a hook at {name} edits state.S and state.z in place and returns None")
+            if cached:
+                slot_rows(point, layer, data, slots, 1, pos0)
+
+        def slot_rows(point, layer, data, slots, rows, pos0):
+            # a cache only: the chunk's positions at once (RAMNET_HOOK_SLOT_STATE_ROWS)
+            cached = wanted.get((point, layer), ((), ()))[0]
+            buf = view_of(data, rows * H * K * (dv + 1), (rows, H, K, dv + 1), np.float32)
+            sl = view_of(slots, rows * H * K, (rows, H, K), np.uint32)
+            for name in cached:
+                if name not in cache:
+                    cache[name] = SlotState(np.arange(T), np.empty((T, H, K), np.uint32),
+                                            np.empty((T, H, K, dv), np.float32), np.empty((T, H, K), np.float32))
+                e = cache[name]
+                e.slots[pos0:pos0 + rows], e.S[pos0:pos0 + rows], e.z[pos0:pos0 + rows] = sl, buf[..., :dv], buf[..., dv]
+
         def at(user, point, layer, data, slots, rows, width, pos0):
             try:
+                if point == self._SLOT_STATE:
+                    if gather:
+                        slot_rows(point, layer, data, slots, rows, pos0)
+                    else:
+                        slot_state(user, point, layer, data, slots, rows, width, pos0)
+                    return 0
                 cached, hooks = wanted.get((point, layer), ((), ()))
                 shape = self._shape(point, rows)
-                view = view_of(data, rows, width, shape, np.float32)
-                sl = view_of(slots, rows, width, shape, np.uint32) if point in (3, 4) else None
+                view = view_of(data, rows * width, shape, np.float32)
+                sl = view_of(slots, rows * width, shape, np.uint32) if point in (3, 4) else None
                 for name, fn in hooks:
-                    r = fn(view, name, sl) if sl is not None and three[fn] else fn(view, name)
+                    kw = {"pos": slice(pos0, pos0 + rows)} if wants_pos[fn] else {}
+                    r = fn(view, name, sl, **kw) if sl is not None and three[fn] else fn(view, name, **kw)
                     if r is not None and r is not view:
                         view[...] = np.asarray(r, dtype=np.float32).reshape(shape)
                 for name in cached:
                     if name not in cache:
-                        full = (T if point != 10 else T,) + shape[1:]
+                        full = (T,) + shape[1:]
                         cache[name] = ((np.empty(full, np.uint32), np.empty(full, np.float32)) if sl is not None
                                        else np.empty(full, np.float32))
                     if sl is not None:
@@ -248,6 +308,10 @@ class Model:
         points = 0
         for p, _ in wanted:
             points |= 1 << p
+        # the slot state only cached: its positions come a chunk at a time
+        gather = not any(hooks for (p, _), (_, hooks) in wanted.items() if p == self._SLOT_STATE)
+        if gather and points >> self._SLOT_STATE & 1:
+            points |= _lib.SLOT_STATE_ROWS
         cb = _lib.HOOK_FN(at)
         arr = (ctypes.c_char_p * max(1, len(specs)))(*specs)
         out = np.empty((T, c["vocab_size"]), dtype=np.float32)
@@ -258,6 +322,35 @@ class Model:
             raise failure[0]
         check(rc)
         return out, cache
+
+    @staticmethod
+    def _specs(intervene):
+        if isinstance(intervene, str):
+            intervene = [intervene]
+        specs = [s.encode() if isinstance(s, str) else s for s in intervene]
+        if not all(isinstance(s, bytes) for s in specs):
+            raise TypeError("intervene: expected a list of spec strings")
+        return specs
+
+    def head_state(self, tokens, layer, head, intervene=(), chunk=0):
+        """The memory of head (layer, head) after a run over tokens (with
+        interventions, as run takes them): (S [M, d_v], z [M]), float32."""
+        t = self._tokens(tokens)
+        if len(t) == 0:
+            raise ValueError("tokens: empty sequence")
+        if not all(isinstance(x, (int, np.integer)) for x in (layer, head, chunk)):
+            raise TypeError("head_state: layer, head and chunk are integers")
+        specs = self._specs(intervene)
+        c = self.cfg
+        M = c["d_p"] ** c["order"]
+        S = np.empty((M, c["d_v"]), np.float32)
+        z = np.empty(M, np.float32)
+        fp = ctypes.POINTER(ctypes.c_float)
+        arr = (ctypes.c_char_p * max(1, len(specs)))(*specs)
+        check(lib().ramnet_head_state(self._handle(), t.ctypes.data_as(ctypes.POINTER(ctypes.c_int)), len(t),
+                                      int(chunk), arr, len(specs), int(layer), int(head), S.ctypes.data_as(fp),
+                                      z.ctypes.data_as(fp)))
+        return S, z
 
     def run_with_cache(self, tokens, names=None, chunk=0):
         """(logits, cache) with every hook point cached, or only those named

@@ -5,43 +5,13 @@ set).  Prints one line per failed check and "python api: N checks, F failed".
 """
 import os
 import subprocess
-import sys
 import tempfile
 
 import numpy as np
 
 import ramtrace
+from checks import check, close, finish, raises
 from ramtrace import torch as rt
-
-checks = failed = 0
-
-
-def check(ok, what):
-    global checks, failed
-    checks += 1
-    if not ok:
-        failed += 1
-        print("FAIL:", what)
-
-
-def close(a, b, what, tol=1e-4):
-    """max |a - b| <= tol * max(1, max |b|)"""
-    err = float(np.abs(a - b).max())
-    scale = max(1.0, float(np.abs(b).max()))
-    check(err <= tol * scale, f"{what}: max |diff| {err:.3g} (scale {scale:.3g})")
-
-
-def raises(exc, fn, what, text=None):
-    try:
-        fn()
-    except exc as e:
-        check(text is None or text in str(e), f"{what}: message {str(e)!r} lacks {text!r}")
-        return
-    except Exception as e:  # noqa: BLE001
-        check(False, f"{what}: raised {type(e).__name__}: {e}")
-        return
-    check(False, f"{what}: nothing raised")
-
 
 # the samples: the library's logits against the PyTorch module's
 m = ramtrace.load("samples/kjv.bin")
@@ -116,7 +86,7 @@ plain = m(toks)
 lg, cache = m.run_with_cache(toks, chunk=64)
 close(lg, plain, "run_with_cache: logits as the plain run's")
 L, P = m.cfg["n_layers"], m.params
-check(len(cache) == len(m.hook_names()) == 10 * L + 1, "run_with_cache: every hook point")
+check(len(cache) == len(m.hook_names()) == 11 * L + 1, "run_with_cache: every hook point")
 
 
 def rms(x, g):
@@ -214,5 +184,4 @@ with tempfile.TemporaryDirectory() as tmp:
     raises(ramtrace.Error, lambda: ramtrace.open_trace(inp), "a text file is not a trace", "not a trace")
     raises(ramtrace.Error, lambda: ramtrace.open_trace(os.path.join(tmp, "none.db")), "no file", "no such")
 
-print(f"python api: {checks} checks, {failed} failed")
-sys.exit(1 if failed else 0)
+finish("python api")
