@@ -15,6 +15,7 @@
 
 #include "an_load.h"
 #include "an_parquet.h"
+#include "an_runset.h"
 #include "tr_block.h"
 
 #define BATCH 65536
@@ -42,7 +43,7 @@ typedef struct {
 /* A run chosen for export, opened and checked. */
 typedef struct {
     const char *trace;
-    an_run r;
+    an_run *r;         /* in the run set */
     int64_t exported;  /* events written */
 } run_src;
 
@@ -90,14 +91,14 @@ static an_pq_opts writer_opts(const an_pq_export_opts *o)
 /* The token pieces of a run by position (toks[pos].pos == pos). */
 static int load_pieces(const run_src *s, tr_token **toks, int64_t *n, rn_error *err)
 {
-    int rc = tr_load_tokens(s->r.db, s->r.run.run_id, toks, n, err);
+    int rc = tr_load_tokens(s->r->db, s->r->run.run_id, toks, n, err);
     if (rc) return rc;
     for (int64_t i = 0; i < *n; i++)
         if ((*toks)[i].pos != i) {
             free(*toks);
             *toks = NULL;
             return rn_seterr(err, RN_EINPUT, "%s: run %lld: tokens are not positions 0..%lld (corrupt trace)",
-                             s->trace, (long long)s->r.run.run_id, (long long)*n - 1);
+                             s->trace, (long long)s->r->run.run_id, (long long)*n - 1);
         }
     return RN_OK;
 }
@@ -116,13 +117,13 @@ static int write_layer(ctx *x, run_src *s, int layer, const an_pq_str *piece, in
     tr_iter *it = NULL;
     an_pq_column cols[N_EVCOLS];
     memcpy(cols, event_cols, sizeof cols);
-    cols[C_WEIGHT].dict = s->r.run.weight_format == TR_WEIGHTS_F16;
+    cols[C_WEIGHT].dict = s->r->run.weight_format == TR_WEIGHTS_F16;
     int rc = an_pq_open(&w, f, cols, N_EVCOLS, &po, err);
     tr_filter flt = tr_filter_all();
     flt.layer = layer;
     flt.head = x->o->head;
     flt.ops = x->o->ops;
-    if (!rc) rc = tr_iter_open(s->r.db, s->r.run.run_id, &flt, &it, err);
+    if (!rc) rc = tr_iter_open(s->r->db, s->r->run.run_id, &flt, &it, err);
     batch *b = x->b;
     const void *vals[N_EVCOLS] = { b->head, b->pos, b->op, b->rank, b->slot, b->addr, b->weight, b->token };
     size_t nb = 0;
@@ -133,7 +134,7 @@ static int write_layer(ctx *x, run_src *s, int layer, const an_pq_str *piece, in
         if (got == 1) {
             if (e.pos < 0 || e.pos >= ntok) {
                 rc = rn_seterr(err, RN_EINPUT, "%s: run %lld: event at position %d has no token (corrupt trace)",
-                               s->trace, (long long)s->r.run.run_id, (int)e.pos);
+                               s->trace, (long long)s->r->run.run_id, (int)e.pos);
                 break;
             }
             b->head[nb] = e.head;
@@ -180,13 +181,13 @@ static int write_run(ctx *x, run_src *s, int64_t k, const char *events, rn_error
     if (!piece) { free(toks); return rn_seterr(err, RN_ENOMEM, "out of memory"); }
     for (int64_t i = 0; i < ntok; i++) piece[i] = (an_pq_str){ toks[i].piece, (uint32_t)strlen(toks[i].piece) };
     int last = -1;
-    for (int i = 0; i < s->r.n_heads && !rc; i++) {
-        const tr_head_info *h = &s->r.heads[i];
+    for (int i = 0; i < s->r->n_heads && !rc; i++) {
+        const tr_head_info *h = &s->r->heads[i];
         if (h->layer == last) continue;
         if ((x->o->layer >= 0 && h->layer != x->o->layer)) continue;
         int any = 0;
-        for (int j = i; j < s->r.n_heads && s->r.heads[j].layer == h->layer; j++)
-            any |= x->o->head < 0 || s->r.heads[j].head == x->o->head;
+        for (int j = i; j < s->r->n_heads && s->r->heads[j].layer == h->layer; j++)
+            any |= x->o->head < 0 || s->r->heads[j].head == x->o->head;
         last = h->layer;
         if (!any) continue;
         snprintf(ldir, sizeof ldir, "%s/layer=%d", rdir, h->layer);
@@ -218,9 +219,9 @@ static int write_runs(ctx *x, run_src *src, int n, const char *path, rn_error *e
     an_pq_writer *w = NULL;
     int rc = an_pq_open(&w, f, cols, N_RUNCOLS, &po, err);
     for (int i = 0; i < n && !rc; i++) {
-        const tr_run_info *ri = &src[i].r.run;
+        const tr_run_info *ri = &src[i].r->run;
         const rn_config *c = &ri->cfg;
-        int64_t run = i + 1, run_id = ri->run_id, slots = src[i].r.M, ntok = ri->n_tokens, nev = src[i].exported;
+        int64_t run = i + 1, run_id = ri->run_id, slots = src[i].r->M, ntok = ri->n_tokens, nev = src[i].exported;
         int32_t L = c->n_layers, H = c->n_heads, K = c->top_k, dv = c->d_v;
         const char *wf = tr_weights_name(ri->weight_format);
         an_pq_str trace = { src[i].trace, (uint32_t)strlen(src[i].trace) };
@@ -254,57 +255,17 @@ static void name_output(rn_error *err, const char *tmp, const char *dir)
     snprintf(err->msg + len, sizeof err->msg - len, "; %s not written", dir);
 }
 
-/* Open and check every run to export (all before anything is written). */
-static int open_runs(const char *const *traces, int ntraces, const an_pq_export_opts *o, run_src **out, int *nout,
-                     rn_error *err)
+/* Open and check every run to export (all before anything is written):
+ * run o->run of each trace, or every run, of one model (an_runset.h). */
+static int open_runs(const char *const *traces, int ntraces, const an_pq_export_opts *o, an_runset *rs,
+                     run_src **out, rn_error *err)
 {
-    run_src *src = NULL;
-    int n = 0, cap = 0, rc = RN_OK;
-    for (int t = 0; t < ntraces && !rc; t++) {
-        int64_t *ids = NULL;
-        int nids = 0;
-        if (o->run) {
-            ids = malloc(sizeof *ids);
-            if (ids) { ids[0] = o->run; nids = 1; }
-        } else {
-            tr_db *db;
-            tr_run_info *runs = NULL;
-            if ((rc = tr_open_read(traces[t], &db, err))) break;
-            rc = tr_list_runs(db, &runs, &nids, err);
-            tr_close(db);
-            if (rc) break;
-            if (nids == 0) {
-                free(runs);
-                rc = rn_seterr(err, RN_EINPUT, "%s: holds no run", traces[t]);
-                break;
-            }
-            ids = malloc((size_t)nids * sizeof *ids);
-            for (int i = 0; ids && i < nids; i++) ids[i] = runs[i].run_id;
-            free(runs);
-        }
-        if (!ids) { rc = rn_seterr(err, RN_ENOMEM, "out of memory"); break; }
-        for (int i = 0; i < nids && !rc; i++) {
-            if (n == cap) {
-                cap = cap ? 2 * cap : 8;
-                run_src *s = realloc(src, (size_t)cap * sizeof *s);
-                if (!s) { rc = rn_seterr(err, RN_ENOMEM, "out of memory"); break; }
-                src = s;
-            }
-            memset(&src[n], 0, sizeof src[n]);
-            src[n].trace = traces[t];
-            if ((rc = an_run_open(traces[t], ids[i], &src[n].r, err))) break;
-            n++;
-            rc = an_run_check_head(&src[n - 1].r, o->layer, o->head, err);
-        }
-        free(ids);
-    }
-    if (rc) {
-        for (int i = 0; i < n; i++) an_run_close(&src[i].r);
-        free(src);
-        return rc;
-    }
-    *out = src;
-    *nout = n;
+    an_runsel sel = { o->run, o->run == 0 };
+    int rc = an_runset_open(traces, ntraces, sel, 1, rs, err);
+    if (!rc) rc = an_runset_check_head(rs, o->layer, o->head, err);
+    if (!rc && !(*out = calloc((size_t)rs->n, sizeof **out))) rc = rn_seterr(err, RN_ENOMEM, "out of memory");
+    if (rc) { an_runset_close(rs); return rc; }
+    for (int i = 0; i < rs->n; i++) (*out)[i] = (run_src){ rs->r[i].path, &rs->r[i], 0 };
     return RN_OK;
 }
 
@@ -320,13 +281,14 @@ int an_pq_export(const char *const *traces, int ntraces, const char *dir, const 
     if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", dir, (long)getpid()) >= (int)sizeof tmp - 32)
         return rn_seterr(err, RN_EINPUT, "%s: path too long", dir);
     run_src *src = NULL;
-    int n = 0;
-    if ((rc = open_runs(traces, ntraces, o, &src, &n, err))) return rc;
+    an_runset rs;
+    if ((rc = open_runs(traces, ntraces, o, &rs, &src, err))) return rc;
+    int n = rs.n;
     ctx x = { o, stop, malloc(sizeof(batch)), res };
     if (!x.b) rc = rn_seterr(err, RN_ENOMEM, "out of memory");
     else rc = make_dir(tmp, err);
     if (rc) {
-        for (int i = 0; i < n; i++) an_run_close(&src[i].r);
+        an_runset_close(&rs);
         free(src); free(x.b);
         if (rc == RN_EINPUT || rc == RN_EIO) rn_preferr(err, "%s", dir);
         return rc;
@@ -345,7 +307,7 @@ int an_pq_export(const char *const *traces, int ntraces, const char *dir, const 
         remove_tree(tmp);
         if (rc != RN_EINTR) name_output(err, tmp, dir);
     }
-    for (int i = 0; i < n; i++) an_run_close(&src[i].r);
+    an_runset_close(&rs);
     free(src);
     free(x.b);
     return rc;
