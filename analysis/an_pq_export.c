@@ -50,8 +50,10 @@ typedef struct {
 typedef struct {
     const an_pq_export_opts *o;
     const volatile int *stop;
-    batch *b;
     an_pq_export_result *res;
+    int par;                   /* layer files written at once */
+    int col_threads;           /* each file's columns encoded at once */
+    volatile int failed;       /* a layer file failed: the others stop */
 } ctx;
 
 static int nftw_remove(const char *p, const struct stat *st, int flag, struct FTW *ftw)
@@ -81,10 +83,10 @@ static int close_file(FILE *f, const char *path, rn_error *err)
     return RN_OK;
 }
 
-static an_pq_opts writer_opts(const an_pq_export_opts *o)
+static an_pq_opts writer_opts(int threads)
 {
     an_pq_opts po = { 0 };
-    po.threads = o->threads > 0 ? o->threads : 1;
+    po.threads = threads > 0 ? threads : 1;
     return po;
 }
 
@@ -103,16 +105,18 @@ static int load_pieces(const run_src *s, tr_token **toks, int64_t *n, rn_error *
     return RN_OK;
 }
 
-/* Write run s's layer `layer` as part-0.parquet of dir. */
-static int write_layer(ctx *x, run_src *s, int layer, const an_pq_str *piece, int64_t ntok, const char *dir,
-                       rn_error *err)
+/* Write run s's layer `layer` as part-0.parquet of dir, reading through
+ * db (a connection of the calling thread's own) into batch b; the events
+ * written are added to *exported. */
+static int write_layer(ctx *x, run_src *s, tr_db *db, batch *b, int layer, const an_pq_str *piece, int64_t ntok,
+                       const char *dir, int64_t *exported, rn_error *err)
 {
     char path[PATH_MAX];
     if (snprintf(path, sizeof path, "%s/part-0.parquet", dir) >= (int)sizeof path)
         return rn_seterr(err, RN_EINPUT, "%s: path too long", dir);
     FILE *f = fopen(path, "wb");
     if (!f) return rn_seterr(err, errno == ENOSPC ? RN_EIO : RN_EINPUT, "%s: cannot create: %s", path, strerror(errno));
-    an_pq_opts po = writer_opts(x->o);
+    an_pq_opts po = writer_opts(x->col_threads);
     an_pq_writer *w = NULL;
     tr_iter *it = NULL;
     an_pq_column cols[N_EVCOLS];
@@ -123,8 +127,7 @@ static int write_layer(ctx *x, run_src *s, int layer, const an_pq_str *piece, in
     flt.layer = layer;
     flt.head = x->o->head;
     flt.ops = x->o->ops;
-    if (!rc) rc = tr_iter_open(s->r->db, s->r->run.run_id, &flt, &it, err);
-    batch *b = x->b;
+    if (!rc) rc = tr_iter_open(db, s->r->run.run_id, &flt, &it, err);
     const void *vals[N_EVCOLS] = { b->head, b->pos, b->op, b->rank, b->slot, b->addr, b->weight, b->token };
     size_t nb = 0;
     tr_event e;
@@ -149,27 +152,36 @@ static int write_layer(ctx *x, run_src *s, int layer, const an_pq_str *piece, in
         }
         if (nb == BATCH || (got == 0 && nb)) {
             if ((rc = an_pq_append(w, nb, vals, err))) break;
-            s->exported += (int64_t)nb;
+            *exported += (int64_t)nb;
             nb = 0;
             if (x->stop && *x->stop) rc = rn_seterr(err, RN_EINTR, "interrupted");
+            else if (x->failed) rc = RN_EINTR; /* another file failed; its error is reported */
         }
         if (got == 0) break;
     }
     if (it) tr_iter_close(it);
     if (!rc) rc = an_pq_finish(w, err);
-    if (!rc) x->res->bytes += an_pq_bytes(w);
+    uint64_t bytes = rc ? 0 : an_pq_bytes(w);
     an_pq_free(w);
     if (rc == RN_EIO) rn_preferr(err, "%s", path);
     int crc = close_file(f, path, rc ? NULL : err);
     if (!rc) rc = crc;
-    x->res->files++;
+    #pragma omp critical(an_pq_export_result)
+    {
+        x->res->bytes += bytes;
+        x->res->files++;
+    }
     return rc;
 }
 
-/* Write the events of run s as dataset run number k under events/. */
+/* Write the events of run s as dataset run number k under events/: its
+ * layer directories made first, then the layer files x->par at a time
+ * (OpenMP), each thread reading through a connection of its own and
+ * filling a batch of its own, so each file's bytes are those of a
+ * one-thread export. */
 static int write_run(ctx *x, run_src *s, int64_t k, const char *events, rn_error *err)
 {
-    char rdir[PATH_MAX], ldir[PATH_MAX];
+    char rdir[PATH_MAX];
     if (snprintf(rdir, sizeof rdir, "%s/run=%lld", events, (long long)k) >= (int)sizeof rdir)
         return rn_seterr(err, RN_EINPUT, "%s: path too long", events);
     int rc = make_dir(rdir, err);
@@ -178,9 +190,11 @@ static int write_run(ctx *x, run_src *s, int64_t k, const char *events, rn_error
     int64_t ntok = 0;
     if ((rc = load_pieces(s, &toks, &ntok, err))) return rc;
     an_pq_str *piece = malloc((size_t)(ntok ? ntok : 1) * sizeof *piece);
-    if (!piece) { free(toks); return rn_seterr(err, RN_ENOMEM, "out of memory"); }
+    int *layers = malloc((size_t)(s->r->n_heads ? s->r->n_heads : 1) * sizeof *layers);
+    if (!piece || !layers) { free(toks); free(piece); free(layers); return rn_seterr(err, RN_ENOMEM, "out of memory"); }
     for (int64_t i = 0; i < ntok; i++) piece[i] = (an_pq_str){ toks[i].piece, (uint32_t)strlen(toks[i].piece) };
-    int last = -1;
+    /* the layers with a selected head, each a directory */
+    int nl = 0, last = -1;
     for (int i = 0; i < s->r->n_heads && !rc; i++) {
         const tr_head_info *h = &s->r->heads[i];
         if (h->layer == last) continue;
@@ -190,9 +204,45 @@ static int write_run(ctx *x, run_src *s, int64_t k, const char *events, rn_error
             any |= x->o->head < 0 || s->r->heads[j].head == x->o->head;
         last = h->layer;
         if (!any) continue;
+        char ldir[PATH_MAX];
         snprintf(ldir, sizeof ldir, "%s/layer=%d", rdir, h->layer);
-        if (!(rc = make_dir(ldir, err))) rc = write_layer(x, s, h->layer, piece, ntok, ldir, err);
+        if (!(rc = make_dir(ldir, err))) layers[nl++] = h->layer;
     }
+    int *lrc = calloc((size_t)nl + 1, sizeof *lrc);
+    rn_error *lerr = calloc((size_t)nl + 1, sizeof *lerr);
+    if (!rc && (!lrc || !lerr)) rc = rn_seterr(err, RN_ENOMEM, "out of memory");
+    int64_t exported = 0;
+    int nt = x->par < nl ? x->par : nl;
+    if (nt < 1) nt = 1;
+    x->failed = 0;
+    if (!rc) {
+        #pragma omp parallel num_threads(nt) reduction(+ : exported)
+        {
+            tr_db *db = NULL;
+            batch *b = malloc(sizeof *b);
+            rn_error oerr = { 0 };
+            int orc = b ? tr_open_read(s->r->path, &db, &oerr) : rn_seterr(&oerr, RN_ENOMEM, "out of memory");
+            #pragma omp for schedule(dynamic, 1)
+            for (int i = 0; i < nl; i++) {
+                if (x->failed) continue;
+                char ldir[PATH_MAX];
+                snprintf(ldir, sizeof ldir, "%s/layer=%d", rdir, layers[i]);
+                if (orc) { lrc[i] = orc; lerr[i] = oerr; }
+                else lrc[i] = write_layer(x, s, db, b, layers[i], piece, ntok, ldir, &exported, &lerr[i]);
+                if (lrc[i]) x->failed = 1;
+            }
+            if (db) tr_close(db);
+            free(b);
+        }
+        /* the first failure in layer order with a message of its own (the
+         * others stopped because of it, with none) */
+        for (int i = 0; i < nl && !rc; i++)
+            if (lrc[i] && lerr[i].msg[0]) { rc = lrc[i]; *err = lerr[i]; }
+        for (int i = 0; i < nl && !rc; i++)
+            if (lrc[i]) rc = rn_seterr(err, lrc[i], "interrupted");
+    }
+    s->exported = exported;
+    free(lrc); free(lerr); free(layers);
     free(piece);
     free(toks);
     x->res->events += s->exported;
@@ -214,7 +264,7 @@ static int write_runs(ctx *x, run_src *src, int n, const char *path, rn_error *e
     };
     FILE *f = fopen(path, "wb");
     if (!f) return rn_seterr(err, errno == ENOSPC ? RN_EIO : RN_EINPUT, "%s: cannot create: %s", path, strerror(errno));
-    an_pq_opts po = writer_opts(x->o);
+    an_pq_opts po = writer_opts(1);
     po.group_rows = 4096;
     an_pq_writer *w = NULL;
     int rc = an_pq_open(&w, f, cols, N_RUNCOLS, &po, err);
@@ -284,12 +334,14 @@ int an_pq_export(const char *const *traces, int ntraces, const char *dir, const 
     an_runset rs;
     if ((rc = open_runs(traces, ntraces, o, &rs, &src, err))) return rc;
     int n = rs.n;
-    ctx x = { o, stop, malloc(sizeof(batch)), res };
-    if (!x.b) rc = rn_seterr(err, RN_ENOMEM, "out of memory");
-    else rc = make_dir(tmp, err);
+    /* -j N: up to N layer files at once, the threads left over encoding
+     * each file's columns */
+    int T = o->threads > 0 ? o->threads : 1;
+    ctx x = { o, stop, res, T, 1, 0 };
+    rc = make_dir(tmp, err);
     if (rc) {
         an_runset_close(&rs);
-        free(src); free(x.b);
+        free(src);
         if (rc == RN_EINPUT || rc == RN_EIO) rn_preferr(err, "%s", dir);
         return rc;
     }
@@ -309,6 +361,5 @@ int an_pq_export(const char *const *traces, int ntraces, const char *dir, const 
     }
     an_runset_close(&rs);
     free(src);
-    free(x.b);
     return rc;
 }

@@ -46,7 +46,7 @@ static const char usage[] =
     "      --run R           run id in each file (default: the latest; parquet:\n"
     "                        every run)\n"
     "      --all-runs        every run of every file\n"
-    "  -j, --threads N       parquet: column chunks compressed at once (default: the\n"
+    "  -j, --threads N       parquet: layer files written at once (default: the\n"
     "                        free cores); the other formats run on one thread\n"
     "  -h, --help            this text\n"
     "\n"

@@ -272,6 +272,14 @@ TH_TEST(test_pq_export_stats, "export: three runs of two traces as one dataset; 
     CU_ASSERT_FALSE(th_file_exists(p));
     snprintf(p, sizeof p, "%s/runs/runs.parquet", dir);
     CU_ASSERT(th_file_exists(p));
+    /* the layer files written at once (-j) are those written one by one */
+    char dir1[4096];
+    snprintf(dir1, sizeof dir1, "%s", th_path("pqx_ds_j1"));
+    CU_ASSERT_EQUAL(th_run("%s export %s %s -f parquet -o %s -j 1 -q", th_bin(), TA, TB, dir1), 0);
+    CU_ASSERT_EQUAL(th_run("diff -r %s %s", dir, dir1), 0);
+    snprintf(dir1, sizeof dir1, "%s", th_path("pqx_ds_j5"));
+    CU_ASSERT_EQUAL(th_run("%s export %s %s -f parquet -o %s -j 5 -q", th_bin(), TA, TB, dir1), 0);
+    CU_ASSERT_EQUAL(th_run("diff -r %s %s", dir, dir1), 0);
     stats_csv(TA, 1, "pqx_s1.csv");
     stats_csv(TA, 2, "pqx_s2.csv");
     stats_csv(TB, 1, "pqx_s3.csv");
