@@ -11,12 +11,13 @@
 #include <zstd.h>
 
 #include "an_pq_buf.h"
+#include "an_pq_delta.h"
 #include "an_pq_rle.h"
 #include "an_pq_thrift.h"
 
 /* parquet.thrift enums */
 enum { PT_INT32 = 1, PT_INT64 = 2, PT_FLOAT = 4, PT_DOUBLE = 5, PT_BYTE_ARRAY = 6 };
-enum { ENC_PLAIN = 0, ENC_RLE = 3, ENC_RLE_DICTIONARY = 8, ENC_BYTE_STREAM_SPLIT = 9 };
+enum { ENC_PLAIN = 0, ENC_RLE = 3, ENC_DELTA_BINARY_PACKED = 5, ENC_RLE_DICTIONARY = 8, ENC_BYTE_STREAM_SPLIT = 9 };
 enum { PAGE_DATA = 0, PAGE_DICTIONARY = 2 };
 enum { CODEC_ZSTD = 6 };
 enum { REP_REQUIRED = 0 };
@@ -30,7 +31,7 @@ typedef struct {
     int64_t start, dict_off, data_off;  /* dict_off -1: PLAIN chunk */
     int64_t uncompressed, compressed, num_values;
     int has_range;
-    int split;                          /* PLAIN floats as BYTE_STREAM_SPLIT */
+    int enc;                            /* the data pages' encoding (ENC_*) */
     uint8_t *min, *max;                 /* malloc'd */
     uint32_t min_len, max_len;
 } chunk_meta;
@@ -168,7 +169,7 @@ int an_pq_open(an_pq_writer **out, FILE *f, const an_pq_column *cols, int ncols,
         c->f = &c->set[0];
         c->e = &c->set[1];
         c->idx = malloc(G * sizeof *c->idx);
-        if (cols[i].dict) {
+        if (cols[i].enc == AN_PQ_DICT) {
             c->table_cap = tcap;
             c->table = malloc(tcap * sizeof *c->table);
             c->dict_row = malloc((size_t)w->o.dict_max * sizeof *c->dict_row);
@@ -176,8 +177,8 @@ int an_pq_open(an_pq_writer **out, FILE *f, const an_pq_column *cols, int ncols,
             if (c->width == 4) c->direct = calloc(DIRECT, sizeof *c->direct);
         }
         c->zc = ZSTD_createCCtx();
-        ok = c->name && bufs && c->idx && c->zc && (!cols[i].dict || (c->table && c->dict_row && c->dict_key)) &&
-             (!cols[i].dict || c->width != 4 || c->direct);
+        ok = c->name && bufs && c->idx && c->zc && (cols[i].enc != AN_PQ_DICT || (c->table && c->dict_row && c->dict_key)) &&
+             (cols[i].enc != AN_PQ_DICT || c->width != 4 || c->direct);
     }
     if (!ok) { an_pq_free(w); return rn_seterr(err, RN_ENOMEM, "out of memory for a parquet writer"); }
     if (fwrite("PAR1", 1, 4, f) != 4) {
@@ -440,7 +441,7 @@ static void encode_chunk(column *c, size_t n, const an_pq_opts *o)
     free(c->meta.min); free(c->meta.max);
     memset(&c->meta, 0, sizeof c->meta);
     c->meta.num_values = (int64_t)n;
-    uint32_t nd = c->c.dict ? build_dict(c, n, o->dict_max, o->dict_bytes) : 0;
+    uint32_t nd = c->c.enc == AN_PQ_DICT ? build_dict(c, n, o->dict_max, o->dict_bytes) : 0;
     chunk_stats(c, n, nd);
     c->meta.dict_off = -1;
     if (nd) {
@@ -452,7 +453,10 @@ static void encode_chunk(column *c, size_t n, const an_pq_opts *o)
     c->meta.data_off = (int64_t)c->chunk.n;
     int width = nd ? an_pq_bit_width(nd - 1) : 0;
     int split = !nd && (c->c.type == AN_PQ_FLOAT || c->c.type == AN_PQ_DOUBLE);
-    c->meta.split = split;
+    int delta = !nd && c->c.enc == AN_PQ_DELTA && (c->c.type == AN_PQ_INT32 || c->c.type == AN_PQ_UINT32) &&
+                an_pq_delta_fits((const uint32_t *)(const void *)c->e->vals, n);
+    int enc = nd ? ENC_RLE_DICTIONARY : split ? ENC_BYTE_STREAM_SPLIT : delta ? ENC_DELTA_BINARY_PACKED : ENC_PLAIN;
+    c->meta.enc = enc;
     for (size_t p = 0; p < n && !c->failed; p += o->page_rows) {
         size_t m = n - p < o->page_rows ? n - p : o->page_rows;
         c->page.n = 0;
@@ -461,13 +465,14 @@ static void encode_chunk(column *c, size_t n, const an_pq_opts *o)
             an_pq_rle_encode(&c->page, c->idx + p, m, width);
         } else if (split) {
             byte_split(&c->page, c->e->vals + p * c->width, m, c->width);
+        } else if (delta) {
+            an_pq_delta_encode(&c->page, (const uint32_t *)(const void *)c->e->vals + p, m);
         } else if (c->width) {
             an_pq_buf_put(&c->page, c->e->vals + p * c->width, m * c->width);
         } else {
             for (size_t r = p; r < p + m; r++) plain_value(&c->page, c, r);
         }
-        emit_page(c, PAGE_DATA, (int)m, nd ? ENC_RLE_DICTIONARY : split ? ENC_BYTE_STREAM_SPLIT : ENC_PLAIN,
-                  o->zstd_level);
+        emit_page(c, PAGE_DATA, (int)m, enc, o->zstd_level);
     }
 }
 
@@ -628,11 +633,10 @@ static void column_chunk(an_tc *t, const column *c, const chunk_meta *m)
     an_tc_i64(t, 2, m->start);
     an_tc_struct(t, 3);  /* ColumnMetaData */
     an_tc_i32(t, 1, physical(c->c.type));
-    an_tc_list(t, 2, AN_TC_I32, m->dict_off >= 0 || m->split ? 3 : 2);
+    an_tc_list(t, 2, AN_TC_I32, m->enc != ENC_PLAIN ? 3 : 2);
     an_tc_elem_i32(t, ENC_PLAIN);
     an_tc_elem_i32(t, ENC_RLE);
-    if (m->dict_off >= 0) an_tc_elem_i32(t, ENC_RLE_DICTIONARY);
-    else if (m->split) an_tc_elem_i32(t, ENC_BYTE_STREAM_SPLIT);
+    if (m->enc != ENC_PLAIN) an_tc_elem_i32(t, m->enc);
     an_tc_list(t, 3, AN_TC_BINARY, 1);
     an_tc_elem_string(t, c->name);
     an_tc_i32(t, 4, CODEC_ZSTD);

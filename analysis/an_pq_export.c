@@ -23,13 +23,15 @@
 enum { C_HEAD, C_POS, C_OP, C_RANK, C_SLOT, C_ADDR, C_WEIGHT, C_TOKEN, N_EVCOLS };
 
 /* Dictionaries where a chunk's distinct values are few: not pos (a
- * dictionary page of every position costs more than zstd over its runs),
- * and weight only for runs recorded as float16 (at most 2^16 values; f32
- * weights are nearly all distinct, so they go PLAIN as byte streams). */
+ * dictionary page of every position costs more than zstd over its runs;
+ * it steps by 0 or +1 within a head, so DELTA_BINARY_PACKED holds a row
+ * in a bit), and weight only for runs recorded as float16 (at most 2^16
+ * values; f32 weights are nearly all distinct, so they go PLAIN as byte
+ * streams). */
 static const an_pq_column event_cols[N_EVCOLS] = {
-    { "head", AN_PQ_INT32, 1 }, { "pos", AN_PQ_INT32, 0 }, { "op", AN_PQ_INT32, 1 },
-    { "rank", AN_PQ_INT32, 1 }, { "slot", AN_PQ_UINT32, 1 }, { "addr", AN_PQ_UINT32, 1 },
-    { "weight", AN_PQ_FLOAT, 1 }, { "token", AN_PQ_STRING, 1 },
+    { "head", AN_PQ_INT32, AN_PQ_DICT }, { "pos", AN_PQ_INT32, AN_PQ_DELTA }, { "op", AN_PQ_INT32, AN_PQ_DICT },
+    { "rank", AN_PQ_INT32, AN_PQ_DICT }, { "slot", AN_PQ_UINT32, AN_PQ_DICT }, { "addr", AN_PQ_UINT32, AN_PQ_DICT },
+    { "weight", AN_PQ_FLOAT, AN_PQ_DICT }, { "token", AN_PQ_STRING, AN_PQ_DICT },
 };
 
 /* One event batch, column by column. */
@@ -121,7 +123,7 @@ static int write_layer(ctx *x, run_src *s, tr_db *db, batch *b, int layer, const
     tr_iter *it = NULL;
     an_pq_column cols[N_EVCOLS];
     memcpy(cols, event_cols, sizeof cols);
-    cols[C_WEIGHT].dict = s->r->run.weight_format == TR_WEIGHTS_F16;
+    cols[C_WEIGHT].enc = s->r->run.weight_format == TR_WEIGHTS_F16 ? AN_PQ_DICT : AN_PQ_PLAIN;
     int rc = an_pq_open(&w, f, cols, N_EVCOLS, &po, err);
     tr_filter flt = tr_filter_all();
     flt.layer = layer;

@@ -30,7 +30,7 @@ static int readers(void)
 
 typedef struct {
     const char *name;
-    int type, dict;
+    int type, enc;
     const void *vals;
 } tcol;
 
@@ -73,7 +73,7 @@ static void check_file(const char *tag, const tcol *tc, int nc, size_t n, an_pq_
     snprintf(fpath, sizeof fpath, "%s", th_path(file));
     snprintf(jpath, sizeof jpath, "%s", th_path(json));
     an_pq_column cols[16];
-    for (int c = 0; c < nc; c++) cols[c] = (an_pq_column){ tc[c].name, tc[c].type, tc[c].dict };
+    for (int c = 0; c < nc; c++) cols[c] = (an_pq_column){ tc[c].name, tc[c].type, tc[c].enc };
     FILE *f = fopen(fpath, "wb");
     CU_ASSERT_PTR_NOT_NULL_FATAL(f);
     an_pq_writer *w;
@@ -225,6 +225,45 @@ TH_TEST(test_pq_rle_widths, "writer: RLE/bit-packed runs of every bit width 1..2
     o.dict_bytes = (size_t)1 << 26;
     o.threads = 2;
     check_file("rle", c, 2, N, o);
+}
+
+TH_TEST(test_pq_delta, "writer: DELTA_BINARY_PACKED int32/uint32 of every step width, near the limits, PLAIN where a step needs 2^31")
+{
+    enum { N = 60013 };
+    static int32_t pos[N], wide[N], jump[N];
+    static uint32_t u[N];
+    rn_rng r;
+    rn_rng_seed(&r, 32);
+    int32_t w = 0;
+    for (int i = 0; i < N; i++) {
+        pos[i] = i / 16;                                   /* steps 0 and +1 */
+        int bits = (i / 500) % 32;                         /* steps of 0..31 bits, both signs */
+        int64_t step = bits ? (int64_t)rn_rng_below(&r, 1u << bits) - ((int64_t)1 << (bits - 1)) : 0;
+        int64_t next = (int64_t)w + step;
+        if (next > INT32_MAX || next < INT32_MIN) next = (int64_t)w - step;
+        w = (int32_t)next;
+        wide[i] = w;
+        /* uint32 high values; group 2 crosses 2^31 (a step of -2^32+1 as int32: PLAIN) */
+        u[i] = (i / 10007) == 2 ? 2147483600u + (uint32_t)(i % 97) : 4294967000u - (uint32_t)rn_rng_below(&r, 200);
+        /* near the int32 limits with small steps, and one group alternating the limits (PLAIN) */
+        jump[i] = (i / 10007) == 4 ? (i % 2 ? INT32_MAX : INT32_MIN) : (i % 2 ? INT32_MAX - (int32_t)(i % 5) : INT32_MIN + (int32_t)(i % 3));
+    }
+    const tcol c[] = { { "pos", AN_PQ_INT32, AN_PQ_DELTA, pos }, { "wide", AN_PQ_INT32, AN_PQ_DELTA, wide },
+                       { "u", AN_PQ_UINT32, AN_PQ_DELTA, u }, { "jump", AN_PQ_INT32, AN_PQ_DELTA, jump } };
+    an_pq_opts o = { 0 };
+    o.group_rows = 10007;
+    o.page_rows = 1000;
+    o.threads = 2;
+    check_file("delta", c, 4, N, o);
+    /* pages of 1 value (a header only), of one block and one value more */
+    o.group_rows = 300;
+    static const size_t pages[3] = { 1, 128, 129 };
+    for (int k = 0; k < 3; k++) {
+        char tag[32];
+        o.page_rows = pages[k];
+        snprintf(tag, sizeof tag, "delta_p%zu", pages[k]);
+        check_file(tag, c, 4, 1000, o);
+    }
 }
 
 /* ---- export --format parquet ---- */
