@@ -30,8 +30,8 @@ enum { C_HEAD, C_POS, C_OP, C_RANK, C_SLOT, C_ADDR, C_WEIGHT, C_TOKEN, N_EVCOLS 
  * streams). */
 static const an_pq_column event_cols[N_EVCOLS] = {
     { "head", AN_PQ_INT32, AN_PQ_DICT }, { "pos", AN_PQ_INT32, AN_PQ_DELTA }, { "op", AN_PQ_INT32, AN_PQ_DICT },
-    { "rank", AN_PQ_INT32, AN_PQ_DICT }, { "slot", AN_PQ_UINT32, AN_PQ_DICT }, { "addr", AN_PQ_UINT32, AN_PQ_DICT },
-    { "weight", AN_PQ_FLOAT, AN_PQ_DICT }, { "token", AN_PQ_STRING, AN_PQ_DICT },
+    { "rank", AN_PQ_INT32, AN_PQ_DICT }, { "slot", AN_PQ_UINT32, AN_PQ_BEST }, { "addr", AN_PQ_UINT32, AN_PQ_BEST },
+    { "weight", AN_PQ_FLOAT, AN_PQ_PLAIN }, { "token", AN_PQ_STRING, AN_PQ_DICT },
 };
 
 /* One event batch, column by column. */

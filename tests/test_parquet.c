@@ -255,6 +255,38 @@ TH_TEST(test_pq_delta, "writer: DELTA_BINARY_PACKED int32/uint32 of every step w
     o.page_rows = 1000;
     o.threads = 2;
     check_file("delta", c, 4, N, o);
+    /* BEST: chunk by chunk the dictionary or deltas; floats PLAIN or split */
+    {
+        enum { M = 40000 };
+        static uint32_t best[M];
+        static float fw[M];
+        static float groups[50][8];
+        for (int g = 0; g < 50; g++)
+            for (int k = 0; k < 8; k++) groups[g][k] = (float)rn_rng_below(&r, 1u << 30) / (float)(1u << 30);
+        int g = 0;
+        for (int i = 0; i < M; i++) {
+            /* row groups 0, 2: a CAPE-like diagonal, and float groups of 8
+             * repeated whole; 1, 3: few random values, smooth floats */
+            int pattern = (i / 10000) % 2 == 0;
+            int pos = i / 16, k = i % 16;
+            best[i] = pattern ? (uint32_t)((k * 37 + 1000 - pos) % 1000) : (uint32_t)rn_rng_below(&r, 16);
+            if (i % 8 == 0) g = (int)rn_rng_below(&r, 50);
+            fw[i] = pattern ? groups[g][i % 8] : 1.0f + (float)i / (float)M;
+        }
+        const tcol cb[] = { { "best", AN_PQ_UINT32, AN_PQ_BEST, best }, { "fw", AN_PQ_FLOAT, AN_PQ_PLAIN, fw } };
+        an_pq_opts ob = { 0 };
+        ob.group_rows = 10000;
+        ob.page_rows = 2500;
+        check_file("best", cb, 2, M, ob);
+        if (readers()) {
+            CU_ASSERT_EQUAL(th_run("node tests/js/pq_query.mjs \"SELECT path_in_schema, string_agg(DISTINCT encodings, ';' "
+                                   "ORDER BY encodings) FROM parquet_metadata('%s') GROUP BY 1 ORDER BY 1\"",
+                                   th_path("pq_best.parquet")), 0);
+            if (!strstr(th_out(), "DELTA_BINARY_PACKED;")) fprintf(stderr, "\n%s%s", th_out(), th_err());
+            CU_ASSERT_STRING_EQUAL(th_out(), "best PLAIN, RLE, DELTA_BINARY_PACKED;PLAIN, RLE, RLE_DICTIONARY\n"
+                                             "fw PLAIN, RLE;PLAIN, RLE, BYTE_STREAM_SPLIT\n");
+        }
+    }
     /* pages of 1 value (a header only), of one block and one value more */
     o.group_rows = 300;
     static const size_t pages[3] = { 1, 128, 129 };
