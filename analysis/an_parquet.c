@@ -467,11 +467,15 @@ static size_t page_zsize(column *c, int level)
     return ZSTD_isError(z) ? SIZE_MAX : z;
 }
 
+/* Rows a trial encoding of a chunk compresses (choose_encoding): few
+ * enough that the trials cost a few percent of the chunk's encoding. */
+#define TRIAL_ROWS 16384
+
 /* The data pages' encoding of a chunk of n rows with nd dictionary
  * entries (0: none).  Where the column leaves a choice, the candidates
- * encode and compress the chunk's first page and the smaller wins, the
- * dictionary's own page counted against it as if the first page's ratio
- * held for the whole chunk: AN_PQ_BEST picks the dictionary or
+ * encode and compress the chunk's first TRIAL_ROWS rows and the smaller
+ * wins, the dictionary's own page counted against it as if the trial's
+ * ratio held for the whole chunk: AN_PQ_BEST picks the dictionary or
  * DELTA_BINARY_PACKED (a CAPE head's slots step in a pattern that repeats
  * from one position to the next, which deltas expose and indices hide), a
  * PLAIN float column PLAIN or BYTE_STREAM_SPLIT (exact repeats of whole
@@ -481,6 +485,7 @@ static int choose_encoding(column *c, size_t n, uint32_t nd, const an_pq_opts *o
 {
     int t = c->c.type, int4 = t == AN_PQ_INT32 || t == AN_PQ_UINT32, fl = t == AN_PQ_FLOAT || t == AN_PQ_DOUBLE;
     size_t m = n < o->page_rows ? n : o->page_rows;
+    if (m > TRIAL_ROWS) m = TRIAL_ROWS;
     double pages = (double)n / (double)(m ? m : 1);
     if (nd && c->c.enc == AN_PQ_BEST && int4 && an_pq_delta_fits((const uint32_t *)(const void *)c->e->vals, n)) {
         c->page.n = 0;

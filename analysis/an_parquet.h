@@ -38,12 +38,12 @@ typedef struct {
 } an_pq_str;
 
 /* A column's encoding: PLAIN (floats and doubles PLAIN or
- * BYTE_STREAM_SPLIT, whichever compresses a chunk's first page smaller);
+ * BYTE_STREAM_SPLIT, whichever compresses a chunk's first rows smaller);
  * DICT, a dictionary for every chunk whose distinct values fit the limits
  * (PLAIN for the others); DELTA, DELTA_BINARY_PACKED for int32 / uint32
  * (PLAIN for a chunk with a step of 2^31 or more between rows); BEST, for
  * int32 / uint32, DICT or DELTA chunk by chunk, whichever compresses the
- * chunk's first page (with the dictionary) smaller. */
+ * chunk's first rows (with the dictionary) smaller. */
 enum an_pq_enc { AN_PQ_PLAIN, AN_PQ_DICT, AN_PQ_DELTA, AN_PQ_BEST };
 
 typedef struct {
