@@ -11,11 +11,14 @@ static inline int64_t delta(const uint32_t *v, size_t i) { return (int64_t)(int3
 
 int an_pq_delta_fits(const uint32_t *v, size_t n)
 {
+    /* the smallest and largest delta, without an early exit (vectorised) */
+    int64_t lo = 0, hi = 0;
     for (size_t i = 1; i < n; i++) {
         int64_t d = delta(v, i);
-        if (d < INT32_MIN || d > INT32_MAX) return 0;
+        lo = d < lo ? d : lo;
+        hi = d > hi ? d : hi;
     }
-    return 1;
+    return lo >= INT32_MIN && hi <= INT32_MAX;
 }
 
 static inline uint64_t zigzag(int64_t x) { return ((uint64_t)x << 1) ^ (uint64_t)(x >> 63); }
@@ -46,14 +49,16 @@ void an_pq_delta_encode(an_pq_buf *b, const uint32_t *v, size_t n)
     an_pq_buf_varint(b, n);
     an_pq_buf_varint(b, zigzag((int32_t)v[0]));
     uint32_t u[BLOCK];
+    int64_t d[BLOCK];
     for (size_t i = 1; i < n; i += BLOCK) {
         size_t m = n - i < BLOCK ? n - i : BLOCK;  /* deltas in this block */
-        int64_t mn = delta(v, i);
-        for (size_t k = 1; k < m; k++) {
-            int64_t d = delta(v, i + k);
-            if (d < mn) mn = d;
+        int64_t mn = INT64_MAX;
+        for (size_t k = 0; k < m; k++) {
+            d[k] = delta(v, i + k);
+            mn = d[k] < mn ? d[k] : mn;
         }
-        for (size_t k = 0; k < BLOCK; k++) u[k] = k < m ? (uint32_t)(delta(v, i + k) - mn) : 0;
+        for (size_t k = 0; k < m; k++) u[k] = (uint32_t)(d[k] - mn);
+        for (size_t k = m; k < BLOCK; k++) u[k] = 0;
         an_pq_buf_varint(b, zigzag(mn));
         int width[MINI] = { 0 };
         size_t used = (m + PER_MINI - 1) / PER_MINI;
