@@ -119,6 +119,7 @@ static int one(const char *dir, const char *text, const char *label, const char 
         printf("%-4s DuckDB GROUP BY layer, head: %.2f s (median of %d, node start included)\n", label,
                bench_median(q, REPS), REPS);
         if (given) {
+            fflush(stdout);
             snprintf(cmd, sizeof cmd,
                      "node tests/js/pq_query.mjs \"SELECT path_in_schema, round(sum(total_compressed_size) / %lld, 4) "
                      "FROM parquet_metadata('%s/events/*/*/*.parquet') GROUP BY 1 ORDER BY 2 DESC\" | "

@@ -234,6 +234,16 @@ TH_TEST(test_multi_simulate_lru_sum, "simulate --all-runs: LRU misses are the ru
 
 /* ---- export: the stream is the runs' own exports, renumbered ---- */
 
+/* `export ONE --all-runs ARGS -o p1` and `export A B --all-runs ARGS -o
+ * p2`, p1 and p2 the scratch paths n1 and n2. */
+static void export_both(const char *args, const char *n1, const char *n2, char *p1, char *p2)
+{
+    snprintf(p1, 4096, "%s", th_path(n1));
+    snprintf(p2, 4096, "%s", th_path(n2));
+    CU_ASSERT_EQUAL(th_run("%s export %s --all-runs %s -o %s -q", th_bin(), ONE, args, p1), 0);
+    CU_ASSERT_EQUAL(th_run("%s export %s %s --all-runs %s -o %s -q", th_bin(), A, B, args, p2), 0);
+}
+
 TH_TEST(test_multi_export_stream, "export --all-runs: each run's records, index, time and next shifted, run in the id's top bits")
 {
     CU_ASSERT_EQUAL_FATAL(make_traces(), 0);
@@ -272,18 +282,12 @@ TH_TEST(test_multi_export_stream, "export --all-runs: each run's records, index,
     free(all);
     /* oracleGeneral: the same bytes from one file and from two */
     char o1[4096], o2[4096];
-    snprintf(o1, sizeof o1, "%s", th_path("multi_1.og"));
-    snprintf(o2, sizeof o2, "%s", th_path("multi_2.og"));
-    CU_ASSERT_EQUAL(th_run("%s export %s --all-runs -o %s -q", th_bin(), ONE, o1), 0);
-    CU_ASSERT_EQUAL(th_run("%s export %s %s --all-runs -o %s -q", th_bin(), A, B, o2), 0);
+    export_both("", "multi_1.og", "multi_2.og", o1, o2);
     CU_ASSERT_EQUAL(th_run("cmp %s %s", o1, o2), 0);
     CU_ASSERT_EQUAL(th_run("test $(stat -c %%s %s) -eq $((24 * %llu))", o1, index0), 0);
     /* Parquet: the same event files; the runs table names each run's file */
     char d1[4096], d2[4096];
-    snprintf(d1, sizeof d1, "%s", th_path("multi_pq1"));
-    snprintf(d2, sizeof d2, "%s", th_path("multi_pq2"));
-    CU_ASSERT_EQUAL(th_run("%s export %s -f parquet --all-runs -o %s -q", th_bin(), ONE, d1), 0);
-    CU_ASSERT_EQUAL(th_run("%s export %s %s -f parquet -o %s -q", th_bin(), A, B, d2), 0);
+    export_both("-f parquet", "multi_pq1", "multi_pq2", d1, d2);
     CU_ASSERT_EQUAL(th_run("diff -r %s/events %s/events", d1, d2), 0);
     if (th_file_exists("tests/js/node_modules/@duckdb/node-api/package.json") && th_run("node --version") == 0) {
         CU_ASSERT_EQUAL(th_run("node tests/js/pq_query.mjs \"SELECT string_agg(run || ':' || regexp_replace(trace, "
