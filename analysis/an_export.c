@@ -44,18 +44,23 @@ static int stopped(const volatile int *stop) { return stop && *stop; }
 
 /* The CSV rows of stream s (NULL: the header only) through the row writer;
  * nxt[i] is the index of the next access to the same key (AN_NONE: none). */
-static int export_csv(FILE *f, const an_stream *s, const uint32_t *nxt, const volatile int *stop, rn_error *err)
+static int export_csv(FILE *f, const an_stream *s, const uint32_t *nxt, const an_export_part *pt,
+                      const volatile int *stop, rn_error *err)
 {
     static const char *const cols[8] = { "index", "time", "layer", "head", "slot", "op", "obj_id", "next" };
     rn_rows w;
-    int rc = rn_rows_begin(&w, f, RN_FMT_CSV, 8, cols, NULL, err);
+    rn_rows_opts o = { 0 };
+    o.csv_no_header = !pt->header;
+    int rc = rn_rows_begin(&w, f, RN_FMT_CSV, 8, cols, &o, err);
     if (rc) return rc;
     for (size_t i = 0; s && i < s->n; i++) {
         uint64_t id = s->id[s->key[i]];
-        int64_t next = nxt[i] == AN_NONE ? -1 : (int64_t)nxt[i] + 1;
-        const rn_cell c[8] = { rn_cell_uint(i + 1), rn_cell_int(s->pos[i]), rn_cell_int(an_id_layer(id)),
+        int64_t next = nxt[i] == AN_NONE ? -1 : (int64_t)(pt->index0 + nxt[i]) + 1;
+        const rn_cell c[8] = { rn_cell_uint(pt->index0 + i + 1), rn_cell_int(pt->time0 + s->pos[i]),
+                               rn_cell_int(an_id_layer(id)),
                                rn_cell_int(an_id_head(id)), rn_cell_uint(an_id_slot(id)),
-                               rn_cell_text(s->op[i] ? "r" : "w"), rn_cell_uint(id), rn_cell_int(next) };
+                               rn_cell_text(s->op[i] ? "r" : "w"), rn_cell_uint(id | pt->seq << 48),
+                               rn_cell_int(next) };
         rn_rows_add(&w, c);
         if (ferror(f)) break;
         if ((i & 0xffff) == 0xffff && stopped(stop)) {
@@ -71,6 +76,13 @@ static int export_csv(FILE *f, const an_stream *s, const uint32_t *nxt, const vo
 int an_export_write(FILE *f, int fmt, const tr_event *ev, size_t n, const rn_config *cfg, int ops,
                     const volatile int *stop, rn_error *err)
 {
+    const an_export_part whole = { 0, 0, 0, 1 };
+    return an_export_write_part(f, fmt, ev, n, cfg, ops, &whole, stop, err);
+}
+
+int an_export_write_part(FILE *f, int fmt, const tr_event *ev, size_t n, const rn_config *cfg, int ops,
+                         const an_export_part *pt, const volatile int *stop, rn_error *err)
+{
     if (fmt == AN_EXPORT_PARQUET)
         return rn_seterr(err, RN_EINPUT, "parquet is a dataset directory: an_pq_export writes it");
     an_streams ss;
@@ -82,7 +94,7 @@ int an_export_write(FILE *f, int fmt, const tr_event *ev, size_t n, const rn_con
     }
     if (ss.n == 0) {
         an_streams_free(&ss);
-        if (fmt == AN_EXPORT_CSV) return export_csv(f, NULL, NULL, stop, err);
+        if (fmt == AN_EXPORT_CSV) return export_csv(f, NULL, NULL, pt, stop, err);
         return RN_OK;
     }
     const an_stream *s = &ss.s[0];
@@ -94,7 +106,7 @@ int an_export_write(FILE *f, int fmt, const tr_event *ev, size_t n, const rn_con
     }
     const uint32_t *nxt = sp.next;
     if (fmt == AN_EXPORT_CSV) {
-        rc = stopped(stop) ? rn_seterr(err, RN_EINTR, "interrupted") : export_csv(f, s, nxt, stop, err);
+        rc = stopped(stop) ? rn_seterr(err, RN_EINTR, "interrupted") : export_csv(f, s, nxt, pt, stop, err);
         an_spill_free(&sp);
         an_streams_free(&ss);
         return rc;
@@ -106,10 +118,10 @@ int an_export_write(FILE *f, int fmt, const tr_event *ev, size_t n, const rn_con
     for (size_t i = 0; i < s->n && !ioerr && !intr; i++) {
         if ((i & 0xffff) == 0xffff) intr = stopped(stop);
         uint64_t id = s->id[s->key[i]];
-        int64_t next = nxt[i] == AN_NONE ? -1 : (int64_t)nxt[i] + 1;
+        int64_t next = nxt[i] == AN_NONE ? -1 : (int64_t)(pt->index0 + nxt[i]) + 1;
         unsigned char *p = buf + nb * AN_OG_RECORD;
-        put_le(p, (uint32_t)s->pos[i], 4);
-        put_le(p + 4, id, 8);
+        put_le(p, (uint32_t)(pt->time0 + s->pos[i]), 4);
+        put_le(p + 4, id | pt->seq << 48, 8);
         put_le(p + 12, size, 4);
         put_le(p + 16, (uint64_t)next, 8);
         if (++nb == 1024) {

@@ -35,6 +35,24 @@ int an_export_format_parse(const char *s, int *fmt, rn_error *err);
 int an_export_write(FILE *f, int fmt, const tr_event *ev, size_t n, const rn_config *cfg, int ops,
                     const volatile int *stop, rn_error *err);
 
+/* Several runs as one stream (`export --all-runs`, an_runset.h): the runs
+ * are written one after another, each with its own next uses (a run's
+ * objects are its own: no next reaches into another run), run k of the
+ * set as the part with index0 = the records written before it, time0 =
+ * the tokens of the runs before it (so time never goes back), seq = k (in
+ * the top 16 bits of every object id: obj_id = seq << 48 | layer << 40 |
+ * head << 32 | slot) and the CSV header with the first part only. */
+typedef struct {
+    uint64_t index0;
+    int64_t time0;
+    uint64_t seq;
+    int header;
+} an_export_part;
+
+/* an_export_write of one part. */
+int an_export_write_part(FILE *f, int fmt, const tr_event *ev, size_t n, const rn_config *cfg, int ops,
+                         const an_export_part *pt, const volatile int *stop, rn_error *err);
+
 /* One decoded oracleGeneral record. */
 typedef struct {
     uint32_t time;

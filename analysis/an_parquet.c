@@ -11,12 +11,13 @@
 #include <zstd.h>
 
 #include "an_pq_buf.h"
+#include "an_pq_delta.h"
 #include "an_pq_rle.h"
 #include "an_pq_thrift.h"
 
 /* parquet.thrift enums */
 enum { PT_INT32 = 1, PT_INT64 = 2, PT_FLOAT = 4, PT_DOUBLE = 5, PT_BYTE_ARRAY = 6 };
-enum { ENC_PLAIN = 0, ENC_RLE = 3, ENC_RLE_DICTIONARY = 8, ENC_BYTE_STREAM_SPLIT = 9 };
+enum { ENC_PLAIN = 0, ENC_RLE = 3, ENC_DELTA_BINARY_PACKED = 5, ENC_RLE_DICTIONARY = 8, ENC_BYTE_STREAM_SPLIT = 9 };
 enum { PAGE_DATA = 0, PAGE_DICTIONARY = 2 };
 enum { CODEC_ZSTD = 6 };
 enum { REP_REQUIRED = 0 };
@@ -30,7 +31,7 @@ typedef struct {
     int64_t start, dict_off, data_off;  /* dict_off -1: PLAIN chunk */
     int64_t uncompressed, compressed, num_values;
     int has_range;
-    int split;                          /* PLAIN floats as BYTE_STREAM_SPLIT */
+    int enc;                            /* the data pages' encoding (ENC_*) */
     uint8_t *min, *max;                 /* malloc'd */
     uint32_t min_len, max_len;
 } chunk_meta;
@@ -96,6 +97,9 @@ static int physical(int t)
     static const int map[] = { PT_INT32, PT_INT32, PT_INT64, PT_FLOAT, PT_DOUBLE, PT_BYTE_ARRAY };
     return map[t];
 }
+
+/* Whether a column of encoding enc builds dictionaries. */
+static int uses_dict(int enc) { return enc == AN_PQ_DICT || enc == AN_PQ_BEST; }
 
 static void column_free(column *c)
 {
@@ -168,7 +172,8 @@ int an_pq_open(an_pq_writer **out, FILE *f, const an_pq_column *cols, int ncols,
         c->f = &c->set[0];
         c->e = &c->set[1];
         c->idx = malloc(G * sizeof *c->idx);
-        if (cols[i].dict) {
+        int dict = uses_dict(cols[i].enc);
+        if (dict) {
             c->table_cap = tcap;
             c->table = malloc(tcap * sizeof *c->table);
             c->dict_row = malloc((size_t)w->o.dict_max * sizeof *c->dict_row);
@@ -176,8 +181,8 @@ int an_pq_open(an_pq_writer **out, FILE *f, const an_pq_column *cols, int ncols,
             if (c->width == 4) c->direct = calloc(DIRECT, sizeof *c->direct);
         }
         c->zc = ZSTD_createCCtx();
-        ok = c->name && bufs && c->idx && c->zc && (!cols[i].dict || (c->table && c->dict_row && c->dict_key)) &&
-             (!cols[i].dict || c->width != 4 || c->direct);
+        ok = c->name && bufs && c->idx && c->zc && (!dict || (c->table && c->dict_row && c->dict_key)) &&
+             (!dict || c->width != 4 || c->direct);
     }
     if (!ok) { an_pq_free(w); return rn_seterr(err, RN_ENOMEM, "out of memory for a parquet writer"); }
     if (fwrite("PAR1", 1, 4, f) != 4) {
@@ -432,6 +437,83 @@ static void emit_page(column *c, int type, int nvalues, int encoding, int level)
     if (c->hdr.oom || c->chunk.oom || c->page.oom || c->page.n > INT32_MAX || z > INT32_MAX) c->failed = 1;
 }
 
+/* The body of the data page of rows [p, p + m) in encoding enc (for a
+ * dictionary, indices of `width` bits) into c->page. */
+static void page_body(column *c, int enc, size_t p, size_t m, int width)
+{
+    c->page.n = 0;
+    switch (enc) {
+    case ENC_RLE_DICTIONARY:
+        an_pq_buf_byte(&c->page, (uint8_t)width);
+        an_pq_rle_encode(&c->page, c->idx + p, m, width);
+        break;
+    case ENC_BYTE_STREAM_SPLIT: byte_split(&c->page, c->e->vals + p * c->width, m, c->width); break;
+    case ENC_DELTA_BINARY_PACKED:
+        an_pq_delta_encode(&c->page, (const uint32_t *)(const void *)c->e->vals + p, m);
+        break;
+    default:
+        if (c->width) an_pq_buf_put(&c->page, c->e->vals + p * c->width, m * c->width);
+        else for (size_t r = p; r < p + m; r++) plain_value(&c->page, c, r);
+    }
+}
+
+/* The bytes zstd makes of c->page (into c->comp; SIZE_MAX on failure). */
+static size_t page_zsize(column *c, int level)
+{
+    size_t bound = ZSTD_compressBound(c->page.n);
+    c->comp.n = 0;
+    if (c->page.oom || an_pq_buf_reserve(&c->comp, bound)) return SIZE_MAX;
+    size_t z = ZSTD_compressCCtx(c->zc, c->comp.p, bound, c->page.p, c->page.n, level);
+    return ZSTD_isError(z) ? SIZE_MAX : z;
+}
+
+/* Rows a trial encoding of a chunk compresses (choose_encoding): few
+ * enough that the trials cost a few percent of the chunk's encoding. */
+#define TRIAL_ROWS 16384
+
+/* The data pages' encoding of a chunk of n rows with nd dictionary
+ * entries (0: none).  Where the column leaves a choice, the candidates
+ * encode and compress the chunk's first TRIAL_ROWS rows and the smaller
+ * wins, the dictionary's own page counted against it as if the trial's
+ * ratio held for the whole chunk: AN_PQ_BEST picks the dictionary or
+ * DELTA_BINARY_PACKED (a CAPE head's slots step in a pattern that repeats
+ * from one position to the next, which deltas expose and indices hide), a
+ * PLAIN float column PLAIN or BYTE_STREAM_SPLIT (exact repeats of whole
+ * values, as in a head whose addresses repeat, compress better unsplit;
+ * slowly varying values better split). */
+static int choose_encoding(column *c, size_t n, uint32_t nd, const an_pq_opts *o)
+{
+    int t = c->c.type, int4 = t == AN_PQ_INT32 || t == AN_PQ_UINT32, fl = t == AN_PQ_FLOAT || t == AN_PQ_DOUBLE;
+    size_t m = n < o->page_rows ? n : o->page_rows;
+    if (m > TRIAL_ROWS) m = TRIAL_ROWS;
+    double pages = (double)n / (double)(m ? m : 1);
+    if (nd && c->c.enc == AN_PQ_BEST && int4 && an_pq_delta_fits((const uint32_t *)(const void *)c->e->vals, n)) {
+        c->page.n = 0;
+        for (uint32_t k = 0; k < nd; k++) plain_value(&c->page, c, c->dict_row[k]);
+        size_t zdict = page_zsize(c, o->zstd_level);
+        page_body(c, ENC_RLE_DICTIONARY, 0, m, an_pq_bit_width(nd - 1));
+        size_t zidx = page_zsize(c, o->zstd_level);
+        page_body(c, ENC_DELTA_BINARY_PACKED, 0, m, 0);
+        size_t zdelta = page_zsize(c, o->zstd_level);
+        if (zdict != SIZE_MAX && zidx != SIZE_MAX && zdelta != SIZE_MAX &&
+            (double)zdelta * pages < (double)zdict + (double)zidx * pages)
+            return ENC_DELTA_BINARY_PACKED;
+        return ENC_RLE_DICTIONARY;
+    }
+    if (nd) return ENC_RLE_DICTIONARY;
+    if (fl) {
+        page_body(c, ENC_BYTE_STREAM_SPLIT, 0, m, 0);
+        size_t zs = page_zsize(c, o->zstd_level);
+        page_body(c, ENC_PLAIN, 0, m, 0);
+        size_t zp = page_zsize(c, o->zstd_level);
+        return zp < zs ? ENC_PLAIN : ENC_BYTE_STREAM_SPLIT;
+    }
+    if ((c->c.enc == AN_PQ_DELTA || c->c.enc == AN_PQ_BEST) && int4 &&
+        an_pq_delta_fits((const uint32_t *)(const void *)c->e->vals, n))
+        return ENC_DELTA_BINARY_PACKED;
+    return ENC_PLAIN;
+}
+
 /* Encode the chunk of the group's n rows into c->chunk (offsets relative
  * to the chunk's start). */
 static void encode_chunk(column *c, size_t n, const an_pq_opts *o)
@@ -440,8 +522,11 @@ static void encode_chunk(column *c, size_t n, const an_pq_opts *o)
     free(c->meta.min); free(c->meta.max);
     memset(&c->meta, 0, sizeof c->meta);
     c->meta.num_values = (int64_t)n;
-    uint32_t nd = c->c.dict ? build_dict(c, n, o->dict_max, o->dict_bytes) : 0;
+    uint32_t nd = uses_dict(c->c.enc) ? build_dict(c, n, o->dict_max, o->dict_bytes) : 0;
     chunk_stats(c, n, nd);
+    int enc = n ? choose_encoding(c, n, nd, o) : nd ? ENC_RLE_DICTIONARY : ENC_PLAIN;
+    if (enc != ENC_RLE_DICTIONARY) nd = 0;
+    c->meta.enc = enc;
     c->meta.dict_off = -1;
     if (nd) {
         c->meta.dict_off = 0;
@@ -451,23 +536,10 @@ static void encode_chunk(column *c, size_t n, const an_pq_opts *o)
     }
     c->meta.data_off = (int64_t)c->chunk.n;
     int width = nd ? an_pq_bit_width(nd - 1) : 0;
-    int split = !nd && (c->c.type == AN_PQ_FLOAT || c->c.type == AN_PQ_DOUBLE);
-    c->meta.split = split;
     for (size_t p = 0; p < n && !c->failed; p += o->page_rows) {
         size_t m = n - p < o->page_rows ? n - p : o->page_rows;
-        c->page.n = 0;
-        if (nd) {
-            an_pq_buf_byte(&c->page, (uint8_t)width);
-            an_pq_rle_encode(&c->page, c->idx + p, m, width);
-        } else if (split) {
-            byte_split(&c->page, c->e->vals + p * c->width, m, c->width);
-        } else if (c->width) {
-            an_pq_buf_put(&c->page, c->e->vals + p * c->width, m * c->width);
-        } else {
-            for (size_t r = p; r < p + m; r++) plain_value(&c->page, c, r);
-        }
-        emit_page(c, PAGE_DATA, (int)m, nd ? ENC_RLE_DICTIONARY : split ? ENC_BYTE_STREAM_SPLIT : ENC_PLAIN,
-                  o->zstd_level);
+        page_body(c, enc, p, m, width);
+        emit_page(c, PAGE_DATA, (int)m, enc, o->zstd_level);
     }
 }
 
@@ -628,11 +700,10 @@ static void column_chunk(an_tc *t, const column *c, const chunk_meta *m)
     an_tc_i64(t, 2, m->start);
     an_tc_struct(t, 3);  /* ColumnMetaData */
     an_tc_i32(t, 1, physical(c->c.type));
-    an_tc_list(t, 2, AN_TC_I32, m->dict_off >= 0 || m->split ? 3 : 2);
+    an_tc_list(t, 2, AN_TC_I32, m->enc != ENC_PLAIN ? 3 : 2);
     an_tc_elem_i32(t, ENC_PLAIN);
     an_tc_elem_i32(t, ENC_RLE);
-    if (m->dict_off >= 0) an_tc_elem_i32(t, ENC_RLE_DICTIONARY);
-    else if (m->split) an_tc_elem_i32(t, ENC_BYTE_STREAM_SPLIT);
+    if (m->enc != ENC_PLAIN) an_tc_elem_i32(t, m->enc);
     an_tc_list(t, 3, AN_TC_BINARY, 1);
     an_tc_elem_string(t, c->name);
     an_tc_i32(t, 4, CODEC_ZSTD);

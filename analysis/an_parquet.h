@@ -9,7 +9,9 @@
  * chunk either a dictionary page (PLAIN) and data pages of RLE/bit-packed
  * dictionary indices (RLE_DICTIONARY), or, when the chunk's distinct values
  * outgrow the dictionary limits, PLAIN data pages (floats and doubles as
- * BYTE_STREAM_SPLIT, which zstd compresses better); every page compressed
+ * BYTE_STREAM_SPLIT where zstd compresses that better; 32-bit integers of
+ * a column that asks for it as DELTA_BINARY_PACKED, an_pq_delta.h, where
+ * every step between rows fits 32 bits; enum an_pq_enc); every page compressed
  * with zstd (libzstd); v1 data pages; the footer in the Thrift compact
  * protocol with per-chunk statistics (min_value / max_value in the type's
  * order, null_count 0; NaN left out of float ranges, a zero minimum written
@@ -35,10 +37,19 @@ typedef struct {
     uint32_t len;
 } an_pq_str;
 
+/* A column's encoding: PLAIN (floats and doubles PLAIN or
+ * BYTE_STREAM_SPLIT, whichever compresses a chunk's first rows smaller);
+ * DICT, a dictionary for every chunk whose distinct values fit the limits
+ * (PLAIN for the others); DELTA, DELTA_BINARY_PACKED for int32 / uint32
+ * (PLAIN for a chunk with a step of 2^31 or more between rows); BEST, for
+ * int32 / uint32, DICT or DELTA chunk by chunk, whichever compresses the
+ * chunk's first rows (with the dictionary) smaller. */
+enum an_pq_enc { AN_PQ_PLAIN, AN_PQ_DICT, AN_PQ_DELTA, AN_PQ_BEST };
+
 typedef struct {
     const char *name;
     int type;      /* enum an_pq_type */
-    int dict;      /* 1: dictionary-encode chunks whose distinct values fit */
+    int enc;       /* enum an_pq_enc */
 } an_pq_column;
 
 typedef struct {

@@ -15,6 +15,7 @@
 
 #include "an_load.h"
 #include "an_parquet.h"
+#include "an_runset.h"
 #include "tr_block.h"
 
 #define BATCH 65536
@@ -22,13 +23,15 @@
 enum { C_HEAD, C_POS, C_OP, C_RANK, C_SLOT, C_ADDR, C_WEIGHT, C_TOKEN, N_EVCOLS };
 
 /* Dictionaries where a chunk's distinct values are few: not pos (a
- * dictionary page of every position costs more than zstd over its runs),
- * and weight only for runs recorded as float16 (at most 2^16 values; f32
- * weights are nearly all distinct, so they go PLAIN as byte streams). */
+ * dictionary page of every position costs more than zstd over its runs;
+ * it steps by 0 or +1 within a head, so DELTA_BINARY_PACKED holds a row
+ * in a bit), and weight only for runs recorded as float16 (at most 2^16
+ * values; f32 weights are nearly all distinct, so they go PLAIN as byte
+ * streams). */
 static const an_pq_column event_cols[N_EVCOLS] = {
-    { "head", AN_PQ_INT32, 1 }, { "pos", AN_PQ_INT32, 0 }, { "op", AN_PQ_INT32, 1 },
-    { "rank", AN_PQ_INT32, 1 }, { "slot", AN_PQ_UINT32, 1 }, { "addr", AN_PQ_UINT32, 1 },
-    { "weight", AN_PQ_FLOAT, 1 }, { "token", AN_PQ_STRING, 1 },
+    { "head", AN_PQ_INT32, AN_PQ_DICT }, { "pos", AN_PQ_INT32, AN_PQ_DELTA }, { "op", AN_PQ_INT32, AN_PQ_DICT },
+    { "rank", AN_PQ_INT32, AN_PQ_DICT }, { "slot", AN_PQ_UINT32, AN_PQ_BEST }, { "addr", AN_PQ_UINT32, AN_PQ_BEST },
+    { "weight", AN_PQ_FLOAT, AN_PQ_PLAIN }, { "token", AN_PQ_STRING, AN_PQ_DICT },
 };
 
 /* One event batch, column by column. */
@@ -42,15 +45,17 @@ typedef struct {
 /* A run chosen for export, opened and checked. */
 typedef struct {
     const char *trace;
-    an_run r;
+    an_run *r;         /* in the run set */
     int64_t exported;  /* events written */
 } run_src;
 
 typedef struct {
     const an_pq_export_opts *o;
     const volatile int *stop;
-    batch *b;
     an_pq_export_result *res;
+    int par;                   /* layer files written at once */
+    int col_threads;           /* each file's columns encoded at once */
+    volatile int failed;       /* a layer file failed: the others stop */
 } ctx;
 
 static int nftw_remove(const char *p, const struct stat *st, int flag, struct FTW *ftw)
@@ -80,50 +85,51 @@ static int close_file(FILE *f, const char *path, rn_error *err)
     return RN_OK;
 }
 
-static an_pq_opts writer_opts(const an_pq_export_opts *o)
+static an_pq_opts writer_opts(int threads)
 {
     an_pq_opts po = { 0 };
-    po.threads = o->threads > 0 ? o->threads : 1;
+    po.threads = threads > 0 ? threads : 1;
     return po;
 }
 
 /* The token pieces of a run by position (toks[pos].pos == pos). */
 static int load_pieces(const run_src *s, tr_token **toks, int64_t *n, rn_error *err)
 {
-    int rc = tr_load_tokens(s->r.db, s->r.run.run_id, toks, n, err);
+    int rc = tr_load_tokens(s->r->db, s->r->run.run_id, toks, n, err);
     if (rc) return rc;
     for (int64_t i = 0; i < *n; i++)
         if ((*toks)[i].pos != i) {
             free(*toks);
             *toks = NULL;
             return rn_seterr(err, RN_EINPUT, "%s: run %lld: tokens are not positions 0..%lld (corrupt trace)",
-                             s->trace, (long long)s->r.run.run_id, (long long)*n - 1);
+                             s->trace, (long long)s->r->run.run_id, (long long)*n - 1);
         }
     return RN_OK;
 }
 
-/* Write run s's layer `layer` as part-0.parquet of dir. */
-static int write_layer(ctx *x, run_src *s, int layer, const an_pq_str *piece, int64_t ntok, const char *dir,
-                       rn_error *err)
+/* Write run s's layer `layer` as part-0.parquet of dir, reading through
+ * db (a connection of the calling thread's own) into batch b; the events
+ * written are added to *exported. */
+static int write_layer(ctx *x, run_src *s, tr_db *db, batch *b, int layer, const an_pq_str *piece, int64_t ntok,
+                       const char *dir, int64_t *exported, rn_error *err)
 {
     char path[PATH_MAX];
     if (snprintf(path, sizeof path, "%s/part-0.parquet", dir) >= (int)sizeof path)
         return rn_seterr(err, RN_EINPUT, "%s: path too long", dir);
     FILE *f = fopen(path, "wb");
     if (!f) return rn_seterr(err, errno == ENOSPC ? RN_EIO : RN_EINPUT, "%s: cannot create: %s", path, strerror(errno));
-    an_pq_opts po = writer_opts(x->o);
+    an_pq_opts po = writer_opts(x->col_threads);
     an_pq_writer *w = NULL;
     tr_iter *it = NULL;
     an_pq_column cols[N_EVCOLS];
     memcpy(cols, event_cols, sizeof cols);
-    cols[C_WEIGHT].dict = s->r.run.weight_format == TR_WEIGHTS_F16;
+    cols[C_WEIGHT].enc = s->r->run.weight_format == TR_WEIGHTS_F16 ? AN_PQ_DICT : AN_PQ_PLAIN;
     int rc = an_pq_open(&w, f, cols, N_EVCOLS, &po, err);
     tr_filter flt = tr_filter_all();
     flt.layer = layer;
     flt.head = x->o->head;
     flt.ops = x->o->ops;
-    if (!rc) rc = tr_iter_open(s->r.db, s->r.run.run_id, &flt, &it, err);
-    batch *b = x->b;
+    if (!rc) rc = tr_iter_open(db, s->r->run.run_id, &flt, &it, err);
     const void *vals[N_EVCOLS] = { b->head, b->pos, b->op, b->rank, b->slot, b->addr, b->weight, b->token };
     size_t nb = 0;
     tr_event e;
@@ -133,7 +139,7 @@ static int write_layer(ctx *x, run_src *s, int layer, const an_pq_str *piece, in
         if (got == 1) {
             if (e.pos < 0 || e.pos >= ntok) {
                 rc = rn_seterr(err, RN_EINPUT, "%s: run %lld: event at position %d has no token (corrupt trace)",
-                               s->trace, (long long)s->r.run.run_id, (int)e.pos);
+                               s->trace, (long long)s->r->run.run_id, (int)e.pos);
                 break;
             }
             b->head[nb] = e.head;
@@ -148,27 +154,36 @@ static int write_layer(ctx *x, run_src *s, int layer, const an_pq_str *piece, in
         }
         if (nb == BATCH || (got == 0 && nb)) {
             if ((rc = an_pq_append(w, nb, vals, err))) break;
-            s->exported += (int64_t)nb;
+            *exported += (int64_t)nb;
             nb = 0;
             if (x->stop && *x->stop) rc = rn_seterr(err, RN_EINTR, "interrupted");
+            else if (x->failed) rc = RN_EINTR; /* another file failed; its error is reported */
         }
         if (got == 0) break;
     }
     if (it) tr_iter_close(it);
     if (!rc) rc = an_pq_finish(w, err);
-    if (!rc) x->res->bytes += an_pq_bytes(w);
+    uint64_t bytes = rc ? 0 : an_pq_bytes(w);
     an_pq_free(w);
     if (rc == RN_EIO) rn_preferr(err, "%s", path);
     int crc = close_file(f, path, rc ? NULL : err);
     if (!rc) rc = crc;
-    x->res->files++;
+    #pragma omp critical(an_pq_export_result)
+    {
+        x->res->bytes += bytes;
+        x->res->files++;
+    }
     return rc;
 }
 
-/* Write the events of run s as dataset run number k under events/. */
+/* Write the events of run s as dataset run number k under events/: its
+ * layer directories made first, then the layer files x->par at a time
+ * (OpenMP), each thread reading through a connection of its own and
+ * filling a batch of its own, so each file's bytes are those of a
+ * one-thread export. */
 static int write_run(ctx *x, run_src *s, int64_t k, const char *events, rn_error *err)
 {
-    char rdir[PATH_MAX], ldir[PATH_MAX];
+    char rdir[PATH_MAX];
     if (snprintf(rdir, sizeof rdir, "%s/run=%lld", events, (long long)k) >= (int)sizeof rdir)
         return rn_seterr(err, RN_EINPUT, "%s: path too long", events);
     int rc = make_dir(rdir, err);
@@ -177,21 +192,59 @@ static int write_run(ctx *x, run_src *s, int64_t k, const char *events, rn_error
     int64_t ntok = 0;
     if ((rc = load_pieces(s, &toks, &ntok, err))) return rc;
     an_pq_str *piece = malloc((size_t)(ntok ? ntok : 1) * sizeof *piece);
-    if (!piece) { free(toks); return rn_seterr(err, RN_ENOMEM, "out of memory"); }
+    int *layers = malloc((size_t)(s->r->n_heads ? s->r->n_heads : 1) * sizeof *layers);
+    if (!piece || !layers) { free(toks); free(piece); free(layers); return rn_seterr(err, RN_ENOMEM, "out of memory"); }
     for (int64_t i = 0; i < ntok; i++) piece[i] = (an_pq_str){ toks[i].piece, (uint32_t)strlen(toks[i].piece) };
-    int last = -1;
-    for (int i = 0; i < s->r.n_heads && !rc; i++) {
-        const tr_head_info *h = &s->r.heads[i];
+    /* the layers with a selected head, each a directory */
+    int nl = 0, last = -1;
+    for (int i = 0; i < s->r->n_heads && !rc; i++) {
+        const tr_head_info *h = &s->r->heads[i];
         if (h->layer == last) continue;
         if ((x->o->layer >= 0 && h->layer != x->o->layer)) continue;
         int any = 0;
-        for (int j = i; j < s->r.n_heads && s->r.heads[j].layer == h->layer; j++)
-            any |= x->o->head < 0 || s->r.heads[j].head == x->o->head;
+        for (int j = i; j < s->r->n_heads && s->r->heads[j].layer == h->layer; j++)
+            any |= x->o->head < 0 || s->r->heads[j].head == x->o->head;
         last = h->layer;
         if (!any) continue;
+        char ldir[PATH_MAX];
         snprintf(ldir, sizeof ldir, "%s/layer=%d", rdir, h->layer);
-        if (!(rc = make_dir(ldir, err))) rc = write_layer(x, s, h->layer, piece, ntok, ldir, err);
+        if (!(rc = make_dir(ldir, err))) layers[nl++] = h->layer;
     }
+    int *lrc = calloc((size_t)nl + 1, sizeof *lrc);
+    rn_error *lerr = calloc((size_t)nl + 1, sizeof *lerr);
+    if (!rc && (!lrc || !lerr)) rc = rn_seterr(err, RN_ENOMEM, "out of memory");
+    int64_t exported = 0;
+    int nt = x->par < nl ? x->par : nl;
+    if (nt < 1) nt = 1;
+    x->failed = 0;
+    if (!rc) {
+        #pragma omp parallel num_threads(nt) reduction(+ : exported)
+        {
+            tr_db *db = NULL;
+            batch *b = malloc(sizeof *b);
+            rn_error oerr = { 0 };
+            int orc = b ? tr_open_read(s->r->path, &db, &oerr) : rn_seterr(&oerr, RN_ENOMEM, "out of memory");
+            #pragma omp for schedule(dynamic, 1)
+            for (int i = 0; i < nl; i++) {
+                if (x->failed) continue;
+                char ldir[PATH_MAX];
+                snprintf(ldir, sizeof ldir, "%s/layer=%d", rdir, layers[i]);
+                if (orc) { lrc[i] = orc; lerr[i] = oerr; }
+                else lrc[i] = write_layer(x, s, db, b, layers[i], piece, ntok, ldir, &exported, &lerr[i]);
+                if (lrc[i]) x->failed = 1;
+            }
+            if (db) tr_close(db);
+            free(b);
+        }
+        /* the first failure in layer order with a message of its own (the
+         * others stopped because of it, with none) */
+        for (int i = 0; i < nl && !rc; i++)
+            if (lrc[i] && lerr[i].msg[0]) { rc = lrc[i]; *err = lerr[i]; }
+        for (int i = 0; i < nl && !rc; i++)
+            if (lrc[i]) rc = rn_seterr(err, lrc[i], "interrupted");
+    }
+    s->exported = exported;
+    free(lrc); free(lerr); free(layers);
     free(piece);
     free(toks);
     x->res->events += s->exported;
@@ -213,14 +266,14 @@ static int write_runs(ctx *x, run_src *src, int n, const char *path, rn_error *e
     };
     FILE *f = fopen(path, "wb");
     if (!f) return rn_seterr(err, errno == ENOSPC ? RN_EIO : RN_EINPUT, "%s: cannot create: %s", path, strerror(errno));
-    an_pq_opts po = writer_opts(x->o);
+    an_pq_opts po = writer_opts(1);
     po.group_rows = 4096;
     an_pq_writer *w = NULL;
     int rc = an_pq_open(&w, f, cols, N_RUNCOLS, &po, err);
     for (int i = 0; i < n && !rc; i++) {
-        const tr_run_info *ri = &src[i].r.run;
+        const tr_run_info *ri = &src[i].r->run;
         const rn_config *c = &ri->cfg;
-        int64_t run = i + 1, run_id = ri->run_id, slots = src[i].r.M, ntok = ri->n_tokens, nev = src[i].exported;
+        int64_t run = i + 1, run_id = ri->run_id, slots = src[i].r->M, ntok = ri->n_tokens, nev = src[i].exported;
         int32_t L = c->n_layers, H = c->n_heads, K = c->top_k, dv = c->d_v;
         const char *wf = tr_weights_name(ri->weight_format);
         an_pq_str trace = { src[i].trace, (uint32_t)strlen(src[i].trace) };
@@ -254,57 +307,17 @@ static void name_output(rn_error *err, const char *tmp, const char *dir)
     snprintf(err->msg + len, sizeof err->msg - len, "; %s not written", dir);
 }
 
-/* Open and check every run to export (all before anything is written). */
-static int open_runs(const char *const *traces, int ntraces, const an_pq_export_opts *o, run_src **out, int *nout,
-                     rn_error *err)
+/* Open and check every run to export (all before anything is written):
+ * run o->run of each trace, or every run, of one model (an_runset.h). */
+static int open_runs(const char *const *traces, int ntraces, const an_pq_export_opts *o, an_runset *rs,
+                     run_src **out, rn_error *err)
 {
-    run_src *src = NULL;
-    int n = 0, cap = 0, rc = RN_OK;
-    for (int t = 0; t < ntraces && !rc; t++) {
-        int64_t *ids = NULL;
-        int nids = 0;
-        if (o->run) {
-            ids = malloc(sizeof *ids);
-            if (ids) { ids[0] = o->run; nids = 1; }
-        } else {
-            tr_db *db;
-            tr_run_info *runs = NULL;
-            if ((rc = tr_open_read(traces[t], &db, err))) break;
-            rc = tr_list_runs(db, &runs, &nids, err);
-            tr_close(db);
-            if (rc) break;
-            if (nids == 0) {
-                free(runs);
-                rc = rn_seterr(err, RN_EINPUT, "%s: holds no run", traces[t]);
-                break;
-            }
-            ids = malloc((size_t)nids * sizeof *ids);
-            for (int i = 0; ids && i < nids; i++) ids[i] = runs[i].run_id;
-            free(runs);
-        }
-        if (!ids) { rc = rn_seterr(err, RN_ENOMEM, "out of memory"); break; }
-        for (int i = 0; i < nids && !rc; i++) {
-            if (n == cap) {
-                cap = cap ? 2 * cap : 8;
-                run_src *s = realloc(src, (size_t)cap * sizeof *s);
-                if (!s) { rc = rn_seterr(err, RN_ENOMEM, "out of memory"); break; }
-                src = s;
-            }
-            memset(&src[n], 0, sizeof src[n]);
-            src[n].trace = traces[t];
-            if ((rc = an_run_open(traces[t], ids[i], &src[n].r, err))) break;
-            n++;
-            rc = an_run_check_head(&src[n - 1].r, o->layer, o->head, err);
-        }
-        free(ids);
-    }
-    if (rc) {
-        for (int i = 0; i < n; i++) an_run_close(&src[i].r);
-        free(src);
-        return rc;
-    }
-    *out = src;
-    *nout = n;
+    an_runsel sel = { o->run, o->run == 0 };
+    int rc = an_runset_open(traces, ntraces, sel, 1, rs, err);
+    if (!rc) rc = an_runset_check_head(rs, o->layer, o->head, err);
+    if (!rc && !(*out = calloc((size_t)rs->n, sizeof **out))) rc = rn_seterr(err, RN_ENOMEM, "out of memory");
+    if (rc) { an_runset_close(rs); return rc; }
+    for (int i = 0; i < rs->n; i++) (*out)[i] = (run_src){ rs->r[i].path, &rs->r[i], 0 };
     return RN_OK;
 }
 
@@ -320,14 +333,17 @@ int an_pq_export(const char *const *traces, int ntraces, const char *dir, const 
     if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", dir, (long)getpid()) >= (int)sizeof tmp - 32)
         return rn_seterr(err, RN_EINPUT, "%s: path too long", dir);
     run_src *src = NULL;
-    int n = 0;
-    if ((rc = open_runs(traces, ntraces, o, &src, &n, err))) return rc;
-    ctx x = { o, stop, malloc(sizeof(batch)), res };
-    if (!x.b) rc = rn_seterr(err, RN_ENOMEM, "out of memory");
-    else rc = make_dir(tmp, err);
+    an_runset rs;
+    if ((rc = open_runs(traces, ntraces, o, &rs, &src, err))) return rc;
+    int n = rs.n;
+    /* -j N: up to N layer files at once, the threads left over encoding
+     * each file's columns */
+    int T = o->threads > 0 ? o->threads : 1;
+    ctx x = { o, stop, res, T, 1, 0 };
+    rc = make_dir(tmp, err);
     if (rc) {
-        for (int i = 0; i < n; i++) an_run_close(&src[i].r);
-        free(src); free(x.b);
+        an_runset_close(&rs);
+        free(src);
         if (rc == RN_EINPUT || rc == RN_EIO) rn_preferr(err, "%s", dir);
         return rc;
     }
@@ -345,8 +361,7 @@ int an_pq_export(const char *const *traces, int ntraces, const char *dir, const 
         remove_tree(tmp);
         if (rc != RN_EINTR) name_output(err, tmp, dir);
     }
-    for (int i = 0; i < n; i++) an_run_close(&src[i].r);
+    an_runset_close(&rs);
     free(src);
-    free(x.b);
     return rc;
 }

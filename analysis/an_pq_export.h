@@ -26,7 +26,7 @@ typedef struct {
     int64_t run;     /* run id in each trace (0: every run of every trace) */
     int layer, head; /* -1: all */
     int ops;         /* RN_OPS_* */
-    int threads;     /* columns compressed at once */
+    int threads;     /* layer files written at once */
 } an_pq_export_opts;
 
 typedef struct {

@@ -73,7 +73,16 @@ int an_spill_build_order(const an_run *r, int layer, int head, int scope, int op
                          const tr_chunk *chunks, int n_chunks, volatile const int *stop, an_spill *out,
                          rn_error *err)
 {
+    return an_spill_build_runs(r, 1, layer, head, scope, ops, warmup, &chunks, &n_chunks, stop, out, err);
+}
+
+int an_spill_build_runs(const an_run *r, int nr, int layer, int head, int scope, int ops, int32_t warmup,
+                        const tr_chunk *const *chunks, const int *n_chunks, volatile const int *stop,
+                        an_spill *out, rn_error *err)
+{
     memset(out, 0, sizeof *out);
+    if (nr > 1 && warmup > 0)
+        return rn_seterr(err, RN_EINPUT, "--warmup: applies to one run only (several runs are one stream)");
     out->scope = scope;
     out->fd_key = out->fd_next = -1;
     const rn_config *cfg = &r->run.cfg;
@@ -103,55 +112,61 @@ int an_spill_build_order(const an_run *r, int layer, int head, int scope, int op
         rc = rn_seterr(err, RN_ENOMEM, "out of memory");
         goto done;
     }
-    if ((rc = tr_check_block_heads(r->db, r->run.run_id, err))) goto done;
+    for (int i = 0; i < nr && !rc; i++) rc = tr_check_block_heads(r[i].db, r[i].run.run_id, err);
+    if (rc) goto done;
     int fd = temp_fd(err);
     if (fd < 0) { rc = -fd; goto done; }
     out->fd_key = fd;
     uint64_t off = 0;
+    uint32_t stamp = 0;
     for (int g = 0; g < G && !rc; g++) {
         int gl0 = l0, gl1 = l1, gh0 = h0, gh1 = h1;
         if (scope == RN_CACHE_SCOPE_HEAD) { gl0 = l0 + g / (h1 - h0); gl1 = gl0 + 1; gh0 = h0 + g % (h1 - h0); gh1 = gh0 + 1; }
         else if (scope == RN_CACHE_SCOPE_LAYER) { gl0 = l0 + g; gl1 = gl0 + 1; }
-        if ((rc = an_replay_open(r->db, r->run.run_id, gl0, gl1, gh0, gh1, ops, &rp, err))) break;
-        an_replay_set_chunks(rp, chunks, n_chunks);
-        an_idmap_clear(&map);
         an_spill_stream *s = &out->s[out->n];
         s->layer = scope == RN_CACHE_SCOPE_MODEL ? -1 : gl0;
         s->head = scope == RN_CACHE_SCOPE_HEAD ? gh0 : -1;
         s->off = off;
-        s->universe = rn_scope_universe(scope, L, H, M);
+        s->universe = (uint64_t)nr * rn_scope_universe(scope, L, H, M);
         uint32_t nk = 0;
         size_t nb = 0;
-        tr_event e;
-        while ((rc = an_replay_next(rp, &e, err)) == 1) {
-            uint32_t key;
-            if (dkey) {
-                size_t u = ((size_t)e.layer * (size_t)H + e.head) * (size_t)M + e.slot;
-                if (dstamp[u] != (uint32_t)g + 1) { dstamp[u] = (uint32_t)g + 1; dkey[u] = nk++; }
-                key = dkey[u];
-            } else {
-                int isnew;
-                if (an_idmap_get(&map, an_pack_id(e.layer, e.head, e.slot), nk, &key, &isnew)) {
-                    rc = rn_seterr(err, RN_ENOMEM, "out of memory numbering the keys of a stream");
+        /* the group's stream: run after run, each run's keys its own */
+        for (int ri = 0; ri < nr && !rc; ri++) {
+            if ((rc = an_replay_open(r[ri].db, r[ri].run.run_id, gl0, gl1, gh0, gh1, ops, &rp, err))) break;
+            an_replay_set_chunks(rp, chunks ? chunks[ri] : NULL, n_chunks ? n_chunks[ri] : 0);
+            an_idmap_clear(&map);
+            stamp++;
+            tr_event e;
+            while ((rc = an_replay_next(rp, &e, err)) == 1) {
+                uint32_t key;
+                if (dkey) {
+                    size_t u = ((size_t)e.layer * (size_t)H + e.head) * (size_t)M + e.slot;
+                    if (dstamp[u] != stamp) { dstamp[u] = stamp; dkey[u] = nk++; }
+                    key = dkey[u];
+                } else {
+                    int isnew;
+                    if (an_idmap_get(&map, an_pack_id(e.layer, e.head, e.slot), nk, &key, &isnew)) {
+                        rc = rn_seterr(err, RN_ENOMEM, "out of memory numbering the keys of a stream");
+                        break;
+                    }
+                    nk += (uint32_t)isnew;
+                }
+                if (an_replay_unit(rp) < warmup) s->n_warm++; /* e.pos without chunks */
+                buf[nb++] = key;
+                if (++s->n >= (uint64_t)UINT32_MAX - 1) {
+                    rc = rn_seterr(err, RN_EINPUT, "too many events in one stream (at most 2^32-2)");
                     break;
                 }
-                nk += (uint32_t)isnew;
+                if (nb == chunk) {
+                    if ((rc = write_at(fd, buf, nb * sizeof *buf, (off + s->n - nb) * sizeof *buf, err))) break;
+                    nb = 0;
+                    if (stop && *stop) { rc = rn_seterr(err, RN_EINTR, "interrupted"); break; }
+                }
             }
-            if (an_replay_unit(rp) < warmup) s->n_warm++; /* e.pos without chunks */
-            buf[nb++] = key;
-            if (++s->n >= (uint64_t)UINT32_MAX - 1) {
-                rc = rn_seterr(err, RN_EINPUT, "too many events in one stream (at most 2^32-2)");
-                break;
-            }
-            if (nb == chunk) {
-                if ((rc = write_at(fd, buf, nb * sizeof *buf, (off + s->n - nb) * sizeof *buf, err))) break;
-                nb = 0;
-                if (stop && *stop) { rc = rn_seterr(err, RN_EINTR, "interrupted"); break; }
-            }
+            an_replay_close(rp);
+            rp = NULL;
         }
         if (!rc && nb) rc = write_at(fd, buf, nb * sizeof *buf, (off + s->n - nb) * sizeof *buf, err);
-        an_replay_close(rp);
-        rp = NULL;
         if (rc) break;
         s->n_keys = nk;
         off += s->n;

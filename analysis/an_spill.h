@@ -67,6 +67,19 @@ int an_spill_build_order(const an_run *r, int layer, int head, int scope, int op
                          const tr_chunk *chunks, int n_chunks, volatile const int *stop, an_spill *out,
                          rn_error *err);
 
+/* an_spill_build_order over the runs r[0..nr) of one model (an_runset.h)
+ * as one access stream per group, run after run (in the order given: file
+ * order, then run id).  A run's memory is its own: its (layer, head, slot)
+ * objects are other keys than the same slots of any other run, so a
+ * stream's universe is nr times the scope's, and a cache carries the
+ * earlier runs' keys into the next run only as dead weight (for LRU the
+ * counts are the sums of the runs' counts, each from a cold cache).
+ * chunks[i], n_chunks[i]: run i's prefill chunks (chunks NULL: step
+ * order).  warmup must be 0 when nr > 1 (RN_EINPUT). */
+int an_spill_build_runs(const an_run *r, int nr, int layer, int head, int scope, int ops, int32_t warmup,
+                        const tr_chunk *const *chunks, const int *n_chunks, volatile const int *stop,
+                        an_spill *out, rn_error *err);
+
 /* The streams of ss (kept by reference until an_spill_free) as a resident
  * spill: stream for stream (empty ones included), the accesses at
  * positions < warmup their warm prefix (an_stream_warm). */

@@ -89,6 +89,18 @@ typedef struct {
 int an_stats_run(const an_run *r, int layer, int head, int window, const an_stats_ctl *ctl,
                  an_head_stats **out, int *n, uint64_t *events, rn_error *err);
 
+/* an_stats_run over the runs r[0..nr) of one model (an_runset.h) taken
+ * together: per (layer, head), each run is a sequence of its own — written
+ * flags, reuse times, stack distances, slot shifts and windows never reach
+ * from one run into the next — and the statistics pool the runs: counts
+ * summed (events, writes, reads, warm and cold reads, accesses per slot,
+ * so distinct, entropy and hot1 are of the pooled slot distribution),
+ * percentiles over every run's reuse times and stack distances, the shift
+ * mode over every run's pairs, ws_mean over every run's windows.  One run:
+ * an_stats_run. */
+int an_stats_runs(const an_run *r, int nr, int layer, int head, int window, const an_stats_ctl *ctl,
+                  an_head_stats **out, int *n, uint64_t *events, rn_error *err);
+
 /* Models with more slots than this have each head loaded (O(its events))
  * rather than streamed (O(M)); 4M by default, the tests lower it. */
 extern size_t an_stats_stream_max_slots;

@@ -82,7 +82,8 @@ typedef struct {
     int32_t lpos;             /* previous access's pos and op, for the rank */
     int lop, rank;
     uint64_t ws_sum;
-    int64_t nwin;
+    int64_t nwin;             /* windows of this run */
+    int64_t nwin_done;        /* of the runs before it */
 } head_acc;
 
 static void acc_free(head_acc *a)
@@ -120,6 +121,25 @@ static int acc_init(head_acc *a, int64_t M, int window, rn_error *err)
     return RN_OK;
 }
 
+/* Start the next run of the same head: a run is a sequence of its own,
+ * with its own memory, so what follows one access to the next (written
+ * flags, reuse times, stack distances, windows, shifts, ranks) starts
+ * afresh, while the counts and histograms go on accumulating. */
+static int acc_next_run(head_acc *a, rn_error *err)
+{
+    size_t m = (size_t)a->M;
+    memset(a->written, 0, m);
+    for (size_t k = 0; k < m; k++) { a->lastwin[k] = -1; a->lastpos[k] = -1; }
+    for (int i = 0; i < 2 * RN_MAX_TOPK; i++) a->prevpos[i] = -2;
+    a->lpos = -1;
+    a->lop = -1;
+    a->rank = 0;
+    a->nwin_done += a->nwin;
+    a->nwin = 0;
+    an_sd_free(&a->sd);
+    return an_sd_init(&a->sd, (uint32_t)a->M, err);
+}
+
 /* One access, in the head's (pos, op, rank) order: an_stats_head's loop
  * body, with the per-access values going into histograms. */
 static int acc_add(head_acc *a, const tr_event *e, an_head_stats *o, rn_error *err)
@@ -132,7 +152,7 @@ static int acc_add(head_acc *a, const tr_event *e, an_head_stats *o, rn_error *e
     o->events++;
     if (op == RN_OP_WRITE) { o->writes++; a->written[k] = 1; }
     else { o->reads++; if (a->written[k]) o->warm_reads++; else o->cold_reads++; }
-    a->rank = (o->events > 1 && e->pos == a->lpos && op == a->lop) ? a->rank + 1 : 0;
+    a->rank = (a->lpos >= 0 && e->pos == a->lpos && op == a->lop) ? a->rank + 1 : 0;
     a->lpos = e->pos;
     a->lop = op;
     if (a->rank < RN_MAX_TOPK) {
@@ -188,7 +208,8 @@ static int acc_finish(head_acc *a, an_head_stats *o, rn_error *err)
     uint32_t nk = a->nk;
     o->distinct = nk;
     o->used_share = (double)nk / (double)M;
-    o->ws_mean = a->nwin ? (double)a->ws_sum / (double)a->nwin : 0;
+    int64_t nwin = a->nwin_done + a->nwin;
+    o->ws_mean = nwin ? (double)a->ws_sum / (double)nwin : 0;
     double H = 0;
     for (uint32_t i = 0; i < nk; i++) {
         double p = (double)a->cnt[a->first[i]] / (double)o->events;
@@ -236,40 +257,51 @@ static int head_stats_loaded(const an_run *r, int layer, int head, int window, a
     return rc;
 }
 
-/* Stats of (layer, head) of run r from its event stream; o->events is 0
- * when the head has none. */
-static int head_stats(const an_run *r, int layer, int head, int window, an_head_stats *o, rn_error *err)
+/* Stats of (layer, head) over runs r[0..nr) from their event streams,
+ * run after run (acc_next_run between them); o->events is 0 when the head
+ * has none.  One run of a model above an_stats_stream_max_slots slots is
+ * loaded instead; several runs always stream (memory O(M)). */
+static int head_stats(const an_run *r, int nr, int layer, int head, int window, an_head_stats *o, rn_error *err)
 {
     memset(o, 0, sizeof *o);
     o->layer = layer;
     o->head = head;
     o->cape = rn_config_cape(&r->run.cfg, layer, head);
     o->reuse_p50 = o->reuse_p90 = o->sd_p50 = o->sd_p90 = AN_COLD;
-    if ((uint64_t)r->M > an_stats_stream_max_slots) return head_stats_loaded(r, layer, head, window, o, err);
+    if (nr == 1 && (uint64_t)r->M > an_stats_stream_max_slots) return head_stats_loaded(r, layer, head, window, o, err);
     tr_filter f = tr_filter_all();
     f.layer = layer;
     f.head = head;
-    tr_iter *it;
-    int rc = tr_iter_open(r->db, r->run.run_id, &f, &it, err);
-    if (rc) return rc;
     head_acc a;
-    if ((rc = acc_init(&a, r->M, window, err))) { tr_iter_close(it); return rc; }
-    tr_event e;
-    while ((rc = tr_iter_next(it, &e, err)) == 1)
-        if ((rc = acc_add(&a, &e, o, err))) break;
-    tr_iter_close(it);
+    int rc = acc_init(&a, r->M, window, err);
+    if (rc) return rc;
+    for (int i = 0; i < nr && !rc; i++) {
+        tr_iter *it;
+        if (i > 0 && (rc = acc_next_run(&a, err))) break;
+        if ((rc = tr_iter_open(r[i].db, r[i].run.run_id, &f, &it, err))) break;
+        tr_event e;
+        while ((rc = tr_iter_next(it, &e, err)) == 1)
+            if ((rc = acc_add(&a, &e, o, err))) break;
+        tr_iter_close(it);
+    }
     if (!rc && o->events) rc = acc_finish(&a, o, err);
     acc_free(&a);
     return rc;
 }
 
+int an_stats_run(const an_run *r, int layer, int head, int window, const an_stats_ctl *ctl,
+                 an_head_stats **out, int *n, uint64_t *events, rn_error *err)
+{
+    return an_stats_runs(r, 1, layer, head, window, ctl, out, n, events, err);
+}
+
 /* The heads run in parallel (OpenMP, up to omp_get_max_threads() threads,
- * at most one per head): each thread reads through a connection of its
+ * at most one per head): each thread reads through connections of its
  * own (the first thread through r's), each head is summarised alone into
  * its own slot, and the heads are gathered in (layer, head) order, so the
  * output does not depend on the thread count. */
-int an_stats_run(const an_run *r, int layer, int head, int window, const an_stats_ctl *ctl,
-                 an_head_stats **out, int *n, uint64_t *events, rn_error *err)
+int an_stats_runs(const an_run *r, int nr, int layer, int head, int window, const an_stats_ctl *ctl,
+                  an_head_stats **out, int *n, uint64_t *events, rn_error *err)
 {
     volatile const int *stop = ctl ? ctl->stop : NULL;
     *out = NULL;
@@ -279,7 +311,8 @@ int an_stats_run(const an_run *r, int layer, int head, int window, const an_stat
     int l0 = layer >= 0 ? layer : 0, l1 = layer >= 0 ? layer + 1 : cfg->n_layers;
     int h0 = head >= 0 ? head : 0, h1 = head >= 0 ? head + 1 : cfg->n_heads;
     if (r->M <= 0) return rn_seterr(err, RN_EINPUT, "trace config has no valid slot count");
-    int rc = tr_check_block_heads(r->db, r->run.run_id, err);
+    int rc = RN_OK;
+    for (int i = 0; i < nr && !rc; i++) rc = tr_check_block_heads(r[i].db, r[i].run.run_id, err);
     if (rc) return rc;
     int nh = (l1 - l0) * (h1 - h0), done = 0;
     an_head_stats *hs = calloc((size_t)nh + 1, sizeof *hs);
@@ -295,18 +328,20 @@ int an_stats_run(const an_run *r, int layer, int head, int window, const an_stat
     if (nt < 1) nt = 1;
     #pragma omp parallel num_threads(nt)
     {
-        an_run own, *rr = (an_run *)r;
+        an_run *own = NULL, *rr = (an_run *)r;
         int opened = 0, orc = RN_OK;
         rn_error oerr = { 0 };
         if (omp_get_thread_num() > 0) {
-            orc = an_run_open(r->path, r->run.run_id, &own, &oerr);
-            if (!orc) { rr = &own; opened = 1; }
+            if (!(own = calloc((size_t)nr, sizeof *own))) orc = rn_seterr(&oerr, RN_ENOMEM, "out of memory");
+            for (; !orc && opened < nr; opened++)
+                if ((orc = an_run_open(r[opened].path, r[opened].run.run_id, &own[opened], &oerr))) break;
+            rr = own;
         }
         #pragma omp for schedule(dynamic, 1)
         for (int k = 0; k < nh; k++) {
             if (failed || (stop && *stop)) continue;
             if (orc) { hrc[k] = orc; herr[k] = oerr; failed = 1; continue; }
-            hrc[k] = head_stats(rr, l0 + k / (h1 - h0), h0 + k % (h1 - h0), window, &hs[k], &herr[k]);
+            hrc[k] = head_stats(rr, nr, l0 + k / (h1 - h0), h0 + k % (h1 - h0), window, &hs[k], &herr[k]);
             if (hrc[k]) { failed = 1; continue; }
             #pragma omp critical(an_stats_progress)
             {
@@ -314,7 +349,8 @@ int an_stats_run(const an_run *r, int layer, int head, int window, const an_stat
                 if (ctl && ctl->progress) ctl->progress(ctl->user, done, nh);
             }
         }
-        if (opened) an_run_close(&own);
+        for (int i = 0; i < opened; i++) an_run_close(&own[i]);
+        free(own);
     }
     for (int k = 0; k < nh && !rc; k++)
         if (hrc[k]) { rc = hrc[k]; if (err) *err = herr[k]; }

@@ -14,6 +14,9 @@
  *
  * Usage: build/bench/bench_parquet [TOKENS [DIR]]  (default 40000 tokens,
  * about 10M events; DIR default /tmp; needs build/ramtrace).
+ *        build/bench/bench_parquet TRACE.db [DIR]  (an existing trace's
+ * latest run instead, kept: a 100M-event trace takes minutes to make;
+ * its bytes per column are printed too).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -75,13 +78,17 @@ static long long trace_events(const char *db)
     return command_number(cmd);
 }
 
-static int one(const char *dir, const char *text, const char *label, const char *weights)
+/* Export the trace (text != NULL: made first by tracing text with weights,
+ * and removed after; NULL: given in db and kept). */
+static int one(const char *dir, const char *text, const char *label, const char *weights, const char *given)
 {
     char db[4096], ds[4096], cmd[16384];
     snprintf(db, sizeof db, "%s/bench_parquet_%s.db", dir, label);
+    if (given) snprintf(db, sizeof db, "%s", given);
     snprintf(ds, sizeof ds, "%s/bench_parquet_%s.parquet", dir, label);
     snprintf(cmd, sizeof cmd, "rm -rf %s %s; build/ramtrace trace samples/kjv.bin %s -o %s -q --weights %s", db, ds,
              text, db, weights);
+    if (given) snprintf(cmd, sizeof cmd, "rm -rf %s", ds);
     if (sh(cmd)) return 1;
     long long n = trace_events(db);
     double wall[REPS], cpu[REPS];
@@ -111,10 +118,18 @@ static int one(const char *dir, const char *text, const char *label, const char 
         }
         printf("%-4s DuckDB GROUP BY layer, head: %.2f s (median of %d, node start included)\n", label,
                bench_median(q, REPS), REPS);
+        if (given) {
+            fflush(stdout);
+            snprintf(cmd, sizeof cmd,
+                     "node tests/js/pq_query.mjs \"SELECT path_in_schema, round(sum(total_compressed_size) / %lld, 4) "
+                     "FROM parquet_metadata('%s/events/*/*/*.parquet') GROUP BY 1 ORDER BY 2 DESC\" | "
+                     "sed 's/^/     bytes\\/event of /'", n, ds);
+            if (sh(cmd)) return 1;
+        }
     } else {
         printf("%-4s DuckDB query skipped: tests/js/node_modules is missing (scripts/setup)\n", label);
     }
-    snprintf(cmd, sizeof cmd, "rm -rf %s %s", db, ds);
+    snprintf(cmd, sizeof cmd, "rm -rf %s %s", given ? "" : db, ds);
     return sh(cmd);
 }
 
@@ -122,6 +137,12 @@ int main(int argc, char **argv)
 {
     long tokens = argc > 1 ? atol(argv[1]) : 40000;
     const char *dir = argc > 2 ? argv[2] : "/tmp";
+    size_t alen = argc > 1 ? strlen(argv[1]) : 0;
+    if (alen > 3 && !strcmp(argv[1] + alen - 3, ".db")) {
+        if (access("build/ramtrace", X_OK)) { fprintf(stderr, "bench_parquet: needs build/ramtrace (make)\n"); return 1; }
+        printf("export --format parquet of %s (median of %d)\n", argv[1], REPS);
+        return one(dir, NULL, "db", NULL, argv[1]);
+    }
     if (access("build/ramtrace", X_OK) || access("data/kjv.txt", R_OK)) {
         fprintf(stderr, "bench_parquet: needs build/ramtrace and data/kjv.txt (make; scripts/setup)\n");
         return 1;
@@ -132,7 +153,7 @@ int main(int argc, char **argv)
     if (sh(cmd)) return 1;
     printf("export --format parquet of samples/kjv.bin over %ld tokens of data/kjv.txt (median of %d)\n", tokens,
            REPS);
-    int rc = one(dir, text, "f32", "f32") || one(dir, text, "f16", "f16");
+    int rc = one(dir, text, "f32", "f32", NULL) || one(dir, text, "f16", "f16", NULL);
     unlink(text);
     return rc;
 }

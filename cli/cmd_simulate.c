@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "an_load.h"
+#include "an_runset.h"
 #include "an_shards.h"
 #include "an_simrun.h"
 #include "an_stats.h"
@@ -15,7 +16,7 @@
 const char cmd_simulate_summary[] = "simulate hot-slot caches under each cache policy (simulate --help lists them)";
 
 static const char usage[] =
-    "usage: ramtrace simulate TRACE.db [--policy LIST] (--capacity LIST | --sweep) [options]\n"
+    "usage: ramtrace simulate TRACE.db... [--policy LIST] (--capacity LIST | --sweep) [options]\n"
     "\n"
     "Replay a run's memory accesses through cache policies and report hit\n"
     "ratio, misses and bytes moved ((d_v+1)*4 bytes per miss) per capacity.\n"
@@ -23,6 +24,9 @@ static const char usage[] =
     "order, (pos, layer, head, op, rank), whatever chunks the run used;\n"
     "--order run replays its prefill chunks as they ran (layer by layer, head\n"
     "by head, position by position), the order to predict a --state-budget run.\n"
+    "Several runs (several files, or --all-runs) of one model replay as one\n"
+    "stream, file by file, each file's runs by id, each run's slots keys of\n"
+    "its own (docs/analysis.md).\n"
     "\n"
     "options:\n"
     "  -p, --policy LIST     comma-separated policies (below) or all (default all)\n"
@@ -40,7 +44,8 @@ static const char usage[] =
     "                        run order, the chunks that start before T)\n"
     "      --layer L         only layer L (default all)\n"
     "      --head H          only head H (default all)\n"
-    "      --run R           run id (default: the latest)\n"
+    "      --run R           run id in each file (default: the latest)\n"
+    "      --all-runs        every run of every file\n"
     "      --mrc             add the exact LRU curve ('lru-exact' rows, from\n"
     "                        one stack-distance pass)\n"
     "      --mrc-out FILE    write the exact LRU curve at every capacity (CSV;\n"
@@ -97,7 +102,7 @@ int cmd_simulate(int argc, char **argv)
         fputs(example, stdout);
         return 0;
     }
-    enum { O_SWEEP = 256, O_SCOPE, O_OPS, O_WARMUP, O_LAYER, O_HEAD, O_RUN, O_MRC, O_MRCOUT, O_ORDER, O_SAMPLE };
+    enum { O_SWEEP = 256, O_SCOPE, O_OPS, O_WARMUP, O_LAYER, O_HEAD, O_RUN, O_MRC, O_MRCOUT, O_ORDER, O_SAMPLE, O_ALL };
     static const struct option opts[] = {
         { "policy", required_argument, 0, 'p' }, { "capacity", required_argument, 0, 'c' },
         { "sweep", no_argument, 0, O_SWEEP }, { "scope", required_argument, 0, O_SCOPE },
@@ -106,12 +111,12 @@ int cmd_simulate(int argc, char **argv)
         { "run", required_argument, 0, O_RUN }, { "mrc", no_argument, 0, O_MRC },
         { "mrc-out", required_argument, 0, O_MRCOUT }, { "format", required_argument, 0, 'f' },
         { "threads", required_argument, 0, 'j' }, { "order", required_argument, 0, O_ORDER },
-        { "sample", required_argument, 0, O_SAMPLE },
+        { "sample", required_argument, 0, O_SAMPLE }, { "all-runs", no_argument, 0, O_ALL },
         { 0, 0, 0, 0 } };
     const char *pol_s = "all", *cap_s = NULL, *mrc_out = NULL;
     int step_order = 1;
     an_shards_opts sample = { 0, 0 };
-    int sweep = 0, scope = RN_CACHE_SCOPE_MODEL, ops = RN_OPS_BOTH, fmt = RN_FMT_TABLE, want_mrc = 0;
+    int all = 0, sweep = 0, scope = RN_CACHE_SCOPE_MODEL, ops = RN_OPS_BOTH, fmt = RN_FMT_TABLE, want_mrc = 0;
     long warmup = 0, layer = -1, head = -1, run = 0, threads = 0;
     rn_error err = { 0 };
     int c;
@@ -130,6 +135,7 @@ int cmd_simulate(int argc, char **argv)
         case O_HEAD: rc = cli_parse_long("--head", optarg, 0, RN_MAX_HEADS - 1, &head, &err); break;
         case O_RUN: rc = cli_parse_long("--run", optarg, 1, INT32_MAX, &run, &err); break;
         case O_MRC: want_mrc = 1; break;
+        case O_ALL: all = 1; break;
         case O_ORDER:
             if (!strcmp(optarg, "run") || !strcmp(optarg, "step")) step_order = !strcmp(optarg, "step");
             else rc = rn_seterr(&err, RN_EINPUT, "--order: expected run or step, not '%s'", optarg);
@@ -143,7 +149,8 @@ int cmd_simulate(int argc, char **argv)
         }
         if (rc) return cli_usage_error(argv[0], "%s", err.msg);
     }
-    if (optind != argc - 1) return cli_usage_error(argv[0], "expected one trace database");
+    if (optind >= argc) return cli_usage_error(argv[0], "expected one or more trace databases");
+    if (all && run) return cli_usage_error(argv[0], "--run and --all-runs exclude each other");
     if (sweep && cap_s) return cli_usage_error(argv[0], "--capacity and --sweep exclude each other");
     const rn_policy *pol[32];
     int np = 0, nc = 0;
@@ -153,45 +160,63 @@ int cmd_simulate(int argc, char **argv)
 
     cli_install_signals();
     cli_threads(threads);
-    const char *path = argv[optind];
-    an_run r;
+    an_runset rs;
     an_spill sp = { .fd_key = -1, .fd_next = -1 };
     an_simgrid g = { 0 };
     an_mrc mrc = { 0 };
-    tr_chunk *chunks = NULL;
-    int n_chunks = 0;
-    int rc = an_run_open(path, run, &r, &err);
+    tr_chunk **chunks = NULL;
+    int *n_chunks = NULL;
+    an_runsel sel = { run, all };
+    int rc = an_runset_open((const char *const *)argv + optind, argc - optind, sel, 1, &rs, &err);
     if (rc) return cli_fail(&err);
-    if ((rc = an_run_check_head(&r, (int)layer, (int)head, &err))) goto out;
+    const an_run *r = &rs.r[0];
+    if ((rc = an_runset_check_head(&rs, (int)layer, (int)head, &err))) goto out;
     /* what the config bounds is refused before the run is read: the keys a
-     * cache of the scope can hold (M, H·M or L·H·M), the positions to warm */
-    const uint64_t universe = rn_scope_universe(scope, r.run.cfg.n_layers, r.run.cfg.n_heads, r.M);
+     * cache of the scope can hold (M, H·M or L·H·M, times the runs), the
+     * positions to warm */
+    const uint64_t universe =
+        (uint64_t)rs.n * rn_scope_universe(scope, r->run.cfg.n_layers, r->run.cfg.n_heads, r->M);
     for (int i = 0; i < nc; i++)
         if (caps[i] > universe) {
             rc = rn_seterr(&err, RN_EINPUT, "--capacity: %llu is larger than the %llu keys a %s cache can "
-                           "hold", (unsigned long long)caps[i], (unsigned long long)universe,
-                           rn_scope_name(scope));
+                           "hold%s", (unsigned long long)caps[i], (unsigned long long)universe,
+                           rn_scope_name(scope), rs.n > 1 ? " over these runs" : "");
             goto out;
         }
-    if (warmup > 0 && warmup >= r.run.n_tokens) {
-        rc = rn_seterr(&err, RN_EINPUT, "--warmup: %ld is not below the run's %lld tokens (nothing would be counted)",
-                       warmup, (long long)r.run.n_tokens);
+    if (warmup > 0 && rs.n > 1) {
+        rc = rn_seterr(&err, RN_EINPUT, "--warmup: applies to one run only (several runs replay as one stream)");
         goto out;
     }
-    if (!step_order && (rc = tr_load_chunks(r.db, r.run.run_id, &chunks, &n_chunks, &err))) goto out;
-    double t0 = cli_now();
-    /* the accesses stream from the trace into a temporary key file */
-    if ((rc = an_spill_build_order(&r, (int)layer, (int)head, scope, ops, (int32_t)warmup, chunks, n_chunks,
-                                   &cli_stop_flag, &sp, &err)))
+    if (warmup > 0 && warmup >= r->run.n_tokens) {
+        rc = rn_seterr(&err, RN_EINPUT, "--warmup: %ld is not below the run's %lld tokens (nothing would be counted)",
+                       warmup, (long long)r->run.n_tokens);
         goto out;
+    }
+    int total_chunks = 0;
+    if (!step_order) {
+        chunks = calloc((size_t)rs.n, sizeof *chunks);
+        n_chunks = calloc((size_t)rs.n, sizeof *n_chunks);
+        if (!chunks || !n_chunks) { rc = rn_seterr(&err, RN_ENOMEM, "out of memory"); goto out; }
+        for (int i = 0; i < rs.n; i++) {
+            if ((rc = tr_load_chunks(rs.r[i].db, rs.r[i].run.run_id, &chunks[i], &n_chunks[i], &err))) goto out;
+            total_chunks += n_chunks[i];
+        }
+    }
+    double t0 = cli_now();
+    /* the accesses stream from the traces into a temporary key file */
+    if ((rc = an_spill_build_runs(rs.r, rs.n, (int)layer, (int)head, scope, ops, (int32_t)warmup,
+                                  (const tr_chunk *const *)chunks, n_chunks, &cli_stop_flag, &sp, &err)))
+        goto out;
+    char what[64];
+    an_runset_describe(&rs, what, sizeof what);
     if (step_order)
-        cli_info("simulate: run %lld, %llu accesses, %d %s cache(s), loaded in %.2f s\n", (long long)r.run.run_id,
+        cli_info("simulate: %s, %llu accesses, %d %s cache(s), loaded in %.2f s\n", what,
                  (unsigned long long)an_spill_total(&sp), sp.n, rn_scope_name(scope), cli_now() - t0);
     else
-        cli_info("simulate: run %lld, %llu accesses, %d %s cache(s), run order (%d prefill chunks), loaded in "
-                 "%.2f s\n", (long long)r.run.run_id, (unsigned long long)an_spill_total(&sp), sp.n,
-                 rn_scope_name(scope), n_chunks, cli_now() - t0);
-    if (sp.n == 0) { rc = rn_seterr(&err, RN_EINPUT, "%s: the selection has no events", path); goto out; }
+        cli_info("simulate: %s, %llu accesses, %d %s cache(s), run order (%d prefill chunks), loaded in "
+                 "%.2f s\n", what, (unsigned long long)an_spill_total(&sp), sp.n,
+                 rn_scope_name(scope), total_chunks, cli_now() - t0);
+    if (sp.n == 0) { rc = rn_seterr(&err, RN_EINPUT, "%s: the selection has no events", r->path); goto out; }
     if (!cap_s) nc = an_sweep_capacities_upto(an_spill_max_keys(&sp), caps, 64);
     double tp = cli_now();
     if (sample.rate > 0) {
@@ -200,29 +225,33 @@ int cmd_simulate(int argc, char **argv)
         double rate = sample.rate;
         if ((want_mrc || sample.max_keys) && (rc = an_shards_mrc(&sp, &sample, &mrc, &rate, &err))) goto out;
         if (!want_mrc) an_mrc_free(&mrc);
-        if ((rc = an_shards_grid(&sp, rate, pol, np, caps, nc, (uint64_t)(r.run.cfg.d_v + 1) * 4, progress, &tp,
+        if ((rc = an_shards_grid(&sp, rate, pol, np, caps, nc, (uint64_t)(r->run.cfg.d_v + 1) * 4, progress, &tp,
                                  &g, &err)))
             goto out;
         cli_info("simulate: estimates from the keys sampled at rate %.4g (SHARDS, mini-simulations)\n", rate);
     } else {
-        if ((rc = an_simgrid_run_spill(&sp, pol, np, caps, nc, (uint64_t)(r.run.cfg.d_v + 1) * 4, progress, &tp,
+        if ((rc = an_simgrid_run_spill(&sp, pol, np, caps, nc, (uint64_t)(r->run.cfg.d_v + 1) * 4, progress, &tp,
                                        &g, &err)))
             goto out;
         if (want_mrc && (rc = an_mrc_build_spill(&sp, &mrc, &err))) goto out;
     }
     if (mrc_out) {
         rn_atomic_file af;
-        if ((rc = rn_atomic_check_not_input(path, mrc_out, &err)) || (rc = rn_atomic_open_text(&af, mrc_out, &err))) goto out;
+        for (int i = 0; i < rs.n; i++)
+            if ((rc = rn_atomic_check_not_input(rs.r[i].path, mrc_out, &err))) goto out;
+        if ((rc = rn_atomic_open_text(&af, mrc_out, &err))) goto out;
         if ((rc = an_mrc_print_csv(af.f, &mrc, &err))) { rn_atomic_abort(&af); goto out; }
         if ((rc = rn_atomic_commit(&af, &err))) goto out;
     }
     /* with --mrc-out - the curve has stdout; the table goes to stderr */
     rc = an_simgrid_print(mrc_out && !strcmp(mrc_out, "-") ? stderr : stdout, fmt, &g, want_mrc ? &mrc : NULL, &err);
 out:
+    for (int i = 0; chunks && i < rs.n; i++) free(chunks[i]);
     free(chunks);
+    free(n_chunks);
     an_mrc_free(&mrc);
     an_simgrid_free(&g);
     an_spill_free(&sp);
-    an_run_close(&r);
+    an_runset_close(&rs);
     return rc ? cli_fail(&err) : 0;
 }

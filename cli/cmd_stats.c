@@ -5,13 +5,14 @@
 #include <stdlib.h>
 
 #include "an_load.h"
+#include "an_runset.h"
 #include "an_stats.h"
 #include "cli.h"
 
 const char cmd_stats_summary[] = "per-head memory use of a trace run (slots, entropy, reuse, locality)";
 
 static const char usage[] =
-    "usage: ramtrace stats TRACE.db [--run R] [options]\n"
+    "usage: ramtrace stats TRACE.db... [--run R | --all-runs] [options]\n"
     "\n"
     "Per head: events, distinct slots and share of M used, access entropy,\n"
     "share of accesses to the hottest 1% of slots, warm vs cold reads (slot\n"
@@ -19,9 +20,12 @@ static const char usage[] =
     "the dominant slot shift between consecutive tokens (-1: a CAPE\n"
     "diagonal) and the working set per window; then CAPE and non-CAPE heads\n"
     "summarised apart.  docs/analysis.md defines each column.\n"
+    "Several runs (several files, or --all-runs) of one model are pooled per\n"
+    "head: counts summed, each run a sequence of its own (docs/analysis.md).\n"
     "\n"
     "options:\n"
-    "      --run R           run id (default: the latest)\n"
+    "      --run R           run id in each file (default: the latest)\n"
+    "      --all-runs        every run of every file\n"
     "      --layer L         only layer L (default all)\n"
     "      --head H          only head H (default all)\n"
     "      --window W        working-set window in tokens (default 64)\n"
@@ -55,14 +59,14 @@ static void progress(void *user, int done, int total)
 int cmd_stats(int argc, char **argv)
 {
     if (cli_wants_help(argc, argv)) { fputs(usage, stdout); return 0; }
-    enum { O_RUN = 256, O_LAYER, O_HEAD, O_WINDOW };
+    enum { O_RUN = 256, O_LAYER, O_HEAD, O_WINDOW, O_ALL };
     static const struct option opts[] = {
         { "run", required_argument, 0, O_RUN }, { "layer", required_argument, 0, O_LAYER },
         { "head", required_argument, 0, O_HEAD }, { "window", required_argument, 0, O_WINDOW },
         { "format", required_argument, 0, 'f' }, { "threads", required_argument, 0, 'j' },
-        { 0, 0, 0, 0 } };
+        { "all-runs", no_argument, 0, O_ALL }, { 0, 0, 0, 0 } };
     long run = 0, layer = -1, head = -1, window = 64, threads = 0;
-    int fmt = RN_FMT_TABLE, c;
+    int fmt = RN_FMT_TABLE, c, all = 0;
     rn_error err = { 0 };
     optind = 1;
     opterr = 0;
@@ -72,6 +76,7 @@ int cmd_stats(int argc, char **argv)
         case O_RUN: rc = cli_parse_long("--run", optarg, 1, INT32_MAX, &run, &err); break;
         case O_LAYER: rc = cli_parse_long("--layer", optarg, 0, RN_MAX_LAYERS - 1, &layer, &err); break;
         case O_HEAD: rc = cli_parse_long("--head", optarg, 0, RN_MAX_HEADS - 1, &head, &err); break;
+        case O_ALL: all = 1; break;
         case O_WINDOW: rc = cli_parse_long("--window", optarg, 1, INT32_MAX, &window, &err); break;
         case 'f': rc = rn_format_parse(optarg, &fmt, &err); break;
         case 'j': rc = cli_parse_long("--threads", optarg, 1, 1024, &threads, &err); break;
@@ -80,27 +85,29 @@ int cmd_stats(int argc, char **argv)
         }
         if (rc) return cli_usage_error(argv[0], "%s", err.msg);
     }
-    if (optind != argc - 1) return cli_usage_error(argv[0], "expected one trace database");
-    const char *path = argv[optind];
-    an_run r;
+    if (optind >= argc) return cli_usage_error(argv[0], "expected one or more trace databases");
+    if (all && run) return cli_usage_error(argv[0], "--run and --all-runs exclude each other");
+    an_runset rs;
     an_head_stats *hs = NULL;
     int nh = 0;
     uint64_t total = 0;
     cli_threads(threads);
     double t0 = cli_now();
-    int rc = an_run_open(path, run, &r, &err);
+    an_runsel sel = { run, all };
+    int rc = an_runset_open((const char *const *)argv + optind, argc - optind, sel, 1, &rs, &err);
     if (rc) return cli_fail(&err);
-    if ((rc = an_run_check_head(&r, (int)layer, (int)head, &err))) goto out;
+    if ((rc = an_runset_check_head(&rs, (int)layer, (int)head, &err))) goto out;
     stats_progress pg = { t0, cli_stderr_tty(), -1, 0 };
     an_stats_ctl ctl = { &cli_stop_flag, progress, &pg };
-    rc = an_stats_run(&r, (int)layer, (int)head, (int)window, &ctl, &hs, &nh, &total, &err);
+    rc = an_stats_runs(rs.r, rs.n, (int)layer, (int)head, (int)window, &ctl, &hs, &nh, &total, &err);
     if (pg.shown && pg.tty && rc) fputc('\n', stderr);
     if (rc) goto out;
-    cli_info("stats: run %lld, %llu events, %d heads in %.2f s\n", (long long)r.run.run_id,
-            (unsigned long long)total, nh, cli_now() - t0);
-    rc = an_stats_print(stdout, fmt, hs, nh, r.M, (int)window, &err);
+    char what[64];
+    cli_info("stats: %s, %llu events, %d heads in %.2f s\n", an_runset_describe(&rs, what, sizeof what),
+             (unsigned long long)total, nh, cli_now() - t0);
+    rc = an_stats_print(stdout, fmt, hs, nh, rs.r[0].M, (int)window, &err);
 out:
     free(hs);
-    an_run_close(&r);
+    an_runset_close(&rs);
     return rc ? cli_fail(&err) : 0;
 }

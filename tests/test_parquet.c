@@ -30,7 +30,7 @@ static int readers(void)
 
 typedef struct {
     const char *name;
-    int type, dict;
+    int type, enc;
     const void *vals;
 } tcol;
 
@@ -73,7 +73,7 @@ static void check_file(const char *tag, const tcol *tc, int nc, size_t n, an_pq_
     snprintf(fpath, sizeof fpath, "%s", th_path(file));
     snprintf(jpath, sizeof jpath, "%s", th_path(json));
     an_pq_column cols[16];
-    for (int c = 0; c < nc; c++) cols[c] = (an_pq_column){ tc[c].name, tc[c].type, tc[c].dict };
+    for (int c = 0; c < nc; c++) cols[c] = (an_pq_column){ tc[c].name, tc[c].type, tc[c].enc };
     FILE *f = fopen(fpath, "wb");
     CU_ASSERT_PTR_NOT_NULL_FATAL(f);
     an_pq_writer *w;
@@ -227,6 +227,77 @@ TH_TEST(test_pq_rle_widths, "writer: RLE/bit-packed runs of every bit width 1..2
     check_file("rle", c, 2, N, o);
 }
 
+TH_TEST(test_pq_delta, "writer: DELTA_BINARY_PACKED int32/uint32 of every step width, near the limits, PLAIN where a step needs 2^31")
+{
+    enum { N = 60013 };
+    static int32_t pos[N], wide[N], jump[N];
+    static uint32_t u[N];
+    rn_rng r;
+    rn_rng_seed(&r, 32);
+    int32_t w = 0;
+    for (int i = 0; i < N; i++) {
+        pos[i] = i / 16;                                   /* steps 0 and +1 */
+        int bits = (i / 500) % 32;                         /* steps of 0..31 bits, both signs */
+        int64_t step = bits ? (int64_t)rn_rng_below(&r, 1u << bits) - ((int64_t)1 << (bits - 1)) : 0;
+        int64_t next = (int64_t)w + step;
+        if (next > INT32_MAX || next < INT32_MIN) next = (int64_t)w - step;
+        w = (int32_t)next;
+        wide[i] = w;
+        /* uint32 high values; group 2 crosses 2^31 (a step of -2^32+1 as int32: PLAIN) */
+        u[i] = (i / 10007) == 2 ? 2147483600u + (uint32_t)(i % 97) : 4294967000u - (uint32_t)rn_rng_below(&r, 200);
+        /* near the int32 limits with small steps, and one group alternating the limits (PLAIN) */
+        jump[i] = (i / 10007) == 4 ? (i % 2 ? INT32_MAX : INT32_MIN) : (i % 2 ? INT32_MAX - (int32_t)(i % 5) : INT32_MIN + (int32_t)(i % 3));
+    }
+    const tcol c[] = { { "pos", AN_PQ_INT32, AN_PQ_DELTA, pos }, { "wide", AN_PQ_INT32, AN_PQ_DELTA, wide },
+                       { "u", AN_PQ_UINT32, AN_PQ_DELTA, u }, { "jump", AN_PQ_INT32, AN_PQ_DELTA, jump } };
+    an_pq_opts o = { 0 };
+    o.group_rows = 10007;
+    o.page_rows = 1000;
+    o.threads = 2;
+    check_file("delta", c, 4, N, o);
+    /* BEST: chunk by chunk the dictionary or deltas; floats PLAIN or split */
+    {
+        enum { M = 40000 };
+        static uint32_t best[M];
+        static float fw[M];
+        static float groups[50][8];
+        for (int g = 0; g < 50; g++)
+            for (int k = 0; k < 8; k++) groups[g][k] = (float)rn_rng_below(&r, 1u << 30) / (float)(1u << 30);
+        int g = 0;
+        for (int i = 0; i < M; i++) {
+            /* row groups 0, 2: a CAPE-like diagonal, and float groups of 8
+             * repeated whole; 1, 3: few random values, smooth floats */
+            int pattern = (i / 10000) % 2 == 0;
+            int pos = i / 16, k = i % 16;
+            best[i] = pattern ? (uint32_t)((k * 37 + 1000 - pos) % 1000) : (uint32_t)rn_rng_below(&r, 16);
+            if (i % 8 == 0) g = (int)rn_rng_below(&r, 50);
+            fw[i] = pattern ? groups[g][i % 8] : 1.0f + (float)i / (float)M;
+        }
+        const tcol cb[] = { { "best", AN_PQ_UINT32, AN_PQ_BEST, best }, { "fw", AN_PQ_FLOAT, AN_PQ_PLAIN, fw } };
+        an_pq_opts ob = { 0 };
+        ob.group_rows = 10000;
+        ob.page_rows = 2500;
+        check_file("best", cb, 2, M, ob);
+        if (readers()) {
+            CU_ASSERT_EQUAL(th_run("node tests/js/pq_query.mjs \"SELECT path_in_schema, string_agg(DISTINCT encodings, ';' "
+                                   "ORDER BY encodings) FROM parquet_metadata('%s') GROUP BY 1 ORDER BY 1\"",
+                                   th_path("pq_best.parquet")), 0);
+            if (!strstr(th_out(), "DELTA_BINARY_PACKED;")) fprintf(stderr, "\n%s%s", th_out(), th_err());
+            CU_ASSERT_STRING_EQUAL(th_out(), "best PLAIN, RLE, DELTA_BINARY_PACKED;PLAIN, RLE, RLE_DICTIONARY\n"
+                                             "fw PLAIN, RLE;PLAIN, RLE, BYTE_STREAM_SPLIT\n");
+        }
+    }
+    /* pages of 1 value (a header only), of one block and one value more */
+    o.group_rows = 300;
+    static const size_t pages[3] = { 1, 128, 129 };
+    for (int k = 0; k < 3; k++) {
+        char tag[32];
+        o.page_rows = pages[k];
+        snprintf(tag, sizeof tag, "delta_p%zu", pages[k]);
+        check_file(tag, c, 4, 1000, o);
+    }
+}
+
 /* ---- export --format parquet ---- */
 
 static char TA[4096], TB[4096];
@@ -272,6 +343,14 @@ TH_TEST(test_pq_export_stats, "export: three runs of two traces as one dataset; 
     CU_ASSERT_FALSE(th_file_exists(p));
     snprintf(p, sizeof p, "%s/runs/runs.parquet", dir);
     CU_ASSERT(th_file_exists(p));
+    /* the layer files written at once (-j) are those written one by one */
+    char dir1[4096];
+    snprintf(dir1, sizeof dir1, "%s", th_path("pqx_ds_j1"));
+    CU_ASSERT_EQUAL(th_run("%s export %s %s -f parquet -o %s -j 1 -q", th_bin(), TA, TB, dir1), 0);
+    CU_ASSERT_EQUAL(th_run("diff -r %s %s", dir, dir1), 0);
+    snprintf(dir1, sizeof dir1, "%s", th_path("pqx_ds_j5"));
+    CU_ASSERT_EQUAL(th_run("%s export %s %s -f parquet -o %s -j 5 -q", th_bin(), TA, TB, dir1), 0);
+    CU_ASSERT_EQUAL(th_run("diff -r %s %s", dir, dir1), 0);
     stats_csv(TA, 1, "pqx_s1.csv");
     stats_csv(TA, 2, "pqx_s2.csv");
     stats_csv(TB, 1, "pqx_s3.csv");

@@ -207,7 +207,7 @@ int rn_rows_begin(rn_rows *w, FILE *f, int fmt, int ncol, const char *const *nam
         w->rc = RN_ENOMEM;
         return rn_seterr(err, RN_ENOMEM, "out of memory for the output rows");
     }
-    if (fmt == RN_FMT_CSV && ncol) {
+    if (fmt == RN_FMT_CSV && ncol && !w->opts.csv_no_header) {
         int rc = RN_OK;
         for (int c = 0; c < ncol && !rc; c++) {
             if (c) rc = out_put(w, ",", 1);

@@ -73,6 +73,7 @@ static inline rn_cell rn_cell_qtext(const char *s)
 typedef struct {
     int json_embed;  /* JSON: no trailing newline, for a value inside an enclosing object */
     int json_keyed;  /* JSON: {"<first cell>": {other columns}, ...} instead of an array */
+    int csv_no_header; /* CSV: rows only (a later part of one file) */
 } rn_rows_opts;
 
 /* The writer's state (fields are private). */
