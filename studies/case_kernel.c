@@ -51,11 +51,11 @@
 #include "rn_runtime.h"
 #include "rn_spm.h"
 #include "rn_tokenizer.h"
+#include "study_probe.h"
 #include "viz_lineplot.h"
 #include "viz_style.h"
 #include "viz_surface.h"
 
-#define MAXK 64
 #define WIN 256
 #define MAXHEADS 256
 enum { KIND_BRACE, KIND_PAREN, NKIND };
@@ -72,28 +72,8 @@ static const char *ctrl_name[NCTRL] = { "opener slots read at p", "as many other
 
 typedef struct { int o, p; } query;
 
-/* Every head's write and read slots and read weights at every position:
- * [pos][layer][head][K]. */
-typedef struct {
-    int L, H, K;
-    uint32_t *wslot, *rslot;
-    float *ww, *rw;
-} accesses;
-
-static void record(void *user, int layer, int head, int pos, int op, int k, const uint32_t *slot,
-                   const uint32_t *addr, const float *w)
-{
-    (void)addr;
-    accesses *a = user;
-    size_t at = (((size_t)pos * a->L + layer) * a->H + head) * a->K;
-    if (op == RN_OP_WRITE) {
-        memcpy(a->wslot + at, slot, sizeof *slot * k);
-        memcpy(a->ww + at, w, sizeof *w * k);
-    } else {
-        memcpy(a->rslot + at, slot, sizeof *slot * k);
-        memcpy(a->rw + at, w, sizeof *w * k);
-    }
-}
+/* The per-head sums of pass 1 (means over the queries). */
+enum { S_INCL, S_TOP, S_WEIGHT, S_ATTR, S_ATTR_OTHER, S_ATTR_TOKEN, S_LENS_OPEN, S_LENS_OTHER, NS_STATS };
 
 static void die(const rn_error *e)
 {
@@ -183,7 +163,7 @@ static int find_queries(const rn_config *c, const int *toks, int n, int kind, qu
  * normaliser after p (1/M decayed, plus every write's w·D); summed over the
  * read slots with weight r and divided by the sum of r.  share[t'] for
  * t' = 0..p (one backward pass per read slot). */
-static void read_shares(const accesses *a, const rn_config *c, int hd, int p, double *share)
+static void read_shares(const study_accesses *a, const rn_config *c, int hd, int p, double *share)
 {
     const int NH = a->L * a->H, K = a->K;
     const uint32_t *rs = a->rslot + ((size_t)p * NH + hd) * K;
@@ -221,38 +201,63 @@ static double log_prob(const float *x, int V, int t)
     return x[t] - mx - log(s);
 }
 
-/* Run toks under iv (may be empty); all rows' logits into lg. */
-static int run(rn_runtime *rt, const rn_iv_set *iv, const int *toks, int T, float *lg, rn_error *err)
-{
-    rn_runtime_reset(rt);
-    int rc = rn_runtime_set_interventions(rt, iv, err);
-    return rc ? rc : rn_prefill(rt, toks, T, lg, 1, err);
-}
-
-/* Add "ablate-slots L.H:s1,...RANGE" for n slots to iv (RANGE "" or "@T"). */
-static void add_ablation(rn_iv_set *iv, int l, int h, const uint32_t *slots, int n, const char *range)
-{
-    char spec[96 + 12 * MAXK * 2];
-    int len = snprintf(spec, sizeof spec, "ablate-slots %d.%d:", l, h);
-    for (int a = 0; a < n; a++) len += snprintf(spec + len, sizeof spec - len, "%s%u", a ? "," : "", slots[a]);
-    snprintf(spec + len, sizeof spec - len, "%s", range);
-    rn_error err;
-    if (rn_iv_add(iv, spec, &err)) die(&err);
-}
-
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
 }
 
-/* Shuffle the first n of pool[0..np) into place (partial Fisher-Yates). */
-static void pick(rn_rng *r, uint32_t *pool, int np, int n)
+/* The paired mean of arm a over the queries where arm b ran too (and the
+ * count); b = a: every query of a. */
+static double paired_mean(double *const *by_q, int nq, int a, int b, int *n)
 {
-    for (int a = 0; a < n; a++) {
-        int b = a + (int)rn_rng_below(r, (uint64_t)(np - a));
-        uint32_t t = pool[a]; pool[a] = pool[b]; pool[b] = t;
+    double s = 0;
+    *n = 0;
+    for (int i = 0; i < nq; i++)
+        if (!isnan(by_q[a][i]) && !isnan(by_q[b][i])) { s += by_q[a][i]; (*n)++; }
+    return *n ? s / *n : NAN;
+}
+
+/* A few sentences of what the tables of kind k show, from their numbers:
+ * which heads track the opener, and the whole-window ablation of the
+ * tracking heads (every head when none) against its two controls, each
+ * compared on the queries where both ran. */
+static void summary(int k, const rn_config *c, int nq, const int *trk, int n_trk, double *const *by_q,
+                    double (*sum)[NS_STATS], long (*cnt)[NS_STATS])
+{
+    const int H = c->n_heads;
+    printf("**In short (%s).** ", kind_name[k]);
+    if (!nq) { printf("No query.\n\n"); return; }
+    if (!n_trk) printf("No head passes the tracking rule: no head's read before the closer returns the matching "
+                       "opener's write at least twice as much as another opener's.  ");
+    else {
+        double lo = 1, hi = 0, olo = 1, ohi = 0;
+        for (int x = 0; x < n_trk; x++) {
+            int hd = trk[x];
+            double a = cnt[hd][S_ATTR] ? sum[hd][S_ATTR] / cnt[hd][S_ATTR] : 0;
+            double o = cnt[hd][S_ATTR_OTHER] ? sum[hd][S_ATTR_OTHER] / cnt[hd][S_ATTR_OTHER] : 0;
+            if (a < lo) lo = a;
+            if (a > hi) hi = a;
+            if (o < olo) olo = o;
+            if (o > ohi) ohi = o;
+        }
+        printf("Tracking heads: ");
+        for (int x = 0; x < n_trk; x++) printf("%s%d.%d", x ? ", " : "", trk[x] / H, trk[x] % H);
+        printf("; the opener's write is %.1f–%.1f%% of what they read before the closer, another '%c''s %.1f–%.1f%%.  ",
+               100 * lo, 100 * hi, kind_open[k], 100 * olo, 100 * ohi);
     }
+    int set = n_trk ? 1 : 0, a0 = set * NWHEN * NCTRL, n0, n1, n2;
+    double m0 = paired_mean(by_q, nq, a0, a0, &n0);
+    printf("Ablating the opener slots %s read before the closer, for the whole window, changes log P(closer) by %+.3f "
+           "on average (%d queries)", n_trk ? "the tracking heads" : "every head", m0, n0);
+    double m01 = paired_mean(by_q, nq, a0, a0 + 1, &n1), m1 = paired_mean(by_q, nq, a0 + 1, a0, &n1);
+    if (n1) printf("; on the %d queries where the control exists, by %+.3f against %+.3f for as many other slots read "
+                   "there", n1, m01, m1);
+    else printf("; the control of as many other read slots never applies (the heads read too few other slots)");
+    double m2 = paired_mean(by_q, nq, a0 + 2, a0, &n2);
+    printf("; as many slots read elsewhere in the window change it by %+.3f (%d queries).", m2, n2);
+    if (n0 && m0 >= 0) printf("  Removing the opener slots does not lower the closer's probability on average.");
+    printf("\n\n");
 }
 
 /* Windows: consecutive blocks of whole lines, each at most WIN tokens. */
@@ -299,7 +304,7 @@ int main(int argc, char **argv)
     const rn_config *c = &m.cfg;
     const int V = c->vocab_size, L = c->n_layers, H = c->n_heads, K = c->top_k, NH = L * H;
     const int64_t M = rn_config_slots(c);
-    if (K > MAXK || NH > MAXHEADS) { fprintf(stderr, "case_kernel: top_k above %d or more than %d heads\n", MAXK, MAXHEADS); return 2; }
+    if (K > STUDY_MAXK || NH > MAXHEADS) { fprintf(stderr, "case_kernel: top_k above %d or more than %d heads\n", STUDY_MAXK, MAXHEADS); return 2; }
     char *text;
     size_t tlen;
     if (rn_read_file(argv[2], &text, &tlen, &err)) die(&err);
@@ -349,9 +354,9 @@ int main(int argc, char **argv)
            "queries: %d closing braces, %d closing parentheses (at most %d a kind).\n\n",
            n_win, WIN, total_tokens, nq_kind[KIND_BRACE], nq_kind[KIND_PAREN], maxq);
 
-    accesses acc = { L, H, K, xmalloc(sizeof(uint32_t) * WIN * NH * K), xmalloc(sizeof(uint32_t) * WIN * NH * K),
+    study_accesses acc = { L, H, K, xmalloc(sizeof(uint32_t) * WIN * NH * K), xmalloc(sizeof(uint32_t) * WIN * NH * K),
                      xmalloc(sizeof(float) * WIN * NH * K), xmalloc(sizeof(float) * WIN * NH * K) };
-    rn_probe probe = { .user = &acc, .access = record };
+    rn_probe probe = { .user = &acc, .access = study_record };
     float *lg = xmalloc(sizeof(float) * WIN * V), *lg2 = xmalloc(sizeof(float) * WIN * V);
     rn_runtime *rt;
     if (rn_runtime_create(&m, WIN, &rt, &err)) die(&err);
@@ -359,9 +364,8 @@ int main(int argc, char **argv)
 
     /* Pass 1: per kind and head, what the reads at p take from the opener:
      * sums over the queries, then means. */
-    enum { S_INCL, S_TOP, S_WEIGHT, S_ATTR, S_ATTR_OTHER, S_ATTR_TOKEN, S_LENS_OPEN, S_LENS_OTHER, NS };
-    static double sum[NKIND][MAXHEADS][NS];
-    static long cnt[NKIND][MAXHEADS][NS];
+    static double sum[NKIND][MAXHEADS][NS_STATS];
+    static long cnt[NKIND][MAXHEADS][NS_STATS];
     double *clean_lp[NKIND];
     double *attr = xmalloc(sizeof(double) * WIN);
     rn_real *scratch = xmalloc(sizeof(rn_real) * (2 * c->d_model + c->d_v)), *lens = xmalloc(sizeof(rn_real) * V);
@@ -376,7 +380,7 @@ int main(int argc, char **argv)
                 /* the window up to p: accesses, the state after p, the logits at p */
                 rn_iv_init(&iv, c);
                 rn_runtime_set_probe(rt, &probe);
-                if (run(rt, &iv, wt[w], q.p + 1, lg, &err)) die(&err);
+                if (study_run(rt, &iv, wt[w], q.p + 1, lg, &err)) die(&err);
                 rn_runtime_set_probe(rt, NULL);
                 rn_iv_free(&iv);
                 clean_lp[k][wq0[k][w] + qi] = log_prob(lg + (size_t)q.p * V, V, target);
@@ -455,7 +459,7 @@ int main(int argc, char **argv)
     FILE *csv = fopen(path, "w");
     if (!csv) { fprintf(stderr, "case_kernel: cannot write %s\n", path); return 1; }
     fprintf(csv, "kind,window,opener,pos,target,heads,when,slots_ablated,n_slots,logp_clean,logp_ablated\n");
-    double *delta[NKIND][NARM];
+    double *delta[NKIND][NARM], *by_q[NKIND][NARM]; /* sorted values; per query (NAN: not run) */
     int n_delta[NKIND][NARM] = { { 0 } };
     long n_drop[NKIND][NARM] = { { 0 } }, n_slots_sum[NKIND][NARM] = { { 0 } };
     double sum_delta[NKIND][NARM] = { { 0 } };
@@ -464,13 +468,17 @@ int main(int argc, char **argv)
     rn_rng rng;
     rn_rng_seed(&rng, seed);
     for (int k = 0; k < NKIND; k++)
-        for (int a = 0; a < NARM; a++) delta[k][a] = xmalloc(sizeof(double) * (nq_kind[k] ? nq_kind[k] : 1));
+        for (int a = 0; a < NARM; a++) {
+            delta[k][a] = xmalloc(sizeof(double) * (nq_kind[k] ? nq_kind[k] : 1));
+            by_q[k][a] = xmalloc(sizeof(double) * (nq_kind[k] ? nq_kind[k] : 1));
+            for (int i = 0; i < nq_kind[k]; i++) by_q[k][a][i] = NAN;
+        }
     int ex_done = 0;
     for (int w = 0; w < n_win; w++) {
         if (!wqn[0][w] && !wqn[1][w]) continue;
         rn_iv_init(&iv, c);
         rn_runtime_set_probe(rt, &probe);
-        if (run(rt, &iv, wt[w], wn[w], lg, &err)) die(&err);
+        if (study_run(rt, &iv, wt[w], wn[w], lg, &err)) die(&err);
         rn_runtime_set_probe(rt, NULL);
         rn_iv_free(&iv);
         for (int k = 0; k < NKIND; k++)
@@ -494,7 +502,7 @@ int main(int argc, char **argv)
                             int hd = hs[x], l = hd / H, h = hd % H;
                             const uint32_t *ws = acc.wslot + ((size_t)q.o * NH + hd) * K;
                             const uint32_t *rs = acc.rslot + ((size_t)q.p * NH + hd) * K;
-                            uint32_t on[MAXK], off[MAXK];
+                            uint32_t on[STUDY_MAXK], off[STUDY_MAXK];
                             int non = 0, noff = 0;
                             for (int j = 0; j < K; j++) {
                                 int in = 0;
@@ -504,9 +512,12 @@ int main(int argc, char **argv)
                             if (!non) continue;
                             ok[0] = 1;
                             n_slots += non;
-                            add_ablation(&sets[0], l, h, on, non, range);
-                            if (noff >= non) { pick(&rng, off, noff, non); add_ablation(&sets[1], l, h, off, non, range); }
-                            else ok[1] = 0;
+                            if (study_ablate(&sets[0], l, h, on, non, range, &err)) die(&err);
+                            if (noff < non) ok[1] = 0;
+                            else {
+                                study_pick(&rng, off, noff, non);
+                                if (study_ablate(&sets[1], l, h, off, non, range, &err)) die(&err);
+                            }
                             memset(mark, 0, (size_t)M);
                             for (int a = 0; a < K; a++) mark[ws[a]] = 2;
                             int np = 0;
@@ -515,15 +526,19 @@ int main(int argc, char **argv)
                                     uint32_t r = acc.rslot[((size_t)t * NH + hd) * K + j];
                                     if (!mark[r]) { mark[r] = 1; pool[np++] = r; }
                                 }
-                            if (np >= non) { pick(&rng, pool, np, non); add_ablation(&sets[2], l, h, pool, non, range); }
-                            else ok[2] = 0;
+                            if (np < non) ok[2] = 0;
+                            else {
+                                study_pick(&rng, pool, np, non);
+                                if (study_ablate(&sets[2], l, h, pool, non, range, &err)) die(&err);
+                            }
                         }
                         for (int s = 0; s < NCTRL; s++) {
                             if (ok[0] && ok[s]) {
-                                if (run(rt, &sets[s], wt[w], q.p + 1, lg2, &err)) die(&err);
+                                if (study_run(rt, &sets[s], wt[w], q.p + 1, lg2, &err)) die(&err);
                                 double lp = log_prob(lg2 + (size_t)q.p * V, V, target);
                                 int arm = (set * NWHEN + when) * NCTRL + s;
                                 delta[k][arm][n_delta[k][arm]++] = lp - lp0;
+                                by_q[k][arm][wq0[k][w] + qi] = lp - lp0;
                                 sum_delta[k][arm] += lp - lp0;
                                 n_drop[k][arm] += lp - lp0 < -log(2.0);
                                 n_slots_sum[k][arm] += n_slots;
@@ -542,7 +557,7 @@ int main(int argc, char **argv)
                     for (int x = 0; x < n_trk[k]; x++) tracking |= trk[k][x] == hd;
                     const uint32_t *ws = acc.wslot + ((size_t)q.o * NH + hd) * K;
                     const uint32_t *rs = acc.rslot + ((size_t)q.p * NH + hd) * K;
-                    char slots[64 * MAXK] = "";
+                    char slots[64 * STUDY_MAXK] = "";
                     int len = 0;
                     for (int j = 0; j < K; j++) {
                         int in = 0;
@@ -593,6 +608,7 @@ int main(int argc, char **argv)
                    100.0 * n_drop[k][a] / n, n_drop[k][a]);
         }
         printf("\n");
+        summary(k, c, nq_kind[k], trk[k], n_trk[k], by_q[k], sum[k], cnt[k]);
     }
 
     /* The figure: per kind, the sorted changes (an empirical CDF) of the
@@ -641,7 +657,7 @@ int main(int argc, char **argv)
     free(wt); free(wn);
     for (int k = 0; k < NKIND; k++) {
         free(wq[k]); free(wq0[k]); free(wqn[k]); free(wop[k]); free(wop0[k]); free(wopn[k]); free(clean_lp[k]);
-        for (int a = 0; a < NARM; a++) free(delta[k][a]);
+        for (int a = 0; a < NARM; a++) { free(delta[k][a]); free(by_q[k][a]); }
     }
     free(acc.wslot); free(acc.rslot); free(acc.ww); free(acc.rw);
     free(lg); free(lg2); free(mark); free(pool); free(scratch); free(lens); free(v); free(attr); free(ys);
