@@ -256,6 +256,10 @@ static void summary(int k, const rn_config *c, int nq, const int *trk, int n_trk
     else printf("; the control of as many other read slots never applies (the heads read too few other slots)");
     double m2 = paired_mean(by_q, nq, a0 + 2, a0, &n2);
     printf("; as many slots read elsewhere in the window change it by %+.3f (%d queries).", m2, n2);
+    int na, nb;
+    double ma = paired_mean(by_q, nq, a0 + NCTRL, a0 + NCTRL, &na), mb = paired_mean(by_q, nq, a0 + NCTRL + 2, a0 + NCTRL, &nb);
+    printf("  Ablated only at the opener (its writes dropped, the slots reset there), by %+.3f (%d queries), "
+           "against %+.3f for as many slots read elsewhere (%d).", ma, na, mb, nb);
     if (n0 && m0 >= 0) printf("  Removing the opener slots does not lower the closer's probability on average.");
     printf("\n\n");
 }
@@ -623,7 +627,7 @@ int main(int argc, char **argv)
     st.steps = 1;
     st.markers = 0;
     st.legend = 1;
-    st.corner = VIZ_TOP_LEFT;
+    st.corner = VIZ_BOTTOM_RIGHT;
     st.x.label = "change of log P(closing token) when ablated";
     st.y.label = "share of queries at or below";
     st.y.lo = 0;
