@@ -260,6 +260,12 @@ static void summary(int k, const rn_config *c, int nq, const int *trk, int n_trk
     double ma = paired_mean(by_q, nq, a0 + NCTRL, a0 + NCTRL, &na), mb = paired_mean(by_q, nq, a0 + NCTRL + 2, a0 + NCTRL, &nb);
     printf("  Ablated only at the opener (its writes dropped, the slots reset there), by %+.3f (%d queries), "
            "against %+.3f for as many slots read elsewhere (%d).", ma, na, mb, nb);
+    if (n0 && na && m0 <= -0.3 && ma > m0 / 3)
+        printf("  Most of the whole-window drop therefore comes from what the slots hold by the closer (later "
+               "tokens' writes), not from the opener's own write.");
+    else if (n0 && na && m0 <= -0.3)
+        printf("  Most of the whole-window drop remains when only the opener's write (and what the slots held "
+               "before it) is removed.");
     if (n0 && m0 >= 0) printf("  Removing the opener slots does not lower the closer's probability on average.");
     printf("\n\n");
 }
