@@ -115,7 +115,9 @@ $(BUILD)/tests/th_main.o: $(BUILD)/gen/suites.h
 $(BIN): $(CLI_OBJ) $(LIB)
 	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJ) $(LIB) $(LDLIBS)
 
-$(BUILD)/test_runner: $(TEST_OBJ) $(LIB)
+# The study programs too: tests/test_case_kernel.c runs scripts/case-study-kernel-lm
+# with the binaries of the build under test.
+$(BUILD)/test_runner: $(TEST_OBJ) $(LIB) | $(STUDY_BINS)
 	$(CC) $(LDFLAGS) -o $@ $(TEST_OBJ) $(LIB) $(LDLIBS) -lcunit
 
 $(BUILD)/bench/%: bench/%.c $(LIB) | setup

@@ -3,7 +3,7 @@
 
 STUDY_BINS := $(patsubst studies/%.c,$(BUILD)/studies/%,$(wildcard studies/*.c))
 
-$(BUILD)/studies/%: studies/%.c $(LIB) | setup
+$(BUILD)/studies/%: studies/%.c $(wildcard studies/*.h) $(LIB) | setup
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< $(LIB) $(LDLIBS)
 

@@ -27,42 +27,13 @@
 #include "rn_rng.h"
 #include "rn_runtime.h"
 #include "rn_tasks.h"
-
-#define MAXK 64
-
-/* Every head's write and read slots at every position: [pos][layer][head][K]. */
-typedef struct {
-    int L, H, K, T;
-    uint32_t *wslot, *rslot;
-    float *rw;
-} accesses;
-
-static void record(void *user, int layer, int head, int pos, int op, int k, const uint32_t *slot,
-                   const uint32_t *addr, const float *w)
-{
-    (void)addr;
-    accesses *a = user;
-    size_t at = (((size_t)pos * a->L + layer) * a->H + head) * a->K;
-    if (op == RN_OP_WRITE) memcpy(a->wslot + at, slot, sizeof *slot * k);
-    else {
-        memcpy(a->rslot + at, slot, sizeof *slot * k);
-        memcpy(a->rw + at, w, sizeof *w * k);
-    }
-}
+#include "study_probe.h"
 
 static int argmax(const float *x, int n)
 {
     int b = 0;
     for (int i = 1; i < n; i++) if (x[i] > x[b]) b = i;
     return b;
-}
-
-/* Run toks with the specs of iv (may be empty) and all-row logits into lg. */
-static int run(rn_runtime *rt, const rn_iv_set *iv, const int *toks, int T, float *lg, rn_error *err)
-{
-    rn_runtime_reset(rt);
-    int rc = rn_runtime_set_interventions(rt, iv, err);
-    return rc ? rc : rn_prefill(rt, toks, T, lg, 1, err);
 }
 
 static void die(const rn_error *e)
@@ -74,11 +45,8 @@ static void die(const rn_error *e)
 /* Add "ablate-slots L.H:s1,..." for n slots to iv. */
 static void add_ablation(rn_iv_set *iv, int l, int h, const uint32_t *slots, int n)
 {
-    char spec[64 + 12 * MAXK];
-    int len = snprintf(spec, sizeof spec, "ablate-slots %d.%d:", l, h);
-    for (int a = 0; a < n; a++) len += snprintf(spec + len, sizeof spec - len, "%s%u", a ? "," : "", slots[a]);
     rn_error err;
-    if (rn_iv_add(iv, spec, &err)) die(&err);
+    if (study_ablate(iv, l, h, slots, n, "", &err)) die(&err);
 }
 
 /* The retrieval heads together: every head whose reads put at least half
@@ -87,7 +55,7 @@ static void add_ablation(rn_iv_set *iv, int l, int h, const uint32_t *slots, int
  * many other read slots of each), and patch all of them at the query from
  * the clean run. */
 static void combined(rn_runtime *rt, const rn_config *c, rn_rng *rng, rn_rng *pick, uint64_t seed, int n_ex,
-                     int T, int N, const double *head_share, accesses *acc, int *toks, int *tgt, double *pbuf,
+                     int T, int N, const double *head_share, study_accesses *acc, int *toks, int *tgt, double *pbuf,
                      float *lg, float *lg2)
 {
     const int V = c->vocab_size, L = c->n_layers, H = c->n_heads, K = c->top_k, dv = c->d_v;
@@ -96,7 +64,7 @@ static void combined(rn_runtime *rt, const rn_config *c, rn_rng *rng, rn_rng *pi
         if (head_share[i] >= 0.5) hl[nh] = i / H, hh[nh] = i % H, nh++;
     if (!nh) { printf("\nno head puts half its read weight on the pair's slots\n"); return; }
     rn_real *o_clean = malloc(sizeof(rn_real) * nh * T * dv);
-    rn_probe probe = { .user = acc, .access = record };
+    rn_probe probe = { .user = acc, .access = study_record };
     rn_error err;
     rn_iv_set iv;
     long n_q = 0, n_abl = 0, n_flip = 0, n_ctrl = 0, n_ctrl_flip = 0, n_rest = 0, n_rest_ok = 0;
@@ -112,7 +80,7 @@ static void combined(rn_runtime *rt, const rn_config *c, rn_rng *rng, rn_rng *pi
         for (int k = 0; k < nh; k++)
             if (rn_iv_add_buffer(&iv, 0, hl[k], hh[k], o_clean + (size_t)k * T * dv, T, &err)) die(&err);
         rn_runtime_set_probe(rt, &probe);
-        if (run(rt, &iv, toks, T, lg, &err)) die(&err);
+        if (study_run(rt, &iv, toks, T, lg, &err)) die(&err);
         rn_runtime_set_probe(rt, NULL);
         rn_iv_free(&iv);
         for (int p = 0; p < T; p++) {
@@ -127,7 +95,7 @@ static void combined(rn_runtime *rt, const rn_config *c, rn_rng *rng, rn_rng *pi
             rn_iv_init(&ctrl2, c);
             int any = 0, ctrl_ok = 1, ctrl2_ok = 1;
             for (int k = 0; k < nh; k++) {
-                uint32_t pair[2 * MAXK], shared[MAXK], other[MAXK];
+                uint32_t pair[2 * STUDY_MAXK], shared[STUDY_MAXK], other[STUDY_MAXK];
                 int np = 0, ns = 0, no = 0;
                 for (int q = 2 * i; q <= 2 * i + 1; q++)
                     for (int j = 0; j < K; j++) pair[np++] = acc->wslot[(((size_t)q * L + hl[k]) * H + hh[k]) * K + j];
@@ -153,22 +121,16 @@ static void combined(rn_runtime *rt, const rn_config *c, rn_rng *rng, rn_rng *pi
                     }
                 if (npool < ns) ctrl2_ok = 0;
                 else {
-                    for (int a = 0; a < ns; a++) {
-                        int b = a + (int)rn_rng_below(pick, (uint64_t)(npool - a));
-                        uint32_t tmp = pool[a]; pool[a] = pool[b]; pool[b] = tmp;
-                    }
+                    study_pick(pick, pool, npool, ns);
                     add_ablation(&ctrl2, hl[k], hh[k], pool, ns);
                 }
                 if (no < ns) { ctrl_ok = 0; continue; }
-                for (int a = 0; a < ns; a++) {
-                    int b = a + (int)rn_rng_below(pick, (uint64_t)(no - a));
-                    uint32_t tmp = other[a]; other[a] = other[b]; other[b] = tmp;
-                }
+                study_pick(pick, other, no, ns);
                 add_ablation(&ctrl, hl[k], hh[k], other, ns);
             }
             if (any) {
                 n_abl++;
-                if (run(rt, &abl, toks, T, lg2, &err)) die(&err);
+                if (study_run(rt, &abl, toks, T, lg2, &err)) die(&err);
                 int flip = argmax(lg2 + (size_t)p * V, V) != tgt[p];
                 n_flip += flip;
                 if (flip) {
@@ -176,17 +138,17 @@ static void combined(rn_runtime *rt, const rn_config *c, rn_rng *rng, rn_rng *pi
                         if (rn_iv_add_buffer(&abl, 1, hl[k], hh[k], o_clean + (size_t)k * T * dv, T, &err)) die(&err);
                         abl.iv[abl.n - 1].t0 = abl.iv[abl.n - 1].t1 = p;
                     }
-                    if (run(rt, &abl, toks, T, lg2, &err)) die(&err);
+                    if (study_run(rt, &abl, toks, T, lg2, &err)) die(&err);
                     n_rest++;
                     n_rest_ok += argmax(lg2 + (size_t)p * V, V) == tgt[p];
                 }
                 if (ctrl_ok) {
-                    if (run(rt, &ctrl, toks, T, lg2, &err)) die(&err);
+                    if (study_run(rt, &ctrl, toks, T, lg2, &err)) die(&err);
                     n_ctrl++;
                     n_ctrl_flip += argmax(lg2 + (size_t)p * V, V) != tgt[p];
                 }
                 if (ctrl2_ok) {
-                    if (run(rt, &ctrl2, toks, T, lg2, &err)) die(&err);
+                    if (study_run(rt, &ctrl2, toks, T, lg2, &err)) die(&err);
                     n_ctrl2++;
                     n_ctrl2_flip += argmax(lg2 + (size_t)p * V, V) != tgt[p];
                 }
@@ -224,13 +186,13 @@ int main(int argc, char **argv)
     if (rn_model_load(&m, argv[1], &err)) die(&err);
     const rn_config *c = &m.cfg;
     const int V = c->vocab_size, L = c->n_layers, H = c->n_heads, K = c->top_k;
-    if (K > MAXK) { fprintf(stderr, "case_mqar: top_k above %d\n", MAXK); return 2; }
+    if (K > STUDY_MAXK) { fprintf(stderr, "case_mqar: top_k above %d\n", STUDY_MAXK); return 2; }
     if (rn_mqar_check(V, T, N, &err)) die(&err);
     int *toks = malloc(sizeof(int) * T), *tgt = malloc(sizeof(int) * T);
     double *pbuf = malloc(sizeof(double) * T);
     float *lg = malloc(sizeof(float) * T * V), *lg2 = malloc(sizeof(float) * T * V);
-    accesses acc = { L, H, K, T, malloc(sizeof(uint32_t) * T * L * H * K), malloc(sizeof(uint32_t) * T * L * H * K),
-                     malloc(sizeof(float) * T * L * H * K) };
+    study_accesses acc = { L, H, K, malloc(sizeof(uint32_t) * T * L * H * K), malloc(sizeof(uint32_t) * T * L * H * K),
+                           malloc(sizeof(float) * T * L * H * K), malloc(sizeof(float) * T * L * H * K) };
     rn_runtime *rt;
     if (rn_runtime_create(&m, 256, &rt, &err)) die(&err);
     rn_iv_set iv;
@@ -242,7 +204,7 @@ int main(int argc, char **argv)
     for (int e = 0; e < n_ex; e++) {
         rn_mqar_example(&rng, V, T, N, RN_MQAR_POWER_A, toks, tgt, pbuf, NULL);
         rn_iv_init(&iv, c);
-        if (run(rt, &iv, toks, T, lg, &err)) die(&err);
+        if (study_run(rt, &iv, toks, T, lg, &err)) die(&err);
         for (int p = 0; p < T; p++)
             if (tgt[p] >= 0) { q_total++; q_ok += argmax(lg + (size_t)p * V, V) == tgt[p]; }
         for (int l = 0; l < L; l++)
@@ -251,7 +213,7 @@ int main(int argc, char **argv)
                 rn_iv_free(&iv);
                 rn_iv_init(&iv, c);
                 snprintf(spec, sizeof spec, "ablate-head %d.%d", l, h);
-                if (rn_iv_add(&iv, spec, &err) || run(rt, &iv, toks, T, lg, &err)) die(&err);
+                if (rn_iv_add(&iv, spec, &err) || study_run(rt, &iv, toks, T, lg, &err)) die(&err);
                 for (int p = 0; p < T; p++)
                     if (tgt[p] >= 0) q_ok_abl[l * H + h] += argmax(lg + (size_t)p * V, V) == tgt[p];
             }
@@ -273,7 +235,7 @@ int main(int argc, char **argv)
     FILE *csv = fopen(path, "w");
     if (!csv) { fprintf(stderr, "case_mqar: cannot write %s\n", path); return 1; }
     fprintf(csv, "layer,head,example,pos,key,value,pair_slots,read_share_of_pair,top1_from_pair,flip_pair,flip_random,restored\n");
-    rn_probe probe = { .user = &acc, .access = record };
+    rn_probe probe = { .user = &acc, .access = study_record };
     rn_real *o_clean = malloc(sizeof(rn_real) * T * c->d_v);
     double *head_share = calloc((size_t)L * H, sizeof(double));
     printf("Per head, on the queries the model answers correctly (reads at the query position;\n"
@@ -299,7 +261,7 @@ int main(int argc, char **argv)
         rn_iv_init(&iv, c);
         if (rn_iv_add_buffer(&iv, 0, rl, rh, o_clean, T, &err)) die(&err);
         rn_runtime_set_probe(rt, &probe);
-        if (run(rt, &iv, toks, T, lg, &err)) die(&err);
+        if (study_run(rt, &iv, toks, T, lg, &err)) die(&err);
         rn_runtime_set_probe(rt, NULL);
         rn_iv_free(&iv);
         for (int p = 0; p < T; p++) {
@@ -309,7 +271,7 @@ int main(int argc, char **argv)
             if (i == N) continue;
             n_q++;
             /* the slots the pair (positions 2i, 2i+1) wrote in the head */
-            uint32_t pair[2 * MAXK];
+            uint32_t pair[2 * STUDY_MAXK];
             int np = 0;
             for (int q = 2 * i; q <= 2 * i + 1; q++)
                 for (int j = 0; j < K; j++) {
@@ -320,7 +282,7 @@ int main(int argc, char **argv)
                 }
             const uint32_t *rs = acc.rslot + (((size_t)p * L + rl) * H + rh) * K;
             const float *rw = acc.rw + (((size_t)p * L + rl) * H + rh) * K;
-            uint32_t shared[MAXK], other[MAXK];
+            uint32_t shared[STUDY_MAXK], other[STUDY_MAXK];
             int ns = 0, no = 0;
             double rsum = 0, rshared = 0;
             for (int j = 0; j < K; j++) {
@@ -339,30 +301,27 @@ int main(int argc, char **argv)
             int flip = -1, flip_r = -1, restored = -1;
             if (ns > 0) {
                 /* ablate exactly the read slots the pair wrote */
-                char spec[64 + 12 * MAXK];
+                char spec[64 + 12 * STUDY_MAXK];
                 int len = snprintf(spec, sizeof spec, "ablate-slots %d.%d:", rl, rh);
                 for (int a = 0; a < ns; a++) len += snprintf(spec + len, sizeof spec - len, "%s%u", a ? "," : "", shared[a]);
                 rn_iv_init(&iv, c);
-                if (rn_iv_add(&iv, spec, &err) || run(rt, &iv, toks, T, lg2, &err)) die(&err);
+                if (rn_iv_add(&iv, spec, &err) || study_run(rt, &iv, toks, T, lg2, &err)) die(&err);
                 flip = argmax(lg2 + (size_t)p * V, V) != tgt[p];
                 n_flip += flip;
                 /* ... and patch the head's output at the query from the clean run */
                 if (rn_iv_add_buffer(&iv, 1, rl, rh, o_clean, T, &err)) die(&err);
                 iv.iv[iv.n - 1].t0 = iv.iv[iv.n - 1].t1 = p;
-                if (run(rt, &iv, toks, T, lg2, &err)) die(&err);
+                if (study_run(rt, &iv, toks, T, lg2, &err)) die(&err);
                 restored = argmax(lg2 + (size_t)p * V, V) == tgt[p];
                 if (flip) { n_rest++; n_rest_ok += restored; }
                 rn_iv_free(&iv);
                 /* control: as many of the other read slots, at random */
                 if (no >= ns) {
-                    for (int a = 0; a < ns; a++) {
-                        int b = a + (int)rn_rng_below(&pick, (uint64_t)(no - a));
-                        uint32_t tmp = other[a]; other[a] = other[b]; other[b] = tmp;
-                    }
+                    study_pick(&pick, other, no, ns);
                     len = snprintf(spec, sizeof spec, "ablate-slots %d.%d:", rl, rh);
                     for (int a = 0; a < ns; a++) len += snprintf(spec + len, sizeof spec - len, "%s%u", a ? "," : "", other[a]);
                     rn_iv_init(&iv, c);
-                    if (rn_iv_add(&iv, spec, &err) || run(rt, &iv, toks, T, lg2, &err)) die(&err);
+                    if (rn_iv_add(&iv, spec, &err) || study_run(rt, &iv, toks, T, lg2, &err)) die(&err);
                     flip_r = argmax(lg2 + (size_t)p * V, V) != tgt[p];
                     n_ctrl++;
                     n_ctrl_flip += flip_r;
@@ -385,7 +344,7 @@ int main(int argc, char **argv)
     free(head_share);
     free(o_clean);
     free(q_ok_abl);
-    free(acc.wslot); free(acc.rslot); free(acc.rw);
+    free(acc.wslot); free(acc.rslot); free(acc.ww); free(acc.rw);
     free(toks); free(tgt); free(pbuf); free(lg); free(lg2);
     rn_runtime_free(rt);
     rn_model_free(&m);
