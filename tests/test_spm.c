@@ -275,6 +275,11 @@ TH_TEST(test_bytes_bits_per_byte, "bytes tokenizer: bits per byte = loss / ln 2"
     CU_ASSERT_EQUAL(sscanf(strchr(th_out(), '\n') + 1, "%lf,%lf,%lf", &a, &b, &c), 3);
     CU_ASSERT_EQUAL(a, c);
     CU_ASSERT(fabs(b - a / log(2.0)) <= 1e-12 * b);
+    /* a window longer than the whole file: one line naming it, exit 2 */
+    CU_ASSERT_EQUAL(th_run("%s eval %s --task text --data %s --whole --seq-len 100000 --threads 1", th_bin(),
+                           th_path("spm_bytes.bin"), FIXTURE), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(th_err(), "is shorter than one sequence of 100001 bytes"));
+    CU_ASSERT_PTR_NULL(strstr(th_err(), "need about"));
 }
 
 TH_TEST(test_spm_train_text, "train --task text on SentencePiece tokens")

@@ -94,9 +94,12 @@ static int text_split(rn_text *t, const char *path, double val_frac, int T, cons
 {
     t->n_train = val_frac >= 1 ? 0 : t->n - (int64_t)((double)t->n * val_frac);
     if ((val_frac < 1 && t->n_train < T + 1) || t->n - t->n_train < T + 1) {
-        int64_t need = (int64_t)((T + 1) / (val_frac < 0.5 ? val_frac : 1 - val_frac)) + 1;
         int64_t n = t->n;
         rn_text_free(t);
+        if (val_frac >= 1) /* evaluation: one split, the whole corpus */
+            return rn_seterr(err, RN_EINPUT, "%s: text of %lld %s is shorter than one sequence of %d %s",
+                             path, (long long)n, unit, T + 1, unit);
+        int64_t need = (int64_t)((T + 1) / (val_frac < 0.5 ? val_frac : 1 - val_frac)) + 1;
         return rn_seterr(err, RN_EINPUT, "%s: corpus of %lld %s is shorter than one sequence of %d %s in each split (need about %lld %s)",
                          path, (long long)n, unit, T + 1, unit, (long long)need, unit);
     }
