@@ -9,3 +9,8 @@ mpi_pc = $(or $(shell pkg-config $(1) ompi-c 2>/dev/null),$(error OpenMPI not fo
 
 CFLAGS += $(MPI_CFLAGS)
 LDLIBS += $(MPI_LIBS)
+
+# 2 ranks x 1 thread against 1 process x 2 threads (bench/bench_dist.sh).
+.PHONY: bench-dist
+bench-dist: setup $(BIN)
+	bench/bench_dist.sh $(BIN)
