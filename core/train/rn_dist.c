@@ -18,7 +18,8 @@
 enum { IDENT_MAX = RN_DIST_IDENT_MAX, SUM_MAX = 8 };
 
 struct rn_dist {
-    int rank, size;
+    int rank, size, local_rank;
+    unsigned long long token;   /* fs:DIR: this run's name in DIR (rank 0's, sent to all) */
     char spec[1100];
     const char *dir;            /* fs:DIR: DIR (inside spec); NULL for mpi */
     double timeout;
@@ -110,6 +111,12 @@ int rn_dist_open(rn_dist **out, const char *spec, double timeout_s, rn_dist_time
     }
     MPI_Comm_rank(MPI_COMM_WORLD, &d->rank);
     MPI_Comm_size(MPI_COMM_WORLD, &d->size);
+    MPI_Comm node;
+    d->local_rank = d->rank;
+    if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, d->rank, MPI_INFO_NULL, &node) == MPI_SUCCESS) {
+        MPI_Comm_rank(node, &d->local_rank);
+        MPI_Comm_free(&node);
+    }
     snprintf(d->spec, sizeof d->spec, "%s", spec);
     d->dir = fs ? d->spec + 3 : NULL;
     d->timeout = timeout_s;
@@ -155,6 +162,7 @@ void rn_dist_close(rn_dist *d)
 
 int rn_dist_rank(const rn_dist *d) { return d->rank; }
 int rn_dist_size(const rn_dist *d) { return d->size; }
+int rn_dist_local_rank(const rn_dist *d) { return d->local_rank; }
 const char *rn_dist_spec(const rn_dist *d) { return d->spec; }
 
 void rn_dist_share(int64_t n, int size, int r, int64_t *lo, int64_t *hi)
@@ -207,6 +215,7 @@ static int fs_exchange(rn_dist *d, const char *ident, rn_error *err)
     begin(d, "the rendezvous", 0);
     int rc = mpi_check(d, MPI_Bcast(&token, 1, MPI_UNSIGNED_LONG_LONG, 0, MPI_COMM_WORLD), "MPI_Bcast", err);
     if (rc) return rc;
+    d->token = token;
     char path[1200], tmp[1300];
     snprintf(path, sizeof path, "%s/ramtrace-rdv-%016llx-%d-of-%d", d->dir, token, d->rank, d->size);
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
@@ -436,6 +445,51 @@ int rn_dist_scatter(rn_dist *d, const rn_real *full, rn_real *shard, int64_t n, 
     }
     return mpi_check(d, MPI_Scatterv(NULL, NULL, NULL, RN_MPI_REAL, shard, d->cnt[me], RN_MPI_REAL, 0, MPI_COMM_WORLD),
                      "MPI_Scatterv", err);
+}
+
+/* fs:DIR: rank 0's blob to the others through the file `path`. */
+static int fs_blob(rn_dist *d, void *blob, size_t bytes, const char *path, rn_error *err)
+{
+    int rc = RN_OK;
+    if (d->rank == 0) {
+        char tmp[1300];
+        snprintf(tmp, sizeof tmp, "%s.tmp", path);
+        FILE *f = fopen(tmp, "wb");
+        int bad = !f || fwrite(blob, 1, bytes, f) != bytes;
+        if (f && fclose(f)) bad = 1;
+        if (bad || rename(tmp, path)) {
+            remove(tmp);
+            rc = rn_seterr(err, RN_EIO, "--dist fs:%s: cannot write %s: %s", d->dir, path, strerror(errno));
+        }
+    }
+    if ((rc = rn_dist_from_root(d, rc, 0, err))) return rc;
+    if (d->rank != 0) {
+        const long long t0 = now_ms();
+        for (;;) {
+            FILE *f = fopen(path, "rb");
+            size_t got = f ? fread(blob, 1, bytes, f) : 0;
+            if (f) fclose(f);
+            if (got == bytes) break;
+            if (now_ms() - t0 > (long long)(d->timeout * 1000)) {
+                rc = rn_seterr(err, RN_EIO, "--dist fs:%s: rank 0's %s was not there after %.0f s: is %s a "
+                               "directory every rank shares?", d->dir, path, d->timeout, d->dir);
+                break;
+            }
+            struct timespec ts = { 0, 20 * 1000000L };
+            nanosleep(&ts, NULL);
+        }
+    }
+    rc = rn_dist_agree(d, rc, err);
+    if (d->rank == 0) remove(path);
+    return rc;
+}
+
+int rn_dist_share_blob(rn_dist *d, void *blob, size_t bytes, const char *name, rn_error *err)
+{
+    if (!d->dir) return rn_dist_bcast(d, blob, bytes, err);
+    char path[1200];
+    snprintf(path, sizeof path, "%s/ramtrace-%s-%016llx", d->dir, name, d->token);
+    return fs_blob(d, blob, bytes, path, err);
 }
 
 int rn_dist_bcast(rn_dist *d, void *buf, size_t bytes, rn_error *err)

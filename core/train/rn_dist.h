@@ -44,6 +44,8 @@ void rn_dist_close(rn_dist *d);
 
 int rn_dist_rank(const rn_dist *d);
 int rn_dist_size(const rn_dist *d);
+/* This rank's index among the ranks of its node (one GPU each). */
+int rn_dist_local_rank(const rn_dist *d);
 /* "mpi" or "fs:DIR", as given. */
 const char *rn_dist_spec(const rn_dist *d);
 
@@ -89,6 +91,11 @@ int rn_dist_allgather(rn_dist *d, rn_real *p, int64_t n, rn_error *err);
 int rn_dist_gather(rn_dist *d, rn_real *full, const rn_real *shard, int64_t n, rn_error *err);
 /* The reverse: each rank's shard from rank 0's full[0..n). */
 int rn_dist_scatter(rn_dist *d, const rn_real *full, rn_real *shard, int64_t n, rn_error *err);
+/* A small blob (NCCL's unique id) from rank 0 to every rank, through the
+ * rendezvous: mpi: a broadcast; fs:DIR: a file rank 0 writes in DIR (temp
+ * + rename) that the others read (timeout: the not-shared error) and
+ * rank 0 removes once all have.  After rn_dist_rendezvous. */
+int rn_dist_share_blob(rn_dist *d, void *blob, size_t bytes, const char *name, rn_error *err);
 /* bytes from rank 0 to every rank. */
 int rn_dist_bcast(rn_dist *d, void *buf, size_t bytes, rn_error *err);
 

@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "rn_checksum.h"
+#include "rn_cuda_nccl.h"
 #include "rn_cuda_train.h"
 #include "rn_checkpoint.h"
 #include "rn_device.h"
@@ -267,8 +268,10 @@ int rn_train_opts_validate(const rn_train_opts *o, const rn_config *c, rn_error 
         return rn_seterr(err, RN_EINPUT, "batch x seq_len = %lld rows is too large (max 4194304)", (long long)o->batch * o->seq_len);
     if (o->anneal_layers && (c->n_layers >= 64 || o->anneal_layers >> c->n_layers))
         return rn_seterr(err, RN_EINPUT, "top_k_anneal_layers names a layer past the model's %d", c->n_layers);
-    if (o->dist && o->device == RN_DEVICE_CUDA)
-        return rn_seterr(err, RN_EINPUT, "--dist with --device cuda needs a build with NCCL (make CUDA=1 NCCL=1)");
+    if (o->dist && o->device == RN_DEVICE_CUDA && !rn_nccl_available()) {
+        rn_nccl_select_device(0, err); /* its message says what the build lacks */
+        return RN_EINPUT;
+    }
     if (o->dist && o->batch < rn_dist_size(o->dist))
         return rn_seterr(err, RN_EINPUT, "--dist: batch = %d sequences cannot be shared by %d ranks (at least one each)",
                          o->batch, rn_dist_size(o->dist));
@@ -583,6 +586,7 @@ typedef struct {
     rn_real *mom;       /* m1 then m2: the whole block's (on rank 0 of a --dist run, whose
                          * shard starts the block; the other ranks hold their shard's) */
     rn_dist *dist;      /* --dist: the ranks (NULL: one process) */
+    rn_nccl *nccl;      /* --dist --device cuda: the GPUs' communicator */
     int rank;           /* this process's rank (0 without --dist) */
     int64_t lo, hi;     /* the parameters whose AdamW update is this rank's: [lo, hi) */
     rn_real *m1, *m2;   /* the moments of [lo, hi): m1[0] is element lo's */
@@ -616,6 +620,7 @@ static void run_free(run_state *s)
 {
     rn_trainer_free(s->tr);
     rn_trainer_free(s->tra);
+    rn_nccl_close(s->nccl);
     rn_cuda_trainer_free(s->gtr);
     rn_model_free(&s->m);
     rn_model_free(&s->mb);
@@ -799,8 +804,9 @@ static int run_setup(run_state *s, rn_error *err)
     s->lo = 0;
     s->hi = s->nb;
     if (s->dist) rn_dist_share(s->nb, rn_dist_size(s->dist), s->rank, &s->lo, &s->hi);
-    /* the moments: the whole block's, but on the ranks past 0 of a --dist run */
-    const int64_t nmom = s->rank ? s->hi - s->lo : s->nb;
+    /* the moments: the whole block's, but on the ranks past 0 of a --dist
+     * run on the CPU (on the GPU the host copy is only a download's) */
+    const int64_t nmom = s->rank && o->device != RN_DEVICE_CUDA ? s->hi - s->lo : s->nb;
     s->mom = calloc(2 * (size_t)nmom, sizeof(rn_real));
     s->tok = malloc(sizeof(int) * 2 * (size_t)max_rows);
     s->pbuf = malloc(sizeof(double) * (size_t)(max_rows + max_space(o->eval_segs, o->n_eval_segs)));
@@ -875,18 +881,32 @@ static int run_start(run_state *s, rn_error *err)
         if (s->rank == 0) rc = load_resume(s, err);
         if ((rc = rn_dist_from_root(s->dist, rc, 1, err))) return rc;
         if ((rc = rn_dist_bcast(s->dist, &s->start, sizeof s->start, err)) ||
-            (rc = rn_dist_bcast(s->dist, s->m.params, sizeof(rn_real) * (size_t)s->nb, err)) ||
-            (rc = rn_dist_scatter(s->dist, s->mom, s->m1, s->nb, err)) ||
-            (rc = rn_dist_scatter(s->dist, s->rank ? NULL : s->mom + s->nb, s->m2, s->nb, err)))
+            (rc = rn_dist_bcast(s->dist, s->m.params, sizeof(rn_real) * (size_t)s->nb, err)))
             return rc;
+        if (o->device == RN_DEVICE_CUDA) /* each GPU uploads the whole moments */
+            rc = rn_dist_bcast(s->dist, s->mom, 2 * sizeof(rn_real) * (size_t)s->nb, err);
+        else if (!(rc = rn_dist_scatter(s->dist, s->mom, s->m1, s->nb, err)))
+            rc = rn_dist_scatter(s->dist, s->rank ? NULL : s->mom + s->nb, s->m2, s->nb, err);
+        if (rc) return rc;
     }
     if (s->mb.params) rn_model_round_bf16(&s->mb, &s->m); /* the resumed parameters */
     if (o->device == RN_DEVICE_CUDA) {
         /* room for the largest K annealing uses (K only shrinks over the run) */
         int kw = rn_train_top_k_at(o, c->top_k, 0), kr = rn_train_read_k_at(o, c->top_k, 0);
         int rows = o->batch * o->seq_len;
+        if (s->dist && (rc = rn_nccl_select_device(rn_dist_local_rank(s->dist), err))) return rc;
         if ((rc = rn_cuda_trainer_create(&s->gtr, &s->m, rows, rows, o->eps_g, kw, kr, err))) return rc;
         if ((rc = rn_cuda_trainer_set_state(s->gtr, s->m.params, s->mom, s->mom + s->nb, err))) return rc;
+        if (s->dist) {
+            /* NCCL's id from rank 0 through the rendezvous (MPI, or a file in DIR) */
+            unsigned char id[RN_NCCL_ID_BYTES];
+            rc = s->rank == 0 ? rn_nccl_unique_id(id, err) : RN_OK;
+            if ((rc = rn_dist_from_root(s->dist, rc, 0, err)) ||
+                (rc = rn_dist_share_blob(s->dist, id, sizeof id, "nccl-id", err)))
+                return rc;
+            rc = rn_nccl_open(&s->nccl, s->gtr, id, rn_dist_size(s->dist), s->rank, err);
+            if ((rc = rn_dist_agree(s->dist, rc, err))) return rc;
+        }
     }
     if (o->log[0] && s->rank == 0 && !(s->log = fopen(o->log, s->start ? "a" : "w")))
         rc = rn_seterr(err, RN_EINPUT, "%s: cannot open metrics log: %s", o->log, strerror(errno));
@@ -934,12 +954,15 @@ static int step_trainer(run_state *s, int64_t step, rn_trainer **out, int *k, in
 static int sync_host(run_state *s, rn_error *err)
 {
     if (!s->gtr) return RN_OK;
-    return rn_cuda_trainer_get_state(s->gtr, s->m.params, s->mom, s->mom + s->nb, err);
+    int rc = s->nccl ? rn_nccl_gather_moments(s->nccl, err) : RN_OK;
+    return rc ? rc : rn_cuda_trainer_get_state(s->gtr, s->m.params, s->mom, s->mom + s->nb, err);
 }
 
 /* train_step on the GPU: the same batches, annealed K, accumulation,
  * clipping and AdamW, with parameters, gradients and moments on the
- * device. */
+ * device.  --dist: each rank's GPU trains its share as train_step_dist
+ * describes, the gradients reduce-scattered and the parameters gathered
+ * with NCCL (rn_cuda_nccl.h). */
 static int train_step_cuda(run_state *s, int64_t step, step_stats *st, rn_error *err)
 {
     const rn_train_opts *o = s->o;
@@ -948,27 +971,48 @@ static int train_step_cuda(run_state *s, int64_t step, step_stats *st, rn_error 
     int rc = rn_cuda_trainer_set_topk(s->gtr, st->top_k, st->read_k, err);
     if (!rc) rc = rn_cuda_trainer_zero_grads(s->gtr, err);
     if (rc) return rc;
+    const int N = s->dist ? rn_dist_size(s->dist) : 1;
     double loss = 0;
     for (int mi = 0; mi < o->grad_accum; mi++) {
         int B, T;
-        double l;
+        int64_t b0, b1;
         make_batch(o, s, s->c->vocab_size, step, mi, &B, &T);
-        if ((rc = rn_cuda_trainer_forward(s->gtr, s->tok, s->tgt, B, T, &l, err))) return rc;
+        /* --dist: this rank's share of the sequences, weighed as in train_step_dist */
+        rn_dist_share(B, N, s->rank, &b0, &b1);
+        double l = 0, v[2] = { 0, 0 };
+        if (b1 > b0) {
+            if ((rc = rn_cuda_trainer_forward(s->gtr, s->tok + b0 * T, s->tgt + b0 * T, (int)(b1 - b0), T, &l, err)))
+                return rc;
+            v[0] = rn_cuda_trainer_n_labelled(s->gtr);
+            v[1] = rn_cuda_trainer_loss_sum(s->gtr);
+        }
+        const double mine = v[0];
+        if (s->dist) {
+            if ((rc = rn_dist_sum_f64(s->dist, v, 2, err))) return rc;
+            l = v[0] > 0 ? v[1] / v[0] : 0;
+        }
         if (!isfinite(l))
             return rn_seterr(err, RN_EINPUT, "loss is not finite at step %lld; stopped (last checkpoint kept: %s)",
                              (long long)step, s->ckpt);
-        if ((rc = rn_cuda_trainer_backward(s->gtr, 1.0 / o->grad_accum, err))) return rc;
+        if (mine > 0 && (rc = rn_cuda_trainer_backward(s->gtr, mine / v[0] / o->grad_accum, err))) return rc;
         loss += l / o->grad_accum;
         s->tokens += (double)B * T;
     }
     double gn;
-    if ((rc = rn_cuda_trainer_grad_norm(s->gtr, &gn, err))) return rc;
+    if (s->nccl) {
+        if ((rc = rn_nccl_reduce_grads(s->nccl, &gn, err)) || (rc = rn_dist_sum_f64(s->dist, &gn, 1, err))) return rc;
+        gn = sqrt(gn);
+    } else if ((rc = rn_cuda_trainer_grad_norm(s->gtr, &gn, err))) {
+        return rc;
+    }
     if (!isfinite(gn))
         return rn_seterr(err, RN_EINPUT, "gradient is not finite at step %lld; stopped (last checkpoint kept: %s)",
                          (long long)step, s->ckpt);
     double lr = rn_train_lr_at(o, step);
     double gscale = (o->opt.clip > 0 && gn > o->opt.clip) ? o->opt.clip / gn : 1.0;
-    if ((rc = rn_cuda_trainer_adamw(s->gtr, &o->opt, step, lr, gscale, err))) return rc;
+    rc = s->nccl ? rn_nccl_adamw(s->nccl, &o->opt, step, lr, gscale, err)
+                 : rn_cuda_trainer_adamw(s->gtr, &o->opt, step, lr, gscale, err);
+    if (rc) return rc;
     st->loss = loss;
     st->lr = lr;
     st->grad_norm = gn;
@@ -1121,10 +1165,11 @@ static int checkpoint(run_state *s, int64_t step, int announce, rn_error *err)
     if (step == s->ckpt_at) return RN_OK;
     int rc = sync_host(s, err);
     if (s->dist) {
-        /* rank 0 gathers the moments' shards and writes alone */
-        if ((rc = rn_dist_gather(s->dist, s->mom, s->m1, s->nb, err)) ||
-            (rc = rn_dist_gather(s->dist, s->rank ? NULL : s->mom + s->nb, s->m2, s->nb, err)))
-            return rc;
+        /* rank 0 gathers the moments' shards (on the GPU sync_host has) and
+         * writes alone */
+        if (!rc && !s->gtr && !(rc = rn_dist_gather(s->dist, s->mom, s->m1, s->nb, err)))
+            rc = rn_dist_gather(s->dist, s->rank ? NULL : s->mom + s->nb, s->m2, s->nb, err);
+        if (rc) return rc;
         if (s->rank) {
             if ((rc = rn_dist_from_root(s->dist, RN_OK, 1, err))) return rc;
             s->ckpt_at = step;
