@@ -23,12 +23,11 @@ NVCCFLAGS ?= -O2 -std=c++17 $(CUDA_ARCH) -Xcompiler -Wall,-Wextra,-Werror,-fPIC 
 CUDA_STDCXX ?= -lstdc++
 CUDA_LIBS  = -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublas -lcudart_static -ldl -lrt $(CUDA_STDCXX)
 # NCCL (data-parallel training on GPUs, rn_cuda_nccl.cu) where the toolkit
-# ships it: nccl.h in its include/, libnccl in lib/ or lib64/ (linked
-# shared, like cuBLAS: scripts/gpu-check finds it on the GPU machine).
+# ships nccl.h; libnccl.so.2 itself is opened at run time (dlopen), only
+# by `train --device cuda --dist`, so binaries run where it is missing.
 NCCL_H    ?= $(wildcard $(CUDA_HOME)/include/nccl.h)
 ifneq ($(NCCL_H),)
 NVCCFLAGS += -DRN_HAVE_NCCL
-CUDA_LIBS += $(foreach d,lib lib64,-L$(CUDA_HOME)/$(d) -Wl,-rpath,$(CUDA_HOME)/$(d)) -lnccl
 endif
 CU_SRC    := $(wildcard core/cuda/*.cu)
 CU_OBJ    := $(CU_SRC:core/cuda/%.cu=$(BUILD)/cuda/%.o)

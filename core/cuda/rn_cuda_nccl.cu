@@ -13,7 +13,38 @@ extern "C" {
 
 #ifdef RN_HAVE_NCCL
 #include <cuda_runtime.h>
+#include <dlfcn.h>
 #include <nccl.h>
+
+/* libnccl is opened at the first use, not linked: a binary without it on
+ * the machine runs everything else (and the GPU machine's own NCCL, over
+ * 200 MB, is not carried in scripts/gpu-bundle's bundle). */
+static struct {
+    void *h;
+    ncclResult_t (*GetUniqueId)(ncclUniqueId *);
+    ncclResult_t (*CommInitRank)(ncclComm_t *, int, ncclUniqueId, int);
+    ncclResult_t (*CommDestroy)(ncclComm_t);
+    ncclResult_t (*ReduceScatter)(const void *, void *, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t, cudaStream_t);
+    ncclResult_t (*AllGather)(const void *, void *, size_t, ncclDataType_t, ncclComm_t, cudaStream_t);
+    const char *(*GetErrorString)(ncclResult_t);
+} nc;
+
+static int nccl_load(rn_error *err)
+{
+    if (nc.h) return RN_OK;
+    void *h = dlopen("libnccl.so.2", RTLD_NOW | RTLD_LOCAL);
+    if (!h) return rn_seterr(err, RN_EINPUT, "NCCL: cannot load libnccl.so.2 (%s): put the CUDA toolkit's NCCL "
+                                             "on the library path", dlerror());
+#define SYM(f) (*(void **)&nc.f = dlsym(h, "nccl" #f))
+    if (!SYM(GetUniqueId) || !SYM(CommInitRank) || !SYM(CommDestroy) || !SYM(ReduceScatter) || !SYM(AllGather) ||
+        !SYM(GetErrorString)) {
+        dlclose(h);
+        return rn_seterr(err, RN_EINPUT, "NCCL: libnccl.so.2 lacks a function this build needs (NCCL 2.x)");
+    }
+#undef SYM
+    nc.h = h;
+    return RN_OK;
+}
 
 #define CU_TRY(call) do { \
         cudaError_t e_ = (call); \
@@ -23,7 +54,7 @@ extern "C" {
 #define NC_TRY(call) do { \
         ncclResult_t r_ = (call); \
         if (r_ != ncclSuccess) \
-            return rn_seterr(err, RN_EIO, "NCCL: %s: %s (did a rank die?)", #call, ncclGetErrorString(r_)); \
+            return rn_seterr(err, RN_EIO, "NCCL: %s: %s (did a rank die?)", #call, nc.GetErrorString(r_)); \
     } while (0)
 
 struct rn_nccl {
@@ -48,8 +79,10 @@ extern "C" int rn_nccl_select_device(int local_rank, rn_error *err)
 extern "C" int rn_nccl_unique_id(unsigned char id[RN_NCCL_ID_BYTES], rn_error *err)
 {
     static_assert(sizeof(ncclUniqueId) == RN_NCCL_ID_BYTES, "ncclUniqueId size");
+    int rc = nccl_load(err);
+    if (rc) return rc;
     ncclUniqueId u;
-    NC_TRY(ncclGetUniqueId(&u));
+    NC_TRY(nc.GetUniqueId(&u));
     memcpy(id, &u, sizeof u);
     return RN_OK;
 }
@@ -58,6 +91,8 @@ extern "C" int rn_nccl_open(rn_nccl **out, rn_cuda_trainer *tr, const unsigned c
                             int size, int rank, rn_error *err)
 {
     *out = NULL;
+    int rc = nccl_load(err);
+    if (rc) return rc;
     rn_nccl *c = (rn_nccl *)calloc(1, sizeof *c);
     if (!c) return rn_seterr(err, RN_ENOMEM, "out of memory");
     float *p, *g, *m1, *m2;
@@ -70,10 +105,10 @@ extern "C" int rn_nccl_open(rn_nccl **out, rn_cuda_trainer *tr, const unsigned c
     c->hi = c->lo + c->cs < c->n ? c->lo + c->cs : c->n;
     ncclUniqueId u;
     memcpy(&u, id, sizeof u);
-    ncclResult_t r = ncclCommInitRank(&c->comm, size, u, rank);
+    ncclResult_t r = nc.CommInitRank(&c->comm, size, u, rank);
     if (r != ncclSuccess) {
         free(c);
-        return rn_seterr(err, RN_EIO, "NCCL: ncclCommInitRank (rank %d of %d): %s", rank, size, ncclGetErrorString(r));
+        return rn_seterr(err, RN_EIO, "NCCL: ncclCommInitRank (rank %d of %d): %s", rank, size, nc.GetErrorString(r));
     }
     cudaError_t e = cudaMalloc((void **)&c->buf, sizeof(float) * (size_t)(c->cs * size));
     if (e != cudaSuccess) {
@@ -88,7 +123,7 @@ extern "C" int rn_nccl_open(rn_nccl **out, rn_cuda_trainer *tr, const unsigned c
 extern "C" void rn_nccl_close(rn_nccl *c)
 {
     if (!c) return;
-    if (c->comm) ncclCommDestroy(c->comm);
+    if (c->comm) nc.CommDestroy(c->comm);
     cudaFree(c->buf);
     free(c);
 }
@@ -99,7 +134,7 @@ static int gather_block(rn_nccl *c, float *x, rn_error *err)
 {
     float *mine = c->buf + c->rank * c->cs;
     CU_TRY(cudaMemcpy(mine, x + c->lo, sizeof(float) * (size_t)(c->hi - c->lo), cudaMemcpyDeviceToDevice));
-    NC_TRY(ncclAllGather(mine, c->buf, (size_t)c->cs, ncclFloat, c->comm, 0));
+    NC_TRY(nc.AllGather(mine, c->buf, (size_t)c->cs, ncclFloat, c->comm, 0));
     CU_TRY(cudaMemcpy(x, c->buf, sizeof(float) * (size_t)c->n, cudaMemcpyDeviceToDevice));
     CU_TRY(cudaStreamSynchronize(0));
     return RN_OK;
@@ -114,7 +149,7 @@ extern "C" int rn_nccl_reduce_grads(rn_nccl *c, double *sumsq, rn_error *err)
     CU_TRY(cudaMemcpy(c->buf, g, sizeof(float) * (size_t)c->n, cudaMemcpyDeviceToDevice));
     if (pad) CU_TRY(cudaMemset(c->buf + c->n, 0, sizeof(float) * pad));
     /* in place: rank r's sums land at buf + r·cs */
-    NC_TRY(ncclReduceScatter(c->buf, c->buf + c->rank * c->cs, (size_t)c->cs, ncclFloat, ncclSum, c->comm, 0));
+    NC_TRY(nc.ReduceScatter(c->buf, c->buf + c->rank * c->cs, (size_t)c->cs, ncclFloat, ncclSum, c->comm, 0));
     CU_TRY(cudaStreamSynchronize(0));
     return rn_cuda_trainer_sumsq(c->tr, c->buf + c->rank * c->cs, c->hi - c->lo, sumsq, err);
 }
