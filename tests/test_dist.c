@@ -18,8 +18,22 @@
 
 #define P(name) th_path(name)
 
-/* mpirun for the tests: as root too, two ranks on however few cores. */
-#define MPIRUN "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun --oversubscribe"
+/* mpirun for the tests: as root too, two ranks on however few cores, and
+ * in sanitized builds OpenMPI's own leaks suppressed (mk/mpi-lsan.supp,
+ * found through RN_TEST_MPI_SUPP, which the suite's set-up exports). */
+#define MPIRUN "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 " \
+               "OMPI_MCA_mca_base_component_disable_dlclose=1 " \
+               "LSAN_OPTIONS=suppressions=$RN_TEST_MPI_SUPP:print_suppressions=0 " \
+               "ASAN_OPTIONS=$ASAN_OPTIONS:fast_unwind_on_malloc=0 mpirun --oversubscribe"
+
+static int dist_init(void)
+{
+    char *p = realpath("mk/mpi-lsan.supp", NULL);
+    int rc = p ? setenv("RN_TEST_MPI_SUPP", p, 1) : -1;
+    free(p);
+    return rc;
+}
+TH_SUITE(dist, dist_init, NULL);
 
 /* A tiny MQAR run of 20 steps with a loss logged every step; batch 4
  * sequences of 64 (8 of 32 at the short segment), split 2 + 2. */
