@@ -958,6 +958,47 @@ static int sync_host(run_state *s, rn_error *err)
     return rc ? rc : rn_cuda_trainer_get_state(s->gtr, s->m.params, s->mom, s->mom + s->nb, err);
 }
 
+/* One micro-batch of `step` (0-based) on the CPU trainer tr, or on the
+ * GPU trainer when tr is NULL: the batch is drawn whole and this rank
+ * trains its share of its sequences (rn_dist_share; all of them without
+ * --dist).  With --dist the labelled rows and the loss sums are added over
+ * the ranks first (in rank order), so each rank's backward weighs its rows
+ * by 1/(all ranks' labelled rows), as one process over the whole batch
+ * does.  *loss: the micro-batch's mean loss over all ranks' rows. */
+static int micro_step(run_state *s, rn_trainer *tr, int64_t step, int mi, double *loss, rn_error *err)
+{
+    const rn_train_opts *o = s->o;
+    int B, T, rc;
+    int64_t b0, b1;
+    make_batch(o, s, s->c->vocab_size, step, mi, &B, &T);
+    rn_dist_share(B, s->dist ? rn_dist_size(s->dist) : 1, s->rank, &b0, &b1);
+    double l = 0, v[2] = { 0, 0 }; /* labelled rows, loss sum */
+    if (b1 > b0) {
+        const int *tok = s->tok + b0 * T, *tgt = s->tgt + b0 * T, nb = (int)(b1 - b0);
+        if ((rc = tr ? rn_trainer_forward(tr, tok, tgt, nb, T, &l, err)
+                     : rn_cuda_trainer_forward(s->gtr, tok, tgt, nb, T, &l, err)))
+            return rc;
+        v[0] = tr ? rn_trainer_n_labelled(tr) : rn_cuda_trainer_n_labelled(s->gtr);
+        v[1] = tr ? rn_trainer_loss_sum(tr) : rn_cuda_trainer_loss_sum(s->gtr);
+    }
+    const double mine = v[0];
+    if (s->dist) {
+        if ((rc = rn_dist_sum_f64(s->dist, v, 2, err))) return rc;
+        l = v[0] > 0 ? v[1] / v[0] : 0;
+    }
+    if (!isfinite(l))
+        return rn_seterr(err, RN_EINPUT, "loss is not finite at step %lld; stopped (last checkpoint kept: %s)",
+                         (long long)step, s->ckpt);
+    if (mine > 0) {
+        const double scale = mine / v[0] / o->grad_accum; /* 1/grad_accum on one process */
+        if (tr) rn_trainer_backward(tr, scale);
+        else if ((rc = rn_cuda_trainer_backward(s->gtr, scale, err))) return rc;
+    }
+    *loss = l;
+    s->tokens += (double)B * T;
+    return RN_OK;
+}
+
 /* train_step on the GPU: the same batches, annealed K, accumulation,
  * clipping and AdamW, with parameters, gradients and moments on the
  * device.  --dist: each rank's GPU trains its share as train_step_dist
@@ -971,32 +1012,11 @@ static int train_step_cuda(run_state *s, int64_t step, step_stats *st, rn_error 
     int rc = rn_cuda_trainer_set_topk(s->gtr, st->top_k, st->read_k, err);
     if (!rc) rc = rn_cuda_trainer_zero_grads(s->gtr, err);
     if (rc) return rc;
-    const int N = s->dist ? rn_dist_size(s->dist) : 1;
     double loss = 0;
     for (int mi = 0; mi < o->grad_accum; mi++) {
-        int B, T;
-        int64_t b0, b1;
-        make_batch(o, s, s->c->vocab_size, step, mi, &B, &T);
-        /* --dist: this rank's share of the sequences, weighed as in train_step_dist */
-        rn_dist_share(B, N, s->rank, &b0, &b1);
-        double l = 0, v[2] = { 0, 0 };
-        if (b1 > b0) {
-            if ((rc = rn_cuda_trainer_forward(s->gtr, s->tok + b0 * T, s->tgt + b0 * T, (int)(b1 - b0), T, &l, err)))
-                return rc;
-            v[0] = rn_cuda_trainer_n_labelled(s->gtr);
-            v[1] = rn_cuda_trainer_loss_sum(s->gtr);
-        }
-        const double mine = v[0];
-        if (s->dist) {
-            if ((rc = rn_dist_sum_f64(s->dist, v, 2, err))) return rc;
-            l = v[0] > 0 ? v[1] / v[0] : 0;
-        }
-        if (!isfinite(l))
-            return rn_seterr(err, RN_EINPUT, "loss is not finite at step %lld; stopped (last checkpoint kept: %s)",
-                             (long long)step, s->ckpt);
-        if (mine > 0 && (rc = rn_cuda_trainer_backward(s->gtr, mine / v[0] / o->grad_accum, err))) return rc;
+        double l;
+        if ((rc = micro_step(s, NULL, step, mi, &l, err))) return rc;
         loss += l / o->grad_accum;
-        s->tokens += (double)B * T;
     }
     double gn;
     if (s->nccl) {
@@ -1019,66 +1039,6 @@ static int train_step_cuda(run_state *s, int64_t step, step_stats *st, rn_error 
     return RN_OK;
 }
 
-/* train_step of a --dist run: each micro-batch is drawn whole on every
- * rank and each rank trains its share of its sequences (rn_dist_share);
- * the labelled count and the loss are summed over ranks first, so each
- * rank's backward weighs its rows by 1/(all ranks' labelled rows), as one
- * process over the whole batch does.  The gradients are reduce-scattered
- * (summed in rank order), the norm for clipping is the global one (the
- * shards' sums of squares summed in rank order), each rank updates its
- * shard of the parameters and moments, and the shards are gathered back. */
-static int train_step_dist(run_state *s, int64_t step, step_stats *st, rn_error *err)
-{
-    const rn_train_opts *o = s->o;
-    rn_dist *d = s->dist;
-    const int N = rn_dist_size(d);
-    rn_trainer *tr;
-    int rc = step_trainer(s, step, &tr, &st->top_k, &st->read_k, err);
-    if (rc) return rc;
-    rn_trainer_zero_grads(tr);
-    double loss = 0;
-    for (int mi = 0; mi < o->grad_accum; mi++) {
-        int B, T;
-        int64_t b0, b1;
-        make_batch(o, s, s->c->vocab_size, step, mi, &B, &T);
-        rn_dist_share(B, N, s->rank, &b0, &b1);
-        double l, v[2] = { 0, 0 }; /* labelled rows, loss sum */
-        if (b1 > b0) {
-            if ((rc = rn_trainer_forward(tr, s->tok + b0 * T, s->tgt + b0 * T, (int)(b1 - b0), T, &l, err)))
-                return rc;
-            v[0] = rn_trainer_n_labelled(tr);
-            v[1] = rn_trainer_loss_sum(tr);
-        }
-        const double mine = v[0];
-        if ((rc = rn_dist_sum_f64(d, v, 2, err))) return rc;
-        l = v[0] > 0 ? v[1] / v[0] : 0;
-        if (!isfinite(l))
-            return rn_seterr(err, RN_EINPUT, "loss is not finite at step %lld; stopped (last checkpoint kept: %s)",
-                             (long long)step, s->ckpt);
-        if (mine > 0) rn_trainer_backward(tr, mine / v[0] / o->grad_accum);
-        loss += l / o->grad_accum;
-        s->tokens += (double)B * T;
-    }
-    rn_real *g = rn_trainer_grads(tr);
-    if ((rc = rn_dist_reduce_scatter(d, g, s->nb, err))) return rc;
-    double gn = rn_grad_norm(g + s->lo, s->hi - s->lo);
-    gn *= gn;
-    if ((rc = rn_dist_sum_f64(d, &gn, 1, err))) return rc;
-    gn = sqrt(gn);
-    if (!isfinite(gn))
-        return rn_seterr(err, RN_EINPUT, "gradient is not finite at step %lld; stopped (last checkpoint kept: %s)",
-                         (long long)step, s->ckpt);
-    double lr = rn_train_lr_at(o, step);
-    double gscale = (o->opt.clip > 0 && gn > o->opt.clip) ? o->opt.clip / gn : 1.0;
-    rn_adamw_update_range(s->c, s->m.params, g, s->m1, s->m2, &o->opt, step, lr, gscale, s->lo, s->hi);
-    if ((rc = rn_dist_allgather(d, s->m.params, s->nb, err))) return rc;
-    if (s->mb.params) rn_model_round_bf16(&s->mb, &s->m); /* the next forward's weights */
-    st->loss = loss;
-    st->lr = lr;
-    st->grad_norm = gn;
-    return RN_OK;
-}
-
 /* One optimiser step (0-based `step`): grad_accum micro-batches of forward
  * and backward, the gradient norm, clipping and AdamW.  A non-finite loss
  * or gradient stops the run with RN_EINPUT. */
@@ -1086,31 +1046,38 @@ static int train_step(run_state *s, int64_t step, step_stats *st, rn_error *err)
 {
     const rn_train_opts *o = s->o;
     if (s->gtr) return train_step_cuda(s, step, st, err);
-    if (s->dist) return train_step_dist(s, step, st, err);
     rn_trainer *tr;
     int rc = step_trainer(s, step, &tr, &st->top_k, &st->read_k, err);
     if (rc) return rc;
     rn_trainer_zero_grads(tr);
     double loss = 0;
     for (int mi = 0; mi < o->grad_accum; mi++) {
-        int B, T;
         double l;
-        make_batch(o, s, s->c->vocab_size, step, mi, &B, &T);
-        if ((rc = rn_trainer_forward(tr, s->tok, s->tgt, B, T, &l, err))) return rc;
-        if (!isfinite(l))
-            return rn_seterr(err, RN_EINPUT, "loss is not finite at step %lld; stopped (last checkpoint kept: %s)",
-                             (long long)step, s->ckpt);
-        rn_trainer_backward(tr, 1.0 / o->grad_accum);
+        if ((rc = micro_step(s, tr, step, mi, &l, err))) return rc;
         loss += l / o->grad_accum;
-        s->tokens += (double)B * T;
     }
-    double gn = rn_grad_norm(rn_trainer_grads(tr), s->nb);
+    rn_real *g = rn_trainer_grads(tr);
+    double gn;
+    if (s->dist) {
+        /* ZeRO-1: this rank's shard [lo, hi) of the summed gradients (in
+         * rank order); the norm is the global one, the shards' sums of
+         * squares added in rank order */
+        if ((rc = rn_dist_reduce_scatter(s->dist, g, s->nb, err))) return rc;
+        gn = rn_grad_norm(g + s->lo, s->hi - s->lo);
+        gn *= gn;
+        if ((rc = rn_dist_sum_f64(s->dist, &gn, 1, err))) return rc;
+        gn = sqrt(gn);
+    } else {
+        gn = rn_grad_norm(g, s->nb);
+    }
     if (!isfinite(gn))
         return rn_seterr(err, RN_EINPUT, "gradient is not finite at step %lld; stopped (last checkpoint kept: %s)",
                          (long long)step, s->ckpt);
     double lr = rn_train_lr_at(o, step);
     double gscale = (o->opt.clip > 0 && gn > o->opt.clip) ? o->opt.clip / gn : 1.0;
-    rn_adamw_update(s->c, s->m.params, rn_trainer_grads(tr), s->mom, s->mom + s->nb, &o->opt, step, lr, gscale);
+    /* the whole block on one process; the shard, then every rank's, with --dist */
+    rn_adamw_update_range(s->c, s->m.params, g, s->m1, s->m2, &o->opt, step, lr, gscale, s->lo, s->hi);
+    if (s->dist && (rc = rn_dist_allgather(s->dist, s->m.params, s->nb, err))) return rc;
     if (s->mb.params) rn_model_round_bf16(&s->mb, &s->m); /* the next forward's weights */
     st->loss = loss;
     st->lr = lr;
