@@ -219,8 +219,6 @@ static int fs_exchange(rn_dist *d, const char *ident, rn_error *err)
     char path[1200], tmp[1300];
     snprintf(path, sizeof path, "%s/ramtrace-rdv-%016llx-%d-of-%d", d->dir, token, d->rank, d->size);
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    char host[256] = "?";
-    gethostname(host, sizeof host - 1);
     FILE *f = fopen(tmp, "w");
     if (!f) return rn_seterr(err, RN_EIO, "--dist fs:%s: cannot write in the directory: %s", d->dir, strerror(errno));
     fprintf(f, "%s", ident);
