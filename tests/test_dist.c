@@ -172,35 +172,44 @@ TH_TEST(test_dist_resume_other_count, "a checkpoint resumes on another rank coun
     CU_ASSERT(dl1 <= 1e-6 && dp1 <= 1e-6);
 }
 
-/* A long run under mpirun with `what` done to one rank once the progress
+/* A long run under mpirun with `what` done to one rank once its progress
  * shows step 3.  Prints "rc=N secs=S": mpirun's exit status and the
  * seconds from the signal until the other rank had ended ("hang" when it
- * had not after 60 s).  The signalled rank is killed afterwards (a stopped
- * process would stop its launcher too: the scheduler's part). */
-static int signal_rank(const char *what, const char *extra)
+ * had not after 60 s; "noranks" when the two ranks were not found).  The
+ * signalled rank is killed afterwards (a stopped process would stop its
+ * launcher too: the scheduler's part), and mpirun at the latest 30 s
+ * later, so the test never waits for the million steps.  tag names the
+ * run's files (a fresh stderr file per run: an old one's progress would
+ * be read before the new run has started). */
+static int signal_rank(const char *tag, const char *what, const char *extra)
 {
     const char *cfg = dist_cfg();
-    return th_run("cd %s && (" MPIRUN " -np 2 %s train --task mqar --config %s -j1 -o dist_sig.bin --set steps=1000000 "
-                  "--dist mpi %s >/dev/null 2>dist_sig.err & M=$!; "
-                  "i=0; until grep -q 'step 3/' dist_sig.err 2>/dev/null || [ $i -ge 600 ]; do sleep 0.1; i=$((i+1)); done; "
+    return th_run("cd %s && rm -f %s.err && (" MPIRUN " -np 2 %s train --task mqar --config %s -j1 -o %s.bin "
+                  "--set steps=1000000 --dist mpi %s >/dev/null 2>%s.err & M=$!; "
+                  "i=0; until grep -q 'step 3/' %s.err 2>/dev/null || [ $i -ge 600 ]; do sleep 0.1; i=$((i+1)); done; "
                   "O=$(ps --ppid $M -o pid= | head -n 1); R=$(ps --ppid $M -o pid= | tail -n 1); "
-                  "kill %s $R; t0=$(date +%%s); "
-                  "i=0; while kill -0 $O 2>/dev/null && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done; "
-                  "kill -0 $O 2>/dev/null && { kill -9 $O; echo hang; }; secs=$(( $(date +%%s) - t0 )); "
-                  "kill -9 $R 2>/dev/null; wait $M; echo rc=$? secs=$secs; cat dist_sig.err >&2)",
-                  th_tmpdir(), th_bin(), cfg, extra, what);
+                  "if [ -z \"$O\" ] || [ \"$O\" = \"$R\" ]; then echo noranks; kill -9 $M; O=; R=; fi; "
+                  "[ -n \"$R\" ] && kill %s $R; t0=$(date +%%s); "
+                  "i=0; while [ -n \"$O\" ] && kill -0 $O 2>/dev/null && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done; "
+                  "[ -n \"$O\" ] && kill -0 $O 2>/dev/null && { kill -9 $O; echo hang; }; secs=$(( $(date +%%s) - t0 )); "
+                  "[ -n \"$R\" ] && kill -9 $R 2>/dev/null; "
+                  "i=0; while kill -0 $M 2>/dev/null && [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done; "
+                  "kill -0 $M 2>/dev/null && { kill -9 $M; echo hang; }; "
+                  "wait $M; echo rc=$? secs=$secs; cat %s.err >&2)",
+                  th_tmpdir(), tag, th_bin(), cfg, tag, extra, tag, tag, what, tag);
 }
 
 /* signal_rank, then: mpirun failed, the other rank ended by itself
  * between min_s and 30 s after the signal, and stderr holds `message`. */
-static void check_signal(const char *what, const char *extra, int min_s, const char *message)
+static void check_signal(const char *tag, const char *what, const char *extra, int min_s, const char *message)
 {
-    signal_rank(what, extra);
+    signal_rank(tag, what, extra);
     int rc = -1, secs = -1;
     const char *r = strstr(th_out(), "rc=");
     CU_ASSERT_FATAL(r != NULL);
     sscanf(r, "rc=%d secs=%d", &rc, &secs);
     CU_ASSERT(strstr(th_out(), "hang") == NULL);
+    CU_ASSERT(strstr(th_out(), "noranks") == NULL);
     CU_ASSERT(rc != 0);
     CU_ASSERT(secs >= min_s && secs < 30);
     CU_ASSERT(strstr(th_err(), message) != NULL);
@@ -209,12 +218,12 @@ static void check_signal(const char *what, const char *extra, int min_s, const c
 TH_TEST(test_dist_killed_rank, "a rank killed mid-run ends the run with a message, no hang")
 {
     /* the launcher names the dead rank and ends the other */
-    check_signal("-9", "", 0, "signal 9");
+    check_signal("dist_kill", "-9", "", 0, "signal 9");
 }
 
 TH_TEST(test_dist_stopped_rank, "a rank that stops answering: the watchdog ends every rank")
 {
-    check_signal("-STOP", "--dist-timeout 2", 2, "no word from the other ranks for 2 s");
+    check_signal("dist_stop", "-STOP", "--dist-timeout 2", 2, "no word from the other ranks for 2 s");
 }
 
 TH_TEST(test_dist_mismatch, "ranks given different configs or training keys are refused")

@@ -1001,7 +1001,7 @@ static int micro_step(run_state *s, rn_trainer *tr, int64_t step, int mi, double
 
 /* train_step on the GPU: the same batches, annealed K, accumulation,
  * clipping and AdamW, with parameters, gradients and moments on the
- * device.  --dist: each rank's GPU trains its share as train_step_dist
+ * device.  --dist: each rank's GPU trains its share as micro_step
  * describes, the gradients reduce-scattered and the parameters gathered
  * with NCCL (rn_cuda_nccl.h). */
 static int train_step_cuda(run_state *s, int64_t step, step_stats *st, rn_error *err)
