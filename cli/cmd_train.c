@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "rn_device.h"
@@ -45,6 +46,12 @@ static const char usage[] =
     "  --precision P        fp32 (default) or bf16: the forward and backward over\n"
     "                       the weight matrices rounded to bf16, FP32 master\n"
     "                       weights, moments and checkpoints (docs/training.md)\n"
+    "  --dist KIND          data-parallel training across processes started by\n"
+    "                       mpirun or srun: mpi, fs:DIR (the ranks meet in the\n"
+    "                       shared directory DIR) or none (default); each rank\n"
+    "                       trains its share of every batch (docs/training.md)\n"
+    "  --dist-timeout S     --dist: give up when the other ranks have been silent\n"
+    "                       for S seconds (default 60)\n"
     "  -h, --help           this text\n"
     "\n"
     "Checkpoints are written atomically every ckpt_every steps and on Ctrl-C;\n"
@@ -111,6 +118,46 @@ static void task_defaults(rn_config *c, int task)
     }
 }
 
+/* ", on N ranks (--dist KIND)" for the start line. */
+static const char *dist_line(const rn_dist *d)
+{
+    static char buf[1200];
+    snprintf(buf, sizeof buf, ", on %d ranks (--dist %s)", rn_dist_size(d), rn_dist_spec(d));
+    return buf;
+}
+
+/* --dist: the rank of this process (0 without --dist). */
+static int dist_rank;
+
+/* --dist's watchdog: the other ranks have been silent past the timeout
+ * (rn_dist.h).  One line and the process ends, whatever MPI is waiting
+ * for. */
+static void dist_timed_out(const char *msg)
+{
+    fprintf(stderr, "ramtrace train: %s\n", msg);
+    fflush(stderr);
+    _exit(1);
+}
+
+/* The run itself, after the options: checks, threads and signals, the
+ * start line, the loop, the end line (rank 0 alone prints, --dist). */
+static int train(rn_train_opts *o, const rn_config *c, const char *task_s, long threads, rn_error *err)
+{
+    if (rn_train_opts_validate(o, c, err)) return err->code;
+    cli_threads(threads);
+    cli_install_signals();
+    int tty = cli_stderr_tty();
+    if (dist_rank == 0)
+        cli_info("training %s: %lld parameters, %lld steps%s%s%s\n", task_s, (long long)rn_config_param_count(c),
+                 (long long)o->opt.steps, o->resume[0] ? ", resuming from " : o->init_from[0] ? ", from the weights of " : "",
+                 o->resume[0] ? o->resume : o->init_from[0] ? o->init_from : "", o->dist ? dist_line(o->dist) : "");
+    int rc = rn_train_run(o, c, report, &tty, &cli_stop_flag, err);
+    if (tty && !cli_quiet && dist_rank == 0) fputc('\n', stderr);
+    if (rc) return rc;
+    if (dist_rank == 0) cli_info("saved %s\n", o->out);
+    return 0;
+}
+
 int cmd_train(int argc, char **argv)
 {
     if (cli_wants_help(argc, argv)) { fputs(usage, stdout); return 0; }
@@ -120,7 +167,7 @@ int cmd_train(int argc, char **argv)
         { "steps", 1, 0, 1 }, { "lr", 1, 0, 2 }, { "batch", 1, 0, 3 }, { "seq-len", 1, 0, 4 },
         { "seed", 1, 0, 5 }, { "eps-g", 1, 0, 6 }, { "eval-every", 1, 0, 7 }, { "ckpt-every", 1, 0, 8 },
         { "max-seconds", 1, 0, 9 }, { "threads", 1, 0, 10 }, { "stop-after", 1, 0, 11 }, { "device", 1, 0, 12 }, { "precision", 1, 0, 14 },
-        { "init-from", 1, 0, 13 }, { 0, 0, 0, 0 } };
+        { "init-from", 1, 0, 13 }, { "dist", 1, 0, 15 }, { "dist-timeout", 1, 0, 16 }, { 0, 0, 0, 0 } };
     static const char *const keyname[] = { "", "steps", "lr", "batch", "seq_len", "seed", "eps_g",
                                            "eval_every", "ckpt_every", "max_seconds", "", "stop_after" };
     const char *task_s = "mqar", *cfg_path = NULL, *data = NULL, *out = NULL, *resume = NULL,
@@ -130,7 +177,8 @@ int cmd_train(int argc, char **argv)
     char kvbuf[128][256];
     int nov = 0;
     long threads = 0;
-    const char *device_arg = NULL, *init_from = NULL, *precision_arg = "fp32";
+    const char *device_arg = NULL, *init_from = NULL, *precision_arg = "fp32", *dist_arg = "none";
+    double dist_timeout = 60;
     rn_precision precision;
     rn_device device;
     rn_error err = { 0, "" };
@@ -149,6 +197,10 @@ int cmd_train(int argc, char **argv)
         case 12: device_arg = optarg; break;
         case 14: precision_arg = optarg; break;
         case 13: init_from = optarg; break;
+        case 15: dist_arg = optarg; break;
+        case 16:
+            if (cli_parse_double("--dist-timeout", optarg, 0.1, 1e6, &dist_timeout, &err)) return cli_fail(&err);
+            break;
         case 's': {
             if (nov == 128) return cli_usage_error("train", "too many --set options");
             snprintf(kvbuf[nov], sizeof kvbuf[nov], "%s", optarg);
@@ -225,17 +277,22 @@ int cmd_train(int argc, char **argv)
     if (resume) snprintf(o.resume, sizeof o.resume, "%s", resume);
     if (init_from) snprintf(o.init_from, sizeof o.init_from, "%s", init_from);
     snprintf(o.data, sizeof o.data, "%s", data ? data : "");
-    if (rn_config_validate(&c, &err) || rn_train_opts_validate(&o, &c, &err)) return cli_fail(&err);
-    cli_threads(threads);
-    cli_install_signals();
-    int tty = cli_stderr_tty();
-    cli_info("training %s: %lld parameters, %lld steps%s%s\n", task_s,
-            (long long)rn_config_param_count(&c), (long long)o.opt.steps,
-            resume ? ", resuming from " : init_from ? ", from the weights of " : "",
-            resume ? resume : init_from ? init_from : "");
-    int rc = rn_train_run(&o, &c, report, &tty, &cli_stop_flag, &err);
-    if (tty && !cli_quiet) fputc('\n', stderr);
-    if (rc) return cli_fail(&err);
-    cli_info("saved %s\n", o.out);
-    return 0;
+    if (rn_config_validate(&c, &err)) return cli_fail(&err);
+    if (strcmp(dist_arg, "none")) {
+        if (rn_dist_open(&o.dist, dist_arg, dist_timeout, dist_timed_out, &err)) {
+            fprintf(stderr, "ramtrace train: %s\n", err.msg);
+            return err.code == RN_EINPUT ? 2 : 1;
+        }
+        dist_rank = rn_dist_rank(o.dist);
+    }
+    int rc = train(&o, &c, task_s, threads, &err);
+    /* --dist: rank 0 speaks for the run; another rank only for a failure
+     * of its own link (MPI, the rendezvous directory) */
+    if (rc && (dist_rank == 0 || err.code == RN_EIO)) {
+        if (o.dist) fprintf(stderr, "ramtrace train: rank %d of %d: %s\n", dist_rank, rn_dist_size(o.dist), err.msg);
+        else rc = cli_fail(&err);
+    }
+    if (rc && o.dist) rc = err.code == RN_EINTR ? cli_interrupt_status() : rn_exit_status(err.code);
+    rn_dist_close(o.dist);
+    return rc;
 }

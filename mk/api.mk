@@ -23,7 +23,7 @@ else
 # A sanitized build's objects are not fit for a .so loaded by processes that
 # are not sanitized (python3): its .so is compiled apart, without the
 # sanitizers, into $(BUILD)/pic/.
-PIC_STUBS := $(if $(filter 1,$(CUDA)),,core/cuda/rn_cuda_stub.c core/cuda/rn_cuda_train_stub.c)
+PIC_STUBS := $(if $(filter 1,$(CUDA)),,core/cuda/rn_cuda_stub.c core/cuda/rn_cuda_train_stub.c core/cuda/rn_cuda_nccl_stub.c)
 PIC_OBJ   := $(patsubst %.c,$(BUILD)/pic/%.o,$(LIB_SRC) $(API_SRC) $(PIC_STUBS)) \
              $(patsubst %.cc,$(BUILD)/pic/%.o,$(wildcard core/model/*.cc)) $(BUILD)/pic/gen/srv_assets.o
 PIC_CFLAGS = $(filter-out $(SAN),$(CFLAGS)) -fPIC

@@ -22,6 +22,13 @@ CUDA_ARCH ?= -gencode arch=compute_90,code=[sm_90,compute_90]
 NVCCFLAGS ?= -O2 -std=c++17 $(CUDA_ARCH) -Xcompiler -Wall,-Wextra,-Werror,-fPIC $(CORE_INC)
 CUDA_STDCXX ?= -lstdc++
 CUDA_LIBS  = -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublas -lcudart_static -ldl -lrt $(CUDA_STDCXX)
+# NCCL (data-parallel training on GPUs, rn_cuda_nccl.cu) where the toolkit
+# ships nccl.h; libnccl.so.2 itself is opened at run time (dlopen), only
+# by `train --device cuda --dist`, so binaries run where it is missing.
+NCCL_H    ?= $(wildcard $(CUDA_HOME)/include/nccl.h)
+ifneq ($(NCCL_H),)
+NVCCFLAGS += -DRN_HAVE_NCCL
+endif
 CU_SRC    := $(wildcard core/cuda/*.cu)
 CU_OBJ    := $(CU_SRC:core/cuda/%.cu=$(BUILD)/cuda/%.o)
 CU_HDR    := $(wildcard core/cuda/*.h core/cuda/*.cuh) core/nn/rn_labels.h core/model/rn_model.h core/model/rn_config.h core/model/rn_params.h \
@@ -34,7 +41,7 @@ endif
 LIB_OBJ += $(CU_OBJ)
 LDLIBS  += $(CUDA_LIBS)
 else
-LIB_OBJ += $(BUILD)/core/cuda/rn_cuda_stub.o $(BUILD)/core/cuda/rn_cuda_train_stub.o
+LIB_OBJ += $(BUILD)/core/cuda/rn_cuda_stub.o $(BUILD)/core/cuda/rn_cuda_train_stub.o $(BUILD)/core/cuda/rn_cuda_nccl_stub.o
 endif
 
 $(BUILD)/cuda/%.o: core/cuda/%.cu $(CU_HDR) mk/cuda.mk

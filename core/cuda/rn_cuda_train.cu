@@ -436,7 +436,8 @@ __global__ void k_xent_backward(float *logits, const float *lse, const int *tgt,
 
 /* ---- optimiser ----
  * sumsq: partial Σ g² in double per block (RED_BLOCKS blocks, grid-stride).
- * adamw: one tensor [off, off+n): rn_adamw_update's arithmetic, in double. */
+ * adamw: one tensor [off, off+n): rn_adamw_update's arithmetic, in double;
+ * element j's gradient at grad[j − goff] (goff: where grad starts). */
 __global__ void k_sumsq(double *part_out, const float *g, int64_t n)
 {
     __shared__ double part[NT];
@@ -448,14 +449,14 @@ __global__ void k_sumsq(double *part_out, const float *g, int64_t n)
     if (threadIdx.x == 0) part_out[blockIdx.x] = part[0];
 }
 
-__global__ void k_adamw(float *params, const float *grad, float *m1, float *m2, int64_t off, int64_t n,
-                        double beta1, double beta2, double eps, double bc1, double bc2, double lr,
+__global__ void k_adamw(float *params, const float *grad, int64_t goff, float *m1, float *m2, int64_t off,
+                        int64_t n, double beta1, double beta2, double eps, double bc1, double bc2, double lr,
                         double wd, double gscale)
 {
     int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (j >= n) return;
     j += off;
-    double g = (double)grad[j] * gscale;
+    double g = (double)grad[j - goff] * gscale; /* element j's gradient */
     double a = beta1 * m1[j] + (1 - beta1) * g;
     double b = beta2 * m2[j] + (1 - beta2) * g * g;
     m1[j] = (float)a;
@@ -786,14 +787,23 @@ extern "C" int rn_cuda_trainer_grads(rn_cuda_trainer *tr, float *out, rn_error *
     return RN_OK;
 }
 
-extern "C" int rn_cuda_trainer_grad_norm(rn_cuda_trainer *tr, double *norm, rn_error *err)
+extern "C" int rn_cuda_trainer_sumsq(rn_cuda_trainer *tr, const float *g, int64_t n, double *sumsq, rn_error *err)
 {
     double part[RED_BLOCKS];
-    k_sumsq<<<RED_BLOCKS, NT>>>(tr->red, tr->grad, tr->n_block);
+    k_sumsq<<<RED_BLOCKS, NT>>>(tr->red, g, n);
     CU_TRY(cudaGetLastError());
     CU_TRY(cudaMemcpy(part, tr->red, sizeof part, cudaMemcpyDeviceToHost));
     double s = 0;
     for (int i = 0; i < RED_BLOCKS; i++) s += part[i];
+    *sumsq = s;
+    return RN_OK;
+}
+
+extern "C" int rn_cuda_trainer_grad_norm(rn_cuda_trainer *tr, double *norm, rn_error *err)
+{
+    double s;
+    int rc = rn_cuda_trainer_sumsq(tr, tr->grad, tr->n_block, &s, err);
+    if (rc) return rc;
     *norm = sqrt(s);
     return RN_OK;
 }
@@ -801,17 +811,37 @@ extern "C" int rn_cuda_trainer_grad_norm(rn_cuda_trainer *tr, double *norm, rn_e
 extern "C" int rn_cuda_trainer_adamw(rn_cuda_trainer *tr, const rn_adamw_opts *o, int64_t step, double lr,
                                      double gscale, rn_error *err)
 {
+    return rn_cuda_trainer_adamw_range(tr, tr->grad, o, step, lr, gscale, 0, tr->n_block, err);
+}
+
+extern "C" int rn_cuda_trainer_adamw_range(rn_cuda_trainer *tr, const float *grad, const rn_adamw_opts *o,
+                                           int64_t step, double lr, double gscale, int64_t lo, int64_t hi,
+                                           rn_error *err)
+{
     const int nt = rn_params_count_tensors(&tr->c);
     const double bc1 = 1 - pow(o->beta1, (double)(step + 1)), bc2 = 1 - pow(o->beta2, (double)(step + 1));
     for (int i = 0; i < nt; i++) {
         rn_tensor_desc t;
         rn_params_tensor(&tr->c, i, &t);
         double wd = (t.kind == RN_T_MATRIX || t.kind == RN_T_EMBED) ? o->weight_decay : 0;
-        k_adamw<<<blocks(t.numel, NT), NT>>>(tr->params, tr->grad, tr->m1, tr->m2, t.offset, t.numel,
-                                             o->beta1, o->beta2, o->eps, bc1, bc2, lr, wd, gscale);
+        /* the part of the tensor inside [lo, hi) */
+        int64_t a0 = t.offset > lo ? t.offset : lo, a1 = t.offset + t.numel < hi ? t.offset + t.numel : hi;
+        if (a0 >= a1) continue;
+        k_adamw<<<blocks(a1 - a0, NT), NT>>>(tr->params, grad, lo, tr->m1, tr->m2, a0, a1 - a0, o->beta1,
+                                             o->beta2, o->eps, bc1, bc2, lr, wd, gscale);
     }
     CU_TRY(cudaGetLastError());
     return RN_OK;
+}
+
+extern "C" void rn_cuda_trainer_block(rn_cuda_trainer *tr, float **params, float **grad, float **m1, float **m2,
+                                      int64_t *n)
+{
+    *params = tr->params;
+    *grad = tr->grad;
+    *m1 = tr->m1;
+    *m2 = tr->m2;
+    *n = tr->n_block;
 }
 
 extern "C" int rn_cuda_trainer_get_state(rn_cuda_trainer *tr, float *params, float *m1, float *m2,

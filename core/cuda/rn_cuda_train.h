@@ -78,6 +78,22 @@ int rn_cuda_trainer_grad_norm(rn_cuda_trainer *tr, double *norm, rn_error *err);
 int rn_cuda_trainer_adamw(rn_cuda_trainer *tr, const rn_adamw_opts *o, int64_t step, double lr,
                           double gscale, rn_error *err);
 
+/* The same for the elements [lo, hi) of the block only (a rank's shard,
+ * ZeRO-1: rn_adamw_update_range): grad is a device array whose grad[0] is
+ * element lo's gradient; the device parameters and moments of [lo, hi)
+ * change, the rest stay. */
+int rn_cuda_trainer_adamw_range(rn_cuda_trainer *tr, const float *grad, const rn_adamw_opts *o,
+                                int64_t step, double lr, double gscale, int64_t lo, int64_t hi,
+                                rn_error *err);
+
+/* Σ g² (double) of the device array g[0..n). */
+int rn_cuda_trainer_sumsq(rn_cuda_trainer *tr, const float *g, int64_t n, double *sumsq, rn_error *err);
+
+/* The device addresses of the parameter, gradient and moment blocks and
+ * their length (for the collectives of rn_cuda_nccl.h). */
+void rn_cuda_trainer_block(rn_cuda_trainer *tr, float **params, float **grad, float **m1, float **m2,
+                           int64_t *n);
+
 /* Parameters and AdamW moments, n_block floats each: download (any of the
  * three may be NULL) and upload (all three). */
 int rn_cuda_trainer_get_state(rn_cuda_trainer *tr, float *params, float *m1, float *m2, rn_error *err);

@@ -108,3 +108,26 @@ int rn_cuda_trainer_set_state(rn_cuda_trainer *tr, const float *params, const fl
     (void)tr; (void)params; (void)m1; (void)m2;
     return no_cuda(err);
 }
+
+int rn_cuda_trainer_adamw_range(rn_cuda_trainer *tr, const float *grad, const rn_adamw_opts *o,
+                                int64_t step, double lr, double gscale, int64_t lo, int64_t hi,
+                                rn_error *err)
+{
+    (void)tr; (void)grad; (void)o; (void)step; (void)lr; (void)gscale; (void)lo; (void)hi;
+    return no_cuda(err);
+}
+
+int rn_cuda_trainer_sumsq(rn_cuda_trainer *tr, const float *g, int64_t n, double *sumsq, rn_error *err)
+{
+    (void)tr; (void)g; (void)n;
+    *sumsq = 0;
+    return no_cuda(err);
+}
+
+void rn_cuda_trainer_block(rn_cuda_trainer *tr, float **params, float **grad, float **m1, float **m2,
+                           int64_t *n)
+{
+    (void)tr;
+    *params = *grad = *m1 = *m2 = NULL;
+    *n = 0;
+}

@@ -3,6 +3,7 @@
 #include "rn_adamw.h"
 
 #include <math.h>
+#include <stdint.h>
 
 #include "rn_params.h"
 
@@ -32,20 +33,29 @@ double rn_grad_norm(const rn_real *g, int64_t n)
 void rn_adamw_update(const rn_config *c, rn_real *params, const rn_real *grad, rn_real *m1,
                      rn_real *m2, const rn_adamw_opts *o, int64_t step, double lr, double gscale)
 {
+    rn_adamw_update_range(c, params, grad, m1, m2, o, step, lr, gscale, 0, INT64_MAX);
+}
+
+void rn_adamw_update_range(const rn_config *c, rn_real *params, const rn_real *grad, rn_real *m1,
+                           rn_real *m2, const rn_adamw_opts *o, int64_t step, double lr, double gscale,
+                           int64_t lo, int64_t hi)
+{
     int nt = rn_params_count_tensors(c);
     double bc1 = 1 - pow(o->beta1, (double)(step + 1)), bc2 = 1 - pow(o->beta2, (double)(step + 1));
     for (int i = 0; i < nt; i++) {
         rn_tensor_desc t;
         rn_params_tensor(c, i, &t);
         double wd = (t.kind == RN_T_MATRIX || t.kind == RN_T_EMBED) ? o->weight_decay : 0;
-        int64_t off = t.offset, n = t.numel;
-        #pragma omp parallel for if (n > 65536) schedule(static)
-        for (int64_t j = off; j < off + n; j++) {
+        /* the part of the tensor inside [lo, hi) */
+        int64_t a0 = t.offset > lo ? t.offset : lo, a1 = t.offset + t.numel < hi ? t.offset + t.numel : hi;
+        if (a0 >= a1) continue;
+        #pragma omp parallel for if (a1 - a0 > 65536) schedule(static)
+        for (int64_t j = a0; j < a1; j++) {
             double g = (double)grad[j] * gscale;
-            double a = o->beta1 * m1[j] + (1 - o->beta1) * g;
-            double b = o->beta2 * m2[j] + (1 - o->beta2) * g * g;
-            m1[j] = (rn_real)a;
-            m2[j] = (rn_real)b;
+            double a = o->beta1 * m1[j - lo] + (1 - o->beta1) * g;
+            double b = o->beta2 * m2[j - lo] + (1 - o->beta2) * g * g;
+            m1[j - lo] = (rn_real)a;
+            m2[j - lo] = (rn_real)b;
             double upd = (a / bc1) / (sqrt(b / bc2) + o->eps);
             params[j] = (rn_real)((double)params[j] - lr * (upd + wd * (double)params[j]));
         }

@@ -35,4 +35,12 @@ double rn_grad_norm(const rn_real *g, int64_t n);
 void rn_adamw_update(const rn_config *c, rn_real *params, const rn_real *grad, rn_real *m1,
                      rn_real *m2, const rn_adamw_opts *o, int64_t step, double lr, double gscale);
 
+/* The same update for the elements [lo, hi) of the block only (a rank's
+ * shard in data-parallel training, ZeRO-1): params and grad are the whole
+ * block; m1 and m2 hold the shard's moments, m1[0] being element lo's.
+ * The arithmetic of each element is rn_adamw_update's. */
+void rn_adamw_update_range(const rn_config *c, rn_real *params, const rn_real *grad, rn_real *m1,
+                           rn_real *m2, const rn_adamw_opts *o, int64_t step, double lr, double gscale,
+                           int64_t lo, int64_t hi);
+
 #endif

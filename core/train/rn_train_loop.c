@@ -10,6 +10,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "rn_checksum.h"
+#include "rn_cuda_nccl.h"
 #include "rn_cuda_train.h"
 #include "rn_checkpoint.h"
 #include "rn_device.h"
@@ -266,6 +268,13 @@ int rn_train_opts_validate(const rn_train_opts *o, const rn_config *c, rn_error 
         return rn_seterr(err, RN_EINPUT, "batch x seq_len = %lld rows is too large (max 4194304)", (long long)o->batch * o->seq_len);
     if (o->anneal_layers && (c->n_layers >= 64 || o->anneal_layers >> c->n_layers))
         return rn_seterr(err, RN_EINPUT, "top_k_anneal_layers names a layer past the model's %d", c->n_layers);
+    if (o->dist && o->device == RN_DEVICE_CUDA && !rn_nccl_available()) {
+        rn_nccl_select_device(0, err); /* its message says what the build lacks */
+        return RN_EINPUT;
+    }
+    if (o->dist && o->batch < rn_dist_size(o->dist))
+        return rn_seterr(err, RN_EINPUT, "--dist: batch = %d sequences cannot be shared by %d ranks (at least one each)",
+                         o->batch, rn_dist_size(o->dist));
     if (o->anneal_layers && o->device == RN_DEVICE_CUDA)
         return rn_seterr(err, RN_EINPUT, "top_k_anneal_layers: per-layer K is in the CPU trainer only; "
                                          "the GPU trainer anneals every layer (leave the key out or use --device cpu)");
@@ -574,7 +583,13 @@ typedef struct {
                            * the parameters and moments (m.params and mom are brought up
                            * to date before each evaluation and checkpoint) */
     int64_t nb;         /* parameters (the length of m.params, grads and each moment) */
-    rn_real *mom;       /* m1 then m2 */
+    rn_real *mom;       /* m1 then m2: the whole block's (on rank 0 of a --dist run, whose
+                         * shard starts the block; the other ranks hold their shard's) */
+    rn_dist *dist;      /* --dist: the ranks (NULL: one process) */
+    rn_nccl *nccl;      /* --dist --device cuda: the GPUs' communicator */
+    int rank;           /* this process's rank (0 without --dist) */
+    int64_t lo, hi;     /* the parameters whose AdamW update is this rank's: [lo, hi) */
+    rn_real *m1, *m2;   /* the moments of [lo, hi): m1[0] is element lo's */
     int *tok, *tgt;
     double *pbuf;
     int max_rows;       /* rows of tok/tgt and of s.tr (training batch or longest eval segment) */
@@ -605,6 +620,7 @@ static void run_free(run_state *s)
 {
     rn_trainer_free(s->tr);
     rn_trainer_free(s->tra);
+    rn_nccl_close(s->nccl);
     rn_cuda_trainer_free(s->gtr);
     rn_model_free(&s->m);
     rn_model_free(&s->mb);
@@ -617,7 +633,7 @@ static void run_free(run_state *s)
 
 static void emit(const run_state *s, const rn_train_event *ev)
 {
-    if (s->report) s->report(s->user, ev);
+    if (s->report && s->rank == 0) s->report(s->user, ev);
 }
 
 /* Fill one micro-batch for the step; returns B and T used. */
@@ -785,43 +801,116 @@ static int run_setup(run_state *s, rn_error *err)
              (long long)rn_config_param_count(c));
     if ((rc = rn_memlimit_check(what, 3.0 * sizeof(rn_real) * (double)s->nb + (double)rn_trainer_bytes(s->tr), err)))
         return rc;
-    s->mom = calloc(2 * (size_t)s->nb, sizeof(rn_real));
+    s->lo = 0;
+    s->hi = s->nb;
+    if (s->dist) rn_dist_share(s->nb, rn_dist_size(s->dist), s->rank, &s->lo, &s->hi);
+    /* the moments: the whole block's, but on the ranks past 0 of a --dist
+     * run on the CPU (on the GPU the host copy is only a download's) */
+    const int64_t nmom = s->rank && o->device != RN_DEVICE_CUDA ? s->hi - s->lo : s->nb;
+    s->mom = calloc(2 * (size_t)nmom, sizeof(rn_real));
     s->tok = malloc(sizeof(int) * 2 * (size_t)max_rows);
     s->pbuf = malloc(sizeof(double) * (size_t)(max_rows + max_space(o->eval_segs, o->n_eval_segs)));
     if (!s->mom || !s->tok || !s->pbuf) return rn_seterr(err, RN_ENOMEM, "out of memory");
+    s->m1 = s->mom;
+    s->m2 = s->mom + nmom;
     s->tgt = s->tok + max_rows;
     if (run_recipe(s, o, s->recipe, sizeof s->recipe))
         return rn_seterr(err, RN_EINTERNAL, "training recipe too long");
-    if (o->resume[0]) {
-        /* the checkpoint's recipe is this run's with its own steps (an
-         * extension only adds steps; resume_plan checked the rest) */
-        rn_train_opts ck = *o;
-        ck.opt.steps = s->ck_steps;
-        char want[sizeof s->recipe];
-        if (run_recipe(s, &ck, want, sizeof want))
-            return rn_seterr(err, RN_EINTERNAL, "training recipe too long");
-        uint64_t seed;
-        rc = rn_checkpoint_load(o->resume, c, want, &s->start, &seed, s->m.params, s->mom,
+    return RN_OK;
+}
+
+/* --resume on one process or rank 0: the checkpoint's parameters,
+ * moments and step into s. */
+static int load_resume(run_state *s, rn_error *err)
+{
+    const rn_train_opts *o = s->o;
+    /* the checkpoint's recipe is this run's with its own steps (an
+     * extension only adds steps; resume_plan checked the rest) */
+    rn_train_opts ck = *o;
+    ck.opt.steps = s->ck_steps;
+    char want[sizeof s->recipe];
+    if (run_recipe(s, &ck, want, sizeof want))
+        return rn_seterr(err, RN_EINTERNAL, "training recipe too long");
+    uint64_t seed;
+    int rc = rn_checkpoint_load(o->resume, s->c, want, &s->start, &seed, s->m.params, s->mom,
                                 s->mom + s->nb, s->nb, err);
+    if (rc) return rc;
+    if (seed != o->seed)
+        return rn_seterr(err, RN_EINPUT, "%s: checkpoint was written with --seed %llu, not %llu", o->resume,
+                         (unsigned long long)seed, (unsigned long long)o->seed);
+    if (s->start > o->opt.steps)
+        return rn_seterr(err, RN_EINPUT, "%s: checkpoint is at step %lld, past steps = %lld", o->resume,
+                         (long long)s->start, (long long)o->opt.steps);
+    return RN_OK;
+}
+
+/* --dist, after each rank's run_setup: every rank's outcome, then the
+ * rendezvous comparing what shapes the run (config, recipe, initial
+ * weights, seed, data), so ranks given different inputs stop at once. */
+static int dist_meet(run_state *s, int rc, rn_error *err)
+{
+    const rn_train_opts *o = s->o;
+    if ((rc = rn_dist_agree(s->dist, rc, err))) return rc;
+    char ident[RN_DIST_IDENT_MAX];
+    size_t n = rn_config_format(s->c, ident, sizeof ident / 2);
+    if (n >= sizeof ident / 2) return rn_seterr(err, RN_EINTERNAL, "config text too long");
+    uint64_t data = 0;
+    if (s->text.data) data = rn_checksum64(s->text.data, (size_t)s->text.n);
+    else if (s->text.ids) data = rn_checksum64(s->text.ids, sizeof(int) * (size_t)s->text.n);
+    n += (size_t)snprintf(ident + n, sizeof ident - n, "%sranks = %d\nseed = %llu\ninitial weights = %016llx\n"
+                          "data = %016llx\nresume = %s\n", s->recipe, rn_dist_size(s->dist),
+                          (unsigned long long)o->seed, (unsigned long long)rn_model_checksum(&s->m),
+                          (unsigned long long)data, o->resume[0] ? "yes" : "no");
+    if (n >= sizeof ident) return rn_seterr(err, RN_EINTERNAL, "run identity too long");
+    if ((rc = rn_dist_rendezvous(s->dist, ident, err))) return rc;
+    return rn_dist_prepare(s->dist, s->nb, err);
+}
+
+/* The start of a run after setup: the resumed checkpoint (--dist: read by
+ * rank 0 and sent to the others: the parameters and step to all, each
+ * rank its shard of the moments), the bf16 copy, the GPU trainer and the
+ * metrics log (rank 0's). */
+static int run_start(run_state *s, rn_error *err)
+{
+    const rn_train_opts *o = s->o;
+    const rn_config *c = s->c;
+    int rc = RN_OK;
+    if (o->resume[0] && !s->dist) {
+        if ((rc = load_resume(s, err))) return rc;
+    } else if (o->resume[0]) {
+        if (s->rank == 0) rc = load_resume(s, err);
+        if ((rc = rn_dist_from_root(s->dist, rc, 1, err))) return rc;
+        if ((rc = rn_dist_bcast(s->dist, &s->start, sizeof s->start, err)) ||
+            (rc = rn_dist_bcast(s->dist, s->m.params, sizeof(rn_real) * (size_t)s->nb, err)))
+            return rc;
+        if (o->device == RN_DEVICE_CUDA) /* each GPU uploads the whole moments */
+            rc = rn_dist_bcast(s->dist, s->mom, 2 * sizeof(rn_real) * (size_t)s->nb, err);
+        else if (!(rc = rn_dist_scatter(s->dist, s->mom, s->m1, s->nb, err)))
+            rc = rn_dist_scatter(s->dist, s->rank ? NULL : s->mom + s->nb, s->m2, s->nb, err);
         if (rc) return rc;
-        if (seed != o->seed)
-            return rn_seterr(err, RN_EINPUT, "%s: checkpoint was written with --seed %llu, not %llu", o->resume,
-                             (unsigned long long)seed, (unsigned long long)o->seed);
-        if (s->start > o->opt.steps)
-            return rn_seterr(err, RN_EINPUT, "%s: checkpoint is at step %lld, past steps = %lld", o->resume,
-                             (long long)s->start, (long long)o->opt.steps);
     }
     if (s->mb.params) rn_model_round_bf16(&s->mb, &s->m); /* the resumed parameters */
     if (o->device == RN_DEVICE_CUDA) {
         /* room for the largest K annealing uses (K only shrinks over the run) */
         int kw = rn_train_top_k_at(o, c->top_k, 0), kr = rn_train_read_k_at(o, c->top_k, 0);
         int rows = o->batch * o->seq_len;
+        if (s->dist && (rc = rn_nccl_select_device(rn_dist_local_rank(s->dist), err))) return rc;
         if ((rc = rn_cuda_trainer_create(&s->gtr, &s->m, rows, rows, o->eps_g, kw, kr, err))) return rc;
         if ((rc = rn_cuda_trainer_set_state(s->gtr, s->m.params, s->mom, s->mom + s->nb, err))) return rc;
+        if (s->dist) {
+            /* NCCL's id from rank 0 through the rendezvous (MPI, or a file in DIR) */
+            unsigned char id[RN_NCCL_ID_BYTES];
+            rc = s->rank == 0 ? rn_nccl_unique_id(id, err) : RN_OK;
+            if ((rc = rn_dist_from_root(s->dist, rc, 0, err)) ||
+                (rc = rn_dist_share_blob(s->dist, id, sizeof id, "nccl-id", err)))
+                return rc;
+            rc = rn_nccl_open(&s->nccl, s->gtr, id, rn_dist_size(s->dist), s->rank, err);
+            if ((rc = rn_dist_agree(s->dist, rc, err))) return rc;
+        }
     }
-    if (o->log[0] && !(s->log = fopen(o->log, s->start ? "a" : "w")))
-        return rn_seterr(err, RN_EINPUT, "%s: cannot open metrics log: %s", o->log, strerror(errno));
-    return RN_OK;
+    if (o->log[0] && s->rank == 0 && !(s->log = fopen(o->log, s->start ? "a" : "w")))
+        rc = rn_seterr(err, RN_EINPUT, "%s: cannot open metrics log: %s", o->log, strerror(errno));
+    return s->dist ? rn_dist_from_root(s->dist, rc, 0, err) : rc;
 }
 
 /* The trainer for `step`: s.tr at the model's K, or, while top-K annealing
@@ -865,12 +954,56 @@ static int step_trainer(run_state *s, int64_t step, rn_trainer **out, int *k, in
 static int sync_host(run_state *s, rn_error *err)
 {
     if (!s->gtr) return RN_OK;
-    return rn_cuda_trainer_get_state(s->gtr, s->m.params, s->mom, s->mom + s->nb, err);
+    int rc = s->nccl ? rn_nccl_gather_moments(s->nccl, err) : RN_OK;
+    return rc ? rc : rn_cuda_trainer_get_state(s->gtr, s->m.params, s->mom, s->mom + s->nb, err);
+}
+
+/* One micro-batch of `step` (0-based) on the CPU trainer tr, or on the
+ * GPU trainer when tr is NULL: the batch is drawn whole and this rank
+ * trains its share of its sequences (rn_dist_share; all of them without
+ * --dist).  With --dist the labelled rows and the loss sums are added over
+ * the ranks first (in rank order), so each rank's backward weighs its rows
+ * by 1/(all ranks' labelled rows), as one process over the whole batch
+ * does.  *loss: the micro-batch's mean loss over all ranks' rows. */
+static int micro_step(run_state *s, rn_trainer *tr, int64_t step, int mi, double *loss, rn_error *err)
+{
+    const rn_train_opts *o = s->o;
+    int B, T, rc;
+    int64_t b0, b1;
+    make_batch(o, s, s->c->vocab_size, step, mi, &B, &T);
+    rn_dist_share(B, s->dist ? rn_dist_size(s->dist) : 1, s->rank, &b0, &b1);
+    double l = 0, v[2] = { 0, 0 }; /* labelled rows, loss sum */
+    if (b1 > b0) {
+        const int *tok = s->tok + b0 * T, *tgt = s->tgt + b0 * T, nb = (int)(b1 - b0);
+        if ((rc = tr ? rn_trainer_forward(tr, tok, tgt, nb, T, &l, err)
+                     : rn_cuda_trainer_forward(s->gtr, tok, tgt, nb, T, &l, err)))
+            return rc;
+        v[0] = tr ? rn_trainer_n_labelled(tr) : rn_cuda_trainer_n_labelled(s->gtr);
+        v[1] = tr ? rn_trainer_loss_sum(tr) : rn_cuda_trainer_loss_sum(s->gtr);
+    }
+    const double mine = v[0];
+    if (s->dist) {
+        if ((rc = rn_dist_sum_f64(s->dist, v, 2, err))) return rc;
+        l = v[0] > 0 ? v[1] / v[0] : 0;
+    }
+    if (!isfinite(l))
+        return rn_seterr(err, RN_EINPUT, "loss is not finite at step %lld; stopped (last checkpoint kept: %s)",
+                         (long long)step, s->ckpt);
+    if (mine > 0) {
+        const double scale = mine / v[0] / o->grad_accum; /* 1/grad_accum on one process */
+        if (tr) rn_trainer_backward(tr, scale);
+        else if ((rc = rn_cuda_trainer_backward(s->gtr, scale, err))) return rc;
+    }
+    *loss = l;
+    s->tokens += (double)B * T;
+    return RN_OK;
 }
 
 /* train_step on the GPU: the same batches, annealed K, accumulation,
  * clipping and AdamW, with parameters, gradients and moments on the
- * device. */
+ * device.  --dist: each rank's GPU trains its share as micro_step
+ * describes, the gradients reduce-scattered and the parameters gathered
+ * with NCCL (rn_cuda_nccl.h). */
 static int train_step_cuda(run_state *s, int64_t step, step_stats *st, rn_error *err)
 {
     const rn_train_opts *o = s->o;
@@ -881,25 +1014,25 @@ static int train_step_cuda(run_state *s, int64_t step, step_stats *st, rn_error 
     if (rc) return rc;
     double loss = 0;
     for (int mi = 0; mi < o->grad_accum; mi++) {
-        int B, T;
         double l;
-        make_batch(o, s, s->c->vocab_size, step, mi, &B, &T);
-        if ((rc = rn_cuda_trainer_forward(s->gtr, s->tok, s->tgt, B, T, &l, err))) return rc;
-        if (!isfinite(l))
-            return rn_seterr(err, RN_EINPUT, "loss is not finite at step %lld; stopped (last checkpoint kept: %s)",
-                             (long long)step, s->ckpt);
-        if ((rc = rn_cuda_trainer_backward(s->gtr, 1.0 / o->grad_accum, err))) return rc;
+        if ((rc = micro_step(s, NULL, step, mi, &l, err))) return rc;
         loss += l / o->grad_accum;
-        s->tokens += (double)B * T;
     }
     double gn;
-    if ((rc = rn_cuda_trainer_grad_norm(s->gtr, &gn, err))) return rc;
+    if (s->nccl) {
+        if ((rc = rn_nccl_reduce_grads(s->nccl, &gn, err)) || (rc = rn_dist_sum_f64(s->dist, &gn, 1, err))) return rc;
+        gn = sqrt(gn);
+    } else if ((rc = rn_cuda_trainer_grad_norm(s->gtr, &gn, err))) {
+        return rc;
+    }
     if (!isfinite(gn))
         return rn_seterr(err, RN_EINPUT, "gradient is not finite at step %lld; stopped (last checkpoint kept: %s)",
                          (long long)step, s->ckpt);
     double lr = rn_train_lr_at(o, step);
     double gscale = (o->opt.clip > 0 && gn > o->opt.clip) ? o->opt.clip / gn : 1.0;
-    if ((rc = rn_cuda_trainer_adamw(s->gtr, &o->opt, step, lr, gscale, err))) return rc;
+    rc = s->nccl ? rn_nccl_adamw(s->nccl, &o->opt, step, lr, gscale, err)
+                 : rn_cuda_trainer_adamw(s->gtr, &o->opt, step, lr, gscale, err);
+    if (rc) return rc;
     st->loss = loss;
     st->lr = lr;
     st->grad_norm = gn;
@@ -919,24 +1052,32 @@ static int train_step(run_state *s, int64_t step, step_stats *st, rn_error *err)
     rn_trainer_zero_grads(tr);
     double loss = 0;
     for (int mi = 0; mi < o->grad_accum; mi++) {
-        int B, T;
         double l;
-        make_batch(o, s, s->c->vocab_size, step, mi, &B, &T);
-        if ((rc = rn_trainer_forward(tr, s->tok, s->tgt, B, T, &l, err))) return rc;
-        if (!isfinite(l))
-            return rn_seterr(err, RN_EINPUT, "loss is not finite at step %lld; stopped (last checkpoint kept: %s)",
-                             (long long)step, s->ckpt);
-        rn_trainer_backward(tr, 1.0 / o->grad_accum);
+        if ((rc = micro_step(s, tr, step, mi, &l, err))) return rc;
         loss += l / o->grad_accum;
-        s->tokens += (double)B * T;
     }
-    double gn = rn_grad_norm(rn_trainer_grads(tr), s->nb);
+    rn_real *g = rn_trainer_grads(tr);
+    double gn;
+    if (s->dist) {
+        /* ZeRO-1: this rank's shard [lo, hi) of the summed gradients (in
+         * rank order); the norm is the global one, the shards' sums of
+         * squares added in rank order */
+        if ((rc = rn_dist_reduce_scatter(s->dist, g, s->nb, err))) return rc;
+        gn = rn_grad_norm(g + s->lo, s->hi - s->lo);
+        gn *= gn;
+        if ((rc = rn_dist_sum_f64(s->dist, &gn, 1, err))) return rc;
+        gn = sqrt(gn);
+    } else {
+        gn = rn_grad_norm(g, s->nb);
+    }
     if (!isfinite(gn))
         return rn_seterr(err, RN_EINPUT, "gradient is not finite at step %lld; stopped (last checkpoint kept: %s)",
                          (long long)step, s->ckpt);
     double lr = rn_train_lr_at(o, step);
     double gscale = (o->opt.clip > 0 && gn > o->opt.clip) ? o->opt.clip / gn : 1.0;
-    rn_adamw_update(s->c, s->m.params, rn_trainer_grads(tr), s->mom, s->mom + s->nb, &o->opt, step, lr, gscale);
+    /* the whole block on one process; the shard, then every rank's, with --dist */
+    rn_adamw_update_range(s->c, s->m.params, g, s->m1, s->m2, &o->opt, step, lr, gscale, s->lo, s->hi);
+    if (s->dist && (rc = rn_dist_allgather(s->dist, s->m.params, s->nb, err))) return rc;
     if (s->mb.params) rn_model_round_bf16(&s->mb, &s->m); /* the next forward's weights */
     st->loss = loss;
     st->lr = lr;
@@ -956,7 +1097,7 @@ static void log_step(run_state *s, int64_t done, const step_stats *st)
                           .top_k = st->top_k, .read_k = st->read_k };
     emit(s, &ev);
     if (s->log)
-        fprintf(s->log, "{\"step\":%lld,\"loss\":%.6f,\"lr\":%.6g,\"grad_norm\":%.5g,\"tok_per_s\":%.1f,\"elapsed\":%.2f,\"top_k\":%d,\"read_k\":%d}\n",
+        fprintf(s->log, "{\"step\":%lld,\"loss\":%.9g,\"lr\":%.6g,\"grad_norm\":%.5g,\"tok_per_s\":%.1f,\"elapsed\":%.2f,\"top_k\":%d,\"read_k\":%d}\n",
                 (long long)done, st->loss, st->lr, st->grad_norm, s->tokens / el, el, st->top_k, st->read_k);
 }
 
@@ -966,8 +1107,10 @@ static int evaluate(run_state *s, int64_t step, int final, rn_error *err)
 {
     double metric;
     int rc = sync_host(s, err);
-    if (!rc) rc = do_eval(s, &metric, err);
-    if (rc) return rc;
+    /* --dist: rank 0 evaluates while the others wait for its outcome */
+    if (!rc && s->rank == 0) rc = do_eval(s, &metric, err);
+    if (s->dist) rc = rn_dist_from_root(s->dist, rc, 1, err);
+    if (rc || s->rank) return rc;
     rn_train_event ev = { .kind = RN_TRAIN_EV_EVAL, .step = step, .steps = s->o->opt.steps,
                           .elapsed_s = now_s() - s->t0, .text = s->summary };
     emit(s, &ev);
@@ -988,6 +1131,18 @@ static int checkpoint(run_state *s, int64_t step, int announce, rn_error *err)
 {
     if (step == s->ckpt_at) return RN_OK;
     int rc = sync_host(s, err);
+    if (s->dist) {
+        /* rank 0 gathers the moments' shards (on the GPU sync_host has) and
+         * writes alone */
+        if (!rc && !s->gtr && !(rc = rn_dist_gather(s->dist, s->mom, s->m1, s->nb, err)))
+            rc = rn_dist_gather(s->dist, s->rank ? NULL : s->mom + s->nb, s->m2, s->nb, err);
+        if (rc) return rc;
+        if (s->rank) {
+            if ((rc = rn_dist_from_root(s->dist, RN_OK, 1, err))) return rc;
+            s->ckpt_at = step;
+            return RN_OK;
+        }
+    }
     if (!rc)
         rc = rn_checkpoint_save(s->ckpt, s->c, s->recipe, step, s->o->seed, s->m.params, s->mom,
                                 s->mom + s->nb, s->nb, err);
@@ -999,6 +1154,7 @@ static int checkpoint(run_state *s, int64_t step, int announce, rn_error *err)
         rc = rn_checkpoint_save(kept, s->c, s->recipe, step, s->o->seed, s->m.params, s->mom,
                                 s->mom + s->nb, s->nb, err);
     }
+    if (s->dist) rc = rn_dist_from_root(s->dist, rc, 1, err);
     if (rc) return rc;
     s->ckpt_at = step;
     if (!announce) return RN_OK;
@@ -1037,9 +1193,12 @@ static int run_loop(run_state *s, rn_error *err)
      * checkpoint and the final evaluation, once */
     const int64_t end = o->stop_after > s->start && o->stop_after < o->opt.steps ? o->stop_after : o->opt.steps;
     for (; step < o->opt.steps; step++) {
-        if (stop_requested(s, step)) {
+        /* --dist: the ranks stop together (2: interrupted, 1: an early stop) */
+        int stop = s->stop && *s->stop ? 2 : stop_requested(s, step);
+        if (s->dist && (rc = rn_dist_max_int(s->dist, &stop, err))) return rc;
+        if (stop) {
             if ((rc = checkpoint(s, step, 1, err))) return rc;
-            if (s->stop && *s->stop)
+            if (stop == 2)
                 return rn_seterr(err, RN_EINTR, "interrupted at step %lld; checkpoint %s", (long long)step, s->ckpt);
             break;
         }
@@ -1056,7 +1215,9 @@ static int run_loop(run_state *s, rn_error *err)
     }
     if ((rc = evaluate(s, step, 1, err))) return rc;
     if ((rc = checkpoint(s, step, 0, err))) return rc;
-    if ((rc = rn_model_save(&s->m, o->out, err))) return rc;
+    if (s->rank == 0) rc = rn_model_save(&s->m, o->out, err);
+    if (s->dist) rc = rn_dist_from_root(s->dist, rc, 1, err);
+    if (rc) return rc;
     rn_train_event ev = { .kind = RN_TRAIN_EV_DONE, .step = step, .steps = o->opt.steps,
                           .elapsed_s = now_s() - s->t0, .text = o->out };
     emit(s, &ev);
@@ -1115,7 +1276,17 @@ int rn_train_run(const rn_train_opts *opts, const rn_config *c, rn_train_report_
 {
     rn_train_opts o = *opts;
     int64_t ck_steps = 0;
-    int rc = o.resume[0] ? resume_plan(&o, &ck_steps, err) : RN_OK;
+    const int rank = o.dist ? rn_dist_rank(o.dist) : 0;
+    /* --dist: rank 0 alone reads the checkpoint's header; the others take
+     * its plan (so only rank 0 needs the file) */
+    int rc = o.resume[0] && rank == 0 ? resume_plan(&o, &ck_steps, err) : RN_OK;
+    if (o.dist && o.resume[0]) {
+        int64_t plan[2] = { ck_steps, o.schedule_steps };
+        if ((rc = rn_dist_from_root(o.dist, rc, 0, err)) || (rc = rn_dist_bcast(o.dist, plan, sizeof plan, err)))
+            return rc;
+        ck_steps = plan[0];
+        o.schedule_steps = plan[1];
+    }
     if (rc) return rc;
     if (o.opt.warmup < 0) o.opt.warmup = rn_train_schedule(&o) / 20;
     run_state s;
@@ -1127,7 +1298,11 @@ int rn_train_run(const rn_train_opts *opts, const rn_config *c, rn_train_report_
     s.user = user;
     s.stop = stop;
     s.ckpt_at = -1;
+    s.dist = o.dist;
+    s.rank = rank;
     rc = run_setup(&s, err);
+    if (s.dist) rc = dist_meet(&s, rc, err);
+    if (!rc) rc = run_start(&s, err);
     if (!rc) {
         s.t0 = now_s();
         rn_train_event ev = { .kind = RN_TRAIN_EV_START, .step = s.start, .steps = o.opt.steps,

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "rn_adamw.h"
+#include "rn_dist.h"
 #include "rn_model.h"
 #include "rn_tasks.h"
 
@@ -63,6 +64,12 @@ typedef struct {
     int precision;            /* rn_precision: fp32 (0) or bf16 (CPU: matrices rounded for the
                                * forward, FP32 master weights, moments and checkpoints).
                                * Not part of the recipe: a checkpoint resumes in either. */
+    rn_dist *dist;            /* data-parallel training (rn_dist.h; NULL: one process): each
+                               * rank trains its share of every batch, the gradients are
+                               * summed in rank order, each rank updates its shard of the
+                               * parameters and moments (ZeRO-1); rank 0 alone reports,
+                               * evaluates and writes the log, checkpoints and model.  Not
+                               * part of the recipe: a checkpoint resumes on any rank count. */
 } rn_train_opts;
 
 void rn_train_opts_default(rn_train_opts *o, int task);
