@@ -10,7 +10,7 @@
 #include <stdint.h>
 #include <string.h>
 
-/* FP32 → fp16, rounded to nearest even: a NaN stays a quiet NaN, a value
+/* FP32 → fp16, rounded to nearest even: a NaN stays a NaN, a value
  * of magnitude ≥ 65520 (past the largest fp16, 65504, by half an ulp or
  * more) becomes ±inf, one below 2^-14 a subnormal or ±0. */
 static inline uint16_t rn_fp16_from_f32(float f)
@@ -18,7 +18,10 @@ static inline uint16_t rn_fp16_from_f32(float f)
     uint32_t x;
     memcpy(&x, &f, 4);
     uint32_t sign = (x >> 16) & 0x8000u, ax = x & 0x7fffffffu;
-    if (ax > 0x7f800000u) return (uint16_t)(sign | 0x7e00u | ((ax >> 13) & 0x3ffu)); /* NaN */
+    if (ax > 0x7f800000u) { /* NaN: its top 10 payload bits kept (quiet if those are 0), so fp16 NaNs round-trip */
+        uint32_t m = (ax >> 13) & 0x3ffu;
+        return (uint16_t)(sign | 0x7c00u | (m ? m : 0x200u));
+    }
     if (ax >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u);                         /* ±inf */
     if (ax < 0x38800000u) {                                                           /* below 2^-14 */
         if (ax <= 0x33000000u) return (uint16_t)sign; /* ≤ 2^-25: 0 (2^-25 is a tie, to the even 0) */

@@ -21,11 +21,22 @@ int rn_storage_parse(const char *s)
 
 size_t rn_storage_bytes(int s) { return s == RN_STORE_F32 ? 4 : 2; }
 
+/* rn_bf16_from_f32, but a NaN keeps its top 7 payload bits (quiet only
+ * when those are 0), so every bf16 NaN read from a file is written back
+ * as it was. */
+static uint16_t bf16_store(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    if ((u & 0x7fffffffu) <= 0x7f800000u) return rn_bf16_from_f32(f);
+    return (uint16_t)((u >> 16) | ((u >> 16) & 0x7fu ? 0 : 0x40u));
+}
+
 int64_t rn_storage_narrow(int s, const float *src, uint16_t *dst, int64_t n)
 {
     int64_t bad = -1;
     for (int64_t i = 0; i < n; i++) {
-        dst[i] = s == RN_STORE_BF16 ? rn_bf16_from_f32(src[i]) : rn_fp16_from_f32(src[i]);
+        dst[i] = s == RN_STORE_BF16 ? bf16_store(src[i]) : rn_fp16_from_f32(src[i]);
         if (bad < 0 && isfinite(src[i]) && (dst[i] & 0x7fffu) == (s == RN_STORE_BF16 ? 0x7f80u : 0x7c00u)) bad = i;
     }
     return bad;
