@@ -3,8 +3,8 @@
  * early and resumed by a second command gives, once its parts are joined,
  * the same bf16 model file as one uninterrupted `train` converted to bf16;
  * the parts, their SHA-256 list, the loss log and the summary are there;
- * a damaged part is refused by the join; the speed measurement sizes a
- * run. */
+ * a damaged part is refused by the join; a later window starts from the
+ * joined model; the speed measurement sizes a run. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -86,6 +86,11 @@ TH_TEST(test_gpu_train_resume_join, "stopped, resumed, joined: the bf16 model of
                            th_path("gpt_never/m.bin"), g_tok, th_bin()), 2);
     CU_ASSERT_PTR_NOT_NULL(strstr(th_err(), "a part does not match parts.sha256"));
     CU_ASSERT(!th_file_exists(th_path("gpt_never/m.bin")));
+    /* a later window: a new run from the joined model (its tokenizer beside it) */
+    char extra[700];
+    snprintf(extra, sizeof extra, "--steps 4 --init-from %s", joined);
+    CU_ASSERT_EQUAL(gpu_train("c", extra), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(th_out(), "gpu-train: step 4/4 on cpu"));
     /* a second run in the same work directory is refused (resume it instead) */
     CU_ASSERT_EQUAL(gpu_train("a", "--steps 12"), 2);
     CU_ASSERT_PTR_NOT_NULL(strstr(th_err(), "a run is there already"));
