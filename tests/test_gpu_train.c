@@ -11,8 +11,7 @@
 #include <sys/stat.h>
 
 #include "th.h"
-
-#define FIXTURE "tests/data/kernel-style.c"
+#include "kfix.h"
 
 static char g_tok[512], g_shards[512], g_cfg[512], g_text[512];
 
@@ -21,19 +20,13 @@ static const char tiny_cfg[] =
     "d_ff = 64\ncape_masks = 3,0\nlr = 3e-3\nsteps = 12\nbatch = 2\nseq_len = 32\nval_frac = 0.1\n"
     "eval_every = 6\neval_windows = 2\nckpt_every = 100\nlog_every = 1\nseed = 3\n";
 
-/* A tokenizer trained here, shards of four copies of the fixture, and a
+/* The fixture's tokenizer and text (kfix.h), the text's shards, and a
  * tiny config (the tokenizer comes from gpu-train's --tokenizer). */
 static int setup(void)
 {
-    char kjv[512];
-    snprintf(g_tok, sizeof g_tok, "%s", th_path("gpt_tok.model"));
     snprintf(g_shards, sizeof g_shards, "%s", th_path("gpt_shards"));
     snprintf(g_cfg, sizeof g_cfg, "%s", th_path("gpt_tiny.cfg"));
-    snprintf(g_text, sizeof g_text, "%s", th_path("gpt_text.txt"));
-    snprintf(kjv, sizeof kjv, "%s", th_path("gpt_kjv.txt"));
-    if (th_run("head -c 300000 data/kjv.txt > %s", kjv)) return -1;
-    if (th_run("%s -q tokenizer train --vocab 600 %s %s -o %s", th_bin(), FIXTURE, kjv, g_tok)) return -1;
-    if (th_run("for i in 1 2 3 4; do printf '\\034'; cat %s; done > %s", FIXTURE, g_text)) return -1;
+    if (kfix_make("gpt", 600, g_tok, g_text, sizeof g_tok)) return -1;
     if (th_run("%s -q tokenizer shards %s %s -o %s", th_bin(), g_tok, g_text, g_shards)) return -1;
     if (th_write_file(g_cfg, tiny_cfg, strlen(tiny_cfg))) return -1;
     return 0;

@@ -8,52 +8,32 @@
 #include <string.h>
 
 #include "th.h"
+#include "kfix.h"
 #include "rn_checksum.h"
 #include "rn_shard.h"
 #include "rn_spm.h"
 #include "rn_tasks.h"
 #include "rn_tokenizer.h"
 
-#define FIXTURE "tests/data/kernel-style.c"
+#define FIXTURE KFIX_FIXTURE
 
 static char g_tok[512], g_tok2[512], g_text[512], g_dir[512];
 
-/* A tokenizer trained on the fixture and 300 KB of the KJV, a second one
- * (another vocabulary), a text of four copies of the fixture with 0x1C
- * before each (the corpus's layout) and its shards, 700 tokens each. */
+/* The fixture's tokenizer and text (kfix.h), a second tokenizer (another
+ * vocabulary), and the text's shards, 700 tokens each. */
 static int setup(void)
 {
-    char kjv[512];
-    snprintf(g_tok, sizeof g_tok, "%s", th_path("shd_tok.model"));
-    snprintf(g_tok2, sizeof g_tok2, "%s", th_path("shd_tok2.model"));
-    snprintf(g_text, sizeof g_text, "%s", th_path("shd_text.txt"));
+    char text2[512];
     snprintf(g_dir, sizeof g_dir, "%s", th_path("shd_dir"));
-    snprintf(kjv, sizeof kjv, "%s", th_path("shd_kjv.txt"));
-    if (th_run("head -c 300000 data/kjv.txt > %s", kjv)) return -1;
-    if (th_run("%s -q tokenizer train --vocab 600 %s %s -o %s", th_bin(), FIXTURE, kjv, g_tok)) return -1;
-    if (th_run("%s -q tokenizer train --vocab 500 %s %s -o %s", th_bin(), FIXTURE, kjv, g_tok2)) return -1;
-    if (th_run("for i in 1 2 3 4; do printf '\\034'; cat %s; done > %s", FIXTURE, g_text)) return -1;
+    if (kfix_make("shd", 600, g_tok, g_text, sizeof g_tok) || kfix_make("shd2", 500, g_tok2, text2, sizeof g_tok2)) return -1;
     if (th_run("%s -q tokenizer shards %s %s -o %s --shard-tokens 700", th_bin(), g_tok, g_text, g_dir)) return -1;
     return 0;
 }
 TH_SUITE(tokshards, setup, NULL);
 
-static void assert_one_line_error(const char *needle)
-{
-    CU_ASSERT_EQUAL(th_count_lines(th_err()), 1);
-    CU_ASSERT_PTR_NOT_NULL(strstr(th_err(), needle));
-    if (!strstr(th_err(), needle)) fprintf(stderr, "\nexpected '%s' in: %s", needle, th_err());
-}
+#define assert_one_line_error kfix_one_line_error
 
-static void spm_config(rn_config *c, const char *tok)
-{
-    char spec[600];
-    snprintf(spec, sizeof spec, "spm:%s", tok);
-    rn_config_default(c);
-    rn_error err;
-    CU_ASSERT_EQUAL(rn_config_set(c, "tokenizer", spec, &err), RN_OK);
-    c->vocab_size = 600;
-}
+static void spm_config(rn_config *c, const char *tok) { kfix_spm_config(c, tok, 600); }
 
 TH_TEST(test_shards_ids, "the shards' ids: BOS, then each line's `tokenizer encode` ids and a newline token")
 {
@@ -210,8 +190,7 @@ TH_TEST(test_shards_train_eval, "training and evaluating from shards equals doin
     CU_ASSERT_STRING_EQUAL(th_out(), e1);
 }
 
-/* A copy of the suite's shard set as dir, shard k's bytes then changed by
- * edit (NULL: none). */
+/* A fresh copy of the suite's shard set as dir. */
 static void copy_set(const char *dir)
 {
     CU_ASSERT_EQUAL_FATAL(th_run("rm -rf %s && cp -r %s %s", dir, g_dir, dir), 0);
@@ -245,58 +224,46 @@ static void poke(const char *path, int off, int len, uint64_t v, int fix)
     free(b);
 }
 
+/* A header field rewritten: where, how wide, the value, whether the
+ * header checksum is recomputed, and the error it must give. */
+typedef struct { int off, len; uint64_t val; int fix; const char *needle; } poke_case;
+
 TH_TEST(test_shards_corrupt, "truncated, corrupt and lying shards, each refused with one line")
 {
     char dir[600], s0[700], s1[700];
     snprintf(dir, sizeof dir, "%s", th_path("shd_bad"));
     snprintf(s0, sizeof s0, "%s/shard-00000.rns", dir);
     snprintf(s1, sizeof s1, "%s/shard-00001.rns", dir);
-    copy_set(dir);
-    CU_ASSERT_EQUAL(th_run("truncate -s 40 %s", s1), 0);
-    assert_refused(dir, "truncated: 40 bytes");
-    copy_set(dir);
-    CU_ASSERT_EQUAL(th_run("truncate -s -7 %s", s1), 0);
-    assert_refused(dir, "no complete zstd frame");
-    copy_set(dir);
-    CU_ASSERT_EQUAL(th_run("printf 'xyz' >> %s", s1), 0);
-    assert_refused(dir, "3 trailing bytes");
-    copy_set(dir);
-    poke(s1, 100, 1, 0x5a, 0); /* inside the compressed data */
-    assert_refused(dir, "shard-00001.rns: corrupt data");
-    copy_set(dir);
-    poke(s1, 40, 1, 0x11, 0); /* a header byte, checksum left */
-    assert_refused(dir, "header checksum mismatch");
-    copy_set(dir);
-    poke(s1, 0, 1, 'X', 0);
-    assert_refused(dir, "not a shard file (bad magic)");
-    /* lying headers, their checksum recomputed */
-    copy_set(dir);
-    poke(s1, 40, 8, 12345, 1);
-    assert_refused(dir, "the header says 12345 bytes of text");
-    copy_set(dir);
-    poke(s1, 32, 8, 699, 1);
-    assert_refused(dir, "the header promises 699 tokens");
-    copy_set(dir);
-    poke(s1, 16, 4, 601, 1);
-    assert_refused(dir, "made for a vocabulary of 601");
-    copy_set(dir);
-    poke(s1, 16, 4, 70000, 1);
-    assert_refused(dir, "vocabulary 70000 outside");
-    copy_set(dir);
-    poke(s1, 8, 4, 2, 1);
-    assert_refused(dir, "unknown shard version 2");
-    copy_set(dir);
-    poke(s1, 20, 4, 300, 1);
-    assert_refused(dir, "document separator 300 is not a byte");
-    copy_set(dir);
-    poke(s1, 20, 4, 10, 1);
-    assert_refused(dir, "shards of different sets");
-    copy_set(dir);
-    poke(s1, 24, 8, 42, 1);
-    assert_refused(dir, "made with another tokenizer");
-    copy_set(dir);
-    poke(s1, 52, 4, 4, 1);
-    assert_refused(dir, "unknown flags 0x4");
+    static const struct { const char *cmd, *needle; } cuts[] = {
+        { "truncate -s 40 %s", "truncated: 40 bytes" },
+        { "truncate -s -7 %s", "no complete zstd frame" },
+        { "printf 'xyz' >> %s", "3 trailing bytes" },
+    };
+    for (size_t i = 0; i < sizeof cuts / sizeof cuts[0]; i++) {
+        copy_set(dir);
+        CU_ASSERT_EQUAL(th_run(cuts[i].cmd, s1), 0);
+        assert_refused(dir, cuts[i].needle);
+    }
+    static const poke_case pokes[] = {
+        { 100, 1, 0x5a, 0, "shard-00001.rns: corrupt data" }, /* inside the compressed data */
+        { 40, 1, 0x11, 0, "header checksum mismatch" },       /* a header byte, checksum left */
+        { 0, 1, 'X', 0, "not a shard file (bad magic)" },
+        /* lying headers, their checksum recomputed */
+        { 40, 8, 12345, 1, "the header says 12345 bytes of text" },
+        { 32, 8, 699, 1, "the header promises 699 tokens" },
+        { 16, 4, 601, 1, "made for a vocabulary of 601" },
+        { 16, 4, 70000, 1, "vocabulary 70000 outside" },
+        { 8, 4, 2, 1, "unknown shard version 2" },
+        { 20, 4, 300, 1, "document separator 300 is not a byte" },
+        { 20, 4, 10, 1, "shards of different sets" },
+        { 24, 8, 42, 1, "made with another tokenizer" },
+        { 52, 4, 4, 1, "unknown flags 0x4" },
+    };
+    for (size_t i = 0; i < sizeof pokes / sizeof pokes[0]; i++) {
+        copy_set(dir);
+        poke(s1, pokes[i].off, pokes[i].len, pokes[i].val, pokes[i].fix);
+        assert_refused(dir, pokes[i].needle);
+    }
     /* the set: a missing shard, a wrong last flag, an empty directory */
     copy_set(dir);
     CU_ASSERT_EQUAL(th_run("rm %s", s1), 0);
