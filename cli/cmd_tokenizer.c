@@ -136,10 +136,10 @@ static int make_shards(int argc, char **argv)
     o.progress = shards_progress;
     rn_shards_stats st;
     if (rn_shards_make(&o, &st, &err)) return cli_fail(&err);
-    cli_info("ramtrace tokenizer shards: wrote %s: %d shards, %lld tokens for %lld bytes of text, %lld bytes compressed "
-             "(%.3f bytes per token)\n",
-             o.dir, st.shards, (long long)st.tokens, (long long)st.bytes_read, (long long)st.compressed,
-             (double)st.compressed / (double)st.tokens);
+    cli_info("ramtrace tokenizer shards: wrote %s: %d shards, %lld tokens for %lld bytes of text (%.3f per token), "
+             "%lld bytes compressed (%.3f per token)\n",
+             o.dir, st.shards, (long long)st.tokens, (long long)st.token_bytes, (double)st.token_bytes / (double)st.tokens,
+             (long long)st.compressed, (double)st.compressed / (double)st.tokens);
     return 0;
 }
 

@@ -132,9 +132,16 @@ TH_TEST(test_shards_whole_text, "the shards of a text that ends without a newlin
     free(tids);
     /* --max-tokens keeps a prefix */
     snprintf(dir, sizeof dir, "%s", th_path("shd_prefix"));
-    CU_ASSERT_EQUAL_FATAL(th_run("%s -q tokenizer shards %s %s -o %s --max-tokens 77 --shard-tokens 50", th_bin(), g_tok, g_text, dir), 0);
+    CU_ASSERT_EQUAL_FATAL(th_run("%s tokenizer shards %s %s -o %s --max-tokens 77 --shard-tokens 50", th_bin(), g_tok, g_text, dir), 0);
+    char summary[200];
+    snprintf(summary, sizeof summary, "%s", strstr(th_err(), "wrote ") ? strstr(th_err(), "wrote ") : "");
     CU_ASSERT_EQUAL_FATAL(rn_shards_load(dir, &c, &ids, &n, &err), RN_OK);
     CU_ASSERT_EQUAL(n, 77);
+    bytes = 0; /* the summary counts the bytes the 77 tokens stand for, not the block read */
+    for (int64_t i = 0; i < n; i++) bytes += rn_token_nbytes(&c, ids[i]);
+    char want[200];
+    snprintf(want, sizeof want, "2 shards, 77 tokens for %zu bytes of text", bytes);
+    CU_ASSERT_PTR_NOT_NULL(strstr(summary, want));
     CU_ASSERT_EQUAL_FATAL(rn_tokenize_file(&c, g_text, &tids, &tn, &err), RN_OK);
     CU_ASSERT(!memcmp(tids, ids, 77 * sizeof *ids));
     free(ids);

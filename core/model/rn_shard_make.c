@@ -52,6 +52,7 @@ static int add_ids(maker *m, const int *ids, int n, rn_error *err)
         rn_spm_token_bytes(m->s, ids[i], &len);
         m->buf[m->fill++] = (uint16_t)ids[i];
         m->fill_bytes += len;
+        m->st->token_bytes += (int64_t)len;
         m->st->tokens++;
         if (m->fill == m->o->shard_tokens) {
             int rc = flush_held(m, 0, err);

@@ -21,6 +21,7 @@ typedef struct {
     int64_t bytes_read;   /* bytes of text encoded so far */
     int64_t bytes_total;  /* the text file's size */
     int64_t tokens;       /* tokens so far (BOS included) */
+    int64_t token_bytes;  /* the bytes of text they stand for (less than bytes_read when --max-tokens cut a block) */
     int shards;           /* shard files written */
     int64_t compressed;   /* their bytes */
 } rn_shards_stats;
