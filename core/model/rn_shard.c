@@ -29,7 +29,7 @@ int rn_shard_is(const char *path)
     char m[8];
     int is = fread(m, 1, 8, f) == 8 && !memcmp(m, RN_SHARD_MAGIC, 8);
     fclose(f);
-    return is;
+    return is ? 2 : 0;
 }
 
 int rn_shard_write(const char *path, const rn_shard_info *h, const uint16_t *ids, int level, rn_error *err)

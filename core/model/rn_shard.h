@@ -48,9 +48,9 @@ typedef struct {
     uint32_t last;         /* 1: the set's last shard */
 } rn_shard_info;
 
-/* Whether path is a shard file (starts with the magic) or a directory
- * (which rn_shards_load reads as a set).  0 for anything else, unreadable
- * paths included (the text loader then reports them). */
+/* 2 when path is a shard file (starts with the magic), 1 when it is a
+ * directory (which rn_shards_load reads as a set), 0 for anything else,
+ * unreadable paths included (the text loader then reports them). */
 int rn_shard_is(const char *path);
 
 /* Write ids[0..h->n_tokens) as the shard at path, atomically, compressed

@@ -107,7 +107,10 @@ static int text_split(rn_text *t, const char *path, double val_frac, int T, cons
 int rn_text_load_for(rn_text *t, const rn_config *c, const char *path, double val_frac, int T, rn_error *err)
 {
     memset(t, 0, sizeof *t);
-    if (rn_shard_is(path)) {
+    /* a shard file, or a directory for a SentencePiece model (for any other
+     * a directory is a corpus that is not a regular file, as before) */
+    int shard = rn_shard_is(path);
+    if (shard == 2 || (shard == 1 && c->tokenizer == RN_TOK_SPM)) {
         int rc = rn_shards_load(path, c, &t->ids, &t->n, err);
         return rc ? rc : text_split(t, path, val_frac, T, "tokens", err);
     }
