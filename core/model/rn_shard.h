@@ -5,9 +5,9 @@
  * of shard files; `train --task text` and `eval --task text` read them in
  * place of the text and get the very ids the text would give (the same
  * rn_tokenize, BOS first, then the text's ids in order), without a
- * tokenizer pass and in a tenth of the bytes.  The header names the
- * tokenizer by the checksum model.bin records for it, so a shard is never
- * read with another tokenizer.
+ * tokenizer pass and in a seventh of the text's bytes (docs/shards.md).
+ * The header names the tokenizer by the checksum model.bin records for
+ * it, so a shard is never read with another tokenizer.
  *
  * File layout (little-endian):
  *   0  8  magic "RAMNETSH"
