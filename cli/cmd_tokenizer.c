@@ -1,8 +1,9 @@
 /* cmd_tokenizer.c — `ramtrace tokenizer train`: a SentencePiece tokenizer
  * for `tokenizer = spm:FILE` (core/model/rn_spm.h), with the options code
  * and other text need: byte fallback, no normalisation, whitespace kept;
- * and `tokenizer encode`: the ids ramtrace gives each line of a file (to
- * compare with spm_encode's). */
+ * `tokenizer encode`: the ids ramtrace gives each line of a file (to
+ * compare with spm_encode's); and `tokenizer shards`: a text pre-tokenised
+ * into shard files for train/eval (core/model/rn_shard_make.h). */
 #include <fcntl.h>
 #include <getopt.h>
 #include <omp.h>
@@ -14,6 +15,8 @@
 #include "cli.h"
 #include "rn_atomic.h"
 #include "rn_file.h"
+#include "rn_shard.h"
+#include "rn_shard_make.h"
 #include "rn_spm.h"
 #include "rn_tokenizer.h"
 
@@ -22,6 +25,14 @@ const char cmd_tokenizer_summary[] = "train a SentencePiece tokenizer (spm:FILE)
 static const char usage[] =
     "usage: ramtrace tokenizer train --vocab N CORPUS... -o FILE.model [options]\n"
     "       ramtrace tokenizer encode FILE.model TEXT\n"
+    "       ramtrace tokenizer shards FILE.model TEXT -o DIR [--max-tokens N]\n"
+    "                [--shard-tokens N] [--doc-sep BYTE|none] [--level N]\n"
+    "\n"
+    "shards: encode TEXT (BOS first, as train/eval --task text do) into DIR\n"
+    "(which must not exist) as zstd-compressed uint16 shard files\n"
+    "shard-00000.rns, ... that `train`/`eval --task text --data DIR` read in\n"
+    "place of the text (options below).  Progress goes to stderr\n"
+    "(docs/shards.md).\n"
     "\n"
     "encode: print the ids of each line of TEXT (without its newline and\n"
     "without BOS), space-separated, one line each, as\n"
@@ -44,7 +55,11 @@ static const char usage[] =
     "  --max-lines N       train on at most N lines, sampled from the corpus\n"
     "                      (default 2000000; 0 = all)\n"
     "  --max-line-len N    lines longer than N bytes are left out (default 4096)\n"
-      "  -j, --threads N     trainer threads (default: the free cores)\n"
+      "  -j, --threads N     trainer threads (default: the free cores)\n"    "  --max-tokens N      shards: keep the first N tokens (default: all)\n"
+    "  --shard-tokens N    shards: tokens per file (default 16777216)\n"
+    "  --doc-sep BYTE      shards: the document separator recorded, 0..255 or\n"
+    "                      none (default 28, the kernel corpus's 0x1C)\n"
+    "  --level N           shards: the zstd level, 1..22 (default 19)\n"
     "  -h, --help          this text\n"
     "\n"
     "docs/tokenizers.md gives the same training as an spm_train command.\n";
@@ -79,6 +94,57 @@ static int encode_lines(const char *model, const char *text)
     return rc ? cli_fail(&err) : 0;
 }
 
+static void shards_progress(void *ctx, const rn_shards_stats *st)
+{
+    (void)ctx;
+    cli_info("ramtrace tokenizer shards: %.1f of %.1f MB read, %lld tokens, %d shards (%.1f MB)\n",
+             st->bytes_read / 1e6, st->bytes_total / 1e6, (long long)st->tokens, st->shards, st->compressed / 1e6);
+}
+
+/* `tokenizer shards MODEL TEXT -o DIR [options]`. */
+static int make_shards(int argc, char **argv)
+{
+    static const struct option lo[] = {
+        { "output", 1, 0, 'o' }, { "max-tokens", 1, 0, 'm' }, { "shard-tokens", 1, 0, 's' },
+        { "doc-sep", 1, 0, 'd' }, { "level", 1, 0, 'l' }, { 0, 0, 0, 0 } };
+    long max_tokens = 0, shard_tokens = 1L << 24, sep = 28, level = 19;
+    rn_shards_opts o = { 0 };
+    rn_error err = { 0, "" };
+    optind = 2;
+    opterr = 0;
+    int ch;
+    while ((ch = getopt_long(argc, argv, ":o:", lo, NULL)) != -1) {
+        switch (ch) {
+        case 'o': o.dir = optarg; break;
+        case 'm': if (cli_parse_long("--max-tokens", optarg, 1, INT32_MAX / 2, &max_tokens, &err)) return cli_fail(&err); break;
+        case 's': if (cli_parse_long("--shard-tokens", optarg, 1, 1L << 30, &shard_tokens, &err)) return cli_fail(&err); break;
+        case 'd':
+            if (!strcmp(optarg, "none")) sep = -1;
+            else if (cli_parse_long("--doc-sep", optarg, 0, 255, &sep, &err)) return cli_fail(&err);
+            break;
+        case 'l': if (cli_parse_long("--level", optarg, 1, 22, &level, &err)) return cli_fail(&err); break;
+        case ':': return cli_usage_error("tokenizer", "option '%s' needs a value", argv[optind - 1]);
+        default: return cli_usage_error("tokenizer", "unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    if (argc - optind != 2) return cli_usage_error("tokenizer", "shards: expected FILE.model and TEXT");
+    if (!o.dir) return cli_usage_error("tokenizer", "shards: no output directory (-o DIR)");
+    o.tokenizer = argv[optind];
+    o.text = argv[optind + 1];
+    o.max_tokens = max_tokens;
+    o.shard_tokens = shard_tokens;
+    o.doc_sep = sep < 0 ? RN_SHARD_NO_SEP : (uint32_t)sep;
+    o.level = (int)level;
+    o.progress = shards_progress;
+    rn_shards_stats st;
+    if (rn_shards_make(&o, &st, &err)) return cli_fail(&err);
+    cli_info("ramtrace tokenizer shards: wrote %s: %d shards, %lld tokens for %lld bytes of text (%.3f per token), "
+             "%lld bytes compressed (%.3f per token)\n",
+             o.dir, st.shards, (long long)st.tokens, (long long)st.token_bytes, (double)st.token_bytes / (double)st.tokens,
+             (long long)st.compressed, (double)st.compressed / (double)st.tokens);
+    return 0;
+}
+
 int cmd_tokenizer(int argc, char **argv)
 {
     if (cli_wants_help(argc, argv) || (argc >= 2 && !strcmp(argv[1], "train") && cli_wants_help(argc - 1, argv + 1))) {
@@ -89,9 +155,10 @@ int cmd_tokenizer(int argc, char **argv)
         if (argc != 4) return cli_usage_error("tokenizer", "encode: expected FILE.model and TEXT");
         return encode_lines(argv[2], argv[3]);
     }
+    if (argc >= 2 && !strcmp(argv[1], "shards")) return make_shards(argc, argv);
     if (argc < 2 || strcmp(argv[1], "train"))
-        return cli_usage_error("tokenizer", argc < 2 ? "expected a subcommand: train or encode%s"
-                                                     : "unknown subcommand '%s' (expected train or encode)",
+        return cli_usage_error("tokenizer", argc < 2 ? "expected a subcommand: train, encode or shards%s"
+                                                     : "unknown subcommand '%s' (expected train, encode or shards)",
                                argc < 2 ? "" : argv[1]);
     static const struct option lo[] = {
         { "vocab", 1, 0, 'v' }, { "output", 1, 0, 'o' }, { "type", 1, 0, 't' }, { "max-lines", 1, 0, 'm' },

@@ -349,7 +349,8 @@ TH_TEST(test_bad_bin, "corrupt model.bin files")
     PATCH32("version2.bin", 8, 2, "header size 2176 is not 2432"); /* version 2 is the SentencePiece header */
     PATCH32("tokspm.bin", 108, 2, "SentencePiece models are version 2");
     PATCH32("hdrsize.bin", 12, 4096, "header size");
-    PATCH32("dtype.bin", 40, 2, "dtype");
+    PATCH32("dtype.bin", 40, 4, "unknown parameter dtype 4");
+    PATCH32("dtype16.bin", 40, 2, "disagrees with its parameter count"); /* bf16: half the bytes */
     PATCH32("reserved.bin", 116, 1, "reserved");
     PATCH32("dmodel0.bin", 52, 0, "d_model must be > 0");
     PATCH32("nheadsneg.bin", 60, (uint32_t)-3, "n_heads must be > 0");
@@ -487,7 +488,8 @@ TH_TEST(test_bad_safetensors, "corrupt safetensors files")
     st_bad("meta5.safetensors", "\"ramnet.tokenizer\":\"bytes\"", "\"ramnet.tokenizer\":\"bpe\"", 0, "tokenizer");
     st_bad("meta6.safetensors", "\"ramnet.gamma\":\"0.75\"", "\"ramnet.gamma\":\"nan\"", 0, "gamma");
     st_bad("meta7.safetensors", "\"__metadata__\":{", "\"__metadata__\":{\"ramnet.d_p\":\"4\",", 0, "duplicate metadata key");
-    st_bad("dtype.safetensors", "\"dtype\":\"F32\"", "\"dtype\":\"F16\"", 0, "has dtype F16, expected F32");
+    st_bad("dtype.safetensors", "\"dtype\":\"F32\"", "\"dtype\":\"F64\"", 0, "has dtype F64, expected F32, BF16 or F16");
+    st_bad("dtype16.safetensors", "\"dtype\":\"F32\"", "\"dtype\":\"F16\"", 0, "span 16448 bytes but its shape needs 8224");
     st_bad("shape.safetensors", "\"shape\":[257,16]", "\"shape\":[16,257]", 0, "has shape [16,257], expected [257,16]");
     st_bad("shape2.safetensors", "\"shape\":[257,16]", "\"shape\":[4112]", 0, "has shape [4112]");
     /* the first tensor is embed.weight: [0,16448] */

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "th.h"
+#include "kfix.h"
 #include "an_patch.h"
 #include "rn_modelfile.h"
 #include "rn_runtime.h"
@@ -37,23 +38,10 @@ static int setup(void)
 }
 TH_SUITE(spm, setup, NULL);
 
-static void assert_one_line_error(const char *needle)
-{
-    CU_ASSERT_EQUAL(th_count_lines(th_err()), 1);
-    CU_ASSERT_PTR_NOT_NULL(strstr(th_err(), needle));
-    if (!strstr(th_err(), needle)) fprintf(stderr, "\nexpected '%s' in: %s", needle, th_err());
-}
+#define assert_one_line_error kfix_one_line_error
 
 /* A config with the suite's tokenizer (tokenizer = spm:g_tok, V = 1000). */
-static void spm_config(rn_config *c)
-{
-    char spec[600];
-    snprintf(spec, sizeof spec, "spm:%s", g_tok);
-    rn_config_default(c);
-    rn_error err;
-    CU_ASSERT_EQUAL(rn_config_set(c, "tokenizer", spec, &err), RN_OK);
-    c->vocab_size = 1000;
-}
+static void spm_config(rn_config *c) { kfix_spm_config(c, g_tok, 1000); }
 
 TH_TEST(test_spm_round_trip, "the fixture's tokens decode to its exact bytes")
 {

@@ -21,6 +21,8 @@ typedef struct {
     rn_real *owned;       /* malloc'd block */
     void *map;            /* mmapped file */
     size_t map_len;
+    int storage;          /* how its file stores the parameters (rn_storage.h; 0 = float32):
+                             kept by loading and used by saving */
 } rn_model;
 
 /* Allocate a model for a validated config with seeded random init. */

@@ -6,9 +6,9 @@
  *     8  4  u32 format version (1)
  *    12  4  u32 header bytes = offset of the parameter block (2176)
  *    16  8  u64 file bytes (header + parameter block)
- *    24  8  u64 n_block: float32 elements in the block, padding included
- *    32  8  u64 checksum of the block (rn_checksum64)
- *    40  4  u32 dtype (1 = float32)
+ *    24  8  u64 n_block: elements in the block, padding included
+ *    32  8  u64 checksum of the block as stored (rn_checksum64)
+ *    40  4  u32 dtype (1 = float32, 2 = bf16, 3 = fp16; rn_storage.h)
  *    44  4  u32 number of tensors
  *    48 40  i32 vocab_size, d_model, n_layers, n_heads, d_p, order, d_k,
  *               d_v, top_k, d_ff
@@ -39,6 +39,7 @@
 #include "rn_atomic.h"
 #include "rn_checksum.h"
 #include "rn_safetensors.h"
+#include "rn_storage.h"
 #include "rn_tokfile.h"
 
 #ifndef RN_DOUBLE
@@ -50,7 +51,8 @@ _Static_assert(sizeof(rn_real) == 4, "model files store float32 parameters");
 #define MB_HEADER 2176u
 #define MB_VERSION_SPM 2u   /* a SentencePiece model: its tokenizer's name follows */
 #define MB_HEADER_SPM 2432u
-#define MB_DTYPE_F32 1u
+#define MB_DTYPE_F32 1u /* dtype = storage + 1 (rn_storage.h) */
+#define MB_DTYPE_LAST 3u
 #define MB_MASKS_AT 128u
 
 /* Little-endian field access on a header buffer. */
@@ -100,9 +102,10 @@ uint64_t rn_model_checksum(const rn_model *m)
     return rn_checksum64(m->params, (size_t)m->n_block * sizeof(rn_real));
 }
 
-/* Serialise the header of m (checksum included): version 1, or version 2
- * with the tokenizer's name and checksum tok_sum for a SentencePiece model. */
-static void encode_header(const rn_model *m, uint64_t tok_sum, unsigned char *h)
+/* Serialise the header of m for its storage, with the stored block's
+ * checksum sum: version 1, or version 2 with the tokenizer's name and
+ * checksum tok_sum for a SentencePiece model. */
+static void encode_header(const rn_model *m, uint64_t tok_sum, uint64_t sum, unsigned char *h)
 {
     const rn_config *c = &m->cfg;
     int spm = c->tokenizer == RN_TOK_SPM;
@@ -111,10 +114,10 @@ static void encode_header(const rn_model *m, uint64_t tok_sum, unsigned char *h)
     memcpy(h, MB_MAGIC, 8);
     put32(h, 8, spm ? MB_VERSION_SPM : MB_VERSION);
     put32(h, 12, hdr);
-    put64(h, 16, hdr + (uint64_t)m->n_block * 4);
+    put64(h, 16, hdr + (uint64_t)m->n_block * rn_storage_bytes(m->storage));
     put64(h, 24, (uint64_t)m->n_block);
-    put64(h, 32, rn_model_checksum(m));
-    put32(h, 40, MB_DTYPE_F32);
+    put64(h, 32, sum);
+    put32(h, 40, MB_DTYPE_F32 + (uint32_t)m->storage);
     put32(h, 44, (uint32_t)rn_params_count_tensors(c));
     const int dims[10] = { c->vocab_size, c->d_model, c->n_layers, c->n_heads, c->d_p,
                            c->order, rn_config_dk(c), c->d_v, c->top_k, c->d_ff };
@@ -133,41 +136,71 @@ static void encode_header(const rn_model *m, uint64_t tok_sum, unsigned char *h)
     }
 }
 
+/* m's block narrowed to its 16-bit storage (malloc'd); RN_EINPUT naming
+ * the tensor when a weight does not fit (fp16 past 65504). */
+static int narrow_block(const rn_model *m, const char *path, uint16_t **out, rn_error *err)
+{
+    uint16_t *b = malloc((size_t)m->n_block * 2);
+    if (!b) return rn_seterr(err, RN_ENOMEM, "%s: out of memory for the %s block", path, rn_storage_name(m->storage));
+    int64_t bad = rn_storage_narrow(m->storage, m->params, b, m->n_block);
+    if (bad >= 0) {
+        free(b);
+        rn_tensor_desc t = { 0 };
+        for (int i = 0; i < rn_params_count_tensors(&m->cfg); i++) {
+            rn_params_tensor(&m->cfg, i, &t);
+            if (bad >= t.offset && bad < t.offset + t.numel) break;
+        }
+        return rn_seterr(err, RN_EINPUT, "%s: tensor %s holds %g, which %s cannot store (largest %s)", path, t.name,
+                         (double)m->params[bad], rn_storage_name(m->storage),
+                         m->storage == RN_STORE_F16 ? "65504" : "3.39e38");
+    }
+    *out = b;
+    return RN_OK;
+}
+
 static int save_bin(const rn_model *m, const char *path, rn_error *err)
 {
     unsigned char h[MB_HEADER_SPM];
     uint64_t tok_sum = 0;
-    int rc = m->cfg.tokenizer == RN_TOK_SPM ? rn_tokfile_place(&m->cfg, path, &tok_sum, err) : RN_OK;
-    if (rc) return rc;
-    encode_header(m, tok_sum, h);
+    uint16_t *narrow = NULL;
+    int rc = m->storage != RN_STORE_F32 ? narrow_block(m, path, &narrow, err) : RN_OK;
+    if (!rc && m->cfg.tokenizer == RN_TOK_SPM) rc = rn_tokfile_place(&m->cfg, path, &tok_sum, err);
+    if (rc) { free(narrow); return rc; }
+    const void *block = narrow ? (const void *)narrow : (const void *)m->params;
+    size_t es = rn_storage_bytes(m->storage);
+    encode_header(m, tok_sum, rn_checksum64(block, (size_t)m->n_block * es), h);
     size_t hdr = m->cfg.tokenizer == RN_TOK_SPM ? MB_HEADER_SPM : MB_HEADER;
     rn_atomic_file af;
     rc = rn_atomic_open(&af, path, err);
-    if (rc) return rc;
-    if (fwrite(h, 1, hdr, af.f) != hdr ||
-        fwrite(m->params, sizeof(rn_real), (size_t)m->n_block, af.f) != (size_t)m->n_block) {
+    if (rc) { free(narrow); return rc; }
+    if (fwrite(h, 1, hdr, af.f) != hdr || fwrite(block, es, (size_t)m->n_block, af.f) != (size_t)m->n_block) {
         int e = errno;
+        free(narrow);
         rn_atomic_abort(&af);
         return rn_seterr(err, RN_EIO, "%s: write failed: %s (nothing written)", path, strerror(e));
     }
+    free(narrow);
     return rn_atomic_commit(&af, err);
 }
 
 /* Decode and check the header of hdr bytes (the version's size, checked
  * by the caller): everything except the checksums and the padding, which
  * need the parameter block and the tokenizer.  fsize is the real file size;
- * *tok_sum receives the tokenizer's recorded checksum (version 2). */
+ * *tok_sum receives the tokenizer's recorded checksum (version 2), *storage
+ * the block's storage. */
 static int check_header(const unsigned char *h, uint32_t hdr, uint64_t fsize, const char *path,
-                        rn_config *c, int64_t *n_block, uint64_t *sum, uint64_t *tok_sum, rn_error *err)
+                        rn_config *c, int64_t *n_block, uint64_t *sum, uint64_t *tok_sum, int *storage, rn_error *err)
 {
     if (memcmp(h, MB_MAGIC, 8))
         return rn_seterr(err, RN_EINPUT, "%s: bad magic: not a ramtrace model.bin file", path);
     uint32_t ver = get32(h, 8);
     if (get32(h, 12) != hdr)
         return rn_seterr(err, RN_EINPUT, "%s: header size %" PRIu32 " is not %u", path, get32(h, 12), hdr);
-    if (get32(h, 40) != MB_DTYPE_F32)
-        return rn_seterr(err, RN_EINPUT, "%s: unknown parameter dtype %" PRIu32 " (expected 1 = float32)",
+    if (get32(h, 40) < MB_DTYPE_F32 || get32(h, 40) > MB_DTYPE_LAST)
+        return rn_seterr(err, RN_EINPUT, "%s: unknown parameter dtype %" PRIu32 " (expected 1 = float32, 2 = bf16, 3 = fp16)",
                          path, get32(h, 40));
+    *storage = (int)(get32(h, 40) - MB_DTYPE_F32);
+    const uint64_t es = rn_storage_bytes(*storage);
     for (size_t i = ver == MB_VERSION_SPM ? 120 : 112; i < MB_MASKS_AT; i++)
         if (h[i]) return rn_seterr(err, RN_EINPUT, "%s: reserved header bytes are not zero", path);
     memset(c, 0, sizeof *c);
@@ -213,9 +246,9 @@ static int check_header(const unsigned char *h, uint32_t hdr, uint64_t fsize, co
         return rn_seterr(err, RN_EINPUT, "%s: header says %" PRIu32 " tensors but the config has %d",
                          path, get32(h, 44), rn_params_count_tensors(c));
     uint64_t promised = get64(h, 16);
-    if (promised != hdr + (uint64_t)want * 4)
+    if (promised != hdr + (uint64_t)want * es)
         return rn_seterr(err, RN_EINPUT, "%s: header's file size %" PRIu64 " disagrees with its parameter count (%" PRIu64 ")",
-                         path, promised, hdr + (uint64_t)want * 4);
+                         path, promised, hdr + (uint64_t)want * es);
     if (fsize < promised)
         return rn_seterr(err, RN_EINPUT, "%s: truncated: %" PRIu64 " bytes but the header promises %" PRIu64,
                          path, fsize, promised);
@@ -229,8 +262,8 @@ static int check_header(const unsigned char *h, uint32_t hdr, uint64_t fsize, co
 
 /* The padding between tensors must be zero (so conversions are lossless):
  * the gap before each tensor belongs to the one before it, the gap after the
- * last tensor runs to the end of the block. */
-static int check_padding(const rn_config *c, const rn_real *block, int64_t n_block,
+ * last tensor runs to the end of the block (of elements of es bytes). */
+static int check_padding(const rn_config *c, const unsigned char *block, size_t es, int64_t n_block,
                          const char *path, rn_error *err)
 {
     int n = rn_params_count_tensors(c);
@@ -242,10 +275,8 @@ static int check_padding(const rn_config *c, const rn_real *block, int64_t n_blo
             rn_params_tensor(c, i, &t);
             to = t.offset;
         }
-        for (int64_t j = from; j < to; j++) {
-            uint32_t u;
-            memcpy(&u, &block[j], 4);
-            if (u) {
+        for (size_t j = (size_t)from * es; j < (size_t)to * es; j++) {
+            if (block[j]) {
                 rn_params_tensor(c, i - 1, &t);
                 return rn_seterr(err, RN_EINPUT, "%s: padding after tensor %s is not zero", path, t.name);
             }
@@ -300,7 +331,8 @@ static int load_bin(rn_model *m, const char *path, rn_error *err)
     rn_config c;
     int64_t n_block = 0;
     uint64_t sum = 0, tok_sum = 0;
-    int rc = check_header(h, hdr, fsize, path, &c, &n_block, &sum, &tok_sum, err);
+    int storage = RN_STORE_F32;
+    int rc = check_header(h, hdr, fsize, path, &c, &n_block, &sum, &tok_sum, &storage, err);
     if (rc) {
         close(fd);
         return rc;
@@ -309,22 +341,32 @@ static int load_bin(rn_model *m, const char *path, rn_error *err)
     int e = errno;
     close(fd);
     if (map == MAP_FAILED) return rn_seterr(err, RN_EIO, "%s: cannot map: %s", path, strerror(e));
-    rn_real *block = (rn_real *)((char *)map + hdr);
-    uint64_t have = rn_checksum64(block, (size_t)n_block * 4);
+    const unsigned char *block = (const unsigned char *)map + hdr;
+    const size_t es = rn_storage_bytes(storage);
+    uint64_t have = rn_checksum64(block, (size_t)n_block * es);
     if (have != sum) {
         munmap(map, (size_t)fsize);
         return rn_seterr(err, RN_EINPUT, "%s: checksum mismatch (header %016" PRIx64 ", data %016" PRIx64 "): the file is corrupt",
                          path, sum, have);
     }
-    rc = check_padding(&c, block, n_block, path, err);
+    rc = check_padding(&c, block, es, n_block, path, err);
     if (!rc && c.tokenizer == RN_TOK_SPM) rc = rn_tokfile_resolve(&c, path, tok_sum, err);
     if (rc) {
         munmap(map, (size_t)fsize);
         return rc;
     }
+    if (storage != RN_STORE_F32) {
+        /* a 16-bit block is widened into an owned float32 one (exact) */
+        rc = rn_model_create_zero(m, &c, err);
+        if (!rc) rn_storage_widen(storage, (const uint16_t *)(const void *)block, m->params, n_block);
+        munmap(map, (size_t)fsize);
+        if (rc) return rn_preferr(err, "%s", path);
+        m->storage = storage;
+        return RN_OK;
+    }
     memset(m, 0, sizeof *m);
     m->cfg = c;
-    m->params = block;
+    m->params = (rn_real *)(void *)block;
     m->n_block = n_block;
     m->map = map;
     m->map_len = (size_t)fsize;
@@ -354,9 +396,15 @@ int rn_model_save(const rn_model *m, const char *path, rn_error *err)
 
 int rn_model_convert(const char *in, const char *out, rn_error *err)
 {
+    return rn_model_convert_as(in, out, -1, err);
+}
+
+int rn_model_convert_as(const char *in, const char *out, int storage, rn_error *err)
+{
     rn_model m;
     int rc = rn_model_load(&m, in, err);
     if (rc) return rc;
+    if (storage >= 0) m.storage = storage;
     rc = rn_model_save(&m, out, err);
     rn_model_free(&m);
     return rc;

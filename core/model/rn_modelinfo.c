@@ -10,6 +10,7 @@
 
 #include "rn_modelfile.h"
 #include "rn_rows.h"
+#include "rn_storage.h"
 
 int64_t rn_config_param_count_noembed(const rn_config *c)
 {
@@ -45,14 +46,24 @@ static int next_key(char **at, char **key, char **val)
     return 0;
 }
 
+/* The file's format as info shows it: "model.bin v1" or "safetensors",
+ * with ", bf16 storage" / ", fp16 storage" for a 16-bit file. */
+static const char *format_name(const rn_model *m, const char *path, char *buf, size_t cap)
+{
+    snprintf(buf, cap, "%s%s%s", rn_path_is_safetensors(path) ? "safetensors" : "model.bin v1",
+             m->storage ? ", storage " : "", m->storage ? rn_storage_name(m->storage) : "");
+    return buf;
+}
+
 void rn_model_describe(FILE *f, const rn_model *m, const char *path)
 {
+    char fmt[64];
     const rn_config *c = &m->cfg;
     struct stat st;
     long long fsize = stat(path, &st) == 0 ? (long long)st.st_size : -1;
     char h1[32], h2[32];
     fprintf(f, "file              %s\n", path);
-    fprintf(f, "format            %s\n", rn_path_is_safetensors(path) ? "safetensors" : "model.bin v1");
+    fprintf(f, "format            %s\n", format_name(m, path, fmt, sizeof fmt));
     human(h1, sizeof h1, (double)fsize);
     fprintf(f, "file size         %lld bytes (%s)\n", fsize, h1);
     fprintf(f, "checksum          %016" PRIx64 "\n", rn_model_checksum(m));
@@ -118,7 +129,8 @@ int rn_model_info_rows(FILE *f, int fmt, const rn_model *m, const char *path, rn
     struct stat st;
     char buf[64];
     add3(&w, "file", "path", rn_cell_text(path));
-    add3(&w, "file", "format", rn_cell_text(rn_path_is_safetensors(path) ? "safetensors" : "model.bin v1"));
+    char fmtname[64];
+    add3(&w, "file", "format", rn_cell_text(format_name(m, path, fmtname, sizeof fmtname)));
     add3(&w, "file", "size_bytes", stat(path, &st) == 0 ? rn_cell_int((int64_t)st.st_size) : rn_cell_null(NULL));
     snprintf(buf, sizeof buf, "%016" PRIx64, rn_model_checksum(m));
     add3(&w, "file", "checksum", rn_cell_text(buf));

@@ -7,6 +7,7 @@
  * layout the metadata's config implies before reading any data.
  */
 #include "rn_safetensors.h"
+#include "rn_storage.h"
 #include "rn_tokfile.h"
 
 #include <errno.h>
@@ -35,6 +36,9 @@ static const char *const meta_keys[] = {
 /* ---------- writing ---------- */
 
 typedef struct { char *s; size_t len, cap; int oom; } sbuf;
+
+/* The safetensors dtype of each storage (rn_storage.h). */
+static const char *const st_dtypes[3] = { "F32", "BF16", "F16" };
 
 static void sb_printf(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void sb_printf(sbuf *b, const char *fmt, ...)
@@ -95,15 +99,17 @@ int rn_safetensors_save(const rn_model *m, const char *path, rn_error *err)
     }
     sb_printf(&b, "}");
     uint64_t at = 0;
+    const char *dt = st_dtypes[m->storage];
+    const size_t es = rn_storage_bytes(m->storage);
     for (int i = 0; i < n; i++) {
         rn_params_tensor(c, i, &t);
-        uint64_t bytes = (uint64_t)t.numel * 4;
+        uint64_t bytes = (uint64_t)t.numel * es;
         if (t.ndim == 2)
-            sb_printf(&b, ",\"%s\":{\"dtype\":\"F32\",\"shape\":[%" PRId64 ",%" PRId64 "],\"data_offsets\":[%" PRIu64 ",%" PRIu64 "]}",
-                      t.name, t.shape[0], t.shape[1], at, at + bytes);
+            sb_printf(&b, ",\"%s\":{\"dtype\":\"%s\",\"shape\":[%" PRId64 ",%" PRId64 "],\"data_offsets\":[%" PRIu64 ",%" PRIu64 "]}",
+                      t.name, dt, t.shape[0], t.shape[1], at, at + bytes);
         else
-            sb_printf(&b, ",\"%s\":{\"dtype\":\"F32\",\"shape\":[%" PRId64 "],\"data_offsets\":[%" PRIu64 ",%" PRIu64 "]}",
-                      t.name, t.shape[0], at, at + bytes);
+            sb_printf(&b, ",\"%s\":{\"dtype\":\"%s\",\"shape\":[%" PRId64 "],\"data_offsets\":[%" PRIu64 ",%" PRIu64 "]}",
+                      t.name, dt, t.shape[0], at, at + bytes);
         at += bytes;
     }
     sb_printf(&b, "}");
@@ -118,10 +124,27 @@ int rn_safetensors_save(const rn_model *m, const char *path, rn_error *err)
     unsigned char len8[8];
     for (int i = 0; i < 8; i++) len8[i] = (unsigned char)((uint64_t)b.len >> (8 * i));
     int ok = fwrite(len8, 1, 8, af.f) == 8 && fwrite(b.s, 1, b.len, af.f) == b.len;
+    uint16_t *narrow = NULL;
     for (int i = 0; ok && i < n; i++) {
         rn_params_tensor(c, i, &t);
-        ok = fwrite(m->params + t.offset, 4, (size_t)t.numel, af.f) == (size_t)t.numel;
+        if (es == 4) {
+            ok = fwrite(m->params + t.offset, 4, (size_t)t.numel, af.f) == (size_t)t.numel;
+            continue;
+        }
+        uint16_t *nb = realloc(narrow, (size_t)t.numel * 2);
+        if (!nb) { ok = 0; errno = ENOMEM; break; }
+        narrow = nb;
+        int64_t bad = rn_storage_narrow(m->storage, m->params + t.offset, narrow, t.numel);
+        if (bad >= 0) {
+            free(narrow);
+            free(b.s);
+            rn_atomic_abort(&af);
+            return rn_seterr(err, RN_EINPUT, "%s: tensor %s holds %g, which %s cannot store", path, t.name,
+                             (double)m->params[t.offset + bad], rn_storage_name(m->storage));
+        }
+        ok = fwrite(narrow, 2, (size_t)t.numel, af.f) == (size_t)t.numel;
     }
+    free(narrow);
     free(b.s);
     if (!ok) {
         int e = errno;
@@ -140,6 +163,7 @@ typedef struct {
     int64_t shape[ST_MAX_DIMS];
     int64_t begin, end;
     int have_dtype, have_shape, have_offsets;
+    int storage;          /* its dtype as rn_storage.h's storage */
     int desc;          /* index into the layout, -1 until matched */
 } st_entry;
 
@@ -407,8 +431,12 @@ static int check_entries(st_parser *ps, const rn_tensor_desc *d, int nd, uint64_
             return rn_seterr(ps->err, RN_EINPUT, "%s: unknown tensor '%s' (not part of this config)", path, e->name);
         }
         const rn_tensor_desc *t = &d[e->desc];
-        if (strcmp(e->dtype, "F32"))
-            return rn_seterr(ps->err, RN_EINPUT, "%s: tensor '%s' has dtype %s, expected F32", path, e->name, e->dtype);
+        e->storage = -1;
+        for (int k = 0; k < 3; k++)
+            if (!strcmp(e->dtype, st_dtypes[k])) e->storage = k;
+        if (e->storage < 0)
+            return rn_seterr(ps->err, RN_EINPUT, "%s: tensor '%s' has dtype %s, expected F32, BF16 or F16", path, e->name, e->dtype);
+        const int64_t es = (int64_t)rn_storage_bytes(e->storage);
         int ok = e->ndim == t->ndim && e->shape[0] == t->shape[0] && (t->ndim == 1 || e->shape[1] == t->shape[1]);
         if (!ok) {
             char got[128], want[64];
@@ -422,9 +450,9 @@ static int check_entries(st_parser *ps, const rn_tensor_desc *d, int nd, uint64_
         if ((uint64_t)e->end > data_bytes)
             return rn_seterr(ps->err, RN_EINPUT, "%s: tensor '%s': data_offsets [%" PRId64 ",%" PRId64 "] lie beyond the %" PRIu64 "-byte data section",
                              path, e->name, e->begin, e->end, data_bytes);
-        if (e->end - e->begin != t->numel * 4)
+        if (e->end - e->begin != t->numel * es)
             return rn_seterr(ps->err, RN_EINPUT, "%s: tensor '%s': data_offsets span %" PRId64 " bytes but its shape needs %" PRId64,
-                             path, e->name, e->end - e->begin, t->numel * 4);
+                             path, e->name, e->end - e->begin, t->numel * es);
     }
     if (ps->n_ent < nd) {
         for (int j = 0; j < nd; j++) {
@@ -516,14 +544,26 @@ int rn_safetensors_load(rn_model *m, const char *path, rn_error *err)
     uint64_t data_at = 8 + hlen, data_bytes = fsize - data_at;
     if ((rc = check_entries(&ps, d, nd, data_bytes))) goto out;
     if ((rc = rn_model_create_zero(m, &ps.cfg, err))) { rn_preferr(err, "%s", path); goto out; }
+    m->storage = ps.n_ent ? ps.ent[0].storage : RN_STORE_F32;
     for (int i = 0; i < ps.n_ent; i++) {
         const st_entry *e = &ps.ent[i];
         size_t bytes = (size_t)(e->end - e->begin);
-        if (pread(fd, m->params + d[e->desc].offset, bytes, (off_t)(data_at + (uint64_t)e->begin)) != (ssize_t)bytes) {
+        float *dst = m->params + d[e->desc].offset;
+        uint16_t *half = NULL; /* a 16-bit tensor is read here, then widened */
+        if (e->storage != RN_STORE_F32 && !(half = malloc(bytes ? bytes : 1))) {
+            rc = rn_seterr(err, RN_ENOMEM, "%s: out of memory for tensor '%s'", path, e->name);
+            rn_model_free(m);
+            goto out;
+        }
+        if (pread(fd, half ? (void *)half : (void *)dst, bytes, (off_t)(data_at + (uint64_t)e->begin)) != (ssize_t)bytes) {
+            free(half);
             rc = rn_seterr(err, RN_EIO, "%s: read error in tensor '%s'", path, e->name);
             rn_model_free(m);
             goto out;
         }
+        if (half) rn_storage_widen(e->storage, half, dst, d[e->desc].numel);
+        free(half);
+        if (e->storage != m->storage) m->storage = RN_STORE_F32; /* mixed: saved back as float32 */
     }
 out:
     free(d);

@@ -25,6 +25,8 @@ struct rn_spm {
     uint64_t checksum;
     sentencepiece::SentencePieceProcessor proc;
     std::vector<std::string> bytes; /* per id: the bytes it decodes to */
+    bool by_line;                   /* encode line by line (rn_spm_encode) */
+    std::vector<int> newline;       /* the ids of "\n" alone */
 };
 
 namespace {
@@ -49,6 +51,25 @@ std::string decoded_bytes(const sentencepiece::SentencePieceProcessor &p, int id
     return out;
 }
 
+/* Whether the model may encode a text line by line (rn_spm.h): no piece
+ * but a byte piece decodes to bytes holding a newline, and a probe of
+ * spaces, tabs and newlines comes back byte for byte (no normalisation, no
+ * space put before the text, whitespace kept). */
+bool line_by_line(const rn_spm &s)
+{
+    for (size_t i = 0; i < s.bytes.size(); i++)
+        if (s.bytes[i].find('\n') != std::string::npos && !s.proc.IsByte((int)i)) return false;
+    static const char probe[] = " a\n\n \t b  \n";
+    std::vector<int> ids;
+    if (!s.proc.Encode(std::string(probe), &ids).ok()) return false;
+    std::string back;
+    for (int id : ids) {
+        if (id < 0 || (size_t)id >= s.bytes.size()) return false;
+        back += s.bytes[(size_t)id];
+    }
+    return back == probe;
+}
+
 int load(const char *path, std::unique_ptr<rn_spm> &out, rn_error *err)
 {
     char *data;
@@ -66,6 +87,8 @@ int load(const char *path, std::unique_ptr<rn_spm> &out, rn_error *err)
     if (n <= 0) return rn_seterr(err, RN_EINPUT, "%s: SentencePiece model has no pieces", path);
     s->bytes.resize((size_t)n);
     for (int i = 0; i < n; i++) s->bytes[(size_t)i] = decoded_bytes(s->proc, i);
+    s->by_line = line_by_line(*s);
+    if (s->by_line && !s->proc.Encode(std::string("\n"), &s->newline).ok()) s->by_line = false;
     out = std::move(s);
     return RN_OK;
 }
@@ -96,6 +119,7 @@ extern "C" int rn_spm_vocab(const rn_spm *s) { return s->proc.GetPieceSize(); }
 extern "C" int rn_spm_bos(const rn_spm *s) { return s->proc.bos_id(); }
 extern "C" uint64_t rn_spm_checksum(const rn_spm *s) { return s->checksum; }
 extern "C" const char *rn_spm_path(const rn_spm *s) { return s->path.c_str(); }
+extern "C" int rn_spm_by_line(const rn_spm *s) { return s->by_line; }
 
 extern "C" int rn_spm_encode(const rn_spm *s, const char *text, size_t len, int **ids, int *n, rn_error *err)
 {
@@ -103,8 +127,22 @@ extern "C" int rn_spm_encode(const rn_spm *s, const char *text, size_t len, int 
     *n = 0;
     try {
         std::vector<int> v;
-        auto st = s->proc.Encode(std::string(text, len), &v);
-        if (!st.ok()) return rn_seterr(err, RN_EINPUT, "%s: cannot encode: %s", s->path.c_str(), st.message());
+        if (!s->by_line) {
+            auto st = s->proc.Encode(std::string(text, len), &v);
+            if (!st.ok()) return rn_seterr(err, RN_EINPUT, "%s: cannot encode: %s", s->path.c_str(), st.message());
+        }
+        std::vector<int> line;
+        for (size_t at = 0; s->by_line && at < len;) {
+            const char *nl = (const char *)std::memchr(text + at, '\n', len - at);
+            size_t end = nl ? (size_t)(nl - text) : len;
+            if (end > at) {
+                auto st = s->proc.Encode(std::string(text + at, end - at), &line);
+                if (!st.ok()) return rn_seterr(err, RN_EINPUT, "%s: cannot encode: %s", s->path.c_str(), st.message());
+                v.insert(v.end(), line.begin(), line.end());
+            }
+            if (nl) v.insert(v.end(), s->newline.begin(), s->newline.end());
+            at = end + (nl != nullptr);
+        }
         if (v.size() > (size_t)INT32_MAX / 2) return rn_seterr(err, RN_EINPUT, "input too long");
         int *out = (int *)malloc((v.size() ? v.size() : 1) * sizeof *out);
         if (!out) return rn_seterr(err, RN_ENOMEM, "out of memory");

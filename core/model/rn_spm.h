@@ -37,8 +37,18 @@ int rn_spm_vocab(const rn_spm *s);      /* number of pieces */
 int rn_spm_bos(const rn_spm *s);        /* the BOS id, or -1 when the model has none */
 uint64_t rn_spm_checksum(const rn_spm *s); /* rn_checksum64 of the .model file's bytes */
 const char *rn_spm_path(const rn_spm *s);  /* the path it was loaded from */
+int rn_spm_by_line(const rn_spm *s);       /* 1: rn_spm_encode goes line by line (below) */
 
-/* Encode text[0..len) into a malloc'd id array (no BOS).  *n may be 0. */
+/* Encode text[0..len) into a malloc'd id array (no BOS).  *n may be 0.
+ * A model that keeps every byte and has no piece spanning a newline (one
+ * trained by `ramtrace tokenizer train`) encodes the text line by line: the
+ * ids of each line, then those of "\n" alone, so memory and time grow with
+ * the longest line, not the text, and a text cut after any newline encodes
+ * to the concatenation of its parts' ids (what shards rely on).  Since no
+ * piece spans a newline, these are the ids of SentencePiece's Encode of the
+ * whole text too, but for ties between equally scored segmentations.  Any
+ * other model (one that normalises, or puts a space before the text, as
+ * Llama 2's) encodes the whole text in one call. */
 int rn_spm_encode(const rn_spm *s, const char *text, size_t len, int **ids, int *n, rn_error *err);
 
 /* The bytes id stands for (see above); *len receives their count.  An id

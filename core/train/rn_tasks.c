@@ -1,5 +1,6 @@
 /* rn_tasks.c — MQAR generator and byte-level text batching (rn_tasks.h). */
 #include "rn_tasks.h"
+#include "rn_shard.h"
 #include "rn_tokenizer.h"
 
 #include <errno.h>
@@ -108,8 +109,15 @@ static int text_split(rn_text *t, const char *path, double val_frac, int T, cons
 
 int rn_text_load_for(rn_text *t, const rn_config *c, const char *path, double val_frac, int T, rn_error *err)
 {
-    if (c->tokenizer != RN_TOK_SPM) return rn_text_load(t, path, val_frac, T, err);
     memset(t, 0, sizeof *t);
+    /* a shard file, or a directory for a SentencePiece model (for any other
+     * a directory is a corpus that is not a regular file, as before) */
+    int shard = rn_shard_is(path);
+    if (shard == 2 || (shard == 1 && c->tokenizer == RN_TOK_SPM)) {
+        int rc = rn_shards_load(path, c, &t->ids, &t->n, err);
+        return rc ? rc : text_split(t, path, val_frac, T, "tokens", err);
+    }
+    if (c->tokenizer != RN_TOK_SPM) return rn_text_load(t, path, val_frac, T, err);
     int n;
     int rc = rn_tokenize_file(c, path, &t->ids, &n, err);
     if (rc) return rc;

@@ -61,7 +61,9 @@ int rn_text_load(rn_text *t, const char *path, double val_frac, int T, rn_error 
 
 /* The same for a model's config: a SentencePiece config's corpus is its
  * token ids (the whole file tokenized at once, BOS first), the split at the
- * last val_frac of the tokens; any other config's is rn_text_load's bytes. */
+ * last val_frac of the tokens; any other config's is rn_text_load's bytes.
+ * A shard file or directory (rn_shard.h) gives the ids it holds, which are
+ * those of the text it was made from. */
 int rn_text_load_for(rn_text *t, const rn_config *c, const char *path, double val_frac, int T, rn_error *err);
 void rn_text_free(rn_text *t);
 

@@ -165,7 +165,8 @@ def read_safetensors(path):
     """(config dict, {name: numpy float32 array}) of one of our .safetensors
     files (the format: an 8-byte little-endian header length, a JSON header
     with the tensors' dtype, shape and byte offsets and a __metadata__ of
-    ramnet.* keys, then the data)."""
+    ramnet.* keys, then the data).  F32, BF16 and F16 tensors all come back
+    as float32, exactly."""
     with open(path, "rb") as f:
         raw = f.read()
     if len(raw) < 8:
@@ -184,10 +185,16 @@ def read_safetensors(path):
     data = raw[8 + n:]
     tensors = {}
     for name, t in hdr.items():
-        if t["dtype"] != "F32":
-            raise ValueError(f"{path}: {name}: dtype {t['dtype']}, expected F32")
         b, e = t["data_offsets"]
-        tensors[name] = np.frombuffer(data[b:e], dtype="<f4").reshape(t["shape"])
+        if t["dtype"] == "F32":
+            a = np.frombuffer(data[b:e], dtype="<f4")
+        elif t["dtype"] == "F16":
+            a = np.frombuffer(data[b:e], dtype="<f2").astype(np.float32)  # exact
+        elif t["dtype"] == "BF16":  # the upper 16 bits of a float32: exact
+            a = (np.frombuffer(data[b:e], dtype="<u2").astype(np.uint32) << 16).view(np.float32)
+        else:
+            raise ValueError(f"{path}: {name}: dtype {t['dtype']}, expected F32, BF16 or F16")
+        tensors[name] = a.reshape(t["shape"])
     return c, tensors
 
 

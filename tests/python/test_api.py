@@ -59,6 +59,18 @@ with tempfile.TemporaryDirectory() as tmp:
                            capture_output=True)
         check(r.returncode == 0, f"random config {i}: convert: {r.stderr!r}")
         close(rt.load(bin_path)(tt).detach().numpy(), ref, f"random config {i}: model.bin vs safetensors")
+        # 16-bit storage: this package's widening of BF16/F16 tensors equals the library's, bit for bit
+        for st in ("bf16", "fp16"):
+            p16, p32 = os.path.join(tmp, f"r{i}-{st}.safetensors"), os.path.join(tmp, f"r{i}-{st}-32.safetensors")
+            r = subprocess.run([os.environ.get("RAMTRACE_BIN", "./ramtrace"), "convert", path, p16, "--storage", st],
+                               capture_output=True)
+            r2 = subprocess.run([os.environ.get("RAMTRACE_BIN", "./ramtrace"), "convert", p16, p32, "--storage", "fp32"],
+                                capture_output=True)
+            check(r.returncode == 0 and r2.returncode == 0, f"random config {i}: convert --storage {st}: {r.stderr!r}")
+            t16, t32 = rt.read_safetensors(p16)[1], rt.read_safetensors(p32)[1]
+            check(sorted(t16) == sorted(t32) and all(t16[k].dtype == np.float32 and
+                                                     np.array_equal(t16[k].view(np.uint32), t32[k].view(np.uint32))
+                                                     for k in t32), f"random config {i}: {st} tensors widened as the library does")
         lm.close()
 
     # bad input: every error a ramtrace.Error (or TypeError/ValueError for Python types)
