@@ -279,6 +279,7 @@ TH_TEST(test_spm_train_text, "train --task text on SentencePiece tokens")
     CU_ASSERT(th_file_exists(th_path("spm_dir/tr.bin")));
     CU_ASSERT_EQUAL(th_run("%s info %s", th_bin(), th_path("spm_dir/tr.bin")), 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(th_out(), "spm_dir/spm_tok.model"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(th_out(), "format            model.bin v2\n"));
 }
 
 TH_TEST(test_spm_token_names, "a token named on the command line: the piece as traces show it")

@@ -46,12 +46,14 @@ static int next_key(char **at, char **key, char **val)
     return 0;
 }
 
-/* The file's format as info shows it: "model.bin v1" or "safetensors",
- * with ", bf16 storage" / ", fp16 storage" for a 16-bit file. */
+/* The file's format as info shows it: "model.bin v1", "model.bin v2" (a
+ * SentencePiece model's file: docs/model-format.md) or "safetensors", with
+ * ", storage bf16" / ", storage fp16" for a 16-bit file. */
 static const char *format_name(const rn_model *m, const char *path, char *buf, size_t cap)
 {
-    snprintf(buf, cap, "%s%s%s", rn_path_is_safetensors(path) ? "safetensors" : "model.bin v1",
-             m->storage ? ", storage " : "", m->storage ? rn_storage_name(m->storage) : "");
+    const char *kind = rn_path_is_safetensors(path) ? "safetensors"
+                       : m->cfg.tokenizer == RN_TOK_SPM ? "model.bin v2" : "model.bin v1";
+    snprintf(buf, cap, "%s%s%s", kind, m->storage ? ", storage " : "", m->storage ? rn_storage_name(m->storage) : "");
     return buf;
 }
 
