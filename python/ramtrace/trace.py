@@ -12,7 +12,7 @@ registered (build/libramtrace_sql.so, docs/trace-schema.md), so `events`,
 with numpy (ramtrace.events).  stats() and simulate() run the ramtrace
 command's own code and return its CSV as a DataFrame, so their numbers are
 the command's: the binary is RAMTRACE_BIN, `ramtrace` on PATH, or the
-checkout's ./ramtrace.  Errors are ramtrace.Error (the command's or
+checkout's ./ramtrace or build/ramtrace.  Errors are ramtrace.Error (the command's or
 SQLite's one-line message), ValueError/TypeError for bad Python arguments.
 """
 import io
@@ -38,7 +38,8 @@ def _find(candidates):
 
 def _binary():
     b = _find([os.environ.get("RAMTRACE_BIN"), shutil.which("ramtrace"),
-               os.path.join(_HERE, "..", "..", "ramtrace")])
+               os.path.join(_HERE, "..", "..", "ramtrace"),
+               os.path.join(_HERE, "..", "..", "build", "ramtrace")])
     if not b:
         raise Error("the ramtrace command was not found (set RAMTRACE_BIN or put it on PATH)")
     return b
