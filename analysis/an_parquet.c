@@ -401,14 +401,21 @@ static void byte_split(an_pq_buf *b, const uint8_t *v, size_t m, size_t w)
     b->n += m * w;
 }
 
-/* Compress c->page into the chunk behind its page header. */
-static void emit_page(column *c, int type, int nvalues, int encoding, int level)
+/* The bytes zstd makes of c->page (into c->comp; SIZE_MAX on failure). */
+static size_t page_zsize(column *c, int level)
 {
     size_t bound = ZSTD_compressBound(c->page.n);
     c->comp.n = 0;
-    if (an_pq_buf_reserve(&c->comp, bound)) { c->failed = 1; return; }
+    if (c->page.oom || an_pq_buf_reserve(&c->comp, bound)) return SIZE_MAX;
     size_t z = ZSTD_compressCCtx(c->zc, c->comp.p, bound, c->page.p, c->page.n, level);
-    if (ZSTD_isError(z)) { c->failed = 1; return; }
+    return ZSTD_isError(z) ? SIZE_MAX : z;
+}
+
+/* Compress c->page into the chunk behind its page header. */
+static void emit_page(column *c, int type, int nvalues, int encoding, int level)
+{
+    size_t z = page_zsize(c, level);
+    if (z == SIZE_MAX) { c->failed = 1; return; }
     c->hdr.n = 0;
     an_tc t;
     an_tc_init(&t, &c->hdr);
@@ -455,16 +462,6 @@ static void page_body(column *c, int enc, size_t p, size_t m, int width)
         if (c->width) an_pq_buf_put(&c->page, c->e->vals + p * c->width, m * c->width);
         else for (size_t r = p; r < p + m; r++) plain_value(&c->page, c, r);
     }
-}
-
-/* The bytes zstd makes of c->page (into c->comp; SIZE_MAX on failure). */
-static size_t page_zsize(column *c, int level)
-{
-    size_t bound = ZSTD_compressBound(c->page.n);
-    c->comp.n = 0;
-    if (c->page.oom || an_pq_buf_reserve(&c->comp, bound)) return SIZE_MAX;
-    size_t z = ZSTD_compressCCtx(c->zc, c->comp.p, bound, c->page.p, c->page.n, level);
-    return ZSTD_isError(z) ? SIZE_MAX : z;
 }
 
 /* Rows a trial encoding of a chunk compresses (choose_encoding): few

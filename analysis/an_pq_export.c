@@ -216,6 +216,9 @@ static int write_run(ctx *x, run_src *s, int64_t k, const char *events, rn_error
     int64_t exported = 0;
     int nt = x->par < nl ? x->par : nl;
     if (nt < 1) nt = 1;
+    /* the threads no layer file takes encode each file's columns (with one
+     * file at a time the outer region is inactive, so the writer's is not) */
+    x->col_threads = x->par / nt > 1 ? x->par / nt : 1;
     x->failed = 0;
     if (!rc) {
         #pragma omp parallel num_threads(nt) reduction(+ : exported)

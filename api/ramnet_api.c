@@ -199,6 +199,15 @@ int ramnet_head_state(const ramnet_model *m, const int *tokens, int T, int chunk
                       int n_specs, int layer, int head, float *S, float *z)
 {
     if (!S || !z) return fail_msg(RN_EINPUT, "ramnet_head_state: no buffer for the state");
+    if (m) { /* a head the model lacks: refused before the forward, in rn_runtime_head_state's words */
+        const rn_config *c = &m->m.cfg;
+        if (layer < 0 || layer >= c->n_layers || head < 0 || head >= c->n_heads) {
+            char msg[96];
+            snprintf(msg, sizeof msg, "head %d.%d: the model has %d layers of %d heads", layer, head, c->n_layers,
+                     c->n_heads);
+            return fail_msg(RN_EINPUT, msg);
+        }
+    }
     return run(m, tokens, T, NULL, chunk, specs, n_specs, 0, NULL, NULL, layer, head, S, z);
 }
 

@@ -24,6 +24,7 @@ int rn_shard_is(const char *path)
     struct stat st;
     if (stat(path, &st) != 0) return 0;
     if (S_ISDIR(st.st_mode)) return 1;
+    if (!S_ISREG(st.st_mode)) return 0; /* a pipe or a device: reading the magic would consume the text */
     FILE *f = fopen(path, "rb");
     if (!f) return 0;
     char m[8];

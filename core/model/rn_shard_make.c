@@ -48,6 +48,9 @@ static int add_ids(maker *m, const int *ids, int n, rn_error *err)
 {
     for (int i = 0; i < n; i++) {
         if (m->o->max_tokens && m->st->tokens >= m->o->max_tokens) return RN_OK;
+        if (m->st->tokens >= INT32_MAX / 2) /* what rn_shards_load takes: refused now, not after hours */
+            return rn_seterr(err, RN_EINPUT, "%s: more than %d tokens, the most a shard set holds; keep fewer with --max-tokens",
+                             m->o->text, INT32_MAX / 2);
         size_t len;
         rn_spm_token_bytes(m->s, ids[i], &len);
         m->buf[m->fill++] = (uint16_t)ids[i];
@@ -149,7 +152,12 @@ int rn_shards_make(const rn_shards_opts *o, rn_shards_stats *st, rn_error *err)
     if (stat(o->dir, &sb) == 0) return rn_seterr(err, RN_EINPUT, "%s: exists; remove it or name another directory", o->dir);
     FILE *f = fopen(o->text, "rb");
     if (!f) return rn_seterr(err, RN_EINPUT, "%s: cannot open: %s", o->text, strerror(errno));
-    if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode) || sb.st_size == 0) {
+    if (fstat(fileno(f), &sb) != 0) {
+        int e = errno;
+        fclose(f);
+        return rn_seterr(err, RN_EIO, "%s: cannot stat: %s", o->text, strerror(e));
+    }
+    if (!S_ISREG(sb.st_mode) || sb.st_size == 0) {
         fclose(f);
         return rn_seterr(err, RN_EINPUT, "%s: %s", o->text, S_ISREG(sb.st_mode) ? "text is empty" : "not a regular file");
     }

@@ -3,6 +3,7 @@
  * fatal (MPI_ERRORS_RETURN); a wait that MPI never ends is cut by the
  * watchdog thread. */
 #include "rn_dist.h"
+#include "rn_atomic.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -216,17 +217,9 @@ static int fs_exchange(rn_dist *d, const char *ident, rn_error *err)
     int rc = mpi_check(d, MPI_Bcast(&token, 1, MPI_UNSIGNED_LONG_LONG, 0, MPI_COMM_WORLD), "MPI_Bcast", err);
     if (rc) return rc;
     d->token = token;
-    char path[1200], tmp[1300];
+    char path[1200];
     snprintf(path, sizeof path, "%s/ramtrace-rdv-%016llx-%d-of-%d", d->dir, token, d->rank, d->size);
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
-    if (!f) return rn_seterr(err, RN_EIO, "--dist fs:%s: cannot write in the directory: %s", d->dir, strerror(errno));
-    fprintf(f, "%s", ident);
-    int bad = ferror(f);
-    if (fclose(f) || bad || rename(tmp, path)) {
-        remove(tmp);
-        return rn_seterr(err, RN_EIO, "--dist fs:%s: cannot write %s: %s", d->dir, path, strerror(errno));
-    }
+    if ((rc = rn_atomic_write(path, ident, strlen(ident), err))) return rn_preferr(err, "--dist fs:%s", d->dir);
     const long long t0 = now_ms();
     int seen = 0, missing = -1;
     char *got = calloc((size_t)d->size, 1);
@@ -449,17 +442,7 @@ int rn_dist_scatter(rn_dist *d, const rn_real *full, rn_real *shard, int64_t n, 
 static int fs_blob(rn_dist *d, void *blob, size_t bytes, const char *path, rn_error *err)
 {
     int rc = RN_OK;
-    if (d->rank == 0) {
-        char tmp[1300];
-        snprintf(tmp, sizeof tmp, "%s.tmp", path);
-        FILE *f = fopen(tmp, "wb");
-        int bad = !f || fwrite(blob, 1, bytes, f) != bytes;
-        if (f && fclose(f)) bad = 1;
-        if (bad || rename(tmp, path)) {
-            remove(tmp);
-            rc = rn_seterr(err, RN_EIO, "--dist fs:%s: cannot write %s: %s", d->dir, path, strerror(errno));
-        }
-    }
+    if (d->rank == 0 && (rc = rn_atomic_write(path, blob, bytes, err))) rn_preferr(err, "--dist fs:%s", d->dir);
     if ((rc = rn_dist_from_root(d, rc, 0, err))) return rc;
     if (d->rank != 0) {
         const long long t0 = now_ms();
