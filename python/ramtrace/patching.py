@@ -95,6 +95,11 @@ def heads(m, clean, corrupt, answer=None, wrong=None, metric="logit-diff", raw=F
     every position by its value on the clean input (`patch-head L.H` of
     the whole input, as `ramtrace patch` does).  float64 [L, H]."""
     s = _Setup(m, clean, corrupt, answer, wrong, metric, chunk)
+    return s.out(_heads(m, s, chunk), raw)
+
+
+def _heads(m, s, chunk):
+    """heads()' metrics ([L, H], not yet normalised) over the setup s."""
     L, H = m.cfg["n_layers"], m.cfg["n_heads"]
     names = [f"blocks.{l}.attn.hook_head_out" for l in range(L)]
     clean_o = m.run(s.clean, names=names, chunk=chunk)[1]
@@ -102,7 +107,7 @@ def heads(m, clean, corrupt, answer=None, wrong=None, metric="logit-diff", raw=F
     for l in range(L):
         for h in range(H):
             vals[l, h] = s.patched([(names[l], _head_patch(clean_o[names[l]], h))])
-    return s.out(vals, raw)
+    return vals
 
 
 def resid(m, clean, corrupt, answer=None, wrong=None, metric="logit-diff", raw=False, point="resid_pre",
@@ -150,7 +155,7 @@ def slots(m, clean, corrupt, answer=None, wrong=None, metric="logit-diff", raw=F
     s = _Setup(m, clean, corrupt, answer, wrong, metric, chunk)
     L, H, K = m.cfg["n_layers"], m.cfg["n_heads"], m.cfg["top_k"]
     if which is None:
-        per = heads(m, clean, corrupt, answer, s.wrong, metric, False, chunk)
+        per = s.out(_heads(m, s, chunk), False)  # the setup's clean and corrupted runs, not two more
         key = np.where(np.isnan(per), -np.inf, per).ravel()
         order = sorted(range(L * H), key=lambda i: -key[i])  # stable: ties in layer-major order, as the C sweep
         which = [(i // H, i % H) for i in order[:max(0, min(int(n_heads), L * H))]]
