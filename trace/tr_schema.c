@@ -154,12 +154,24 @@ static int set_durability(sqlite3 *db, const char *path, int mode, rn_error *err
 {
     if (mode == TR_DURABILITY_ROLLBACK_OFF)
         return tr_exec(db, path, "PRAGMA journal_mode=DELETE; PRAGMA synchronous=OFF;", err);
+    /* The switch to WAL escalates the statement's own read lock to a write
+     * lock, and SQLite does not call the busy handler for an escalation
+     * (another writer could be waiting on it): a second process creating the
+     * same file may hold its BEGIN IMMEDIATE lock just then, and the pragma
+     * fails at once with SQLITE_BUSY. Retry it here for as long as the busy
+     * timeout would have waited; once the other process has switched the file
+     * to WAL, the pragma only reports "wal". */
     sqlite3_stmt *st;
-    int rc = sqlite3_prepare_v2(db, "PRAGMA journal_mode=WAL", -1, &st, NULL);
-    if (rc != SQLITE_OK) return tr_sqlerr(db, rc, path, "setting the journal mode", err);
-    rc = sqlite3_step(st);
-    int wal = rc == SQLITE_ROW && !strcmp((const char *)sqlite3_column_text(st, 0), "wal");
-    sqlite3_finalize(st);
+    int rc, wal = 0;
+    for (int waited = 0;; waited += 5) {
+        rc = sqlite3_prepare_v2(db, "PRAGMA journal_mode=WAL", -1, &st, NULL);
+        if (rc != SQLITE_OK) return tr_sqlerr(db, rc, path, "setting the journal mode", err);
+        rc = sqlite3_step(st);
+        wal = rc == SQLITE_ROW && !strcmp((const char *)sqlite3_column_text(st, 0), "wal");
+        sqlite3_finalize(st);
+        if ((rc & 0xff) != SQLITE_BUSY || waited >= TR_WRITER_BUSY_MS) break;
+        sqlite3_sleep(5);
+    }
     if (rc != SQLITE_ROW) return tr_sqlerr(db, rc, path, "setting the journal mode", err);
     if (!wal)
         return rn_seterr(err, RN_EIO, "%s: cannot switch to WAL journaling (a file system without "
