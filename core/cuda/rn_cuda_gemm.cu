@@ -59,3 +59,29 @@ extern "C" int rn_cu_matmul_dw(float *dW, const float *dout, const float *in, in
     const float one = 1;
     return (int)cublasSgemm(g_blas, CUBLAS_OP_N, CUBLAS_OP_T, I, O, n, &one, in, I, dout, O, &one, dW, I);
 }
+
+/* The bf16 products: the same column-major calls through cublasGemmEx, bf16
+ * operands, FP32 output and CUBLAS_COMPUTE_32F (tensor cores, FP32
+ * accumulation).  One row goes through GemmEx too: cuBLAS has no bf16
+ * GEMV, and the generation step's own GEMV kernels replace it there. */
+extern "C" int rn_cu_matmul_bf16(float *out, const uint16_t *in, const uint16_t *W, int n, int I, int O, int acc)
+{
+    const float one = 1, beta = acc ? 1.f : 0.f;
+    return (int)cublasGemmEx(g_blas, CUBLAS_OP_T, CUBLAS_OP_N, O, n, I, &one, W, CUDA_R_16BF, I, in, CUDA_R_16BF,
+                             I, &beta, out, CUDA_R_32F, O, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+}
+
+extern "C" int rn_cu_matmul_din_bf16(float *din, const uint16_t *dout, const uint16_t *W, int n, int I, int O,
+                                     int acc)
+{
+    const float one = 1, beta = acc ? 1.f : 0.f;
+    return (int)cublasGemmEx(g_blas, CUBLAS_OP_N, CUBLAS_OP_N, I, n, O, &one, W, CUDA_R_16BF, I, dout,
+                             CUDA_R_16BF, O, &beta, din, CUDA_R_32F, I, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+}
+
+extern "C" int rn_cu_matmul_dw_bf16(float *dW, const uint16_t *dout, const uint16_t *in, int n, int I, int O)
+{
+    const float one = 1;
+    return (int)cublasGemmEx(g_blas, CUBLAS_OP_N, CUBLAS_OP_T, I, O, n, &one, in, CUDA_R_16BF, I, dout,
+                             CUDA_R_16BF, O, &one, dW, CUDA_R_32F, I, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+}

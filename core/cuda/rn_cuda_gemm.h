@@ -13,9 +13,17 @@
  * RN_CUDA_TF32=1 in the environment
  * allows TF32 tensor cores (faster, about 1e-3 relative error: not for the
  * parity tests).
+ *
+ * The _bf16 products take bfloat16 operands (uint16_t bit patterns, the
+ * rounding of rn_bf16.h; rn_cuda_bf16.cuh converts on the device) and run
+ * on the bf16 tensor cores with FP32 accumulation; outputs and the
+ * accumulated gradients stay FP32 (docs/cuda.md, "Precision of every
+ * tensor").
  */
 #ifndef RN_CUDA_GEMM_H
 #define RN_CUDA_GEMM_H
+
+#include <stdint.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -40,6 +48,13 @@ int rn_cu_matmul_din(float *din, const float *dout, const float *W, int n, int i
 
 /* Backward to the weight: dW[O,I] += dout[n,O]ᵀ · in[n,I]. */
 int rn_cu_matmul_dw(float *dW, const float *dout, const float *in, int n, int in_w, int out_w);
+
+/* The same three products over bf16 operands (FP32 outputs, FP32
+ * accumulation, `+=` as above). */
+int rn_cu_matmul_bf16(float *out, const uint16_t *in, const uint16_t *W, int n, int in_w, int out_w, int acc);
+int rn_cu_matmul_din_bf16(float *din, const uint16_t *dout, const uint16_t *W, int n, int in_w, int out_w,
+                          int acc);
+int rn_cu_matmul_dw_bf16(float *dW, const uint16_t *dout, const uint16_t *in, int n, int in_w, int out_w);
 
 #ifdef __cplusplus
 }

@@ -61,6 +61,8 @@ inline cudaError_t cudaMemsetAsync(void *d, int v, size_t n) { memset(d, v, n); 
 inline float __fadd_rn(float a, float b) { return a + b; }
 inline float __fmul_rn(float a, float b) { return a * b; }
 inline float __fdiv_rn(float a, float b) { return a / b; }
+inline unsigned __float_as_uint(float f) { unsigned u; memcpy(&u, &f, sizeof u); return u; }
+inline float __uint_as_float(unsigned u) { float f; memcpy(&f, &u, sizeof f); return f; }
 
 /* The emulator's state: the kernel running now, its threads as coroutines
  * (ucontext) on one host thread, what each thread waits at, and which

@@ -1,7 +1,11 @@
 /* emu_gemm.c — rn_cuda_gemm.h on the host for the emulated GPU trainer
  * (tests/cuda/emu/cuda_runtime.h): the same row-major products, float
- * accumulation in index order. */
+ * accumulation in index order; the bf16 products widen their operands
+ * (exactly) and run the same loops, FP32 accumulation as the tensor cores. */
+#include "rn_bf16.h"
 #include "rn_cuda_gemm.h"
+
+#include <stdlib.h>
 
 int rn_cu_gemm_init(void) { return 0; }
 
@@ -40,4 +44,45 @@ int rn_cu_matmul_dw(float *dW, const float *dout, const float *in, int n, int I,
             dW[(long long)o * I + i] += s;
         }
     return 0;
+}
+
+/* One bf16 product: widen both operands into scratch, then the fp32 loop. */
+typedef int (*emu_f32_product)(float *, const float *, const float *, int, int, int, int);
+
+static int emu_bf16(emu_f32_product f, float *out, const uint16_t *a, long long na, const uint16_t *b,
+                    long long nb, int n, int I, int O, int acc)
+{
+    float *wa = malloc(sizeof(float) * (size_t)(na ? na : 1)), *wb = malloc(sizeof(float) * (size_t)(nb ? nb : 1));
+    if (!wa || !wb) {
+        free(wa);
+        free(wb);
+        return 1;
+    }
+    rn_bf16_widen(wa, a, (size_t)na);
+    rn_bf16_widen(wb, b, (size_t)nb);
+    int rc = f(out, wa, wb, n, I, O, acc);
+    free(wa);
+    free(wb);
+    return rc;
+}
+
+int rn_cu_matmul_bf16(float *out, const uint16_t *in, const uint16_t *W, int n, int I, int O, int acc)
+{
+    return emu_bf16(rn_cu_matmul, out, in, (long long)n * I, W, (long long)O * I, n, I, O, acc);
+}
+
+int rn_cu_matmul_din_bf16(float *din, const uint16_t *dout, const uint16_t *W, int n, int I, int O, int acc)
+{
+    return emu_bf16(rn_cu_matmul_din, din, dout, (long long)n * O, W, (long long)O * I, n, I, O, acc);
+}
+
+static int emu_dw(float *dW, const float *dout, const float *in, int n, int I, int O, int acc)
+{
+    (void)acc;
+    return rn_cu_matmul_dw(dW, dout, in, n, I, O);
+}
+
+int rn_cu_matmul_dw_bf16(float *dW, const uint16_t *dout, const uint16_t *in, int n, int I, int O)
+{
+    return emu_bf16(emu_dw, dW, dout, (long long)n * O, in, (long long)n * I, n, I, O, 1);
 }

@@ -6,11 +6,15 @@
  * one warp over the warps' sums) against the CPU layer (rn_rmsnorm.c). */
 #include <cuda_runtime.h>
 #include <math.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include <CUnit/Basic.h>
 
+#include "rn_cuda_bf16.cuh"
 #include "rn_cuda_rmsnorm.cuh"
 extern "C" {
+#include "rn_bf16.h"
 #include "rn_layers.h"
 #include "emu_layers.h"
 }
@@ -93,8 +97,31 @@ static void test_rmsnorm(void)
     CU_ASSERT_EQUAL(bad, 0);
 }
 
+/* The device conversion to bf16 equals rn_bf16_from_f32 bit for bit: every
+ * bf16 value, every value halfway between two (ties to even), one ulp on
+ * either side of each halfway point, infinities and NaNs. */
+static void test_to_bf16(void)
+{
+    const int64_t n = 65536 * 4;
+    float *src = (float *)malloc(sizeof(float) * n);
+    uint16_t *dst = (uint16_t *)malloc(sizeof(uint16_t) * n);
+    CU_ASSERT_FATAL(src && dst);
+    for (int64_t i = 0; i < 65536; i++) {
+        const uint32_t half = ((uint32_t)i << 16) | 0x8000u;
+        const uint32_t u[4] = { (uint32_t)i << 16, half, half - 1, half + 1 };
+        for (int j = 0; j < 4; j++) memcpy(&src[i * 4 + j], &u[j], sizeof(float));
+    }
+    EMU_LAUNCH(rn_cu_k_to_bf16, (unsigned)((n + 255) / 256), 256)(dst, (const float *)src, n);
+    int64_t bad = 0;
+    for (int64_t i = 0; i < n; i++) bad += dst[i] != rn_bf16_from_f32(src[i]);
+    CU_ASSERT_EQUAL(bad, 0);
+    free(src);
+    free(dst);
+}
+
 extern "C" void rn_cuda_emu_layer_tests(CU_pSuite s)
 {
     CU_add_test(s, "emulated warp shuffles and block sum (three warps)", test_shuffles);
     CU_add_test(s, "shared RMSNorm kernels, 8 warps a block == CPU RMSNorm", test_rmsnorm);
+    CU_add_test(s, "device FP32 -> bf16 == rn_bf16_from_f32 on every bf16 value and tie", test_to_bf16);
 }
