@@ -686,7 +686,11 @@ extern "C" int rn_cuda_trainer_backward(rn_cuda_trainer *tr, double scale, rn_er
         GEMM_TRY(rn_cu_matmul_dw(gl->wv, tr->dv, a->h1, n, D, hdv));
         rmsnorm_backward(tr->dres, gl->attn_norm, tr->dh, a->x, lw->attn_norm, a->rstd1, n, D);
     }
-    k_embed_backward<<<blocks(D, NT), NT>>>(gw->embed, tr->dres, tr->tokens, n, D);
+    /* the embedding gradient: the rows sorted by token (the scan's scratch
+     * is free by now), then one thread per (token, column) */
+    const seg_dims rows = { 1, n, 1, 1, 1, 1, 0.f, 0.f, 0.f, 0.f };
+    seg_sort(sx.rk, sx.rv, sx.k2, sx.v2, (const uint32_t *)tr->tokens, &rows, 1);
+    k_embed_backward<<<blocks((int64_t)n * D, NT), NT>>>(gw->embed, tr->dres, sx.rk, sx.rv, n, D);
     CU_TRY(cudaGetLastError());
     return RN_OK;
 }
