@@ -17,6 +17,9 @@
  *     and checkpoints) with device = cuda: its step losses track the CPU
  *     run's, and a checkpoint written on either device resumes on the
  *     other to the same losses; the text task's losses track the CPU's.
+ * And the training scan alone (rn_cuda_pdma_train_run) against the CPU's
+ * rn_pdma_train_forward/_backward on hot and cold slots: the same floats
+ * (test_pdma_scan).
  * Summary line: "cuda train parity: N tensors, worst gradient relative
  * error E; 20-step loss max diff D".
  */
