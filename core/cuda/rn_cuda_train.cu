@@ -34,6 +34,7 @@ extern "C" {
 #include "rn_params.h"
 #include "rn_labels.h"
 }
+#include "rn_cuda_addrwarp.cuh"
 #include "rn_cuda_embed.cuh"
 #include "rn_cuda_gemm.h"
 #include "rn_cuda_pdma.cuh"
@@ -93,6 +94,8 @@ struct rn_cuda_trainer {
     uint32_t *sk2, *sv2, *srk, *srv, *sinv; /* the scan's scratch (seg_scratch) */
     float *sgs, *sq;
     double *red;             /* [RED_BLOCKS] partial sums */
+    double *alse;            /* [n,H,U] the decoder's chunk log-sum-exps */
+    int64_t *pos0;           /* 0: the warp decoder's first position (CAPE is applied after it) */
     void *mem;
     size_t bytes;
     /* host side */
@@ -131,11 +134,13 @@ template <typename T> __device__ static void block_sum(T *part)
 }
 
 /* ---- address decoding (training) ----
- * forward:  a[n,H·dk] → addr, slot, w [n,H,K]: one thread per (row, head);
- *           the exact top-K of rn_cuda_topk.h, then each weight recomputed
- *           unquantised as exp(Σ_u log p_u[i_u]) (rn_address_train_forward;
- *           keys wider than 1024 keep the decoder's weights, as the CPU);
- *           CAPE at position r mod T.
+ * forward:  a[n,H·dk] → addr, slot, w [n,H,K]: the exact top-K of
+ *           rn_cuda_topk.h — by the warp decoder (rn_cuda_addrwarp.cuh,
+ *           one warp per (row, head)) within its limits, else one thread
+ *           per (row, head) — then each weight recomputed unquantised as
+ *           exp(Σ_u log p_u[i_u]) (rn_address_train_forward; keys wider
+ *           than 1024 keep the decoder's weights, as the CPU); CAPE at
+ *           position r mod T.
  * backward: dw[n,H,K] → da[n,H·dk] (set): one thread per (row, head,
  *           element), da_u[j] = scale·(Σ_{k: i_u^k = j} G_k − p_u[j]·ΣG),
  *           G_k = dw_k·w_k; then dα[H] += Σ da·a, one block per head. */
@@ -167,6 +172,39 @@ __global__ void k_address_train_forward(uint32_t *addr_out, uint32_t *slot, floa
         addr_out[(int64_t)i * K + j] = addr[j];
         slot[(int64_t)i * K + j] = cape ? rn_cu_cape(addr[j], t, M) : addr[j];
     }
+}
+
+/* The warp decoder's path (rn_cuda_addrwarp.cuh gives the addresses):
+ * each chunk's log-sum-exp, one thread per (row, head, chunk), then one
+ * thread per (row, head, rank) recomputes that address's weight
+ * unquantised, exp(Σ_u (scale·a_u[i_u] − lse_u)) in chunk order, and its
+ * slot (CAPE at position r mod T) — k_address_train_forward's arithmetic,
+ * spread over the ranks. */
+__global__ void k_address_lse(double *lse, const float *a, const float *alpha, int n, int H, int U, int dp,
+                              float tau)
+{
+    const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= (int64_t)n * H * U) return;
+    const int h = (int)(i / U % H);
+    const double scale = exp((double)alpha[h]) / (double)tau;
+    lse[i] = rn_cu_chunk_lse(a + i * dp, dp, scale); /* a + ((r·H + h)·U + u)·dp */
+}
+
+__global__ void k_address_train_weights(uint32_t *slot, float *w, const uint32_t *addr, const float *a,
+                                        const double *lse, const float *alpha, int n, int T, int H, int U,
+                                        int dp, int K, float tau, uint64_t cape_mask, int64_t M)
+{
+    const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= (int64_t)n * H * K) return;
+    const int64_t rh = i / K, r = rh / H;
+    const int h = (int)(rh % H), dk = U * dp;
+    const double scale = exp((double)alpha[h]) / (double)tau;
+    const float *ah = a + rh * dk;
+    const uint32_t ad = addr[i];
+    double s = 0;
+    for (int u = 0; u < U; u++) s += scale * (double)ah[(int64_t)u * dp + t_digit(ad, u, U, dp)] - lse[rh * U + u];
+    w[i] = (float)exp(s);
+    slot[i] = (cape_mask >> h) & 1u ? rn_cu_cape(ad, r % T, M) : ad;
 }
 
 __global__ void k_address_backward(float *da, const float *dw, const float *a, const uint32_t *addr,
@@ -428,6 +466,8 @@ static void carve_all(rn_cuda_trainer *tr, carver *cv)
     tr->sinv = take<uint32_t>(cv, n * H * K); tr->sgs = take<float>(cv, n * H * K * (dv + 1));
     tr->sq = take<float>(cv, n * H * Kr);
     tr->red = take<double>(cv, RED_BLOCKS);
+    tr->alse = take<double>(cv, n * H * c->order);
+    tr->pos0 = take<int64_t>(cv, 1);
 }
 
 extern "C" int rn_cuda_trainer_create(rn_cuda_trainer **out, const rn_model *m, int max_rows, int max_lab,
@@ -490,6 +530,7 @@ extern "C" int rn_cuda_trainer_create(rn_cuda_trainer **out, const rn_model *m, 
     if (e == cudaSuccess) e = cudaMemset(tr->grad, 0, nbb);
     if (e == cudaSuccess) e = cudaMemset(tr->m1, 0, nbb);
     if (e == cudaSuccess) e = cudaMemset(tr->m2, 0, nbb);
+    if (e == cudaSuccess) e = cudaMemset(tr->pos0, 0, sizeof(int64_t));
     if (e == cudaSuccess) e = cudaDeviceSynchronize();
     if (e != cudaSuccess) {
         int rc = rn_seterr(err, RN_EINTERNAL, "CUDA: %s setting up the GPU trainer", cudaGetErrorString(e));
@@ -555,13 +596,24 @@ static void rmsnorm_backward(float *dx, float *dg, const float *dout, const floa
     k_rmsnorm_backward_dg<<<blocks(D, RN_CUDA_DG_COLS), NT>>>(dg, dout, x, rstd, n, D);
 }
 
-/* Training decoder of n rows (K addresses per head) into addr/slot/w. */
+/* Training decoder of n rows (K addresses per head) into addr/slot/w: the
+ * warp decoder (one warp per (row, head)) where its limits allow, then
+ * the weights and slots per rank; else one thread per (row, head). */
 static void address_forward(const rn_cuda_trainer *tr, uint32_t *addr, uint32_t *slot, float *w,
                             const float *a, const float *alpha, int K, uint64_t cape_mask, int n)
 {
     const rn_config *c = &tr->c;
-    k_address_train_forward<<<blocks((int64_t)n * c->n_heads, 64), 64>>>(
-        addr, slot, w, a, alpha, n, tr->T, c->n_heads, c->order, c->d_p, K, c->tau, cape_mask, tr->M);
+    const int H = c->n_heads, U = c->order, dp = c->d_p, kc = K < dp ? K : dp;
+    if (U * dp <= AW_MAXUD && K * kc <= AW_MAXC) {
+        const addr_job j = { addr, slot, w, a, alpha }; /* slots without CAPE: set below */
+        const dim3 grid(blocks((int64_t)n * H, AW_WARPS), 1);
+        k_address_warp<<<grid, 32 * AW_WARPS>>>(j, j, n, H, U, dp, K, c->tau, 0, tr->pos0, tr->M);
+        k_address_lse<<<blocks((int64_t)n * H * U, NT), NT>>>(tr->alse, a, alpha, n, H, U, dp, c->tau);
+        k_address_train_weights<<<blocks((int64_t)n * H * K, NT), NT>>>(slot, w, addr, a, tr->alse, alpha, n, tr->T, H, U, dp, K, c->tau, cape_mask, tr->M);
+    } else {
+        k_address_train_forward<<<blocks((int64_t)n * H, 64), 64>>>(
+            addr, slot, w, a, alpha, n, tr->T, H, U, dp, K, c->tau, cape_mask, tr->M);
+    }
 }
 
 static void address_backward(const rn_cuda_trainer *tr, float *da, float *dalpha, const float *dw,

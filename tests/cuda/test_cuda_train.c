@@ -50,6 +50,7 @@ static const tshape g_tshapes[] = {
     { 2, 8, 4, 4, 0, 1, 1.0f },  { 2, 8, 4, 2, 1, 1, 0.5f }, /* reads' K below the writes' */
     { 3, 4, 8, 8, 1, 0, 0.0f },  { 3, 4, 8, 16, 0, 0, 2.0f }, /* reads' K above (annealing) */
     { 1, 16, 4, 4, 1, 0, 0.5f }, { 4, 4, 16, 16, 1, 1, 2.0f },
+    { 1, 256, 4, 4, 1, 0, 1.0f }, /* keys wider than the warp decoder's: the thread-per-key one */
 };
 #define N_TSHAPES (int)(sizeof g_tshapes / sizeof g_tshapes[0])
 
