@@ -9,11 +9,12 @@
  * rn_adamw.c.  The layers the inference runtime (rn_cuda.cu) has too keep
  * their kernels in one header per layer that both include:
  * rn_cuda_embed.cuh, rn_cuda_rmsnorm.cuh, rn_cuda_swiglu.cuh and
- * rn_cuda_pdma.cuh (the decay, a write, a read, a step's writes and
- * reads); the decoder's arithmetic is rn_cuda_topk.h's.  Every matrix
+ * rn_cuda_pdma.cuh (the decay, a write, a read); the decoder's arithmetic
+ * is rn_cuda_topk.h's.  The PDMA scan runs parallel over (sequence, head,
+ * slot) segments (rn_cuda_segtrain.cuh).  Every matrix
  * product goes through rn_cuda_gemm.h.  Where the CPU reduces serially
- * (the embedding gradient) the GPU does the same sum in the same order,
- * one thread per column; where the CPU reduces in double (RMSNorm's sums,
+ * (the embedding gradient, the scan's sums) the GPU does the same sum in
+ * the same order; where the CPU reduces in double (RMSNorm's sums,
  * dα, the gradient norm) the GPU reduces in double in a fixed tree order.
  * All buffers are carved from one cudaMalloc at create; nothing allocates
  * per step.
@@ -33,10 +34,12 @@ extern "C" {
 #include "rn_params.h"
 #include "rn_labels.h"
 }
+#include "rn_cuda_addrwarp.cuh"
 #include "rn_cuda_embed.cuh"
 #include "rn_cuda_gemm.h"
 #include "rn_cuda_pdma.cuh"
 #include "rn_cuda_rmsnorm.cuh"
+#include "rn_cuda_segtrain.cuh"
 #include "rn_cuda_swiglu.cuh"
 #include "rn_cuda_topk.h"
 #include "rn_cuda_train.h"
@@ -63,7 +66,8 @@ typedef struct {
     float *v, *o;          /* [n,H·dv] */
     uint32_t *raddr, *rslot, *waddr, *wslot; /* [n,H,Kr], [n,H,K] */
     float *rw, *ww;        /* [n,H,Kr], [n,H,K] */
-    float *wsave, *rsave;  /* [B,H,T,K,dv+1], [B,H,T,Kr,dv+1] */
+    uint32_t *skey, *sval, *ssee; /* the scan's saves (seg_saved): [B·H·T·K] ×2, [n,H,Kr] */
+    float *sst;            /* [B·H·T·K, dv+1] */
     float *xm;             /* [n,D] after the attention residual */
     float *h2, *rstd2;     /* [n,D], [n] */
     float *g, *u, *a;      /* [n,F] */
@@ -75,7 +79,6 @@ struct rn_cuda_trainer {
     int max_rows, max_lab;
     int kw_max, kr_max;      /* room for the writes' and the reads' K */
     int Kr;                  /* the reads' current K */
-    int n_par;               /* concurrent PDMA scans: dense states in Sz, dSz */
     double eps_g;
     int B, T, n_lab;
     double loss_sum;
@@ -88,8 +91,11 @@ struct rn_cuda_trainer {
     double *nll;             /* [max_lab] −log p(target) */
     uint8_t *correct;        /* [max_lab] */
     float *dres, *dh, *dq, *dk, *dv, *dout, *dg, *du, *da, *dww, *drw, *dhsel;
-    float *Sz, *dSz;         /* [n_par, M·(dv+1)]: S then z per scan */
+    uint32_t *sk2, *sv2, *srk, *srv, *sinv; /* the scan's scratch (seg_scratch) */
+    float *sgs, *sq;
     double *red;             /* [RED_BLOCKS] partial sums */
+    double *alse;            /* [n,H,U] the decoder's chunk log-sum-exps */
+    int64_t *pos0;           /* 0: the warp decoder's first position (CAPE is applied after it) */
     void *mem;
     size_t bytes;
     /* host side */
@@ -128,11 +134,13 @@ template <typename T> __device__ static void block_sum(T *part)
 }
 
 /* ---- address decoding (training) ----
- * forward:  a[n,H·dk] → addr, slot, w [n,H,K]: one thread per (row, head);
- *           the exact top-K of rn_cuda_topk.h, then each weight recomputed
- *           unquantised as exp(Σ_u log p_u[i_u]) (rn_address_train_forward;
- *           keys wider than 1024 keep the decoder's weights, as the CPU);
- *           CAPE at position r mod T.
+ * forward:  a[n,H·dk] → addr, slot, w [n,H,K]: the exact top-K of
+ *           rn_cuda_topk.h — by the warp decoder (rn_cuda_addrwarp.cuh,
+ *           one warp per (row, head)) within its limits, else one thread
+ *           per (row, head) — then each weight recomputed unquantised as
+ *           exp(Σ_u log p_u[i_u]) (rn_address_train_forward; keys wider
+ *           than 1024 keep the decoder's weights, as the CPU); CAPE at
+ *           position r mod T.
  * backward: dw[n,H,K] → da[n,H·dk] (set): one thread per (row, head,
  *           element), da_u[j] = scale·(Σ_{k: i_u^k = j} G_k − p_u[j]·ΣG),
  *           G_k = dw_k·w_k; then dα[H] += Σ da·a, one block per head. */
@@ -164,6 +172,39 @@ __global__ void k_address_train_forward(uint32_t *addr_out, uint32_t *slot, floa
         addr_out[(int64_t)i * K + j] = addr[j];
         slot[(int64_t)i * K + j] = cape ? rn_cu_cape(addr[j], t, M) : addr[j];
     }
+}
+
+/* The warp decoder's path (rn_cuda_addrwarp.cuh gives the addresses):
+ * each chunk's log-sum-exp, one thread per (row, head, chunk), then one
+ * thread per (row, head, rank) recomputes that address's weight
+ * unquantised, exp(Σ_u (scale·a_u[i_u] − lse_u)) in chunk order, and its
+ * slot (CAPE at position r mod T) — k_address_train_forward's arithmetic,
+ * spread over the ranks. */
+__global__ void k_address_lse(double *lse, const float *a, const float *alpha, int n, int H, int U, int dp,
+                              float tau)
+{
+    const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= (int64_t)n * H * U) return;
+    const int h = (int)(i / U % H);
+    const double scale = exp((double)alpha[h]) / (double)tau;
+    lse[i] = rn_cu_chunk_lse(a + i * dp, dp, scale); /* a + ((r·H + h)·U + u)·dp */
+}
+
+__global__ void k_address_train_weights(uint32_t *slot, float *w, const uint32_t *addr, const float *a,
+                                        const double *lse, const float *alpha, int n, int T, int H, int U,
+                                        int dp, int K, float tau, uint64_t cape_mask, int64_t M)
+{
+    const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= (int64_t)n * H * K) return;
+    const int64_t rh = i / K, r = rh / H;
+    const int h = (int)(rh % H), dk = U * dp;
+    const double scale = exp((double)alpha[h]) / (double)tau;
+    const float *ah = a + rh * dk;
+    const uint32_t ad = addr[i];
+    double s = 0;
+    for (int u = 0; u < U; u++) s += scale * (double)ah[(int64_t)u * dp + t_digit(ad, u, U, dp)] - lse[rh * U + u];
+    w[i] = (float)exp(s);
+    slot[i] = (cape_mask >> h) & 1u ? rn_cu_cape(ad, r % T, M) : ad;
 }
 
 __global__ void k_address_backward(float *da, const float *dw, const float *a, const uint32_t *addr,
@@ -202,167 +243,78 @@ __global__ void k_alpha_backward(float *dalpha, const float *da, const float *a,
     if (threadIdx.x == 0) dalpha[h] += (float)part[0];
 }
 
-/* ---- PDMA (training) ----
- * One block per (sequence b, head h), bh = b·H + h, strided over gridDim.x
- * blocks that each own one dense state (S[M,dv] then z[M]) in the scratch;
- * thread c < dv owns value column c, thread dv owns z; steps in order.
+/* ---- PDMA (training): the segment-parallel scan ----
+ * Kernels in rn_cuda_segtrain.cuh (the algorithm, and why it gives the
+ * CPU's floats); here the launches.  Per layer the forward saves, for
+ * the backward, the writes sorted by slot within each (sequence, head)
+ * (key = slot, val = event t·Kw + j), the state after each write in that
+ * order (st) and which state each read saw (see).
  * forward:  v[n,H·dv], writes wslot/ww [n,H,Kw], reads rslot/rw [n,H,Kr]
- *           → o[n,H·dv], wsave [B,H,T,Kw,dv+1] (pre-write row and z of each
- *           written slot), rsave [B,H,T,Kr,dv+1] (row and z of each read
- *           slot at read time).  The K slots of one step are distinct (top-K
- *           addresses are distinct; CAPE is a rotation), so a step's writes
- *           touch disjoint rows and each thread may apply them in rank order.
- * backward: dout [n,H·dv] → dv [n,H·dv] (set), dww [n,H,Kw], drw [n,H,Kr]
- *           (set), through dense gradient accumulators dS, dz (zero on entry,
- *           zeroed again on return), as rn_pdma_train_backward.
- * The forward's writes and reads are rn_cuda_pdma.cuh's, shared with the
- * inference scan: the CPU's rounding (no FMA contraction). */
-__global__ void k_pdma_train_forward(float *o, float *wsave, float *rsave, float *Sz, const float *v,
-                                     const uint32_t *wslot, const float *ww, const uint32_t *rslot,
-                                     const float *rw, int B, int T, int H, int Kw, int Kr, int dv,
-                                     int64_t M, float gamma, float eps)
+ *           → o[n,H·dv] and the saves;
+ * backward: dout [n,H·dv] → dv [n,H·dv], dww [n,H,Kw], drw [n,H,Kr] (set),
+ *           as rn_pdma_train_backward.
+ * Each step is one launch over all B·H runs; the sorts take
+ * ⌈log2 T⌉ merge passes after a per-row sort. */
+
+/* What the forward keeps of one layer's scan (layer_acts). */
+typedef struct {
+    uint32_t *key, *val; /* [B·H·T·Kw] sorted writes: slot, event */
+    uint32_t *see;       /* [n,H,Kr] 1 + the sorted position each read saw, 0: the reset state */
+    float *st;           /* [B·H·T·Kw, dv+1] the slot's row [S, z] after each sorted write */
+} seg_saved;
+
+/* Scratch of the sorts and the backward, shared by the layers. */
+typedef struct {
+    uint32_t *k2, *v2;   /* [n·H·max(Kw, Kr)] the sorts' other buffers */
+    uint32_t *rk, *rv;   /* [n·H·Kr] the reads sorted by the state they saw */
+    uint32_t *inv;       /* [n·H·Kw] sorted position of each write event */
+    float *gs;           /* [n·H·Kw, dv+1] gradient after each sorted write */
+    float *q;            /* [n·H·Kr] what each read takes from dz */
+} seg_scratch;
+
+/* A scan's sizes and constants. */
+typedef struct { int B, T, H, Kw, Kr, dv; float z0, gamma, eps, eps_g; } seg_dims;
+
+/* Sorts each (sequence, head) run of T rows × K keys (src in the [B·T,
+ * H, K] layout) stably by key into key/val (val: the event t·K + j), with
+ * k2/v2 as the other buffer of the merge passes. */
+static void seg_sort(uint32_t *key, uint32_t *val, uint32_t *k2, uint32_t *v2, const uint32_t *src,
+                     const seg_dims *d, int K)
 {
-    __shared__ uint32_t s_ws[RN_CUDA_MAX_K], s_rs[RN_CUDA_MAX_K];
-    __shared__ float s_ww[RN_CUDA_MAX_K], s_rw[RN_CUDA_MAX_K];
-    const int c = threadIdx.x;
-    const size_t rs = (size_t)dv + 1, vstride = (size_t)H * dv, wstride = (size_t)H * Kw,
-                 rstride = (size_t)H * Kr;
-    float *S = Sz + (size_t)blockIdx.x * (size_t)M * rs, *z = S + (size_t)M * dv;
-    const float z0 = (float)(1.0 / (double)M);
-    for (int bh = blockIdx.x; bh < B * H; bh += gridDim.x) {
-        const int b = bh / H, h = bh % H;
-        const size_t r0 = (size_t)b * T;
-        const float *vb = v + r0 * vstride + (size_t)h * dv;
-        float *ob = o + r0 * vstride + (size_t)h * dv;
-        const uint32_t *wsb = wslot + (r0 * H + h) * Kw, *rsb = rslot + (r0 * H + h) * Kr;
-        const float *wwb = ww + (r0 * H + h) * Kw, *rwb = rw + (r0 * H + h) * Kr;
-        float *wsv = wsave + ((size_t)b * H + h) * T * Kw * rs, *rsv = rsave + ((size_t)b * H + h) * T * Kr * rs;
-        for (int t = 0; t < T; t++) {
-            const uint32_t *ws = wsb + t * wstride, *rsl = rsb + t * rstride;
-            const float *wt = wwb + t * wstride, *rt = rwb + t * rstride, *vt = vb + t * vstride;
-            /* the step's slots and weights, staged once for every thread */
-            for (int j = c; j < Kw; j += blockDim.x) { s_ws[j] = ws[j]; s_ww[j] = wt[j]; }
-            for (int j = c; j < Kr; j += blockDim.x) { s_rs[j] = rsl[j]; s_rw[j] = rt[j]; }
-            __syncthreads();
-            /* the writes (rn_cuda_pdma.cuh), saving each pre-write row */
-            rn_cu_pdma_write(S, z, s_ws, s_ww, Kw, c, dv, c < dv ? vt[c] : 0.0f, gamma, wsv + (size_t)t * Kw * rs);
-            __syncthreads(); /* z of the written slots, for the read */
-            const float acc = rn_cu_pdma_read(S, z, s_rs, s_rw, Kr, c, dv, eps, rsv + (size_t)t * Kr * rs);
-            if (c < dv) ob[t * vstride + c] = acc;
-            __syncthreads(); /* the reads of z (and the staged slots) before the next step's writes */
-        }
-        /* back to the reset state: only the written slots changed */
-        for (int t = 0; t < T; t++)
-            for (int j = 0; j < Kw; j++) {
-                const uint32_t s = wsb[t * wstride + j];
-                if (c < dv) S[(size_t)s * dv + c] = 0;
-                else z[s] = z0;
-            }
-        __syncthreads();
+    const int64_t L = (int64_t)d->T * K, runs = (int64_t)d->B * d->H;
+    int passes = 0;
+    for (int64_t w = K; w < L; w *= 2) passes++;
+    uint32_t *ka = passes % 2 ? k2 : key, *va = passes % 2 ? v2 : val; /* so the last pass ends in key */
+    uint32_t *kb = passes % 2 ? key : k2, *vb = passes % 2 ? val : v2;
+    k_sg_row_sort<<<blocks(runs * d->T, NT), NT>>>(ka, va, src, d->B, d->T, d->H, K);
+    for (int64_t w = K; w < L; w *= 2) {
+        k_sg_merge<<<blocks(runs * L, NT), NT>>>(kb, vb, ka, va, runs, L, w);
+        uint32_t *t = ka; ka = kb; kb = t;
+        t = va; va = vb; vb = t;
     }
 }
 
-__global__ void k_pdma_train_backward(float *dv_out, float *dww, float *drw, float *dSz,
-                                      const float *dout, const float *wsave, const float *rsave,
-                                      const float *v, const uint32_t *wslot, const float *ww,
-                                      const uint32_t *rslot, const float *rw, int B, int T, int H,
-                                      int Kw, int Kr, int dv, int64_t M, float gamma, float eps,
-                                      float eps_g)
+static void seg_forward(const seg_dims *d, const seg_saved *s, const seg_scratch *x, float *o,
+                        const float *v, const uint32_t *wslot, const float *ww, const uint32_t *rslot,
+                        const float *rw)
 {
-    __shared__ float s_dot[RN_CUDA_MAX_K], s_dz[RN_CUDA_MAX_K];
-    const int c = threadIdx.x;
-    const size_t rs = (size_t)dv + 1, vstride = (size_t)H * dv, wstride = (size_t)H * Kw,
-                 rstride = (size_t)H * Kr;
-    float *dS = dSz + (size_t)blockIdx.x * (size_t)M * rs, *dz = dS + (size_t)M * dv;
-    for (int bh = blockIdx.x; bh < B * H; bh += gridDim.x) {
-        const int b = bh / H, h = bh % H;
-        const size_t r0 = (size_t)b * T, vo = r0 * vstride + (size_t)h * dv;
-        const uint32_t *wsb = wslot + (r0 * H + h) * Kw, *rsb = rslot + (r0 * H + h) * Kr;
-        const float *wwb = ww + (r0 * H + h) * Kw, *rwb = rw + (r0 * H + h) * Kr;
-        float *dwb = dww + (r0 * H + h) * Kw, *drb = drw + (r0 * H + h) * Kr;
-        const float *wsv = wsave + ((size_t)b * H + h) * T * Kw * rs,
-                    *rsv = rsave + ((size_t)b * H + h) * T * Kr * rs;
-        for (int t = T - 1; t >= 0; t--) {
-            const uint32_t *ws = wsb + t * wstride, *rsl = rsb + t * rstride;
-            const float *wt = wwb + t * wstride, *rt = rwb + t * rstride;
-            const float *vt = v + vo + t * vstride, *go = dout + vo + t * vstride;
-            float *dvt = dv_out + vo + t * vstride, *dwt = dwb + t * wstride, *drt = drb + t * rstride;
-            /* the read: o = Σ_j r_j·S[s_j]/(z[s_j] + eps).  The Kr dots
-             * ⟨dout, saved row⟩ are spread over the threads (thread j takes
-             * dot j, summed in the CPU's order), not all left to one. */
-            for (int j = c; j < Kr; j += blockDim.x) {
-                const float *sv = rsv + ((size_t)t * Kr + j) * rs;
-                float dot = 0;
-                for (int i = 0; i < dv; i++) dot += go[i] * sv[i];
-                s_dot[j] = dot;
-            }
-            __syncthreads();
-            for (int j = 0; j < Kr; j++) {
-                const float *sv = rsv + ((size_t)t * Kr + j) * rs;
-                const uint32_t s = rsl[j];
-                const float zz = sv[dv] + eps, k = rt[j] / zz;
-                if (c < dv) {
-                    dS[(size_t)s * dv + c] += k * go[c];
-                } else {
-                    const float dot = s_dot[j];
-                    drt[j] = dot / zz;
-                    dz[s] -= k * dot / zz;
-                }
-            }
-            __syncthreads(); /* dS of the read slots, for the writes' dots */
-            /* the writes: S' = d·S + w·v, z' = d·z + w.  Distinct slots:
-             * each rank's dots read rows no other rank of this step changes,
-             * so all dots come before all decays, and rank j's (thread j's)
-             * dots and dz update touch only slot s_j. */
-            if (c < dv) {
-                float acc = 0;
-                for (int j = Kw - 1; j >= 0; j--) acc += wt[j] * dS[(size_t)ws[j] * dv + c];
-                dvt[c] = acc;
-            }
-            for (int j = c; j < Kw; j += blockDim.x) {
-                const float *sv = wsv + ((size_t)t * Kw + j) * rs;
-                const float w = wt[j], d = rn_cu_decay(w, gamma), dd = rn_cu_decay_grad(w, gamma, eps_g);
-                const float *g = dS + (size_t)ws[j] * dv;
-                const float gz = dz[ws[j]];
-                float dsv = 0, dss = 0;
-                for (int i = 0; i < dv; i++) {
-                    dsv += g[i] * vt[i];
-                    dss += g[i] * sv[i];
-                }
-                dwt[j] = dsv + gz + dd * (dss + gz * sv[dv]);
-                s_dz[j] = d * gz; /* stored after the barrier: thread dv reads dz above */
-            }
-            __syncthreads();
-            for (int j = c; j < Kw; j += blockDim.x) dz[ws[j]] = s_dz[j];
-            __syncthreads(); /* the dots read dS before the decays change it */
-            if (c < dv)
-                for (int j = Kw - 1; j >= 0; j--) dS[(size_t)ws[j] * dv + c] *= rn_cu_decay(wt[j], gamma);
-            __syncthreads();
-        }
-        /* zero the touched accumulators again */
-        for (int t = 0; t < T; t++) {
-            for (int j = 0; j < Kw; j++) {
-                const uint32_t s = wsb[t * wstride + j];
-                if (c < dv) dS[(size_t)s * dv + c] = 0;
-                else dz[s] = 0;
-            }
-            for (int j = 0; j < Kr; j++) {
-                const uint32_t s = rsb[t * rstride + j];
-                if (c < dv) dS[(size_t)s * dv + c] = 0;
-                else dz[s] = 0;
-            }
-        }
-        __syncthreads();
-    }
+    const int64_t nw = (int64_t)d->B * d->T * d->H * d->Kw, nr = (int64_t)d->B * d->T * d->H * d->Kr;
+    seg_sort(s->key, s->val, x->k2, x->v2, wslot, d, d->Kw);
+    k_sg_walk<<<blocks(nw * (d->dv + 1), NT), NT>>>(s->st, s->key, s->val, ww, v, d->B, d->T, d->H, d->Kw, d->dv, d->z0, d->gamma);
+    k_sg_find<<<blocks(nr, NT), NT>>>(s->see, s->key, s->val, rslot, d->B, d->T, d->H, d->Kw, d->Kr);
+    k_sg_read<<<blocks((int64_t)d->B * d->T * d->H * d->dv, NT), NT>>>(o, s->st, s->see, rw, d->B, d->T, d->H, d->Kw, d->Kr, d->dv, d->z0, d->eps);
 }
 
-/* S = 0, z = 1/M (forward states) or 0 (gradient accumulators), for every
- * one of the n_par scans. */
-__global__ void k_state_reset(float *Sz, int n_par, int64_t M, int dv, float z0)
+static void seg_backward(const seg_dims *d, const seg_saved *s, const seg_scratch *x, float *dv_out,
+                         float *dww, float *drw, const float *dout, const float *v, const float *ww,
+                         const float *rw)
 {
-    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x, per = M * (dv + 1);
-    if (i >= per * n_par) return;
-    Sz[i] = i % per < M * dv ? 0.f : z0;
+    const int64_t nw = (int64_t)d->B * d->T * d->H * d->Kw, nr = (int64_t)d->B * d->T * d->H * d->Kr;
+    k_sg_read_grad<<<blocks(nr, NT), NT>>>(drw, x->q, s->st, s->see, rw, dout, d->B, d->T, d->H, d->Kw, d->Kr, d->dv, d->z0, d->eps);
+    seg_sort(x->rk, x->rv, x->k2, x->v2, s->see, d, d->Kr);
+    k_sg_back_walk<<<blocks(nw * (d->dv + 1), NT), NT>>>(x->gs, s->key, s->val, x->rk, x->rv, s->st, ww, rw, x->q, dout, d->B, d->T, d->H, d->Kw, d->Kr, d->dv, d->gamma, d->eps);
+    k_sg_write_grad<<<blocks(nw, NT), NT>>>(dww, x->inv, x->gs, s->st, s->key, s->val, ww, v, d->B, d->T, d->H, d->Kw, d->dv, d->z0, d->gamma, d->eps_g);
+    k_sg_dv<<<blocks((int64_t)d->B * d->T * d->H * d->dv, NT), NT>>>(dv_out, x->gs, x->inv, ww, d->B, d->T, d->H, d->Kw, d->dv);
 }
 
 /* ---- head and cross-entropy ----
@@ -493,7 +445,8 @@ static void carve_all(rn_cuda_trainer *tr, carver *cv)
         a->raddr = take<uint32_t>(cv, n * H * Kr); a->rslot = take<uint32_t>(cv, n * H * Kr);
         a->waddr = take<uint32_t>(cv, n * H * K); a->wslot = take<uint32_t>(cv, n * H * K);
         a->rw = take<float>(cv, n * H * Kr); a->ww = take<float>(cv, n * H * K);
-        a->wsave = take<float>(cv, n * H * K * (dv + 1)); a->rsave = take<float>(cv, n * H * Kr * (dv + 1));
+        a->skey = take<uint32_t>(cv, n * H * K); a->sval = take<uint32_t>(cv, n * H * K);
+        a->ssee = take<uint32_t>(cv, n * H * Kr); a->sst = take<float>(cv, n * H * K * (dv + 1));
         a->xm = take<float>(cv, n * D); a->h2 = take<float>(cv, n * D); a->rstd2 = take<float>(cv, n);
         a->g = take<float>(cv, n * F); a->u = take<float>(cv, n * F); a->a = take<float>(cv, n * F);
     }
@@ -507,14 +460,15 @@ static void carve_all(rn_cuda_trainer *tr, carver *cv)
     tr->dg = take<float>(cv, n * F); tr->du = take<float>(cv, n * F); tr->da = take<float>(cv, n * F);
     tr->dww = take<float>(cv, n * H * K); tr->drw = take<float>(cv, n * H * Kr);
     tr->dhsel = take<float>(cv, NL * D);
-    tr->Sz = take<float>(cv, (size_t)tr->n_par * (size_t)tr->M * (dv + 1));
-    tr->dSz = take<float>(cv, (size_t)tr->n_par * (size_t)tr->M * (dv + 1));
+    const size_t KK = K > Kr ? K : Kr;
+    tr->sk2 = take<uint32_t>(cv, n * H * KK); tr->sv2 = take<uint32_t>(cv, n * H * KK);
+    tr->srk = take<uint32_t>(cv, n * H * Kr); tr->srv = take<uint32_t>(cv, n * H * Kr);
+    tr->sinv = take<uint32_t>(cv, n * H * K); tr->sgs = take<float>(cv, n * H * K * (dv + 1));
+    tr->sq = take<float>(cv, n * H * Kr);
     tr->red = take<double>(cv, RED_BLOCKS);
+    tr->alse = take<double>(cv, n * H * c->order);
+    tr->pos0 = take<int64_t>(cv, 1);
 }
-
-/* Dense PDMA scratch per concurrent scan is M·(d_v+1) floats, twice
- * (forward state, backward accumulator); at most this many bytes go to it. */
-#define SCAN_SCRATCH_BYTES ((size_t)256 << 20)
 
 extern "C" int rn_cuda_trainer_create(rn_cuda_trainer **out, const rn_model *m, int max_rows, int max_lab,
                                       double eps_g, int kw_max, int kr_max, rn_error *err)
@@ -530,8 +484,6 @@ extern "C" int rn_cuda_trainer_create(rn_cuda_trainer **out, const rn_model *m, 
     if (kw_max > RN_CUDA_MAX_K || kr_max > RN_CUDA_MAX_K)
         return rn_seterr(err, RN_EINPUT, "--device cuda: top-K %d exceeds the GPU decoder's limit of %d",
                          kw_max > kr_max ? kw_max : kr_max, RN_CUDA_MAX_K);
-    if (c->d_v + 1 > 1024)
-        return rn_seterr(err, RN_EINPUT, "--device cuda: d_v %d exceeds the GPU trainer's limit of 1023", c->d_v);
     if (max_rows < 1 || max_lab < 1)
         return rn_seterr(err, RN_EINPUT, "trainer: batch must have at least one row and one label");
     if (!(eps_g >= 0 && eps_g < 1))
@@ -549,12 +501,6 @@ extern "C" int rn_cuda_trainer_create(rn_cuda_trainer **out, const rn_model *m, 
     tr->kr_max = kr_max;
     tr->Kr = c->top_k < kr_max ? c->top_k : kr_max;
     tr->eps_g = eps_g;
-    const size_t per = sizeof(float) * (size_t)M * (c->d_v + 1);
-    int64_t n_par = (int64_t)(SCAN_SCRATCH_BYTES / 2 / per);
-    if (n_par < 1) n_par = 1;
-    if (n_par > (int64_t)max_rows * c->n_heads) n_par = (int64_t)max_rows * c->n_heads;
-    if (n_par > 4096) n_par = 4096;
-    tr->n_par = (int)n_par;
     carver cv = { NULL, 0 };
     carve_all(tr, &cv);
     tr->bytes = cv.off;
@@ -584,12 +530,7 @@ extern "C" int rn_cuda_trainer_create(rn_cuda_trainer **out, const rn_model *m, 
     if (e == cudaSuccess) e = cudaMemset(tr->grad, 0, nbb);
     if (e == cudaSuccess) e = cudaMemset(tr->m1, 0, nbb);
     if (e == cudaSuccess) e = cudaMemset(tr->m2, 0, nbb);
-    if (e == cudaSuccess) {
-        const int64_t all = (int64_t)tr->n_par * M * (c->d_v + 1);
-        k_state_reset<<<blocks(all, NT), NT>>>(tr->Sz, tr->n_par, M, c->d_v, (float)(1.0 / (double)M));
-        k_state_reset<<<blocks(all, NT), NT>>>(tr->dSz, tr->n_par, M, c->d_v, 0.f);
-        e = cudaGetLastError();
-    }
+    if (e == cudaSuccess) e = cudaMemset(tr->pos0, 0, sizeof(int64_t));
     if (e == cudaSuccess) e = cudaDeviceSynchronize();
     if (e != cudaSuccess) {
         int rc = rn_seterr(err, RN_EINTERNAL, "CUDA: %s setting up the GPU trainer", cudaGetErrorString(e));
@@ -628,6 +569,21 @@ extern "C" double rn_cuda_trainer_loss_sum(const rn_cuda_trainer *tr) { return t
 extern "C" const uint8_t *rn_cuda_trainer_correct(const rn_cuda_trainer *tr) { return tr->h_correct; }
 extern "C" const int *rn_cuda_trainer_label_rows(const rn_cuda_trainer *tr) { return tr->h_rows; }
 
+/* The scan's sizes, saves and scratch for a batch of B × T with Kw/Kr. */
+static seg_dims scan_dims(const rn_cuda_trainer *tr, int B, int T, int Kw, int Kr)
+{
+    const rn_config *c = &tr->c;
+    return seg_dims{ B, T, c->n_heads, Kw, Kr, c->d_v, (float)(1.0 / (double)tr->M), c->gamma, c->eps,
+                     (float)tr->eps_g };
+}
+
+static seg_saved scan_saved(const layer_acts *a) { return seg_saved{ a->skey, a->sval, a->ssee, a->sst }; }
+
+static seg_scratch scan_scratch(const rn_cuda_trainer *tr)
+{
+    return seg_scratch{ tr->sk2, tr->sv2, tr->srk, tr->srv, tr->sinv, tr->sgs, tr->sq };
+}
+
 static void rmsnorm_forward(float *out, float *rstd, const float *x, const float *g, int n, int D, float eps)
 {
     k_rmsnorm_forward<<<n, NT>>>(out, rstd, x, g, D, eps);
@@ -640,13 +596,24 @@ static void rmsnorm_backward(float *dx, float *dg, const float *dout, const floa
     k_rmsnorm_backward_dg<<<blocks(D, RN_CUDA_DG_COLS), NT>>>(dg, dout, x, rstd, n, D);
 }
 
-/* Training decoder of n rows (K addresses per head) into addr/slot/w. */
+/* Training decoder of n rows (K addresses per head) into addr/slot/w: the
+ * warp decoder (one warp per (row, head)) where its limits allow, then
+ * the weights and slots per rank; else one thread per (row, head). */
 static void address_forward(const rn_cuda_trainer *tr, uint32_t *addr, uint32_t *slot, float *w,
                             const float *a, const float *alpha, int K, uint64_t cape_mask, int n)
 {
     const rn_config *c = &tr->c;
-    k_address_train_forward<<<blocks((int64_t)n * c->n_heads, 64), 64>>>(
-        addr, slot, w, a, alpha, n, tr->T, c->n_heads, c->order, c->d_p, K, c->tau, cape_mask, tr->M);
+    const int H = c->n_heads, U = c->order, dp = c->d_p, kc = K < dp ? K : dp;
+    if (U * dp <= AW_MAXUD && K * kc <= AW_MAXC) {
+        const addr_job j = { addr, slot, w, a, alpha }; /* slots without CAPE: set below */
+        const dim3 grid(blocks((int64_t)n * H, AW_WARPS), 1);
+        k_address_warp<<<grid, 32 * AW_WARPS>>>(j, j, n, H, U, dp, K, c->tau, 0, tr->pos0, tr->M);
+        k_address_lse<<<blocks((int64_t)n * H * U, NT), NT>>>(tr->alse, a, alpha, n, H, U, dp, c->tau);
+        k_address_train_weights<<<blocks((int64_t)n * H * K, NT), NT>>>(slot, w, addr, a, tr->alse, alpha, n, tr->T, H, U, dp, K, c->tau, cape_mask, tr->M);
+    } else {
+        k_address_train_forward<<<blocks((int64_t)n * H, 64), 64>>>(
+            addr, slot, w, a, alpha, n, tr->T, H, U, dp, K, c->tau, cape_mask, tr->M);
+    }
 }
 
 static void address_backward(const rn_cuda_trainer *tr, float *da, float *dalpha, const float *dw,
@@ -680,7 +647,8 @@ extern "C" int rn_cuda_trainer_forward(rn_cuda_trainer *tr, const int *tokens, c
         CU_TRY(cudaMemcpy(tr->lab_tgt, tr->h_tgt, sizeof(int) * nl, cudaMemcpyHostToDevice));
     }
     k_embed_forward<<<blocks((int64_t)n * D, NT), NT>>>(tr->la[0].x, w->embed, tr->tokens, n, D);
-    const int par = B * H < tr->n_par ? B * H : tr->n_par;
+    const seg_dims sd = scan_dims(tr, B, T, K, Kr);
+    const seg_scratch sx = scan_scratch(tr);
     for (int l = 0; l < c->n_layers; l++) {
         layer_acts *a = &tr->la[l];
         const rn_layer_weights *lw = &w->layer[l];
@@ -690,8 +658,8 @@ extern "C" int rn_cuda_trainer_forward(rn_cuda_trainer *tr, const int *tokens, c
         GEMM_TRY(rn_cu_matmul(a->v, a->h1, lw->wv, n, D, hdv, 0));
         address_forward(tr, a->raddr, a->rslot, a->rw, a->q, lw->q_alpha, Kr, c->cape_mask[l], n);
         address_forward(tr, a->waddr, a->wslot, a->ww, a->k, lw->k_alpha, K, c->cape_mask[l], n);
-        k_pdma_train_forward<<<par, dv + 1>>>(a->o, a->wsave, a->rsave, tr->Sz, a->v, a->wslot, a->ww,
-                                              a->rslot, a->rw, B, T, H, K, Kr, dv, tr->M, c->gamma, c->eps);
+        const seg_saved ss = scan_saved(a);
+        seg_forward(&sd, &ss, &sx, a->o, a->v, a->wslot, a->ww, a->rslot, a->rw);
         CU_TRY(cudaMemcpyAsync(a->xm, a->x, sizeof(float) * (size_t)n * D, cudaMemcpyDeviceToDevice));
         GEMM_TRY(rn_cu_matmul(a->xm, a->o, lw->wo, n, hdv, D, 1));
         rmsnorm_forward(a->h2, a->rstd2, a->xm, lw->mlp_norm, n, D, c->norm_eps);
@@ -740,7 +708,8 @@ extern "C" int rn_cuda_trainer_backward(rn_cuda_trainer *tr, double scale, rn_er
         k_scatter_rows<<<blocks((int64_t)nl * D, NT), NT>>>(tr->dh, tr->dhsel, tr->lab_rows, nl, D);
         rmsnorm_backward(tr->dres, gw->norm, tr->dh, tr->xf, w->norm, tr->rstdf, n, D);
     }
-    const int par = B * H < tr->n_par ? B * H : tr->n_par;
+    const seg_dims sd = scan_dims(tr, B, T, K, Kr);
+    const seg_scratch sx = scan_scratch(tr);
     for (int l = c->n_layers - 1; l >= 0; l--) {
         layer_acts *a = &tr->la[l];
         const rn_layer_weights *lw = &w->layer[l];
@@ -757,9 +726,8 @@ extern "C" int rn_cuda_trainer_backward(rn_cuda_trainer *tr, double scale, rn_er
         /* attention: xm = x + o·W_oᵀ */
         GEMM_TRY(rn_cu_matmul_din(tr->dout, tr->dres, lw->wo, n, hdv, D, 0));
         GEMM_TRY(rn_cu_matmul_dw(gl->wo, tr->dres, a->o, n, hdv, D));
-        k_pdma_train_backward<<<par, dv + 1>>>(tr->dv, tr->dww, tr->drw, tr->dSz, tr->dout, a->wsave,
-                                               a->rsave, a->v, a->wslot, a->ww, a->rslot, a->rw, B, T, H,
-                                               K, Kr, dv, tr->M, c->gamma, c->eps, (float)tr->eps_g);
+        const seg_saved ss = scan_saved(a);
+        seg_backward(&sd, &ss, &sx, tr->dv, tr->dww, tr->drw, tr->dout, a->v, a->ww, a->rw);
         address_backward(tr, tr->dq, gl->q_alpha, tr->drw, a->q, a->raddr, a->rw, lw->q_alpha, Kr, n);
         address_backward(tr, tr->dk, gl->k_alpha, tr->dww, a->k, a->waddr, a->ww, lw->k_alpha, K, n);
         GEMM_TRY(rn_cu_matmul_din(tr->dh, tr->dq, lw->wq, n, D, hdk, 0));
@@ -770,7 +738,11 @@ extern "C" int rn_cuda_trainer_backward(rn_cuda_trainer *tr, double scale, rn_er
         GEMM_TRY(rn_cu_matmul_dw(gl->wv, tr->dv, a->h1, n, D, hdv));
         rmsnorm_backward(tr->dres, gl->attn_norm, tr->dh, a->x, lw->attn_norm, a->rstd1, n, D);
     }
-    k_embed_backward<<<blocks(D, NT), NT>>>(gw->embed, tr->dres, tr->tokens, n, D);
+    /* the embedding gradient: the rows sorted by token (the scan's scratch
+     * is free by now), then one thread per (token, column) */
+    const seg_dims rows = { 1, n, 1, 1, 1, 1, 0.f, 0.f, 0.f, 0.f };
+    seg_sort(sx.rk, sx.rv, sx.k2, sx.v2, (const uint32_t *)tr->tokens, &rows, 1);
+    k_embed_backward<<<blocks((int64_t)n * D, NT), NT>>>(gw->embed, tr->dres, sx.rk, sx.rv, n, D);
     CU_TRY(cudaGetLastError());
     return RN_OK;
 }
@@ -861,5 +833,65 @@ extern "C" int rn_cuda_trainer_set_state(rn_cuda_trainer *tr, const float *param
     CU_TRY(cudaMemcpy(tr->params, params, nb, cudaMemcpyHostToDevice));
     CU_TRY(cudaMemcpy(tr->m1, m1, nb, cudaMemcpyHostToDevice));
     CU_TRY(cudaMemcpy(tr->m2, m2, nb, cudaMemcpyHostToDevice));
+    return RN_OK;
+}
+
+/* rn_cuda_pdma_train_run's device buffers: the inputs and outputs, the
+ * saves and the scratch, carved from one allocation like the trainer's. */
+typedef struct {
+    float *o, *dv, *dww, *drw, *v, *ww, *rw, *dout;
+    uint32_t *wslot, *rslot;
+    seg_saved s;
+    seg_scratch x;
+} scan_run_bufs;
+
+static void scan_run_carve(scan_run_bufs *b, carver *cv, size_t n, int H, int Kw, int Kr, int dv)
+{
+    const size_t nw = n * H * Kw, nr = n * H * Kr, nv = n * H * dv, C = (size_t)dv + 1, nk = nw > nr ? nw : nr;
+    b->o = take<float>(cv, nv); b->dv = take<float>(cv, nv); b->v = take<float>(cv, nv);
+    b->dout = take<float>(cv, nv); b->dww = take<float>(cv, nw); b->ww = take<float>(cv, nw);
+    b->drw = take<float>(cv, nr); b->rw = take<float>(cv, nr);
+    b->wslot = take<uint32_t>(cv, nw); b->rslot = take<uint32_t>(cv, nr);
+    b->s = seg_saved{ take<uint32_t>(cv, nw), take<uint32_t>(cv, nw), take<uint32_t>(cv, nr), take<float>(cv, nw * C) };
+    b->x.k2 = take<uint32_t>(cv, nk); b->x.v2 = take<uint32_t>(cv, nk);
+    b->x.rk = take<uint32_t>(cv, nr); b->x.rv = take<uint32_t>(cv, nr);
+    b->x.inv = take<uint32_t>(cv, nw); b->x.gs = take<float>(cv, nw * C); b->x.q = take<float>(cv, nr);
+}
+
+extern "C" int rn_cuda_pdma_train_run(float *o, float *dv, float *dww, float *drw, const float *v,
+                                      const uint32_t *wslot, const float *ww, const uint32_t *rslot,
+                                      const float *rw, const float *dout, int B, int T, int H, int Kw,
+                                      int Kr, int d_v, int64_t M, float gamma, float eps, float eps_g,
+                                      rn_error *err)
+{
+    if (B < 1 || T < 1 || H < 1 || Kw < 1 || Kr < 1 || d_v < 1 || M < 1)
+        return rn_seterr(err, RN_EINPUT, "GPU scan: a size below 1");
+    const size_t n = (size_t)B * T, nw = n * H * Kw, nr = n * H * Kr, nv = n * H * d_v;
+    const seg_dims d = { B, T, H, Kw, Kr, d_v, (float)(1.0 / (double)M), gamma, eps, eps_g };
+    scan_run_bufs b;
+    carver cv = { NULL, 0 };
+    scan_run_carve(&b, &cv, n, H, Kw, Kr, d_v);
+    void *mem = NULL;
+    CU_TRY(cudaMalloc(&mem, cv.off));
+    cv.base = (char *)mem;
+    cv.off = 0;
+    scan_run_carve(&b, &cv, n, H, Kw, Kr, d_v);
+    cudaError_t e = cudaMemcpy(b.v, v, sizeof(float) * nv, cudaMemcpyHostToDevice);
+    if (!e) e = cudaMemcpy(b.dout, dout, sizeof(float) * nv, cudaMemcpyHostToDevice);
+    if (!e) e = cudaMemcpy(b.ww, ww, sizeof(float) * nw, cudaMemcpyHostToDevice);
+    if (!e) e = cudaMemcpy(b.rw, rw, sizeof(float) * nr, cudaMemcpyHostToDevice);
+    if (!e) e = cudaMemcpy(b.wslot, wslot, sizeof(uint32_t) * nw, cudaMemcpyHostToDevice);
+    if (!e) e = cudaMemcpy(b.rslot, rslot, sizeof(uint32_t) * nr, cudaMemcpyHostToDevice);
+    if (!e) {
+        seg_forward(&d, &b.s, &b.x, b.o, b.v, b.wslot, b.ww, b.rslot, b.rw);
+        seg_backward(&d, &b.s, &b.x, b.dv, b.dww, b.drw, b.dout, b.v, b.ww, b.rw);
+        e = cudaGetLastError();
+    }
+    if (!e) e = cudaMemcpy(o, b.o, sizeof(float) * nv, cudaMemcpyDeviceToHost);
+    if (!e) e = cudaMemcpy(dv, b.dv, sizeof(float) * nv, cudaMemcpyDeviceToHost);
+    if (!e) e = cudaMemcpy(dww, b.dww, sizeof(float) * nw, cudaMemcpyDeviceToHost);
+    if (!e) e = cudaMemcpy(drw, b.drw, sizeof(float) * nr, cudaMemcpyDeviceToHost);
+    cudaFree(mem);
+    if (e) return rn_seterr(err, RN_EINTERNAL, "CUDA: %s running the training scan", cudaGetErrorString(e));
     return RN_OK;
 }

@@ -100,6 +100,17 @@ int rn_cuda_trainer_get_state(rn_cuda_trainer *tr, float *params, float *m1, flo
 int rn_cuda_trainer_set_state(rn_cuda_trainer *tr, const float *params, const float *m1,
                               const float *m2, rn_error *err);
 
+/* The trainer's PDMA scan alone, for tests: forward and backward of B
+ * sequences of T rows and H heads (M slots, d_v columns, Kw writes and Kr
+ * reads a row and head) from the reset state, in rn_pdma_train_forward /
+ * _backward's layouts over all heads (v, dout, o, dv: [B·T, H·d_v]; wslot,
+ * ww, dww: [B·T, H, Kw]; rslot, rw, drw: [B·T, H, Kr]).  Allocates and
+ * frees its own device memory. */
+int rn_cuda_pdma_train_run(float *o, float *dv, float *dww, float *drw, const float *v,
+                           const uint32_t *wslot, const float *ww, const uint32_t *rslot,
+                           const float *rw, const float *dout, int B, int T, int H, int Kw, int Kr,
+                           int d_v, int64_t M, float gamma, float eps, float eps_g, rn_error *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -131,3 +131,14 @@ void rn_cuda_trainer_block(rn_cuda_trainer *tr, float **params, float **grad, fl
     *params = *grad = *m1 = *m2 = NULL;
     *n = 0;
 }
+
+int rn_cuda_pdma_train_run(float *o, float *dv, float *dww, float *drw, const float *v,
+                           const uint32_t *wslot, const float *ww, const uint32_t *rslot,
+                           const float *rw, const float *dout, int B, int T, int H, int Kw, int Kr,
+                           int d_v, int64_t M, float gamma, float eps, float eps_g, rn_error *err)
+{
+    (void)o; (void)dv; (void)dww; (void)drw; (void)v; (void)wslot; (void)ww; (void)rslot; (void)rw;
+    (void)dout; (void)B; (void)T; (void)H; (void)Kw; (void)Kr; (void)d_v; (void)M; (void)gamma;
+    (void)eps; (void)eps_g;
+    return no_cuda(err);
+}

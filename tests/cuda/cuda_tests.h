@@ -19,5 +19,6 @@ int cuda_test_model(rn_model *m, int U, int dp, int K, int cape, int tied, float
 void rn_cuda_train_tests(CU_pSuite s);
 void rn_cuda_train_summary(void);
 extern int rn_cuda_train_test_steps;
+extern int rn_cuda_train_test_exact;
 
 #endif

@@ -17,6 +17,9 @@
  *     and checkpoints) with device = cuda: its step losses track the CPU
  *     run's, and a checkpoint written on either device resumes on the
  *     other to the same losses; the text task's losses track the CPU's.
+ * And the training scan alone (rn_cuda_pdma_train_run) against the CPU's
+ * rn_pdma_train_forward/_backward on hot and cold slots: the same floats
+ * (test_pdma_scan).
  * Summary line: "cuda train parity: N tensors, worst gradient relative
  * error E; 20-step loss max diff D".
  */
@@ -31,6 +34,8 @@
 #include "cuda_tests.h"
 
 #include "rn_cuda_train.h"
+#include "rn_decoder.h"
+#include "rn_layers.h"
 #include "rn_adamw.h"
 #include "rn_model.h"
 #include "rn_params.h"
@@ -45,6 +50,7 @@ static const tshape g_tshapes[] = {
     { 2, 8, 4, 4, 0, 1, 1.0f },  { 2, 8, 4, 2, 1, 1, 0.5f }, /* reads' K below the writes' */
     { 3, 4, 8, 8, 1, 0, 0.0f },  { 3, 4, 8, 16, 0, 0, 2.0f }, /* reads' K above (annealing) */
     { 1, 16, 4, 4, 1, 0, 0.5f }, { 4, 4, 16, 16, 1, 1, 2.0f },
+    { 1, 256, 4, 4, 1, 0, 1.0f }, /* keys wider than the warp decoder's: the thread-per-key one */
 };
 #define N_TSHAPES (int)(sizeof g_tshapes / sizeof g_tshapes[0])
 
@@ -437,8 +443,124 @@ static void test_eval_devices(void)
     rn_model_free(&m);
 }
 
+/* 1: the scan test demands the CPU's floats for every γ (the host
+ * emulation, whose pow is the CPU's); 0 (a GPU): for γ ∈ {0, 1} only. */
+int rn_cuda_train_test_exact;
+
+static double g_worst_scan;
+static long g_scan_values, g_scan_differ;
+
+typedef struct { int B, T, H, M, Kw, Kr, dv, cape; float gamma; } scan_shape;
+
+/* K distinct slots for row t of each (row, head): random addresses, then
+ * CAPE's rotation when cape (as the decoder gives them). */
+static void scan_slots(rn_rng *r, uint32_t *slot, int n, int T, int H, int K, int M, int cape)
+{
+    for (int i = 0; i < n * H; i++) {
+        uint32_t *s = slot + (size_t)i * K;
+        for (int j = 0; j < K; j++) {
+            int dup;
+            do {
+                s[j] = (uint32_t)(rn_rng_u64(r) % (uint64_t)M);
+                dup = 0;
+                for (int q = 0; q < j; q++) dup |= s[q] == s[j];
+            } while (dup);
+        }
+        if (cape)
+            for (int j = 0; j < K; j++) s[j] = rn_cape_slot(s[j], (i / H) % T, M);
+    }
+}
+
+/* Compares one output tensor of the GPU scan with the CPU's: the count of
+ * differing floats and max|g − c| / max|c|. */
+static double scan_cmp(const float *g, const float *c, size_t n, int exact, const char *what, int si)
+{
+    long diff = 0;
+    for (size_t i = 0; i < n; i++) diff += memcmp(&g[i], &c[i], sizeof(float)) != 0;
+    g_scan_values += (long)n;
+    g_scan_differ += diff;
+    double e = tensor_rel(g, c, (int64_t)n);
+    if (diff && exact) fprintf(stderr, "scan shape %d: %s: %ld of %zu floats differ (rel %.3g)\n", si, what, diff, n, e);
+    CU_ASSERT(!exact || diff == 0);
+    CU_ASSERT(e < 1e-5);
+    return e;
+}
+
+/* The trainer's segment-parallel PDMA scan (rn_cuda_pdma_train_run) against
+ * the CPU's sequential one (rn_pdma_train_forward/_backward per sequence and
+ * head) on hot slots (M small, T long: long segments, many reads of each
+ * written state), cold ones (M large: segments of one or two writes, reads
+ * of the reset state), CAPE and not, the reads' K below and above the
+ * writes', every γ, and the edges T = 1, K = 1.  The same floats are
+ * expected (see rn_cuda_segtrain.cuh); on a GPU, where its pow may round
+ * differently, within 1e-5 relative per tensor for γ ∉ {0, 1}. */
+static void test_pdma_scan(void)
+{
+    static const scan_shape shapes[] = {
+        { 2, 256, 2, 4, 3, 4, 8, 0, 0.5f },    /* hot: 4 slots, 3 writes a row */
+        { 2, 128, 2, 8, 6, 2, 8, 1, 2.0f },    /* hot, CAPE, reads' K below */
+        { 2, 40, 3, 4096, 4, 8, 16, 0, 1.0f }, /* cold, reads' K above */
+        { 3, 33, 2, 1024, 8, 3, 16, 1, 0.0f }, /* cold, CAPE */
+        { 1, 100, 2, 16, 1, 2, 5, 1, 2.0f },   /* one write a row */
+        { 1, 1, 1, 2, 1, 1, 1, 0, 0.5f },      /* one row */
+    };
+    rn_rng r;
+    rn_rng_seed(&r, 77);
+    const float eps = 1e-6f, eps_g = 0.01f;
+    for (int si = 0; si < (int)(sizeof shapes / sizeof shapes[0]); si++) {
+        const scan_shape *sh = &shapes[si];
+        const int B = sh->B, T = sh->T, H = sh->H, Kw = sh->Kw, Kr = sh->Kr, dv = sh->dv, n = B * T;
+        const size_t nv = (size_t)n * H * dv, nw = (size_t)n * H * Kw, nr = (size_t)n * H * Kr, C = (size_t)dv + 1;
+        const size_t M = (size_t)sh->M;
+        float *v = malloc(sizeof(float) * nv), *dout = malloc(sizeof(float) * nv);
+        float *ww = malloc(sizeof(float) * nw), *rw = malloc(sizeof(float) * nr);
+        uint32_t *wslot = malloc(sizeof(uint32_t) * nw), *rslot = malloc(sizeof(uint32_t) * nr);
+        float *o[2], *dvo[2], *dww[2], *drw[2]; /* [0] GPU, [1] CPU */
+        for (int d = 0; d < 2; d++) {
+            o[d] = malloc(sizeof(float) * nv); dvo[d] = malloc(sizeof(float) * nv);
+            dww[d] = malloc(sizeof(float) * nw); drw[d] = malloc(sizeof(float) * nr);
+        }
+        float *wsave = malloc(sizeof(float) * (size_t)T * Kw * C), *rsave = malloc(sizeof(float) * (size_t)T * Kr * C);
+        float *S = malloc(sizeof(float) * M * dv), *z = malloc(sizeof(float) * M);
+        float *dS = calloc(M * dv, sizeof(float)), *dz = calloc(M, sizeof(float));
+        CU_ASSERT_FATAL(v && dout && ww && rw && wslot && rslot && wsave && rsave && S && z && dS && dz);
+        for (size_t i = 0; i < nv; i++) { v[i] = (float)(2 * rn_rng_uniform(&r) - 1); dout[i] = (float)(2 * rn_rng_uniform(&r) - 1); }
+        for (size_t i = 0; i < nw; i++) ww[i] = (float)(0.9 * rn_rng_uniform(&r));
+        for (size_t i = 0; i < nr; i++) rw[i] = (float)rn_rng_uniform(&r);
+        scan_slots(&r, wslot, n, T, H, Kw, sh->M, sh->cape);
+        scan_slots(&r, rslot, n, T, H, Kr, sh->M, sh->cape);
+        rn_pdma_reset(S, z, (int64_t)M, dv);
+        for (int b = 0; b < B; b++)
+            for (int h = 0; h < H; h++) {
+                const size_t ov = (size_t)b * T * H * dv + (size_t)h * dv, ow = ((size_t)b * T * H + h) * Kw,
+                             orr = ((size_t)b * T * H + h) * Kr;
+                rn_pdma_train_forward(o[1] + ov, wsave, rsave, S, z, v + ov, wslot + ow, ww + ow, rslot + orr,
+                                      rw + orr, T, H * dv, H * Kw, Kw, H * Kr, Kr, dv, (int64_t)M, sh->gamma, eps);
+                rn_pdma_train_backward(dvo[1] + ov, dww[1] + ow, drw[1] + orr, dS, dz, dout + ov, wsave, rsave,
+                                       v + ov, wslot + ow, ww + ow, rslot + orr, rw + orr, T, H * dv, H * Kw, Kw,
+                                       H * Kr, Kr, dv, sh->gamma, eps, eps_g);
+            }
+        rn_error err = { 0 };
+        int rc = rn_cuda_pdma_train_run(o[0], dvo[0], dww[0], drw[0], v, wslot, ww, rslot, rw, dout, B, T, H, Kw,
+                                        Kr, dv, (int64_t)M, sh->gamma, eps, eps_g, &err);
+        if (rc) fprintf(stderr, "GPU scan: %s\n", err.msg);
+        CU_ASSERT_EQUAL_FATAL(rc, RN_OK);
+        const int exact = rn_cuda_train_test_exact || sh->gamma == 0 || sh->gamma == 1;
+        double e = scan_cmp(o[0], o[1], nv, exact, "o", si);
+        e = fmax(e, scan_cmp(dvo[0], dvo[1], nv, exact, "dv", si));
+        e = fmax(e, scan_cmp(dww[0], dww[1], nw, exact, "dww", si));
+        e = fmax(e, scan_cmp(drw[0], drw[1], nr, exact, "drw", si));
+        g_worst_scan = fmax(g_worst_scan, e);
+        for (int d = 0; d < 2; d++) { free(o[d]); free(dvo[d]); free(dww[d]); free(drw[d]); }
+        free(v); free(dout); free(ww); free(rw); free(wslot); free(rslot);
+        free(wsave); free(rsave); free(S); free(z); free(dS); free(dz);
+    }
+}
+
 void rn_cuda_train_tests(CU_pSuite s)
 {
+    CU_add_test(s, "GPU training scan (slot segments) == the CPU's sequential scan, hot and cold slots",
+                test_pdma_scan);
     CU_add_test(s, "GPU trainer: loss and every parameter gradient == CPU's", test_train_grad_parity);
     CU_add_test(s, "GPU trainer: AdamW steps track the CPU's losses", test_train_steps_parity);
     CU_add_test(s, "train loop on cuda: losses track the CPU run's; checkpoints resume across devices",
@@ -455,4 +577,6 @@ void rn_cuda_train_summary(void)
     printf("cuda train parity: worst first-forward loss relative error %.3g; parameters after %d steps "
            "max relative difference %.3g; training loop step losses max diff %.3g; eval max diff %.3g\n",
            g_worst_loss_rel, rn_cuda_train_test_steps, g_worst_param, g_worst_loop_diff, g_worst_eval_diff);
+    printf("cuda train parity: training scan against the CPU's: %ld of %ld floats differ, worst relative "
+           "error %.3g\n", g_scan_differ, g_scan_values, g_worst_scan);
 }
