@@ -134,9 +134,11 @@ static int dist_rank;
  * for. */
 static void dist_timed_out(const char *msg)
 {
-    fprintf(stderr, "ramtrace train: %s\n", msg);
+    rn_error e;
+    rn_seterr(&e, RN_EIO, "%s", msg);
+    int rc = cli_fail(&e);
     fflush(stderr);
-    _exit(1);
+    _exit(rc);
 }
 
 /* The run itself, after the options: checks, threads and signals, the
@@ -246,8 +248,8 @@ int cmd_train(int argc, char **argv)
          * change it are refused below, naming the first */
         rn_model im;
         if (rn_model_load(&im, init_from, &err)) {
-            fprintf(stderr, "ramtrace train: --init-from: %s\n", err.msg);
-            return 2;
+            rn_preferr(&err, "--init-from");
+            return cli_fail(&err);
         }
         c = init_cfg = im.cfg;
         rn_model_free(&im);
@@ -258,10 +260,7 @@ int cmd_train(int argc, char **argv)
     if (cfg_path && rn_config_load_file(&c, cfg_path, rn_train_opts_set, &o, &err)) return cli_fail(&err);
     int shape_set = 0, cape_set = 0;
     for (int i = 0; i < nov; i++) {
-        if (set_key(&c, &o, ok[i], ov[i], &err)) {
-            fprintf(stderr, "ramtrace train: %s\n", err.msg);
-            return 2;
-        }
+        if (set_key(&c, &o, ok[i], ov[i], &err)) return cli_fail(&err);
         shape_set |= !strcmp(ok[i], "n_heads") || !strcmp(ok[i], "n_layers");
         cape_set |= !strcmp(ok[i], "cape") || !strcmp(ok[i], "cape_masks");
     }
@@ -279,20 +278,18 @@ int cmd_train(int argc, char **argv)
     snprintf(o.data, sizeof o.data, "%s", data ? data : "");
     if (rn_config_validate(&c, &err)) return cli_fail(&err);
     if (strcmp(dist_arg, "none")) {
-        if (rn_dist_open(&o.dist, dist_arg, dist_timeout, dist_timed_out, &err)) {
-            fprintf(stderr, "ramtrace train: %s\n", err.msg);
-            return err.code == RN_EINPUT ? 2 : 1;
-        }
+        if (rn_dist_open(&o.dist, dist_arg, dist_timeout, dist_timed_out, &err)) return cli_fail(&err);
         dist_rank = rn_dist_rank(o.dist);
     }
     int rc = train(&o, &c, task_s, threads, &err);
     /* --dist: rank 0 speaks for the run; another rank only for a failure
      * of its own link (MPI, the rendezvous directory) */
     if (rc && (dist_rank == 0 || err.code == RN_EIO)) {
-        if (o.dist) fprintf(stderr, "ramtrace train: rank %d of %d: %s\n", dist_rank, rn_dist_size(o.dist), err.msg);
-        else rc = cli_fail(&err);
+        if (o.dist) rn_preferr(&err, "rank %d of %d", dist_rank, rn_dist_size(o.dist));
+        rc = cli_fail(&err);
+    } else if (rc) {
+        rc = err.code == RN_EINTR ? cli_interrupt_status() : rn_exit_status(err.code);
     }
-    if (rc && o.dist) rc = err.code == RN_EINTR ? cli_interrupt_status() : rn_exit_status(err.code);
     rn_dist_close(o.dist);
     return rc;
 }

@@ -349,6 +349,9 @@ TH_TEST(test_cli_bad_input, "train/eval CLI bad input")
     CU_ASSERT_EQUAL(th_run("%s train --task mqar --config %s --set top_k=99 -o %s", th_bin(), cfg, out), 2);
     CU_ASSERT(strstr(th_err(), "top_k") != NULL);
     CU_ASSERT_EQUAL(th_run("%s train --task mqar --config %s --set lr=abc -o %s", th_bin(), cfg, out), 2);
+    CU_ASSERT_STRING_EQUAL(th_err(), "ramtrace: lr: 'abc' is not a number in [0, 10]\n"); /* as every command's */
+    CU_ASSERT_EQUAL(th_run("%s train --task mqar --init-from %s -o %s", th_bin(), P("no_such_init.bin"), out), 2);
+    CU_ASSERT(strncmp(th_err(), "ramtrace: --init-from: ", 23) == 0 && strstr(th_err(), "no_such_init.bin"));
     CU_ASSERT_EQUAL(th_run("%s train --task mqar --config %s --set mqar_train=64:x -o %s", th_bin(), cfg, out), 2);
     CU_ASSERT(strstr(th_err(), "mqar_train") != NULL);
     CU_ASSERT_EQUAL(th_run("%s train --task mqar --config %s --set mqar_train=64:40 -o %s", th_bin(), cfg, out), 2);
