@@ -433,6 +433,109 @@ TH_TEST(test_eval_progress, "evaluation progress: monotone to the total; the sto
     rn_model_free(&m);
 }
 
+/* A forward-only trainer (evaluation) runs the training forward: up to
+ * its logit block the same operations in the same order, so the same
+ * loss and correctness bit for bit, and a smaller workspace. */
+TH_TEST(test_eval_trainer_same_forward, "forward-only trainer: the training forward's loss bit for bit, less memory")
+{
+    rn_config c;
+    small_config(&c, 1, 0);
+    rn_model m;
+    rn_error err;
+    CU_ASSERT_EQUAL_FATAL(rn_model_create_random(&m, &c, 31, &err), 0);
+    enum { B = 4, T = 50 };
+    int tok[B * T], tgt[B * T];
+    rn_rng rng;
+    rn_rng_seed(&rng, 3);
+    for (int i = 0; i < B * T; i++) {
+        tok[i] = (int)rn_rng_below(&rng, c.vocab_size);
+        tgt[i] = i % 7 ? (int)rn_rng_below(&rng, c.vocab_size) : RN_IGNORE;
+    }
+    rn_trainer *tr, *ev;
+    CU_ASSERT_EQUAL_FATAL(rn_trainer_create(&tr, &m, B * T, B * T, 0.0, &err), 0);
+    CU_ASSERT_EQUAL_FATAL(rn_trainer_create_eval(&ev, &m, B * T, B * T, &err), 0);
+    CU_ASSERT(rn_trainer_bytes(ev) * 2 < rn_trainer_bytes(tr));
+    double l1, l2;
+    CU_ASSERT_EQUAL_FATAL(rn_trainer_forward(tr, tok, tgt, B, T, &l1, &err), 0);
+    CU_ASSERT_EQUAL_FATAL(rn_trainer_forward(ev, tok, tgt, B, T, &l2, &err), 0);
+    CU_ASSERT(l1 > 0 && l1 == l2);
+    CU_ASSERT(rn_trainer_loss_sum(tr) == rn_trainer_loss_sum(ev));
+    CU_ASSERT_EQUAL(rn_trainer_n_labelled(tr), rn_trainer_n_labelled(ev));
+    CU_ASSERT(!memcmp(rn_trainer_correct(tr), rn_trainer_correct(ev), (size_t)rn_trainer_n_labelled(tr)));
+    CU_ASSERT(!memcmp(rn_trainer_logits(tr), rn_trainer_logits(ev),
+                      sizeof(rn_real) * (size_t)rn_trainer_n_labelled(tr) * c.vocab_size));
+    rn_trainer_free(tr);
+    rn_trainer_free(ev);
+    rn_model_free(&m);
+}
+
+/* rn_eval_text over windows far longer than the logit block (2 windows
+ * of 12000 bytes: 24000 labelled rows) against an independent scorer: the
+ * inference runtime fed each window in chunks of 256 tokens (its state
+ * carried across the chunks), log-softmax in double. */
+TH_TEST(test_eval_long_window, "eval of long windows: the bits/byte of the chunked runtime scorer")
+{
+    enum { T = 12000, NW = 2, CH = 256 };
+    rn_config c;
+    small_config(&c, 1, 1);
+    c.vocab_size = 257;
+    c.tokenizer = RN_TOK_BYTES;
+    rn_model m;
+    rn_error err;
+    CU_ASSERT_EQUAL_FATAL(rn_model_create_random(&m, &c, 41, &err), 0);
+    for (int64_t i = 0; i < m.n_block; i++) m.params[i] *= 4; /* addresses that move with the text */
+    /* a corpus of words over a small alphabet: 2 windows of T+1 bytes */
+    static char text[NW * (T + 1) + 100];
+    rn_rng rng;
+    rn_rng_seed(&rng, 12);
+    for (size_t i = 0; i < sizeof text; i++)
+        text[i] = rn_rng_below(&rng, 6) == 0 ? ' ' : (char)('a' + rn_rng_below(&rng, 12));
+    const char *path = th_path("evlong_corpus.txt");
+    CU_ASSERT_EQUAL_FATAL(th_write_file(path, text, sizeof text), 0);
+    rn_text t;
+    CU_ASSERT_EQUAL_FATAL(rn_text_load_for(&t, &m.cfg, path, 1.0, T, &err), RN_OK);
+    CU_ASSERT_EQUAL_FATAL(rn_text_n_val(&t, T), NW);
+    double loss, bpb;
+    CU_ASSERT_EQUAL_FATAL(rn_eval_text(&m, RN_DEVICE_CPU, &t, T, 0, 16, &loss, &bpb, NULL, &err), RN_OK);
+    /* the independent scorer */
+    int *tok = malloc(sizeof(int) * 2 * T), *tgt = tok + T;
+    float *lg = malloc(sizeof(float) * CH * c.vocab_size);
+    rn_runtime *rt;
+    CU_ASSERT_EQUAL_FATAL(rn_runtime_create(&m, CH, &rt, &err), 0);
+    double sum = 0;
+    int64_t bytes = 0;
+    for (int w = 0; w < NW; w++) {
+        rn_text_val_window(&t, w, T, tok, tgt);
+        rn_runtime_reset(rt);
+        for (int p0 = 0; p0 < T; p0 += CH) {
+            int n = T - p0 < CH ? T - p0 : CH;
+            CU_ASSERT_EQUAL_FATAL(rn_prefill(rt, tok + p0, n, lg, 1, &err), 0);
+            for (int r = 0; r < n; r++) {
+                const float *x = lg + (size_t)r * c.vocab_size;
+                double mx = x[0], e = 0;
+                for (int j = 1; j < c.vocab_size; j++) mx = fmax(mx, x[j]);
+                for (int j = 0; j < c.vocab_size; j++) e += exp(x[j] - mx);
+                sum += mx + log(e) - x[tgt[p0 + r]];
+                bytes++;
+            }
+        }
+    }
+    double want = sum / (double)bytes / log(2.0);
+    printf("\n    bits/byte: eval %.9f, chunked runtime %.9f (relative %.2g)\n", bpb, want, fabs(bpb - want) / want);
+    CU_ASSERT(want > 1 && fabs(bpb - want) <= 1e-6 * want);
+    CU_ASSERT(fabs(loss - sum / (double)bytes) <= 1e-6 * loss);
+    rn_runtime_free(rt);
+    free(lg);
+    free(tok);
+    rn_text_free(&t);
+    rn_model_free(&m);
+    /* the command: a training-sized workspace (16 windows of 12000 rows,
+     * some 14 GiB for this model) would be refused under this limit */
+    CU_ASSERT_EQUAL(th_run("RAMTRACE_MEM_LIMIT=1G %s -q eval samples/kjv.bin --task text --data %s --whole --seq-len %d "
+                           "-j 2 -f csv", th_bin(), path, T), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(th_out(), "bits_per_byte"));
+}
+
 /* convert CKPT MODEL: the model holds the checkpoint's parameters, read
  * here straight from the file by its documented layout (rn_checkpoint.h). */
 TH_TEST(test_cli_convert_checkpoint, "convert a checkpoint to a model: its parameters, exactly")

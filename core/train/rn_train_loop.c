@@ -4,6 +4,7 @@
 
 #include <assert.h>
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -391,7 +392,7 @@ static double ev_loss_sum(const evaluator *e)
 static int ev_create(evaluator *e, const rn_model *m, int dev, int max_rows, rn_error *err)
 {
     memset(e, 0, sizeof *e);
-    if (dev != RN_DEVICE_CUDA) return rn_trainer_create(&e->cpu, m, max_rows, max_rows, 0.0, err);
+    if (dev != RN_DEVICE_CUDA) return rn_trainer_create_eval(&e->cpu, m, max_rows, max_rows, err);
     return rn_cuda_trainer_create(&e->gpu, m, max_rows, max_rows, 0.0, 0, 0, err);
 }
 
@@ -551,6 +552,10 @@ int rn_eval_text(const rn_model *m, int device, const rn_text *t, int T, int win
                  double *loss, double *bpb, const rn_eval_ctl *ctl, rn_error *err)
 {
     if (rn_text_n_val(t, T) < 1) return rn_seterr(err, RN_EINPUT, "text eval: held-out split is shorter than one window of %d bytes", T);
+    int64_t nw = rn_text_n_val(t, T);
+    if (windows > 0 && windows < nw) nw = windows;
+    if (batch > nw) batch = (int)nw; /* room for the windows there are, not more */
+    if ((int64_t)batch * T > INT_MAX) batch = (int)(INT_MAX / T);
     evaluator ev, *tr = &ev;
     int rc = ev_create(&ev, m, device, batch * T, err);
     if (rc) {
