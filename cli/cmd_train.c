@@ -40,6 +40,9 @@ static const char usage[] =
     "  --steps N, --lr X, --batch N, --seq-len N, --seed N, --eps-g X,\n"
     "  --eval-every N, --ckpt-every N, --max-seconds S, --stop-after N\n"
     "                       shortcuts for the keys of the same name\n"
+    "  --eval-windows N     text: held-out windows each evaluation scores, spread\n"
+    "                       evenly over the split (key eval_windows, default 256;\n"
+    "                       0 = the whole split)\n"
     "  -j, --threads N      OpenMP/BLAS threads (default: the free cores)\n"
     "  --device DEV         cpu (default) or cuda: the training steps on the GPU\n"
     "                       (a CUDA build; evaluation stays on the CPU)\n"
@@ -169,9 +172,11 @@ int cmd_train(int argc, char **argv)
         { "steps", 1, 0, 1 }, { "lr", 1, 0, 2 }, { "batch", 1, 0, 3 }, { "seq-len", 1, 0, 4 },
         { "seed", 1, 0, 5 }, { "eps-g", 1, 0, 6 }, { "eval-every", 1, 0, 7 }, { "ckpt-every", 1, 0, 8 },
         { "max-seconds", 1, 0, 9 }, { "threads", 1, 0, 10 }, { "stop-after", 1, 0, 11 }, { "device", 1, 0, 12 }, { "precision", 1, 0, 14 },
-        { "init-from", 1, 0, 13 }, { "dist", 1, 0, 15 }, { "dist-timeout", 1, 0, 16 }, { 0, 0, 0, 0 } };
+        { "init-from", 1, 0, 13 }, { "dist", 1, 0, 15 }, { "dist-timeout", 1, 0, 16 },
+        { "eval-windows", 1, 0, 17 }, { 0, 0, 0, 0 } };
     static const char *const keyname[] = { "", "steps", "lr", "batch", "seq_len", "seed", "eps_g",
-                                           "eval_every", "ckpt_every", "max_seconds", "", "stop_after" };
+                                           "eval_every", "ckpt_every", "max_seconds", "", "stop_after",
+                                           "", "", "", "", "", "eval_windows" };
     const char *task_s = "mqar", *cfg_path = NULL, *data = NULL, *out = NULL, *resume = NULL,
                *ckpt = NULL, *log = NULL;
     /* overrides are applied after the file, in order */
@@ -221,7 +226,7 @@ int cmd_train(int argc, char **argv)
         case ':': return cli_usage_error("train", "option '%s' needs a value", argv[optind - 1]);
         case '?': return cli_usage_error("train", "unknown option '%s'", argv[optind - 1]);
         default:
-            if ((ch >= 1 && ch <= 9) || ch == 11) {
+            if ((ch >= 1 && ch <= 9) || ch == 11 || ch == 17) {
                 if (nov == 128) return cli_usage_error("train", "too many options");
                 ok[nov] = keyname[ch];
                 ov[nov] = optarg;

@@ -350,6 +350,8 @@ TH_TEST(test_cli_bad_input, "train/eval CLI bad input")
     CU_ASSERT(strstr(th_err(), "top_k") != NULL);
     CU_ASSERT_EQUAL(th_run("%s train --task mqar --config %s --set lr=abc -o %s", th_bin(), cfg, out), 2);
     CU_ASSERT_STRING_EQUAL(th_err(), "ramtrace: lr: 'abc' is not a number in [0, 10]\n"); /* as every command's */
+    CU_ASSERT_EQUAL(th_run("%s train --task text --data %s --eval-windows -1 -o %s", th_bin(), cfg, out), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(th_err(), "eval_windows"));
     CU_ASSERT_EQUAL(th_run("%s train --task mqar --init-from %s -o %s", th_bin(), P("no_such_init.bin"), out), 2);
     CU_ASSERT(strncmp(th_err(), "ramtrace: --init-from: ", 23) == 0 && strstr(th_err(), "no_such_init.bin"));
     CU_ASSERT_EQUAL(th_run("%s train --task mqar --config %s --set mqar_train=64:x -o %s", th_bin(), cfg, out), 2);
@@ -534,6 +536,53 @@ TH_TEST(test_eval_long_window, "eval of long windows: the bits/byte of the chunk
     CU_ASSERT_EQUAL(th_run("RAMTRACE_MEM_LIMIT=1G %s -q eval samples/kjv.bin --task text --data %s --whole --seq-len %d "
                            "-j 2 -f csv", th_bin(), path, T), 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(th_out(), "bits_per_byte"));
+}
+
+/* rn_eval_text over N of the split's n windows scores windows w·n/N
+ * (spread over the split, not its first N): against the same windows
+ * scored one at a time by a trainer, and the first N scoring otherwise. */
+TH_TEST(test_eval_windows_spread, "eval of N windows: spread evenly over the held-out split")
+{
+    enum { T = 32, NW = 10, N = 3 };
+    rn_config c;
+    small_config(&c, 1, 1);
+    c.vocab_size = 257;
+    c.tokenizer = RN_TOK_BYTES;
+    rn_model m;
+    rn_error err;
+    CU_ASSERT_EQUAL_FATAL(rn_model_create_random(&m, &c, 43, &err), 0);
+    for (int64_t i = 0; i < m.n_block; i++) m.params[i] *= 4;
+    /* window i of the split draws from an alphabet of 2 + 5i letters */
+    char text[NW * T + 1];
+    rn_rng rng;
+    rn_rng_seed(&rng, 5);
+    for (int i = 0; i < NW * T + 1; i++) text[i] = (char)('a' + rn_rng_below(&rng, 2 + 5 * (uint64_t)(i / T % NW)));
+    const char *path = th_path("evspread_corpus.txt");
+    CU_ASSERT_EQUAL_FATAL(th_write_file(path, text, sizeof text), 0);
+    rn_text t;
+    CU_ASSERT_EQUAL_FATAL(rn_text_load_for(&t, &m.cfg, path, 1.0, T, &err), RN_OK);
+    CU_ASSERT_EQUAL_FATAL(rn_text_n_val(&t, T), NW);
+    double loss, bpb;
+    CU_ASSERT_EQUAL_FATAL(rn_eval_text(&m, RN_DEVICE_CPU, &t, T, N, 16, &loss, &bpb, NULL, &err), RN_OK);
+    rn_trainer *tr;
+    CU_ASSERT_EQUAL_FATAL(rn_trainer_create(&tr, &m, T, T, 0.0, &err), 0);
+    int tok[T], tgt[T];
+    double spread = 0, first = 0, l;
+    for (int w = 0; w < N; w++) {
+        rn_text_val_window(&t, (int64_t)w * NW / N, T, tok, tgt);
+        CU_ASSERT_EQUAL_FATAL(rn_trainer_forward(tr, tok, tgt, 1, T, &l, &err), 0);
+        spread += rn_trainer_loss_sum(tr);
+        rn_text_val_window(&t, w, T, tok, tgt);
+        CU_ASSERT_EQUAL_FATAL(rn_trainer_forward(tr, tok, tgt, 1, T, &l, &err), 0);
+        first += rn_trainer_loss_sum(tr);
+    }
+    spread /= (double)N * T * log(2.0);
+    first /= (double)N * T * log(2.0);
+    CU_ASSERT(fabs(bpb - spread) <= 1e-5 * spread);
+    CU_ASSERT(fabs(first - spread) > 1e-3 * spread); /* the two choices differ here */
+    rn_trainer_free(tr);
+    rn_text_free(&t);
+    rn_model_free(&m);
 }
 
 /* convert CKPT MODEL: the model holds the checkpoint's parameters, read
