@@ -435,16 +435,38 @@ TH_TEST(test_eval_progress, "evaluation progress: monotone to the total; the sto
     rn_model_free(&m);
 }
 
+/* A random model of small_config (CAPE on; with `bytes` the bytes
+ * tokenizer and tied embeddings, else ids) of seed, its weights scaled by
+ * `scale` (larger: addresses that move with the text). */
+static void random_small(rn_model *m, int bytes, uint64_t seed, float scale)
+{
+    rn_config c;
+    small_config(&c, 1, bytes);
+    if (bytes) c.vocab_size = 257, c.tokenizer = RN_TOK_BYTES;
+    rn_error err;
+    CU_ASSERT_EQUAL_FATAL(rn_model_create_random(m, &c, seed, &err), 0);
+    for (int64_t i = 0; i < m->n_block; i++) m->params[i] *= scale;
+}
+
+/* text[0..n) written to path and loaded whole as c's held-out split of
+ * windows of T, which must be nw of them. */
+static void held_out(rn_text *t, const rn_config *c, const char *path, const char *text, size_t n, int T, int nw)
+{
+    rn_error err;
+    CU_ASSERT_EQUAL_FATAL(th_write_file(path, text, n), 0);
+    CU_ASSERT_EQUAL_FATAL(rn_text_load_for(t, c, path, 1.0, T, &err), RN_OK);
+    CU_ASSERT_EQUAL_FATAL(rn_text_n_val(t, T), nw);
+}
+
 /* A forward-only trainer (evaluation) runs the training forward: up to
  * its logit block the same operations in the same order, so the same
  * loss and correctness bit for bit, and a smaller workspace. */
 TH_TEST(test_eval_trainer_same_forward, "forward-only trainer: the training forward's loss bit for bit, less memory")
 {
-    rn_config c;
-    small_config(&c, 1, 0);
     rn_model m;
     rn_error err;
-    CU_ASSERT_EQUAL_FATAL(rn_model_create_random(&m, &c, 31, &err), 0);
+    random_small(&m, 0, 31, 1);
+    const rn_config c = m.cfg;
     enum { B = 4, T = 50 };
     int tok[B * T], tgt[B * T];
     rn_rng rng;
@@ -478,14 +500,10 @@ TH_TEST(test_eval_trainer_same_forward, "forward-only trainer: the training forw
 TH_TEST(test_eval_long_window, "eval of long windows: the bits/byte of the chunked runtime scorer")
 {
     enum { T = 12000, NW = 2, CH = 256 };
-    rn_config c;
-    small_config(&c, 1, 1);
-    c.vocab_size = 257;
-    c.tokenizer = RN_TOK_BYTES;
     rn_model m;
     rn_error err;
-    CU_ASSERT_EQUAL_FATAL(rn_model_create_random(&m, &c, 41, &err), 0);
-    for (int64_t i = 0; i < m.n_block; i++) m.params[i] *= 4; /* addresses that move with the text */
+    random_small(&m, 1, 41, 4);
+    const rn_config c = m.cfg;
     /* a corpus of words over a small alphabet: 2 windows of T+1 bytes */
     static char text[NW * (T + 1) + 100];
     rn_rng rng;
@@ -493,10 +511,8 @@ TH_TEST(test_eval_long_window, "eval of long windows: the bits/byte of the chunk
     for (size_t i = 0; i < sizeof text; i++)
         text[i] = rn_rng_below(&rng, 6) == 0 ? ' ' : (char)('a' + rn_rng_below(&rng, 12));
     const char *path = th_path("evlong_corpus.txt");
-    CU_ASSERT_EQUAL_FATAL(th_write_file(path, text, sizeof text), 0);
     rn_text t;
-    CU_ASSERT_EQUAL_FATAL(rn_text_load_for(&t, &m.cfg, path, 1.0, T, &err), RN_OK);
-    CU_ASSERT_EQUAL_FATAL(rn_text_n_val(&t, T), NW);
+    held_out(&t, &m.cfg, path, text, sizeof text, T, NW);
     double loss, bpb;
     CU_ASSERT_EQUAL_FATAL(rn_eval_text(&m, RN_DEVICE_CPU, &t, T, 0, 16, &loss, &bpb, NULL, &err), RN_OK);
     /* the independent scorer */
@@ -544,24 +560,16 @@ TH_TEST(test_eval_long_window, "eval of long windows: the bits/byte of the chunk
 TH_TEST(test_eval_windows_spread, "eval of N windows: spread evenly over the held-out split")
 {
     enum { T = 32, NW = 10, N = 3 };
-    rn_config c;
-    small_config(&c, 1, 1);
-    c.vocab_size = 257;
-    c.tokenizer = RN_TOK_BYTES;
     rn_model m;
     rn_error err;
-    CU_ASSERT_EQUAL_FATAL(rn_model_create_random(&m, &c, 43, &err), 0);
-    for (int64_t i = 0; i < m.n_block; i++) m.params[i] *= 4;
+    random_small(&m, 1, 43, 4);
     /* window i of the split draws from an alphabet of 2 + 5i letters */
     char text[NW * T + 1];
     rn_rng rng;
     rn_rng_seed(&rng, 5);
     for (int i = 0; i < NW * T + 1; i++) text[i] = (char)('a' + rn_rng_below(&rng, 2 + 5 * (uint64_t)(i / T % NW)));
-    const char *path = th_path("evspread_corpus.txt");
-    CU_ASSERT_EQUAL_FATAL(th_write_file(path, text, sizeof text), 0);
     rn_text t;
-    CU_ASSERT_EQUAL_FATAL(rn_text_load_for(&t, &m.cfg, path, 1.0, T, &err), RN_OK);
-    CU_ASSERT_EQUAL_FATAL(rn_text_n_val(&t, T), NW);
+    held_out(&t, &m.cfg, th_path("evspread_corpus.txt"), text, sizeof text, T, NW);
     double loss, bpb;
     CU_ASSERT_EQUAL_FATAL(rn_eval_text(&m, RN_DEVICE_CPU, &t, T, N, 16, &loss, &bpb, NULL, &err), RN_OK);
     rn_trainer *tr;
