@@ -153,7 +153,8 @@ int ramnet_forward(const ramnet_model *m, const int *tokens, int T, float *logit
 /* One run of ramnet_run's arguments; then, when S is not NULL, the state
  * of head (layer, head) copied out. */
 static int run(const ramnet_model *m, const int *tokens, int T, float *logits, int chunk, const char *const *specs,
-               int n_specs, uint32_t points, ramnet_hook_fn fn, void *user, int layer, int head, float *S, float *z)
+               int n_specs, uint32_t points, const unsigned char *slot_layers, ramnet_hook_fn fn, void *user, int layer,
+               int head, float *S, float *z)
 {
     rn_error err = { 0 };
     if (!m || !tokens || T < 1) return fail_msg(RN_EINPUT, "ramnet_run: a bad argument");
@@ -172,7 +173,15 @@ static int run(const ramnet_model *m, const int *tokens, int T, float *logits, i
         rc = rn_iv_prepare(&iv, &m->m, &err);
         if (!rc) rc = rn_runtime_set_interventions(rt, &iv, &err);
     }
-    rn_hooks h = { fn, user, points, rows };
+    rn_hooks h = { fn, user, points, rows, { 0 } };
+    if (slot_layers && points >> RAMNET_HOOK_SLOT_STATE & 1) {
+        for (int l = 0; l < m->m.cfg.n_layers; l++)
+            if (slot_layers[l]) h.slot_layers[l / 64] |= 1ull << (l % 64);
+        int any = 0;
+        for (size_t i = 0; i < sizeof h.slot_layers / sizeof *h.slot_layers; i++) any |= h.slot_layers[i] != 0;
+        if (!any) h.points &= ~(1u << RAMNET_HOOK_SLOT_STATE); /* no layer: no slot-state point */
+    }
+    points = h.points;
     if (!rc && points) rc = rn_runtime_set_hooks(rt, &h, &err);
     if (!rc) rc = rn_prefill(rt, tokens, T, logits, 1, &err);
     if (!rc && S) {
@@ -192,7 +201,15 @@ int ramnet_run(const ramnet_model *m, const int *tokens, int T, float *logits, i
                const char *const *specs, int n_specs, uint32_t points, ramnet_hook_fn fn, void *user)
 {
     if (!logits) return fail_msg(RN_EINPUT, "ramnet_run: a bad argument");
-    return run(m, tokens, T, logits, chunk, specs, n_specs, points, fn, user, 0, 0, NULL, NULL);
+    return run(m, tokens, T, logits, chunk, specs, n_specs, points, NULL, fn, user, 0, 0, NULL, NULL);
+}
+
+int ramnet_run_layers(const ramnet_model *m, const int *tokens, int T, float *logits, int chunk,
+                      const char *const *specs, int n_specs, uint32_t points, const unsigned char *slot_layers,
+                      ramnet_hook_fn fn, void *user)
+{
+    if (!logits) return fail_msg(RN_EINPUT, "ramnet_run: a bad argument");
+    return run(m, tokens, T, logits, chunk, specs, n_specs, points, slot_layers, fn, user, 0, 0, NULL, NULL);
 }
 
 int ramnet_head_state(const ramnet_model *m, const int *tokens, int T, int chunk, const char *const *specs,
@@ -208,7 +225,7 @@ int ramnet_head_state(const ramnet_model *m, const int *tokens, int T, int chunk
             return fail_msg(RN_EINPUT, msg);
         }
     }
-    return run(m, tokens, T, NULL, chunk, specs, n_specs, 0, NULL, NULL, layer, head, S, z);
+    return run(m, tokens, T, NULL, chunk, specs, n_specs, 0, NULL, NULL, NULL, layer, head, S, z);
 }
 
 int ramnet_plot_patching(const ramnet_model *m, int n_rows, const int *layer, const int *head, const int *slot,

@@ -18,7 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define RAMNET_API_VERSION 102 /* major * 100 + minor */
+#define RAMNET_API_VERSION 103 /* major * 100 + minor */
 #define RAMNET_OK 0
 
 typedef struct ramnet_model ramnet_model;
@@ -99,6 +99,16 @@ typedef int (*ramnet_hook_fn)(void *user, int point, int layer, float *data, con
  * at the points whose bit is set in `points`; 0: none). */
 int ramnet_run(const ramnet_model *m, const int *tokens, int T, float *logits, int chunk,
                const char *const *specs, int n_specs, uint32_t points, ramnet_hook_fn fn, void *user);
+
+/* Since 1.03: ramnet_run with the layers of the slot-state point chosen:
+ * slot_layers NULL (every layer, as ramnet_run) or n_layers flags, non-zero
+ * for a layer whose RAMNET_HOOK_SLOT_STATE is called.  Only those layers
+ * scan position by position (or, with RAMNET_HOOK_SLOT_STATE_ROWS,
+ * record their rows); the others scan as without the hook, heads at once,
+ * with the same bits. */
+int ramnet_run_layers(const ramnet_model *m, const int *tokens, int T, float *logits, int chunk,
+                      const char *const *specs, int n_specs, uint32_t points, const unsigned char *slot_layers,
+                      ramnet_hook_fn fn, void *user);
 
 /* ---- Since 1.02: a head's memory, the patching figure ---- */
 

@@ -4,7 +4,9 @@ KJV sample through ramtrace.load(...)(tokens) (the C prefill behind one
 call), run_with_cache with every hook point cached, with no hook at all
 (run()), and no-op Python hooks: at every point of every layer (once per
 prefill chunk each, the slot state aside) and at the slot state of every
-layer (once per position): the time per hook call over run().  The
+layer (once per position), and at one layer's slot state (layer 1: only
+that layer's scan runs position by position): the time per hook call
+over run().  The
 variants run in turn, round after round (so a neighbour's load falls on
 all of them alike); medians of 7 rounds, ratios in one run."""
 import statistics
@@ -24,15 +26,17 @@ def count(a, name):
 
 chunked = [(n, count) for n in m.hook_names() if "slot_state" not in n]
 per_pos = [(n, count) for n in m.hook_names() if "slot_state" in n]
+one_layer = [("blocks.1.attn.hook_slot_state", count)]
 variants = {
     "plain": lambda: m(toks),
     "run": lambda: m.run(toks),
     "cache": lambda: m.run_with_cache(toks),
     "chunked": lambda: m.run_with_hooks(toks, fwd_hooks=chunked),
     "per_pos": lambda: m.run_with_hooks(toks, fwd_hooks=per_pos),
+    "one_layer": lambda: m.run_with_hooks(toks, fwd_hooks=one_layer),
 }
 n_calls = {}
-for k in ("chunked", "per_pos"):
+for k in ("chunked", "per_pos", "one_layer"):
     calls[0] = 0
     variants[k]()
     n_calls[k] = calls[0]
@@ -51,3 +55,5 @@ print(f"  a Python hook at every chunk point: {med['chunked'] * 1e3:.1f} ms, {n_
       f"{(med['chunked'] - nohook) / n_calls['chunked'] * 1e6:.1f} us per call over run()")
 print(f"  a Python hook at every position's slot state: {med['per_pos'] * 1e3:.1f} ms, {n_calls['per_pos']} calls, "
       f"{(med['per_pos'] - nohook) / n_calls['per_pos'] * 1e6:.1f} us per call over run() (the layer scans serial)")
+print(f"  a Python hook at layer 1's slot state: {med['one_layer'] * 1e3:.1f} ms, {n_calls['one_layer']} calls, "
+      f"{(med['one_layer'] - nohook) / n_calls['one_layer'] * 1e6:.1f} us per call over run() (that layer's scan serial)")

@@ -40,6 +40,9 @@ static const char usage[] =
     "  --steps N, --lr X, --batch N, --seq-len N, --seed N, --eps-g X,\n"
     "  --eval-every N, --ckpt-every N, --max-seconds S, --stop-after N\n"
     "                       shortcuts for the keys of the same name\n"
+    "  --eval-windows N     text: held-out windows each evaluation scores, spread\n"
+    "                       evenly over the split (key eval_windows, default 256;\n"
+    "                       0 = the whole split)\n"
     "  -j, --threads N      OpenMP/BLAS threads (default: the free cores)\n"
     "  --device DEV         cpu (default) or cuda: the training steps on the GPU\n"
     "                       (a CUDA build; evaluation stays on the CPU)\n"
@@ -134,9 +137,11 @@ static int dist_rank;
  * for. */
 static void dist_timed_out(const char *msg)
 {
-    fprintf(stderr, "ramtrace train: %s\n", msg);
+    rn_error e;
+    rn_seterr(&e, RN_EIO, "%s", msg);
+    int rc = cli_fail(&e);
     fflush(stderr);
-    _exit(1);
+    _exit(rc);
 }
 
 /* The run itself, after the options: checks, threads and signals, the
@@ -167,9 +172,11 @@ int cmd_train(int argc, char **argv)
         { "steps", 1, 0, 1 }, { "lr", 1, 0, 2 }, { "batch", 1, 0, 3 }, { "seq-len", 1, 0, 4 },
         { "seed", 1, 0, 5 }, { "eps-g", 1, 0, 6 }, { "eval-every", 1, 0, 7 }, { "ckpt-every", 1, 0, 8 },
         { "max-seconds", 1, 0, 9 }, { "threads", 1, 0, 10 }, { "stop-after", 1, 0, 11 }, { "device", 1, 0, 12 }, { "precision", 1, 0, 14 },
-        { "init-from", 1, 0, 13 }, { "dist", 1, 0, 15 }, { "dist-timeout", 1, 0, 16 }, { 0, 0, 0, 0 } };
+        { "init-from", 1, 0, 13 }, { "dist", 1, 0, 15 }, { "dist-timeout", 1, 0, 16 },
+        { "eval-windows", 1, 0, 17 }, { 0, 0, 0, 0 } };
     static const char *const keyname[] = { "", "steps", "lr", "batch", "seq_len", "seed", "eps_g",
-                                           "eval_every", "ckpt_every", "max_seconds", "", "stop_after" };
+                                           "eval_every", "ckpt_every", "max_seconds", "", "stop_after",
+                                           "", "", "", "", "", "eval_windows" };
     const char *task_s = "mqar", *cfg_path = NULL, *data = NULL, *out = NULL, *resume = NULL,
                *ckpt = NULL, *log = NULL;
     /* overrides are applied after the file, in order */
@@ -219,7 +226,7 @@ int cmd_train(int argc, char **argv)
         case ':': return cli_usage_error("train", "option '%s' needs a value", argv[optind - 1]);
         case '?': return cli_usage_error("train", "unknown option '%s'", argv[optind - 1]);
         default:
-            if ((ch >= 1 && ch <= 9) || ch == 11) {
+            if ((ch >= 1 && ch <= 9) || ch == 11 || ch == 17) {
                 if (nov == 128) return cli_usage_error("train", "too many options");
                 ok[nov] = keyname[ch];
                 ov[nov] = optarg;
@@ -246,8 +253,8 @@ int cmd_train(int argc, char **argv)
          * change it are refused below, naming the first */
         rn_model im;
         if (rn_model_load(&im, init_from, &err)) {
-            fprintf(stderr, "ramtrace train: --init-from: %s\n", err.msg);
-            return 2;
+            rn_preferr(&err, "--init-from");
+            return cli_fail(&err);
         }
         c = init_cfg = im.cfg;
         rn_model_free(&im);
@@ -258,10 +265,7 @@ int cmd_train(int argc, char **argv)
     if (cfg_path && rn_config_load_file(&c, cfg_path, rn_train_opts_set, &o, &err)) return cli_fail(&err);
     int shape_set = 0, cape_set = 0;
     for (int i = 0; i < nov; i++) {
-        if (set_key(&c, &o, ok[i], ov[i], &err)) {
-            fprintf(stderr, "ramtrace train: %s\n", err.msg);
-            return 2;
-        }
+        if (set_key(&c, &o, ok[i], ov[i], &err)) return cli_fail(&err);
         shape_set |= !strcmp(ok[i], "n_heads") || !strcmp(ok[i], "n_layers");
         cape_set |= !strcmp(ok[i], "cape") || !strcmp(ok[i], "cape_masks");
     }
@@ -279,20 +283,18 @@ int cmd_train(int argc, char **argv)
     snprintf(o.data, sizeof o.data, "%s", data ? data : "");
     if (rn_config_validate(&c, &err)) return cli_fail(&err);
     if (strcmp(dist_arg, "none")) {
-        if (rn_dist_open(&o.dist, dist_arg, dist_timeout, dist_timed_out, &err)) {
-            fprintf(stderr, "ramtrace train: %s\n", err.msg);
-            return err.code == RN_EINPUT ? 2 : 1;
-        }
+        if (rn_dist_open(&o.dist, dist_arg, dist_timeout, dist_timed_out, &err)) return cli_fail(&err);
         dist_rank = rn_dist_rank(o.dist);
     }
     int rc = train(&o, &c, task_s, threads, &err);
     /* --dist: rank 0 speaks for the run; another rank only for a failure
      * of its own link (MPI, the rendezvous directory) */
     if (rc && (dist_rank == 0 || err.code == RN_EIO)) {
-        if (o.dist) fprintf(stderr, "ramtrace train: rank %d of %d: %s\n", dist_rank, rn_dist_size(o.dist), err.msg);
-        else rc = cli_fail(&err);
+        if (o.dist) rn_preferr(&err, "rank %d of %d", dist_rank, rn_dist_size(o.dist));
+        rc = cli_fail(&err);
+    } else if (rc) {
+        rc = err.code == RN_EINTR ? cli_interrupt_status() : rn_exit_status(err.code);
     }
-    if (rc && o.dist) rc = err.code == RN_EINTR ? cli_interrupt_status() : rn_exit_status(err.code);
     rn_dist_close(o.dist);
     return rc;
 }

@@ -567,7 +567,7 @@ TH_TEST(test_runtime_hooks, "hooks: every point per layer and chunk, an edit of 
     rn_runtime *rt;
     CU_ASSERT_EQUAL_FATAL(rn_runtime_create(&m, 8, &rt, &err), RN_OK); /* 3 chunks */
     hook_log h = { .stop_at = -1, .scale_v = 1 };
-    rn_hooks hk = { log_hook, &h, (1u << RN_HOOK_N) - 1, 0 };
+    rn_hooks hk = { log_hook, &h, (1u << RN_HOOK_N) - 1, 0, { 0 } };
     CU_ASSERT_EQUAL_FATAL(rn_runtime_set_hooks(rt, &hk, &err), RN_OK);
     CU_ASSERT_EQUAL(rn_prefill(rt, tok, T, a, 1, &err), RN_OK);
     for (int p = 0; p < RN_HOOK_N; p++) /* the slot state: once per position and layer */
@@ -672,7 +672,7 @@ TH_TEST(test_runtime_slot_state_hook, "hooks: the slot state is the read's slots
     slot_log s = { &c, c.n_heads, c.top_k, c.d_v, -1, 2, 0, 0, 0, malloc(sizeof(uint32_t) * T * c.n_heads * c.top_k),
                    malloc(sizeof(float) * T * HKr), 0 };
     float *by_pos = malloc(sizeof(float) * T * HKr);
-    rn_hooks h = { slot_hook, &s, 1u << RN_HOOK_ADDR_READ | 1u << RN_HOOK_SLOT_STATE, 0 };
+    rn_hooks h = { slot_hook, &s, 1u << RN_HOOK_ADDR_READ | 1u << RN_HOOK_SLOT_STATE, 0, { 0 } };
     static const char spec[] = "ablate-slots 1.2:0-40@6-";
     run_slot_hooked(&m, tok, T, NULL, NULL, plain);
     run_slot_hooked(&m, tok, T, NULL, &h, hooked);
@@ -698,6 +698,20 @@ TH_TEST(test_runtime_slot_state_hook, "hooks: the slot state is the read's slots
     run_slot_hooked(&m, tok, T, NULL, &h, hooked);
     CU_ASSERT_EQUAL(memcmp(iv, hooked, sizeof(float) * n), 0);
     CU_ASSERT_EQUAL(s.bad_slots, 0);
+    /* the point on layer 1 alone (slot_layers): T calls, all at layer 1 (the
+     * hook counts bad slots elsewhere by width only), the same edit's bits */
+    CU_ASSERT_FATAL(c.n_layers > 1);
+    h.slot_layers[0] = 1u << 1;
+    s.calls = 0;
+    run_slot_hooked(&m, tok, T, NULL, &h, hooked);
+    CU_ASSERT_EQUAL(s.calls, T);
+    CU_ASSERT_EQUAL(memcmp(iv, hooked, sizeof(float) * n), 0);
+    CU_ASSERT_EQUAL(s.bad_slots, 0);
+    h.slot_layers[0] = 1u << 0; /* layer 0 alone: layer 1's edit is not made */
+    s.calls = 0;
+    run_slot_hooked(&m, tok, T, NULL, &h, hooked);
+    CU_ASSERT_EQUAL(s.calls, T);
+    CU_ASSERT_EQUAL(memcmp(plain, hooked, sizeof(float) * n), 0);
     rn_model_free(&m);
     free(plain); free(hooked); free(iv); free(s.read); free(s.state); free(by_pos);
 }

@@ -266,6 +266,8 @@ TH_TEST(test_storage_corrupt, "corrupt and lying 16-bit files, and weights fp16 
     CU_ASSERT(!th_file_exists(out));
     snprintf(out, sizeof out, "%s", th_path("sto_big.safetensors"));
     CU_ASSERT_EQUAL(rn_model_save(&m, out, &err), RN_EINPUT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, t.name)); /* the same message as model.bin's */
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "holds 100000, which fp16 cannot store (largest 65504)"));
     CU_ASSERT(!th_file_exists(out));
     m.storage = RN_STORE_BF16; /* bf16 has float32's range */
     CU_ASSERT_EQUAL(rn_model_save(&m, out, &err), RN_OK);

@@ -349,6 +349,11 @@ TH_TEST(test_cli_bad_input, "train/eval CLI bad input")
     CU_ASSERT_EQUAL(th_run("%s train --task mqar --config %s --set top_k=99 -o %s", th_bin(), cfg, out), 2);
     CU_ASSERT(strstr(th_err(), "top_k") != NULL);
     CU_ASSERT_EQUAL(th_run("%s train --task mqar --config %s --set lr=abc -o %s", th_bin(), cfg, out), 2);
+    CU_ASSERT_STRING_EQUAL(th_err(), "ramtrace: lr: 'abc' is not a number in [0, 10]\n"); /* as every command's */
+    CU_ASSERT_EQUAL(th_run("%s train --task text --data %s --eval-windows -1 -o %s", th_bin(), cfg, out), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(th_err(), "eval_windows"));
+    CU_ASSERT_EQUAL(th_run("%s train --task mqar --init-from %s -o %s", th_bin(), P("no_such_init.bin"), out), 2);
+    CU_ASSERT(strncmp(th_err(), "ramtrace: --init-from: ", 23) == 0 && strstr(th_err(), "no_such_init.bin"));
     CU_ASSERT_EQUAL(th_run("%s train --task mqar --config %s --set mqar_train=64:x -o %s", th_bin(), cfg, out), 2);
     CU_ASSERT(strstr(th_err(), "mqar_train") != NULL);
     CU_ASSERT_EQUAL(th_run("%s train --task mqar --config %s --set mqar_train=64:40 -o %s", th_bin(), cfg, out), 2);
@@ -427,6 +432,164 @@ TH_TEST(test_eval_progress, "evaluation progress: monotone to the total; the sto
     volatile int stop = 1;
     rn_eval_ctl halt = { &stop, NULL, NULL };
     CU_ASSERT_EQUAL(rn_eval_mqar(&m, RN_DEVICE_CPU, segs, 2, 10, 7, 128, acc, &mean, &halt, &err), RN_EINTR);
+    rn_model_free(&m);
+}
+
+/* A random model of small_config (CAPE on; with `bytes` the bytes
+ * tokenizer and tied embeddings, else ids) of seed, its weights scaled by
+ * `scale` (larger: addresses that move with the text). */
+static void random_small(rn_model *m, int bytes, uint64_t seed, float scale)
+{
+    rn_config c;
+    small_config(&c, 1, bytes);
+    if (bytes) c.vocab_size = 257, c.tokenizer = RN_TOK_BYTES;
+    rn_error err;
+    CU_ASSERT_EQUAL_FATAL(rn_model_create_random(m, &c, seed, &err), 0);
+    for (int64_t i = 0; i < m->n_block; i++) m->params[i] *= scale;
+}
+
+/* text[0..n) written to path and loaded whole as c's held-out split of
+ * windows of T, which must be nw of them. */
+static void held_out(rn_text *t, const rn_config *c, const char *path, const char *text, size_t n, int T, int nw)
+{
+    rn_error err;
+    CU_ASSERT_EQUAL_FATAL(th_write_file(path, text, n), 0);
+    CU_ASSERT_EQUAL_FATAL(rn_text_load_for(t, c, path, 1.0, T, &err), RN_OK);
+    CU_ASSERT_EQUAL_FATAL(rn_text_n_val(t, T), nw);
+}
+
+/* A forward-only trainer (evaluation) runs the training forward: up to
+ * its logit block the same operations in the same order, so the same
+ * loss and correctness bit for bit, and a smaller workspace. */
+TH_TEST(test_eval_trainer_same_forward, "forward-only trainer: the training forward's loss bit for bit, less memory")
+{
+    rn_model m;
+    rn_error err;
+    random_small(&m, 0, 31, 1);
+    const rn_config c = m.cfg;
+    enum { B = 4, T = 50 };
+    int tok[B * T], tgt[B * T];
+    rn_rng rng;
+    rn_rng_seed(&rng, 3);
+    for (int i = 0; i < B * T; i++) {
+        tok[i] = (int)rn_rng_below(&rng, c.vocab_size);
+        tgt[i] = i % 7 ? (int)rn_rng_below(&rng, c.vocab_size) : RN_IGNORE;
+    }
+    rn_trainer *tr, *ev;
+    CU_ASSERT_EQUAL_FATAL(rn_trainer_create(&tr, &m, B * T, B * T, 0.0, &err), 0);
+    CU_ASSERT_EQUAL_FATAL(rn_trainer_create_eval(&ev, &m, B * T, B * T, &err), 0);
+    CU_ASSERT(rn_trainer_bytes(ev) * 2 < rn_trainer_bytes(tr));
+    double l1, l2;
+    CU_ASSERT_EQUAL_FATAL(rn_trainer_forward(tr, tok, tgt, B, T, &l1, &err), 0);
+    CU_ASSERT_EQUAL_FATAL(rn_trainer_forward(ev, tok, tgt, B, T, &l2, &err), 0);
+    CU_ASSERT(l1 > 0 && l1 == l2);
+    CU_ASSERT(rn_trainer_loss_sum(tr) == rn_trainer_loss_sum(ev));
+    CU_ASSERT_EQUAL(rn_trainer_n_labelled(tr), rn_trainer_n_labelled(ev));
+    CU_ASSERT(!memcmp(rn_trainer_correct(tr), rn_trainer_correct(ev), (size_t)rn_trainer_n_labelled(tr)));
+    CU_ASSERT(!memcmp(rn_trainer_logits(tr), rn_trainer_logits(ev),
+                      sizeof(rn_real) * (size_t)rn_trainer_n_labelled(tr) * c.vocab_size));
+    rn_trainer_free(tr);
+    rn_trainer_free(ev);
+    rn_model_free(&m);
+}
+
+/* rn_eval_text over windows far longer than the logit block (2 windows
+ * of 12000 bytes: 24000 labelled rows) against an independent scorer: the
+ * inference runtime fed each window in chunks of 256 tokens (its state
+ * carried across the chunks), log-softmax in double. */
+TH_TEST(test_eval_long_window, "eval of long windows: the bits/byte of the chunked runtime scorer")
+{
+    enum { T = 12000, NW = 2, CH = 256 };
+    rn_model m;
+    rn_error err;
+    random_small(&m, 1, 41, 4);
+    const rn_config c = m.cfg;
+    /* a corpus of words over a small alphabet: 2 windows of T+1 bytes */
+    static char text[NW * (T + 1) + 100];
+    rn_rng rng;
+    rn_rng_seed(&rng, 12);
+    for (size_t i = 0; i < sizeof text; i++)
+        text[i] = rn_rng_below(&rng, 6) == 0 ? ' ' : (char)('a' + rn_rng_below(&rng, 12));
+    const char *path = th_path("evlong_corpus.txt");
+    rn_text t;
+    held_out(&t, &m.cfg, path, text, sizeof text, T, NW);
+    double loss, bpb;
+    CU_ASSERT_EQUAL_FATAL(rn_eval_text(&m, RN_DEVICE_CPU, &t, T, 0, 16, &loss, &bpb, NULL, &err), RN_OK);
+    /* the independent scorer */
+    int *tok = malloc(sizeof(int) * 2 * T), *tgt = tok + T;
+    float *lg = malloc(sizeof(float) * CH * c.vocab_size);
+    rn_runtime *rt;
+    CU_ASSERT_EQUAL_FATAL(rn_runtime_create(&m, CH, &rt, &err), 0);
+    double sum = 0;
+    int64_t bytes = 0;
+    for (int w = 0; w < NW; w++) {
+        rn_text_val_window(&t, w, T, tok, tgt);
+        rn_runtime_reset(rt);
+        for (int p0 = 0; p0 < T; p0 += CH) {
+            int n = T - p0 < CH ? T - p0 : CH;
+            CU_ASSERT_EQUAL_FATAL(rn_prefill(rt, tok + p0, n, lg, 1, &err), 0);
+            for (int r = 0; r < n; r++) {
+                const float *x = lg + (size_t)r * c.vocab_size;
+                double mx = x[0], e = 0;
+                for (int j = 1; j < c.vocab_size; j++) mx = fmax(mx, x[j]);
+                for (int j = 0; j < c.vocab_size; j++) e += exp(x[j] - mx);
+                sum += mx + log(e) - x[tgt[p0 + r]];
+                bytes++;
+            }
+        }
+    }
+    double want = sum / (double)bytes / log(2.0);
+    printf("\n    bits/byte: eval %.9f, chunked runtime %.9f (relative %.2g)\n", bpb, want, fabs(bpb - want) / want);
+    CU_ASSERT(want > 1 && fabs(bpb - want) <= 1e-6 * want);
+    CU_ASSERT(fabs(loss - sum / (double)bytes) <= 1e-6 * loss);
+    rn_runtime_free(rt);
+    free(lg);
+    free(tok);
+    rn_text_free(&t);
+    rn_model_free(&m);
+    /* the command: a training-sized workspace (16 windows of 12000 rows,
+     * some 14 GiB for this model) would be refused under this limit */
+    CU_ASSERT_EQUAL(th_run("RAMTRACE_MEM_LIMIT=1G %s -q eval samples/kjv.bin --task text --data %s --whole --seq-len %d "
+                           "-j 2 -f csv", th_bin(), path, T), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(th_out(), "bits_per_byte"));
+}
+
+/* rn_eval_text over N of the split's n windows scores windows w·n/N
+ * (spread over the split, not its first N): against the same windows
+ * scored one at a time by a trainer, and the first N scoring otherwise. */
+TH_TEST(test_eval_windows_spread, "eval of N windows: spread evenly over the held-out split")
+{
+    enum { T = 32, NW = 10, N = 3 };
+    rn_model m;
+    rn_error err;
+    random_small(&m, 1, 43, 4);
+    /* window i of the split draws from an alphabet of 2 + 5i letters */
+    char text[NW * T + 1];
+    rn_rng rng;
+    rn_rng_seed(&rng, 5);
+    for (int i = 0; i < NW * T + 1; i++) text[i] = (char)('a' + rn_rng_below(&rng, 2 + 5 * (uint64_t)(i / T % NW)));
+    rn_text t;
+    held_out(&t, &m.cfg, th_path("evspread_corpus.txt"), text, sizeof text, T, NW);
+    double loss, bpb;
+    CU_ASSERT_EQUAL_FATAL(rn_eval_text(&m, RN_DEVICE_CPU, &t, T, N, 16, &loss, &bpb, NULL, &err), RN_OK);
+    rn_trainer *tr;
+    CU_ASSERT_EQUAL_FATAL(rn_trainer_create(&tr, &m, T, T, 0.0, &err), 0);
+    int tok[T], tgt[T];
+    double spread = 0, first = 0, l;
+    for (int w = 0; w < N; w++) {
+        rn_text_val_window(&t, (int64_t)w * NW / N, T, tok, tgt);
+        CU_ASSERT_EQUAL_FATAL(rn_trainer_forward(tr, tok, tgt, 1, T, &l, &err), 0);
+        spread += rn_trainer_loss_sum(tr);
+        rn_text_val_window(&t, w, T, tok, tgt);
+        CU_ASSERT_EQUAL_FATAL(rn_trainer_forward(tr, tok, tgt, 1, T, &l, &err), 0);
+        first += rn_trainer_loss_sum(tr);
+    }
+    spread /= (double)N * T * log(2.0);
+    first /= (double)N * T * log(2.0);
+    CU_ASSERT(fabs(bpb - spread) <= 1e-5 * spread);
+    CU_ASSERT(fabs(first - spread) > 1e-3 * spread); /* the two choices differ here */
+    rn_trainer_free(tr);
+    rn_text_free(&t);
     rn_model_free(&m);
 }
 

@@ -318,6 +318,16 @@ static int hook_at(rn_runtime *rt, int p, int l, float *data, const uint32_t *sl
     return RN_OK;
 }
 
+/* Whether layer l calls the slot-state hook (rn_hooks.slot_layers). */
+static int slot_hooked(const rn_runtime *rt, int l)
+{
+    if (!(rt->hooks.points >> RN_HOOK_SLOT_STATE & 1)) return 0;
+    const uint64_t *m = rt->hooks.slot_layers;
+    for (size_t i = 0; i < sizeof rt->hooks.slot_layers / sizeof *m; i++)
+        if (m[i]) return m[l / 64] >> (l % 64) & 1;
+    return 1; /* no mask: every layer */
+}
+
 /* The same for the chunk's rows (the first at rt->pos). */
 static int hook(rn_runtime *rt, int p, int l, float *data, const uint32_t *slots, int n, int width, rn_error *err)
 {
@@ -460,9 +470,9 @@ static int forward_rows(rn_runtime *rt, const int *tokens, int n, float *logits,
             for (int h = 0; h < H; h++)
                 rn_state_scan(rt->st, l, h, rt->o, rt->v, rt->wslot, rt->ww, rt->rslot, rt->rw, n);
             if ((rc = rn_state_error(rt->st, err))) return rc;
-        } else if (rt->hooks.points >> RN_HOOK_SLOT_STATE & 1 && !rt->hooks.slot_rows) {
+        } else if (slot_hooked(rt, l) && !rt->hooks.slot_rows) {
             if ((rc = scan_slot_hooked(rt, l, n, err))) return rc;
-        } else if (rt->hooks.points >> RN_HOOK_SLOT_STATE & 1) {
+        } else if (slot_hooked(rt, l)) {
             #pragma omp parallel for if (n > 1) schedule(dynamic, 1)
             for (int h = 0; h < H; h++) scan_head_recorded(rt, l, h, n);
             if ((rc = hook(rt, RN_HOOK_SLOT_STATE, l, rt->ss, rt->rslot, n, H * K * (dv + 1), err))) return rc;

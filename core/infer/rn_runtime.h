@@ -127,6 +127,11 @@ typedef struct {
                                * with every row, [rows, H·K·(d_v + 1)] and slots
                                * [rows, H·K], recorded by the usual scan (threads
                                * over heads); a copy, so edits change nothing */
+    uint64_t slot_layers[(RN_MAX_LAYERS + 63) / 64];
+                              /* the layers whose RN_HOOK_SLOT_STATE is called: bit
+                               * l % 64 of word l / 64; all zero: every layer.  Only
+                               * those scan its way (position by position, or
+                               * recorded); the others as without the hook */
 } rn_hooks;
 
 /* Attach (or with NULL detach) hooks; the struct is copied.  CPU runtimes

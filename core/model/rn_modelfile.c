@@ -142,17 +142,10 @@ static int narrow_block(const rn_model *m, const char *path, uint16_t **out, rn_
 {
     uint16_t *b = malloc((size_t)m->n_block * 2);
     if (!b) return rn_seterr(err, RN_ENOMEM, "%s: out of memory for the %s block", path, rn_storage_name(m->storage));
-    int64_t bad = rn_storage_narrow(m->storage, m->params, b, m->n_block);
-    if (bad >= 0) {
+    int rc = rn_storage_narrow_params(m->storage, &m->cfg, m->params, 0, m->n_block, b, path, err);
+    if (rc) {
         free(b);
-        rn_tensor_desc t = { 0 };
-        for (int i = 0; i < rn_params_count_tensors(&m->cfg); i++) {
-            rn_params_tensor(&m->cfg, i, &t);
-            if (bad >= t.offset && bad < t.offset + t.numel) break;
-        }
-        return rn_seterr(err, RN_EINPUT, "%s: tensor %s holds %g, which %s cannot store (largest %s)", path, t.name,
-                         (double)m->params[bad], rn_storage_name(m->storage),
-                         m->storage == RN_STORE_F16 ? "65504" : "3.39e38");
+        return rc;
     }
     *out = b;
     return RN_OK;

@@ -134,13 +134,12 @@ int rn_safetensors_save(const rn_model *m, const char *path, rn_error *err)
         uint16_t *nb = realloc(narrow, (size_t)t.numel * 2);
         if (!nb) { ok = 0; errno = ENOMEM; break; }
         narrow = nb;
-        int64_t bad = rn_storage_narrow(m->storage, m->params + t.offset, narrow, t.numel);
-        if (bad >= 0) {
+        rc = rn_storage_narrow_params(m->storage, c, m->params, t.offset, t.numel, narrow, path, err);
+        if (rc) {
             free(narrow);
             free(b.s);
             rn_atomic_abort(&af);
-            return rn_seterr(err, RN_EINPUT, "%s: tensor %s holds %g, which %s cannot store", path, t.name,
-                             (double)m->params[t.offset + bad], rn_storage_name(m->storage));
+            return rc;
         }
         ok = fwrite(narrow, 2, (size_t)t.numel, af.f) == (size_t)t.numel;
     }

@@ -9,6 +9,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "rn_error.h"
+#include "rn_params.h"
+
 enum { RN_STORE_F32 = 0, RN_STORE_BF16 = 1, RN_STORE_F16 = 2 };
 
 /* "fp32", "bf16", "fp16". */
@@ -24,6 +27,12 @@ size_t rn_storage_bytes(int s);
  * first finite value that does not fit (fp16: magnitude ≥ 65520, which
  * would become inf), or -1 when all fit. */
 int64_t rn_storage_narrow(int s, const float *src, uint16_t *dst, int64_t n);
+
+/* rn_storage_narrow over parameters [at, at+n) of a model of config c
+ * (params: its whole float32 block) into dst: RN_OK, or RN_EINPUT naming
+ * path, the tensor and the value when one does not fit storage s. */
+int rn_storage_narrow_params(int s, const rn_config *c, const float *params, int64_t at, int64_t n, uint16_t *dst,
+                             const char *path, rn_error *err);
 
 /* Widen n values of the 16-bit storage s (exact). */
 void rn_storage_widen(int s, const uint16_t *src, float *dst, int64_t n);

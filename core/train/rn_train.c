@@ -43,6 +43,9 @@ struct rn_trainer {
     rn_config c;
     int64_t M;
     int max_rows, max_lab, nthreads;
+    int fwd_only;               /* rn_trainer_create_eval: no backward (one set of layer
+                                 * activations, no gradients) */
+    int lab_block;              /* labelled rows whose logits are formed at a time */
     int Kr;                     /* top-K of the reads (c.top_k: of the writes) */
     int lk[RN_MAX_LAYERS], lkr[RN_MAX_LAYERS]; /* per layer: K of the writes and reads
                                 * (<= c.top_k and Kr, which size the buffers) */
@@ -81,16 +84,29 @@ static void *take(carver *cv, size_t bytes)
     return p;
 }
 
+/* Carve every buffer.  A forward-only trainer keeps one layer's
+ * activations, which every layer overwrites in turn, and two residual
+ * streams in alternation (layer l reads la[l].x and writes la[l+1].x, the
+ * last one xf); it has no backward scratch or gradients, and room for the
+ * logits of lab_block labelled rows. */
 static void carve_all(rn_trainer *tr, carver *cv)
 {
     const rn_config *c = &tr->c;
     const size_t n = (size_t)tr->max_rows, D = c->d_model, H = c->n_heads, F = c->d_ff;
     const size_t K = c->top_k, Kr = tr->Kr, dv = c->d_v, hdk = H * rn_config_dk(c), hdv = H * dv;
-    const size_t R = sizeof(rn_real), NL = (size_t)tr->max_lab, V = c->vocab_size;
+    const size_t R = sizeof(rn_real), NL = (size_t)tr->max_lab, V = c->vocab_size, LB = (size_t)tr->lab_block;
     const size_t nt = (size_t)tr->nthreads, M = (size_t)tr->M;
+    rn_real *xs[2] = { NULL, NULL };
+    if (tr->fwd_only) {
+        xs[0] = take(cv, R * n * D);
+        xs[1] = take(cv, R * n * D);
+    }
     for (int l = 0; l < c->n_layers; l++) {
         layer_acts *a = &tr->la[l];
-        a->x = take(cv, R * n * D); a->h1 = take(cv, R * n * D); a->rstd1 = take(cv, R * n);
+        if (tr->fwd_only && l > 0) *a = tr->la[0];
+        a->x = tr->fwd_only ? xs[l % 2] : take(cv, R * n * D);
+        if (tr->fwd_only && l > 0) continue;
+        a->h1 = take(cv, R * n * D); a->rstd1 = take(cv, R * n);
         a->q = take(cv, R * n * hdk); a->k = take(cv, R * n * hdk);
         a->v = take(cv, R * n * hdv); a->o = take(cv, R * n * hdv);
         a->raddr = take(cv, 4 * n * H * Kr); a->rslot = take(cv, 4 * n * H * Kr);
@@ -100,19 +116,14 @@ static void carve_all(rn_trainer *tr, carver *cv)
         a->xm = take(cv, R * n * D); a->h2 = take(cv, R * n * D); a->rstd2 = take(cv, R * n);
         a->g = take(cv, R * n * F); a->u = take(cv, R * n * F); a->a = take(cv, R * n * F);
     }
-    tr->xf = take(cv, R * n * D); tr->hf = take(cv, R * n * D); tr->rstdf = take(cv, R * n);
-    tr->hsel = take(cv, R * NL * D); tr->logits = take(cv, R * NL * V);
+    tr->xf = tr->fwd_only ? xs[c->n_layers % 2] : take(cv, R * n * D);
+    tr->hf = take(cv, R * n * D); tr->rstdf = take(cv, R * n);
+    tr->hsel = take(cv, R * LB * D); tr->logits = take(cv, R * LB * V);
     tr->lab_rows = take(cv, sizeof(int) * NL); tr->lab_tgt = take(cv, sizeof(int) * NL);
     tr->tokens = take(cv, sizeof(int) * n);
     tr->lse = take(cv, sizeof(rn_real) * NL);
     tr->correct = take(cv, NL);
-    tr->dres = take(cv, R * n * D); tr->dh = take(cv, R * n * D);
-    tr->dq = take(cv, R * n * hdk); tr->dk = take(cv, R * n * hdk);
-    tr->dv = take(cv, R * n * hdv); tr->dout = take(cv, R * n * hdv);
-    tr->dg = take(cv, R * n * F); tr->du = take(cv, R * n * F); tr->da = take(cv, R * n * F);
-    tr->dww = take(cv, R * n * H * K); tr->drw = take(cv, R * n * H * Kr);
-    tr->dhsel = take(cv, R * NL * D);
-    tr->Sz = take(cv, R * nt * M * (dv + 1)); tr->dSz = take(cv, R * nt * M * (dv + 1));
+    tr->Sz = take(cv, R * nt * M * (dv + 1));
     tr->lp = take(cv, sizeof(double) * nt * (size_t)rn_config_dk(c));
     tr->ws = take(cv, sizeof(rn_decode_ws *) * nt);
     const int kmax = c->top_k > tr->Kr ? c->top_k : tr->Kr;
@@ -121,17 +132,23 @@ static void carve_all(rn_trainer *tr, carver *cv)
     if (cv->base)
         for (size_t t = 0; t < nt; t++)
             tr->ws[t] = rn_decode_ws_init(wsm + t * wsb, c->order, c->d_p, kmax);
+    if (tr->fwd_only) return;
+    tr->dres = take(cv, R * n * D); tr->dh = take(cv, R * n * D);
+    tr->dq = take(cv, R * n * hdk); tr->dk = take(cv, R * n * hdk);
+    tr->dv = take(cv, R * n * hdv); tr->dout = take(cv, R * n * hdv);
+    tr->dg = take(cv, R * n * F); tr->du = take(cv, R * n * F); tr->da = take(cv, R * n * F);
+    tr->dww = take(cv, R * n * H * K); tr->drw = take(cv, R * n * H * Kr);
+    tr->dhsel = take(cv, R * NL * D);
+    tr->dSz = take(cv, R * nt * M * (dv + 1));
     tr->grad = take(cv, R * (size_t)tr->n_block);
 }
 
-int rn_trainer_create(rn_trainer **out, const rn_model *m, int max_rows, int max_lab,
-                      double eps_g, rn_error *err)
-{
-    return rn_trainer_create_kr(out, m, max_rows, max_lab, eps_g, 0, err);
-}
+/* Logits formed at a time by a forward-only trainer: labelled rows. */
+#define EVAL_LAB_BLOCK 8192
 
-int rn_trainer_create_kr(rn_trainer **out, const rn_model *m, int max_rows, int max_lab,
-                         double eps_g, int read_k, rn_error *err)
+/* rn_trainer_create_kr, or forward only (rn_trainer_create_eval). */
+static int create(rn_trainer **out, const rn_model *m, int max_rows, int max_lab, double eps_g, int read_k,
+                  int fwd_only, rn_error *err)
 {
     *out = NULL;
     if (read_k < 0 || read_k > rn_config_slots(&m->cfg) || read_k > RN_MAX_TOPK)
@@ -147,6 +164,8 @@ int rn_trainer_create_kr(rn_trainer **out, const rn_model *m, int max_rows, int 
     tr->M = rn_config_slots(&m->cfg);
     tr->max_rows = max_rows;
     tr->max_lab = max_lab < max_rows ? max_lab : max_rows;
+    tr->fwd_only = fwd_only;
+    tr->lab_block = fwd_only && tr->max_lab > EVAL_LAB_BLOCK ? EVAL_LAB_BLOCK : tr->max_lab;
     tr->nthreads = rn_threads_max(); /* the thread count may change later (rn_threads.h) */
     tr->Kr = read_k ? read_k : m->cfg.top_k;
     for (int l = 0; l < RN_MAX_LAYERS; l++) {
@@ -161,14 +180,15 @@ int rn_trainer_create_kr(rn_trainer **out, const rn_model *m, int max_rows, int 
      * byte counts carve_all forms cannot wrap around size_t; then the exact
      * count of the carving. */
     char what[128];
-    snprintf(what, sizeof what, "training workspace (%d rows, %d threads, M = %lld slots)", max_rows,
-             tr->nthreads, (long long)tr->M);
+    snprintf(what, sizeof what, "%s workspace (%d rows, %d threads, M = %lld slots)",
+             fwd_only ? "evaluation" : "training", max_rows, tr->nthreads, (long long)tr->M);
     const rn_config *c = &tr->c;
     double n = max_rows, H = c->n_heads, K = (c->top_k + tr->Kr) / 2.0, dv1 = c->d_v + 1.0;
     double widths = 5.0 * c->d_model + 2.0 * H * rn_config_dk(c) + 2.0 * H * c->d_v + 3.0 * c->d_ff + 2;
-    double floats = (double)c->n_layers * n * (widths + H * K * (2 * dv1 + 4)) +
-                    2.0 * tr->nthreads * (double)tr->M * dv1 + (double)tr->max_lab * c->vocab_size +
-                    (double)tr->n_block;
+    double floats = (fwd_only ? 1.0 : (double)c->n_layers) * n * (widths + H * K * (2 * dv1 + 4)) +
+                    (fwd_only ? 2.0 * n * c->d_model : 0.0) +
+                    (fwd_only ? 1.0 : 2.0) * tr->nthreads * (double)tr->M * dv1 +
+                    (double)tr->lab_block * c->vocab_size + (fwd_only ? 0.0 : (double)tr->n_block);
     int rc = rn_memlimit_check(what, floats * sizeof(rn_real), err);
     if (rc) {
         free(tr);
@@ -191,16 +211,35 @@ int rn_trainer_create_kr(rn_trainer **out, const rn_model *m, int max_rows, int 
     cv.off = 0;
     carve_all(tr, &cv);
     assert(cv.off == bytes); /* the carving takes what the counting pass measured */
-    memset(tr->grad, 0, sizeof(rn_real) * (size_t)tr->n_block);
-    rn_weights_carve(&tr->c, tr->grad, &tr->gw);
+    if (!fwd_only) {
+        memset(tr->grad, 0, sizeof(rn_real) * (size_t)tr->n_block);
+        rn_weights_carve(&tr->c, tr->grad, &tr->gw);
+    }
     /* Dense PDMA state per thread starts reset; accumulators start at zero. */
     size_t per = (size_t)tr->M * (tr->c.d_v + 1);
     for (int t = 0; t < tr->nthreads; t++) {
         rn_pdma_reset(tr->Sz + t * per, tr->Sz + t * per + (size_t)tr->M * tr->c.d_v, tr->M, tr->c.d_v);
-        memset(tr->dSz + t * per, 0, sizeof(rn_real) * per);
+        if (!fwd_only) memset(tr->dSz + t * per, 0, sizeof(rn_real) * per);
     }
     *out = tr;
     return RN_OK;
+}
+
+int rn_trainer_create(rn_trainer **out, const rn_model *m, int max_rows, int max_lab,
+                      double eps_g, rn_error *err)
+{
+    return create(out, m, max_rows, max_lab, eps_g, 0, 0, err);
+}
+
+int rn_trainer_create_kr(rn_trainer **out, const rn_model *m, int max_rows, int max_lab,
+                         double eps_g, int read_k, rn_error *err)
+{
+    return create(out, m, max_rows, max_lab, eps_g, read_k, 0, err);
+}
+
+int rn_trainer_create_eval(rn_trainer **out, const rn_model *m, int max_rows, int max_lab, rn_error *err)
+{
+    return create(out, m, max_rows, max_lab, 0.0, 0, 1, err);
 }
 
 size_t rn_trainer_bytes(const rn_trainer *tr) { return tr->bytes; }
@@ -213,7 +252,10 @@ void rn_trainer_free(rn_trainer *tr)
 }
 
 rn_real *rn_trainer_grads(rn_trainer *tr) { return tr->grad; }
-void rn_trainer_zero_grads(rn_trainer *tr) { memset(tr->grad, 0, sizeof(rn_real) * (size_t)tr->n_block); }
+void rn_trainer_zero_grads(rn_trainer *tr)
+{
+    if (tr->grad) memset(tr->grad, 0, sizeof(rn_real) * (size_t)tr->n_block);
+}
 int rn_trainer_n_labelled(const rn_trainer *tr) { return tr->n_lab; }
 const int *rn_trainer_label_rows(const rn_trainer *tr) { return tr->lab_rows; }
 const rn_real *rn_trainer_logits(const rn_trainer *tr) { return tr->logits; }
@@ -324,14 +366,18 @@ int rn_trainer_forward(rn_trainer *tr, const int *tokens, const int *targets, in
         rn_matmul_forward(xn, a->a, lw->w_down, n, F, D, 1);
     }
     rn_rmsnorm_forward(tr->hf, tr->rstdf, tr->xf, w->norm, n, D, c->norm_eps);
+    /* the logits of lab_block labelled rows at a time (a training trainer's
+     * block is all of them: the backward needs them) */
     double total = 0;
-    if (nl > 0) {
-        for (int i = 0; i < nl; i++)
-            memcpy(tr->hsel + (size_t)i * D, tr->hf + (size_t)tr->lab_rows[i] * D, sizeof(rn_real) * D);
-        rn_matmul_forward(tr->logits, tr->hsel, w->lm_head, nl, D, V, 0);
-        #pragma omp parallel for reduction(+ : total) schedule(static)
-        for (int i = 0; i < nl; i++) {
-            const rn_real *lg = tr->logits + (size_t)i * V;
+    for (int i0 = 0; i0 < nl; i0 += tr->lab_block) {
+        const int nb = nl - i0 < tr->lab_block ? nl - i0 : tr->lab_block;
+        for (int i = 0; i < nb; i++)
+            memcpy(tr->hsel + (size_t)i * D, tr->hf + (size_t)tr->lab_rows[i0 + i] * D, sizeof(rn_real) * D);
+        rn_matmul_forward(tr->logits, tr->hsel, w->lm_head, nb, D, V, 0);
+        double part = 0;
+        #pragma omp parallel for reduction(+ : part) schedule(static)
+        for (int i = i0; i < i0 + nb; i++) {
+            const rn_real *lg = tr->logits + (size_t)(i - i0) * V;
             int best = 0;
             double mx = lg[0];
             for (int j = 1; j < V; j++)
@@ -339,9 +385,10 @@ int rn_trainer_forward(rn_trainer *tr, const int *tokens, const int *targets, in
             rn_real m = (rn_real)mx, s = 0;
             for (int j = 0; j < V; j++) s += REXP(lg[j] - m);
             tr->lse[i] = m + (rn_real)log((double)s);
-            total += (double)tr->lse[i] - (double)lg[tr->lab_tgt[i]];
+            part += (double)tr->lse[i] - (double)lg[tr->lab_tgt[i]];
             tr->correct[i] = best == tr->lab_tgt[i];
         }
+        total += part;
     }
     tr->loss_sum = total;
     *loss = nl ? total / nl : 0;
@@ -350,6 +397,7 @@ int rn_trainer_forward(rn_trainer *tr, const int *tokens, const int *targets, in
 
 void rn_trainer_backward(rn_trainer *tr, double scale)
 {
+    assert(!tr->fwd_only); /* rn_trainer_create_eval made it: nothing to go back through */
     const rn_config *c = &tr->c;
     const rn_weights *w = &tr->m->w;
     rn_weights *gw = &tr->gw;

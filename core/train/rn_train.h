@@ -41,6 +41,14 @@ int rn_trainer_create_kr(rn_trainer **out, const rn_model *m, int max_rows, int 
  * trainer's K and read K (which size its buffers: k and kr may not exceed
  * them).  RN_EINPUT otherwise.  The CPU trainer only. */
 int rn_trainer_set_layer_k(rn_trainer *tr, int layer, int k, int kr, rn_error *err);
+/* A forward-only trainer (evaluation): the forward, loss and per-label
+ * correctness of rn_trainer_create's, in a workspace without what only
+ * the backward needs: one layer's activations (reused by every layer), no
+ * gradient block or backward scratch, and the logits of at most 8192
+ * labelled rows at a time (rn_trainer_logits then holds the last block's;
+ * up to 8192 labelled rows it is all of them, as before).  So a window of
+ * 65536 tokens needs a few GiB, not a training workspace.  No backward. */
+int rn_trainer_create_eval(rn_trainer **out, const rn_model *m, int max_rows, int max_lab, rn_error *err);
 void rn_trainer_free(rn_trainer *tr);
 /* Bytes of the trainer's one allocation (activations, PDMA saves, dense
  * per-thread state, gradients), checked against rn_memlimit.h at create. */

@@ -4,6 +4,7 @@
 
 #include <assert.h>
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,7 +38,7 @@ void rn_train_opts_default(rn_train_opts *o, int task)
     o->log_every = 10;
     o->seed = 1;
     o->eval_examples = 100;
-    o->eval_windows = 64;
+    o->eval_windows = 256; /* spread over the split: within 1% of the whole split's bits/byte (docs/training.md) */
     o->val_frac = 0.05;
     o->n_segs = rn_mqar_n_train_segs;
     memcpy(o->segs, rn_mqar_train_segs, sizeof(rn_mqar_seg) * (size_t)rn_mqar_n_train_segs);
@@ -391,7 +392,7 @@ static double ev_loss_sum(const evaluator *e)
 static int ev_create(evaluator *e, const rn_model *m, int dev, int max_rows, rn_error *err)
 {
     memset(e, 0, sizeof *e);
-    if (dev != RN_DEVICE_CUDA) return rn_trainer_create(&e->cpu, m, max_rows, max_rows, 0.0, err);
+    if (dev != RN_DEVICE_CUDA) return rn_trainer_create_eval(&e->cpu, m, max_rows, max_rows, err);
     return rn_cuda_trainer_create(&e->gpu, m, max_rows, max_rows, 0.0, 0, 0, err);
 }
 
@@ -520,12 +521,16 @@ static int64_t target_bytes(const rn_config *c, const rn_text *t, const int *tgt
 }
 
 /* Mean loss per token over the held-out windows, and bits per byte: their
- * summed loss over ln 2 and the bytes of text the scored tokens stand for. */
+ * summed loss over ln 2 and the bytes of text the scored tokens stand for.
+ * `windows` (0: all) of the split's windows are scored, spread evenly over
+ * it (window w·all/windows for w < windows): the first few alone are the
+ * files that happen to open the split, not a sample of it. */
 static int eval_text_with(evaluator *tr, const rn_config *c, const rn_text *t, int T, int windows, int batch,
                           int *tok, int *tgt, double *loss, double *bpb, const rn_eval_ctl *ctl,
                           rn_error *err)
 {
-    int64_t nw = rn_text_n_val(t, T);
+    const int64_t all = rn_text_n_val(t, T);
+    int64_t nw = all;
     if (windows > 0 && windows < nw) nw = windows;
     double sum = 0;
     int64_t count = 0, bytes = 0;
@@ -533,7 +538,8 @@ static int eval_text_with(evaluator *tr, const rn_config *c, const rn_text *t, i
         if (ctl && ctl->stop && *ctl->stop) return rn_seterr(err, RN_EINTR, "interrupted during evaluation");
         rn_threads_poll(); /* follow the machine's load (rn_threads.h) */
         int B = nw - w < batch ? (int)(nw - w) : batch;
-        for (int b = 0; b < B; b++) rn_text_val_window(t, w + b, T, tok + (size_t)b * T, tgt + (size_t)b * T);
+        for (int b = 0; b < B; b++)
+            rn_text_val_window(t, (w + b) * all / nw, T, tok + (size_t)b * T, tgt + (size_t)b * T);
         double l;
         int rc = ev_forward(tr, tok, tgt, B, T, &l, err);
         if (rc) return rc;
@@ -551,6 +557,10 @@ int rn_eval_text(const rn_model *m, int device, const rn_text *t, int T, int win
                  double *loss, double *bpb, const rn_eval_ctl *ctl, rn_error *err)
 {
     if (rn_text_n_val(t, T) < 1) return rn_seterr(err, RN_EINPUT, "text eval: held-out split is shorter than one window of %d bytes", T);
+    int64_t nw = rn_text_n_val(t, T);
+    if (windows > 0 && windows < nw) nw = windows;
+    if (batch > nw) batch = (int)nw; /* room for the windows there are, not more */
+    if ((int64_t)batch * T > INT_MAX) batch = (int)(INT_MAX / T);
     evaluator ev, *tr = &ev;
     int rc = ev_create(&ev, m, device, batch * T, err);
     if (rc) {

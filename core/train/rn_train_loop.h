@@ -27,7 +27,7 @@ typedef struct {
     int ckpt_keep;            /* keep every periodic checkpoint as CKPT.STEP too (key ckpt_keep) */
     uint64_t seed;
     int eval_examples;        /* MQAR: examples per ladder segment */
-    int eval_windows;         /* text: held-out windows (0 = all) */
+    int eval_windows;         /* text: held-out windows, spread evenly over the split (0 = all) */
     double val_frac;          /* text: held-out fraction of the corpus */
     double max_seconds;       /* stop (and save) after this wall time; 0 = none */
     int64_t stop_after;       /* stop (and save) after this step; 0 = none */

@@ -3,7 +3,8 @@ import ctypes
 import os
 
 API_MAJOR = 1
-API_MINOR = 2  # 1: ramnet_run (hooks, interventions); 2: the slot-state hook, head state, patching figure
+API_MINOR = 3  # 1: ramnet_run (hooks, interventions); 2: the slot-state hook, head state, patching figure;
+#               3: ramnet_run_layers (the slot-state point on chosen layers only)
 
 # data and slots arrive as addresses: the runtime's buffers are allocated
 # once, so the views made of them are kept and reused across calls
@@ -80,6 +81,9 @@ def lib():
         "ramnet_run": ([ctypes.c_void_p, c_int_p, ctypes.c_int, ctypes.POINTER(ctypes.c_float), ctypes.c_int,
                         ctypes.POINTER(ctypes.c_char_p), ctypes.c_int, ctypes.c_uint32, HOOK_FN, ctypes.c_void_p],
                        ctypes.c_int),
+        "ramnet_run_layers": ([ctypes.c_void_p, c_int_p, ctypes.c_int, ctypes.POINTER(ctypes.c_float), ctypes.c_int,
+                               ctypes.POINTER(ctypes.c_char_p), ctypes.c_int, ctypes.c_uint32,
+                               ctypes.POINTER(ctypes.c_ubyte), HOOK_FN, ctypes.c_void_p], ctypes.c_int),
         "ramnet_head_state": ([ctypes.c_void_p, c_int_p, ctypes.c_int, ctypes.c_int, ctypes.POINTER(ctypes.c_char_p),
                                ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.POINTER(ctypes.c_float),
                                ctypes.POINTER(ctypes.c_float)], ctypes.c_int),

@@ -312,12 +312,18 @@ class Model:
         gather = not any(hooks for (p, _), (_, hooks) in wanted.items() if p == self._SLOT_STATE)
         if gather and points >> self._SLOT_STATE & 1:
             points |= _lib.SLOT_STATE_ROWS
+        # only the layers with a slot-state hook or cache scan its way
+        # (position by position when hooked): the others keep their threads
+        slot_layers = (ctypes.c_ubyte * c["n_layers"])()
+        for p, l in wanted:
+            if p == self._SLOT_STATE:
+                slot_layers[l] = 1
         cb = _lib.HOOK_FN(at)
         arr = (ctypes.c_char_p * max(1, len(specs)))(*specs)
         out = np.empty((T, c["vocab_size"]), dtype=np.float32)
-        rc = lib().ramnet_run(self._handle(), t.ctypes.data_as(ctypes.POINTER(ctypes.c_int)), T,
-                              out.ctypes.data_as(ctypes.POINTER(ctypes.c_float)), chunk, arr, len(specs), points,
-                              cb, None)
+        rc = lib().ramnet_run_layers(self._handle(), t.ctypes.data_as(ctypes.POINTER(ctypes.c_int)), T,
+                                     out.ctypes.data_as(ctypes.POINTER(ctypes.c_float)), chunk, arr, len(specs),
+                                     points, slot_layers, cb, None)
         if failure:
             raise failure[0]
         check(rc)

@@ -108,6 +108,22 @@ def reset(state, name):
 check(np.array_equal(m.run_with_hooks(toks, fwd_hooks=[("blocks.1.attn.hook_slot_state", reset)]), ablated),
       "resetting read slots in a hook = ablate-slots 1.2:0-40,77@30-")
 
+# a slot-state hook on one layer: only that layer scans position by
+# position (ramnet_run_layers).  Its results are those of the run with every
+# layer's scan serial (no-op hooks on the others), bit for bit, and a layer
+# without the hook gives the hookless run's bits
+posts = [f"blocks.{l}.hook_resid_post" for l in range(c["n_layers"])]
+_, none = m.run_with_cache(toks, names=posts)
+lg1, one = m.run(toks, fwd_hooks=[("blocks.1.attn.hook_slot_state", reset)], names=posts)
+serial = [(f"blocks.{l}.attn.hook_slot_state", lambda s, n: None) for l in range(c["n_layers"]) if l != 1]
+lga, alls = m.run(toks, fwd_hooks=[("blocks.1.attn.hook_slot_state", reset)] + serial, names=posts)
+check(np.array_equal(lg1, lga) and all(np.array_equal(one[n], alls[n]) for n in posts),
+      "a hook on layer 1 alone: every layer's bits as with every layer serial")
+check(np.array_equal(one[posts[0]], none[posts[0]]), "a hook on layer 1 alone: layer 0's output is the hookless run's")
+check(not np.array_equal(one[posts[1]], none[posts[1]]), "a hook on layer 1 alone: its edit changes layer 1")
+_, noop1 = m.run(toks, fwd_hooks=[("blocks.1.attn.hook_slot_state", lambda s, n: None)], names=posts)
+check(all(np.array_equal(noop1[n], none[n]) for n in posts), "a no-op hook on layer 1: every layer's output unchanged")
+
 # a stateful edit: slot rank 0 of head 3.3 doubled at position 40 lasts (the
 # slot is read again later), and equals the replay with the same edit
 l, h, p0 = 3, 3, 40
