@@ -203,7 +203,7 @@ int cmd_eval(int argc, char **argv)
     if (optind + 1 < argc) return cli_usage_error("eval", "unexpected argument '%s'", argv[optind + 1]);
     if (!task) return cli_usage_error("eval", "no task (--task mqar|text)");
     if (rn_device_select(device_arg, &device, &err)) return cli_fail(&err);
-    if (rn_precision_parse(precision_arg, &precision, &err) || rn_device_check_precision(device, precision, &err))
+    if (rn_precision_parse(precision_arg, &precision, &err) || rn_device_check_train_precision(device, precision, &err))
         return cli_usage_error("eval", "%s", err.msg);
     int is_mqar = !strcmp(task, "mqar");
     if (!is_mqar && strcmp(task, "text")) return cli_usage_error("eval", "unknown task '%s' (expected mqar or text)", task);
@@ -255,7 +255,7 @@ int cmd_eval(int argc, char **argv)
             }
         cli_info("evaluating %ld examples per segment...\n", examples);
         eval_progress pg = { cli_now(), cli_stderr_tty(), -1, 0, "examples" };
-        rn_eval_ctl ctl = { &cli_stop_flag, progress, &pg };
+        rn_eval_ctl ctl = { &cli_stop_flag, progress, &pg, (int)precision };
         rn_mqar_tally *pairs = NULL;
         if (by_pair && !(pairs = malloc(sizeof *pairs * (size_t)total_pairs)))
             rc = rn_seterr(&err, RN_ENOMEM, "out of memory");
@@ -272,7 +272,7 @@ int cmd_eval(int argc, char **argv)
         if (!rc) {
             double loss, bpb;
             eval_progress pg = { cli_now(), cli_stderr_tty(), -1, 0, "windows" };
-            rn_eval_ctl ctl = { &cli_stop_flag, progress, &pg };
+            rn_eval_ctl ctl = { &cli_stop_flag, progress, &pg, (int)precision };
             rc = rn_eval_text(&m, device, &t, (int)seq, (int)windows, 16, &loss, &bpb, &ctl, &err);
             if (pg.shown && pg.tty && rc) fputc('\n', stderr);
             if (!rc) rc = print_text(fmt, t.data != NULL, loss, bpb, &err);

@@ -229,7 +229,7 @@ int cmd_train(int argc, char **argv)
     }
     if (optind < argc) return cli_usage_error("train", "unexpected argument '%s'", argv[optind]);
     if (rn_device_select(device_arg, &device, &err)) return cli_fail(&err);
-    if (rn_precision_parse(precision_arg, &precision, &err) || rn_device_check_precision(device, precision, &err))
+    if (rn_precision_parse(precision_arg, &precision, &err) || rn_device_check_train_precision(device, precision, &err))
         return cli_usage_error("train", "%s", err.msg);
     int task;
     if (!strcmp(task_s, "mqar")) task = RN_TASK_MQAR;

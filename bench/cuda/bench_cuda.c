@@ -161,7 +161,7 @@ static int train_shape(const char *name, const rn_config *c, int B, int T, int B
     rn_adamw_opts o;
     rn_adamw_defaults(&o);
     rn_cuda_trainer *g = NULL;
-    if (rn_cuda_trainer_create(&g, &m, rows, rows, 0.0, 0, 0, &err)) {
+    if (rn_cuda_trainer_create(&g, &m, rows, rows, 0.0, 0, 0, RN_PREC_FP32, &err)) {
         fprintf(stderr, "%s: %s\n", name, err.msg);
         return 1;
     }
@@ -229,7 +229,7 @@ static int train_step_only(void)
     rn_adamw_defaults(&o);
     rn_cuda_trainer *g = NULL;
     double loss;
-    int rc = rn_cuda_trainer_create(&g, &m, rows, rows, 0.0, 0, 0, &err);
+    int rc = rn_cuda_trainer_create(&g, &m, rows, rows, 0.0, 0, 0, RN_PREC_FP32, &err);
     if (!rc) rc = rn_cuda_trainer_zero_grads(g, &err);
     if (!rc) rc = rn_cuda_trainer_forward(g, tok, tgt, B, T, &loss, &err);
     if (!rc) rc = rn_cuda_trainer_backward(g, 1.0, &err);

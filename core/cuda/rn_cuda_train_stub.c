@@ -11,9 +11,9 @@ static int no_cuda(rn_error *err)
 }
 
 int rn_cuda_trainer_create(rn_cuda_trainer **out, const rn_model *m, int max_rows, int max_lab,
-                           double eps_g, int kw_max, int kr_max, rn_error *err)
+                           double eps_g, int kw_max, int kr_max, int precision, rn_error *err)
 {
-    (void)m; (void)max_rows; (void)max_lab; (void)eps_g; (void)kw_max; (void)kr_max;
+    (void)m; (void)max_rows; (void)max_lab; (void)eps_g; (void)kw_max; (void)kr_max; (void)precision;
     *out = NULL;
     return no_cuda(err);
 }
@@ -130,4 +130,16 @@ void rn_cuda_trainer_block(rn_cuda_trainer *tr, float **params, float **grad, fl
     (void)tr;
     *params = *grad = *m1 = *m2 = NULL;
     *n = 0;
+}
+
+int rn_cuda_trainer_weights_bf16(rn_cuda_trainer *tr, uint16_t *out, rn_error *err)
+{
+    (void)tr; (void)out;
+    return no_cuda(err);
+}
+
+int rn_cuda_trainer_topk(rn_cuda_trainer *tr, int l, int writes, uint32_t *addr, float *w, rn_error *err)
+{
+    (void)tr; (void)l; (void)writes; (void)addr; (void)w;
+    return no_cuda(err);
 }
