@@ -17,6 +17,8 @@
  *     that flips at a near-tie changes its row's attention gradients
  *     wholesale, so ‖g_bf16 − g_fp32‖₂ / ‖g_fp32‖₂ < BF16_GRAD_FLIP_TOL
  *     (0.4: catches a wrong operand or layout, which gives ~1);
+ *   - tf32 against fp32 under the same loss and gradient bounds (GPU only
+ *     in substance: the emulation computes tf32 in FP32);
  *   - the decoder's top-K sets: the share of (row, head) sets that differ
  *     is printed, and every differing set differs only at a near-tie: an
  *     address in one set and not the other has a weight within a factor
@@ -53,6 +55,7 @@
 #define BF16_TIE_TOL 0.25
 #define BF16_CURVE_TOL 0.02
 
+static double g_loss_rel_tf32, g_grad_tf32;
 static double g_loss_rel, g_loss_rel_cpu, g_grad, g_grad_cpu, g_grad_flip, g_grad_flip_cpu, g_tie_gap, g_curve, g_curve_gpu;
 static long g_sets, g_sets_differ, g_tensors;
 static char g_grad_name[96];
@@ -172,17 +175,22 @@ static void test_bf16_one_step(void)
         const int B = 3, T = 40, n = B * T, V = m.cfg.vocab_size, H = m.cfg.n_heads;
         int tok[120], tgt[120];
         cuda_test_batch(&r, V, n, tok, tgt);
-        rn_cuda_trainer *gf = NULL, *gb = NULL;
+        rn_cuda_trainer *gf = NULL, *gb = NULL, *gt = NULL;
         rn_trainer *ct = NULL;
         CU_ASSERT_EQUAL_FATAL(rn_trainer_create_kr(&ct, &mb, n, n, eps_g, sh->Kr, &err), RN_OK);
         if (rn_cuda_trainer_create(&gf, &m, n, n, eps_g, sh->K, sh->Kr, RN_PREC_FP32, &err) ||
             rn_cuda_trainer_create(&gb, &m, n, n, eps_g, sh->K, sh->Kr, RN_PREC_BF16, &err) ||
+            rn_cuda_trainer_create(&gt, &m, n, n, eps_g, sh->K, sh->Kr, RN_PREC_TF32, &err) ||
+            rn_cuda_trainer_set_topk(gt, sh->K, sh->Kr, &err) ||
             rn_cuda_trainer_set_topk(gf, sh->K, sh->Kr, &err) || rn_cuda_trainer_set_topk(gb, sh->K, sh->Kr, &err)) {
             fprintf(stderr, "cuda trainer: %s\n", err.msg);
             CU_FAIL_FATAL("rn_cuda_trainer_create");
         }
-        double lf, lb, lc;
+        double lf, lb, lc, lt;
         CU_ASSERT_EQUAL(rn_cuda_trainer_forward(gf, tok, tgt, B, T, &lf, &err), RN_OK);
+        CU_ASSERT_EQUAL(rn_cuda_trainer_forward(gt, tok, tgt, B, T, &lt, &err), RN_OK);
+        g_loss_rel_tf32 = fmax(g_loss_rel_tf32, fabs(lt - lf) / fabs(lf));
+        CU_ASSERT(fabs(lt - lf) < BF16_LOSS_TOL * fabs(lf));
         CU_ASSERT_EQUAL(rn_cuda_trainer_forward(gb, tok, tgt, B, T, &lb, &err), RN_OK);
         CU_ASSERT_EQUAL(rn_trainer_forward(ct, tok, tgt, B, T, &lc, &err), RN_OK);
         double e = fabs(lb - lf) / fabs(lf), ec = fabs(lb - lc) / fabs(lc);
@@ -199,6 +207,7 @@ static void test_bf16_one_step(void)
         }
         CU_ASSERT_EQUAL(rn_cuda_trainer_backward(gf, 1.0, &err), RN_OK);
         CU_ASSERT_EQUAL(rn_cuda_trainer_backward(gb, 1.0, &err), RN_OK);
+        CU_ASSERT_EQUAL(rn_cuda_trainer_backward(gt, 1.0, &err), RN_OK);
         rn_trainer_backward(ct, 1.0);
         float *g1 = malloc(sizeof(float) * (size_t)m.n_block), *g2 = malloc(sizeof(float) * (size_t)m.n_block);
         CU_ASSERT_EQUAL_FATAL(rn_cuda_trainer_grads(gf, g1, &err), RN_OK);
@@ -206,11 +215,16 @@ static void test_bf16_one_step(void)
         const int full = rn_config_slots(&m.cfg) == sh->K && sh->K == sh->Kr;
         compare_grads(&m.cfg, g2, g1, si, full, full ? &g_grad : &g_grad_flip, 1);
         compare_grads(&m.cfg, g2, rn_trainer_grads(ct), si, full, full ? &g_grad_cpu : &g_grad_flip_cpu, 0);
+        /* tf32 (10 significant bits) under the same bounds; in the
+         * emulation it is fp32 itself */
+        CU_ASSERT_EQUAL_FATAL(rn_cuda_trainer_grads(gt, g2, &err), RN_OK);
+        compare_grads(&m.cfg, g2, g1, si, full, &g_grad_tf32, 0);
         free(g1);
         free(g2);
         rn_trainer_free(ct);
         rn_cuda_trainer_free(gf);
         rn_cuda_trainer_free(gb);
+        rn_cuda_trainer_free(gt);
         rn_model_free(&mb);
         rn_model_free(&m);
     }
@@ -499,9 +513,9 @@ void rn_cuda_bf16_summary(void)
            "%ld tensors, worst gradient relative error with every slot selected %.3g (%s; vs CPU on bf16 "
            "weights %.3g), with top-K flips (L2) %.3g (vs CPU %.3g); "
            "top-K sets differing %ld of %ld (%.3g%%), worst near-tie gap %.3g; short-run step loss worst "
-           "relative %.3g; 300-step curves worst %.3g\n",
+           "relative %.3g; 300-step curves worst %.3g; tf32 vs fp32: loss %.3g, gradients %.3g\n",
            g_loss_rel, g_loss_rel_cpu, g_tensors, g_grad, g_grad_name[0] ? g_grad_name : "-", g_grad_cpu,
            g_grad_flip, g_grad_flip_cpu,
            g_sets_differ, g_sets, g_sets ? 100.0 * (double)g_sets_differ / (double)g_sets : 0.0, g_tie_gap,
-           g_curve, g_curve_gpu);
+           g_curve, g_curve_gpu, g_loss_rel_tf32, g_grad_tf32);
 }
