@@ -18,6 +18,14 @@
  * All buffers are carved from one cudaMalloc at create; nothing allocates
  * per step.
  *
+ * Precision (rn_cuda_trainer_create): fp32; tf32 (the same products with
+ * cuBLAS's TF32 math mode); bf16, where prod_fwd / prod_bwd run every
+ * product on bf16 operands — the parameter block's bf16 copy (refreshed by
+ * k_adamw, or by precision_prepare after other writes) and the rounded
+ * product inputs and output gradients — into FP32 outputs and the FP32
+ * gradient block; every other kernel is the fp32 path's (docs/cuda.md,
+ * "bf16 and TF32 training").
+ *
  * make test also compiles this file as host C++ and runs its kernels on
  * the CPU (tests/cuda/emu/): mk/cuda.mk rewrites each `k<<<g, b>>>(`, so a
  * launch must keep that much on one line.

@@ -27,6 +27,11 @@ double cuda_test_rel(const float *g, const float *c, int64_t n);
 #define CUDA_TEST_MAX_STEPS 320
 typedef struct { double loss[CUDA_TEST_MAX_STEPS]; int n; } cuda_loss_log;
 
+/* The loop tests' MQAR run: a 2-layer model, 8 steps of 2 × 64 with two
+ * micro-batches, K annealed from 8 (reads from 16), evaluation and
+ * checkpoints every 4 steps.  RN_OK or the error (printed). */
+int cuda_test_loop_config(rn_config *c, rn_train_opts *o);
+
 /* One rn_train_run of config c with options base (its precision) on
  * `device`, stop_after / resume (NULL: none) as the options, the model to
  * out (its checkpoint out.ckpt); the step losses into lg.  RN_OK or the
