@@ -39,6 +39,15 @@ int cuda_test_loop_config(rn_config *c, rn_train_opts *o);
 int cuda_test_loop_run(const rn_config *c, const rn_train_opts *base, int device, int64_t stop_after,
                        const char *resume, const char *out, cuda_loss_log *lg);
 
+/* 4 steps of the run in options first on device dev1, then the rest
+ * resumed from its checkpoint in options second on dev2 (out and its
+ * .ckpt as cuda_test_loop_run); RN_OK or the error. */
+int cuda_test_split_run(const rn_config *c, const rn_train_opts *first, int dev1, const rn_train_opts *second,
+                        int dev2, const char *out, cuda_loss_log *lg);
+
+/* Remove a run's model file out and its checkpoint out.ckpt. */
+void cuda_test_remove_run(const char *out);
+
 /* The training tests (GPU trainer against the CPU's) and their summary. */
 void rn_cuda_train_tests(CU_pSuite s);
 void rn_cuda_train_summary(void);

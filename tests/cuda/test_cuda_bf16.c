@@ -296,6 +296,12 @@ static void test_bf16_shadow(void)
     rn_model_free(&m);
 }
 
+/* buf[256] = this process's scratch file /tmp/rn_cuda_bf16_PID_what_name. */
+static void tmp_path(char *buf, const char *what, const char *name)
+{
+    snprintf(buf, 256, "/tmp/rn_cuda_bf16_%d_%s_%s", (int)getpid(), what, name);
+}
+
 /* Steps [from, to) of a against b: relative difference of each step loss
  * (window 1) or of each `window`-step mean, the worst into *worst; each
  * below BF16_CURVE_TOL. */
@@ -317,14 +323,6 @@ static void compare_curves(const cuda_loss_log *a, const cuda_loss_log *b, int f
     }
 }
 
-static void remove_run(const char *out)
-{
-    char p[300];
-    remove(out);
-    snprintf(p, sizeof p, "%s.ckpt", out);
-    remove(p);
-}
-
 /* The training loop on cuda in bf16 against fp32 (MQAR, annealed K,
  * accumulation, evaluation, checkpoints), and a checkpoint of either
  * precision resumed in the other. */
@@ -333,12 +331,11 @@ static void test_bf16_loop(void)
     rn_config c;
     rn_train_opts o;
     CU_ASSERT_EQUAL_FATAL(cuda_test_loop_config(&c, &o), RN_OK);
-    char f32[256], b16[256], b2f[256], f2b[256], ck[300];
-    const int pid = (int)getpid();
-    snprintf(f32, sizeof f32, "/tmp/rn_cuda_bf16_%d_f32.bin", pid);
-    snprintf(b16, sizeof b16, "/tmp/rn_cuda_bf16_%d_b16.bin", pid);
-    snprintf(b2f, sizeof b2f, "/tmp/rn_cuda_bf16_%d_b2f.bin", pid);
-    snprintf(f2b, sizeof f2b, "/tmp/rn_cuda_bf16_%d_f2b.bin", pid);
+    char f32[256], b16[256], b2f[256], f2b[256];
+    tmp_path(f32, "loop", "f32.bin");
+    tmp_path(b16, "loop", "b16.bin");
+    tmp_path(b2f, "loop", "b2f.bin");
+    tmp_path(f2b, "loop", "f2b.bin");
     static cuda_loss_log lf, lb, lx, ly;
     memset(&lf, 0, sizeof lf); memset(&lb, 0, sizeof lb); memset(&lx, 0, sizeof lx); memset(&ly, 0, sizeof ly);
     rn_train_opts of = o, ob = o;
@@ -350,12 +347,8 @@ static void test_bf16_loop(void)
     CU_ASSERT_EQUAL(lb.n, 8);
     compare_curves(&lb, &lf, 0, 8, 1, &g_curve);
     /* bf16 for 4 steps, then fp32 resumes its checkpoint; and the reverse */
-    CU_ASSERT_EQUAL_FATAL(cuda_test_loop_run(&c, &ob, RN_DEVICE_CUDA, 4, NULL, b2f, &lx), RN_OK);
-    snprintf(ck, sizeof ck, "%s.ckpt", b2f);
-    CU_ASSERT_EQUAL_FATAL(cuda_test_loop_run(&c, &of, RN_DEVICE_CUDA, 0, ck, b2f, &lx), RN_OK);
-    CU_ASSERT_EQUAL_FATAL(cuda_test_loop_run(&c, &of, RN_DEVICE_CUDA, 4, NULL, f2b, &ly), RN_OK);
-    snprintf(ck, sizeof ck, "%s.ckpt", f2b);
-    CU_ASSERT_EQUAL_FATAL(cuda_test_loop_run(&c, &ob, RN_DEVICE_CUDA, 0, ck, f2b, &ly), RN_OK);
+    CU_ASSERT_EQUAL_FATAL(cuda_test_split_run(&c, &ob, RN_DEVICE_CUDA, &of, RN_DEVICE_CUDA, b2f, &lx), RN_OK);
+    CU_ASSERT_EQUAL_FATAL(cuda_test_split_run(&c, &of, RN_DEVICE_CUDA, &ob, RN_DEVICE_CUDA, f2b, &ly), RN_OK);
     CU_ASSERT_EQUAL(lx.n, 8);
     CU_ASSERT_EQUAL(ly.n, 8);
     for (int i = 0; i < 4; i++) { /* the first halves are the plain runs' */
@@ -367,10 +360,10 @@ static void test_bf16_loop(void)
     /* the resumed halves ran in the other precision: not the plain runs' */
     CU_ASSERT(memcmp(lx.loss + 4, lb.loss + 4, 4 * sizeof(double)) != 0);
     CU_ASSERT(memcmp(ly.loss + 4, lf.loss + 4, 4 * sizeof(double)) != 0);
-    remove_run(f32);
-    remove_run(b16);
-    remove_run(b2f);
-    remove_run(f2b);
+    cuda_test_remove_run(f32);
+    cuda_test_remove_run(b16);
+    cuda_test_remove_run(b2f);
+    cuda_test_remove_run(f2b);
 }
 
 /* eval --device cuda --precision bf16: the text loss of the bf16 GPU
@@ -389,7 +382,7 @@ static void test_bf16_eval(void)
     CU_ASSERT_EQUAL_FATAL(mrc, RN_OK);
     CU_ASSERT_EQUAL_FATAL(rn_model_copy_bf16(&mb, &m, &err), RN_OK);
     char data[256];
-    snprintf(data, sizeof data, "/tmp/rn_cuda_bf16_%d_corpus.txt", (int)getpid());
+    tmp_path(data, "eval", "corpus.txt");
     FILE *f = fopen(data, "w");
     CU_ASSERT_PTR_NOT_NULL_FATAL(f);
     for (int i = 0; i < 200; i++) fprintf(f, "line %d of the bf16 held-out corpus.\n", i);
@@ -415,9 +408,8 @@ static void test_bf16_eval(void)
 static void curve_300(const char *what, const rn_config *c, const rn_train_opts *o)
 {
     char f32[256], b16[256];
-    const int pid = (int)getpid();
-    snprintf(f32, sizeof f32, "/tmp/rn_cuda_bf16_%d_%s_f32.bin", pid, what);
-    snprintf(b16, sizeof b16, "/tmp/rn_cuda_bf16_%d_%s_b16.bin", pid, what);
+    tmp_path(f32, what, "f32.bin");
+    tmp_path(b16, what, "b16.bin");
     static cuda_loss_log lf, lb;
     memset(&lf, 0, sizeof lf);
     memset(&lb, 0, sizeof lb);
@@ -433,8 +425,8 @@ static void curve_300(const char *what, const rn_config *c, const rn_train_opts 
     printf("cuda bf16 300-step curve (%s): last 25-step mean loss bf16 %.4f fp32 %.4f; worst 25-step relative "
            "difference %.3g\n", what, lb.loss[299], lf.loss[299], worst);
     g_curve_gpu = fmax(g_curve_gpu, worst);
-    remove_run(f32);
-    remove_run(b16);
+    cuda_test_remove_run(f32);
+    cuda_test_remove_run(b16);
 }
 
 /* The MQAR sample config (samples/configs/mqar.cfg: gpu-check runs in the
@@ -470,7 +462,7 @@ static void test_bf16_curve_text(void)
                       "eval_windows = 4\nckpt_every = 0\nlog_every = 1\nval_frac = 0.1\n";
     CU_ASSERT_EQUAL_FATAL(rn_config_parse_text(&c, cfg, "curvetext.cfg", rn_train_opts_set, &o, &err), RN_OK);
     char data[256];
-    snprintf(data, sizeof data, "/tmp/rn_cuda_bf16_%d_text.txt", (int)getpid());
+    tmp_path(data, "curve", "text.txt");
     FILE *f = fopen(data, "w");
     CU_ASSERT_PTR_NOT_NULL_FATAL(f);
     rn_rng r;

@@ -285,12 +285,29 @@ int cuda_test_loop_config(rn_config *c, rn_train_opts *o)
     return rc;
 }
 
+int cuda_test_split_run(const rn_config *c, const rn_train_opts *first, int dev1, const rn_train_opts *second,
+                        int dev2, const char *out, cuda_loss_log *lg)
+{
+    char ck[300];
+    snprintf(ck, sizeof ck, "%s.ckpt", out);
+    int rc = cuda_test_loop_run(c, first, dev1, 4, NULL, out, lg);
+    return rc ? rc : cuda_test_loop_run(c, second, dev2, 0, ck, out, lg);
+}
+
+void cuda_test_remove_run(const char *out)
+{
+    char p[300];
+    remove(out);
+    snprintf(p, sizeof p, "%s.ckpt", out);
+    remove(p);
+}
+
 static void test_train_loop_devices(void)
 {
     rn_config c;
     rn_train_opts o;
     CU_ASSERT_EQUAL_FATAL(cuda_test_loop_config(&c, &o), RN_OK);
-    char cpu[256], gpu[256], g2c[256], c2g[256], ck[300];
+    char cpu[256], gpu[256], g2c[256], c2g[256];
     const int pid = (int)getpid();
     snprintf(cpu, sizeof cpu, "/tmp/rn_cuda_train_%d_cpu.bin", pid);
     snprintf(gpu, sizeof gpu, "/tmp/rn_cuda_train_%d_gpu.bin", pid);
@@ -306,12 +323,8 @@ static void test_train_loop_devices(void)
         CU_ASSERT(fabs(lc.loss[i] - lg.loss[i]) < 1e-3);
     }
     /* GPU for 4 steps, then the CPU resumes its checkpoint; and back */
-    CU_ASSERT_EQUAL_FATAL(cuda_test_loop_run(&c, &o, RN_DEVICE_CUDA, 4, NULL, g2c, &lx), RN_OK);
-    snprintf(ck, sizeof ck, "%s.ckpt", g2c);
-    CU_ASSERT_EQUAL_FATAL(cuda_test_loop_run(&c, &o, RN_DEVICE_CPU, 0, ck, g2c, &lx), RN_OK);
-    CU_ASSERT_EQUAL_FATAL(cuda_test_loop_run(&c, &o, RN_DEVICE_CPU, 4, NULL, c2g, &ly), RN_OK);
-    snprintf(ck, sizeof ck, "%s.ckpt", c2g);
-    CU_ASSERT_EQUAL_FATAL(cuda_test_loop_run(&c, &o, RN_DEVICE_CUDA, 0, ck, c2g, &ly), RN_OK);
+    CU_ASSERT_EQUAL_FATAL(cuda_test_split_run(&c, &o, RN_DEVICE_CUDA, &o, RN_DEVICE_CPU, g2c, &lx), RN_OK);
+    CU_ASSERT_EQUAL_FATAL(cuda_test_split_run(&c, &o, RN_DEVICE_CPU, &o, RN_DEVICE_CUDA, c2g, &ly), RN_OK);
     CU_ASSERT_EQUAL(lx.n, 8);
     CU_ASSERT_EQUAL(ly.n, 8);
     for (int i = 0; i < 8; i++) {
@@ -321,12 +334,7 @@ static void test_train_loop_devices(void)
         CU_ASSERT(fabs(ly.loss[i] - lc.loss[i]) < 1e-3);
     }
     const char *outs[] = { cpu, gpu, g2c, c2g };
-    for (int i = 0; i < 4; i++) {
-        char p[300];
-        remove(outs[i]);
-        snprintf(p, sizeof p, "%s.ckpt", outs[i]);
-        remove(p);
-    }
+    for (int i = 0; i < 4; i++) cuda_test_remove_run(outs[i]);
 }
 
 /* The text task on cuda: a small byte-level model on a generated corpus,
