@@ -50,7 +50,8 @@ static const char usage[] =
     "  --device DEV       cpu (default) or cuda (a CUDA build and a GPU): the\n"
     "                     forward passes on the GPU (docs/cuda.md)\n"
     "  --precision P      fp32 (default) or bf16: the weight matrices rounded\n"
-    "                     to bf16, FP32 arithmetic (docs/inference.md)\n"
+    "                     to bf16, FP32 arithmetic (docs/inference.md); with\n"
+    "                     --device cuda bf16 products too, or tf32 (docs/cuda.md)\n"
     "  -f, --format F     table (default), csv or json; mqar rows\n"
     "                     segment,L,N,accuracy (and a mean row), text one row\n"
     "                     loss_nats_per_byte,bits_per_byte,loss_nats_per_token\n"
@@ -204,7 +205,7 @@ int cmd_eval(int argc, char **argv)
     if (optind + 1 < argc) return cli_usage_error("eval", "unexpected argument '%s'", argv[optind + 1]);
     if (!task) return cli_usage_error("eval", "no task (--task mqar|text)");
     if (rn_device_select(device_arg, &device, &err)) return cli_fail(&err);
-    if (rn_precision_parse(precision_arg, &precision, &err) || rn_device_check_precision(device, precision, &err))
+    if (rn_precision_parse(precision_arg, &precision, &err) || rn_device_check_train_precision(device, precision, &err))
         return cli_usage_error("eval", "%s", err.msg);
     int is_mqar = !strcmp(task, "mqar");
     if (!is_mqar && strcmp(task, "text")) return cli_usage_error("eval", "unknown task '%s' (expected mqar or text)", task);
@@ -256,7 +257,7 @@ int cmd_eval(int argc, char **argv)
             }
         cli_info("evaluating %ld examples per segment...\n", examples);
         eval_progress pg = { cli_now(), cli_stderr_tty(), -1, 0, "examples" };
-        rn_eval_ctl ctl = { &cli_stop_flag, progress, &pg };
+        rn_eval_ctl ctl = { &cli_stop_flag, progress, &pg, (int)precision };
         rn_mqar_tally *pairs = NULL;
         if (by_pair && !(pairs = malloc(sizeof *pairs * (size_t)total_pairs)))
             rc = rn_seterr(&err, RN_ENOMEM, "out of memory");
@@ -273,7 +274,7 @@ int cmd_eval(int argc, char **argv)
         if (!rc) {
             double loss, bpb;
             eval_progress pg = { cli_now(), cli_stderr_tty(), -1, 0, "windows" };
-            rn_eval_ctl ctl = { &cli_stop_flag, progress, &pg };
+            rn_eval_ctl ctl = { &cli_stop_flag, progress, &pg, (int)precision };
             rc = rn_eval_text(&m, device, &t, (int)seq, (int)windows, 16, &loss, &bpb, &ctl, &err);
             if (pg.shown && pg.tty && rc) fputc('\n', stderr);
             if (!rc) rc = print_text(fmt, t.data != NULL, loss, bpb, &err);

@@ -48,7 +48,9 @@ static const char usage[] =
     "                       (a CUDA build; evaluation stays on the CPU)\n"
     "  --precision P        fp32 (default) or bf16: the forward and backward over\n"
     "                       the weight matrices rounded to bf16, FP32 master\n"
-    "                       weights, moments and checkpoints (docs/training.md)\n"
+    "                       weights, moments and checkpoints (docs/training.md);\n"
+    "                       with --device cuda every product on bf16 tensor\n"
+    "                       cores, or tf32 (docs/cuda.md)\n"
     "  --dist KIND          data-parallel training across processes started by\n"
     "                       mpirun or srun: mpi, fs:DIR (the ranks meet in the\n"
     "                       shared directory DIR) or none (default); each rank\n"
@@ -236,7 +238,7 @@ int cmd_train(int argc, char **argv)
     }
     if (optind < argc) return cli_usage_error("train", "unexpected argument '%s'", argv[optind]);
     if (rn_device_select(device_arg, &device, &err)) return cli_fail(&err);
-    if (rn_precision_parse(precision_arg, &precision, &err) || rn_device_check_precision(device, precision, &err))
+    if (rn_precision_parse(precision_arg, &precision, &err) || rn_device_check_train_precision(device, precision, &err))
         return cli_usage_error("train", "%s", err.msg);
     int task;
     if (!strcmp(task_s, "mqar")) task = RN_TASK_MQAR;

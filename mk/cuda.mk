@@ -31,7 +31,7 @@ NVCCFLAGS += -DRN_HAVE_NCCL
 endif
 CU_SRC    := $(wildcard core/cuda/*.cu)
 CU_OBJ    := $(CU_SRC:core/cuda/%.cu=$(BUILD)/cuda/%.o)
-CU_HDR    := $(wildcard core/cuda/*.h core/cuda/*.cuh) core/nn/rn_labels.h core/model/rn_model.h core/model/rn_config.h core/model/rn_params.h \
+CU_HDR    := $(wildcard core/cuda/*.h core/cuda/*.cuh) core/nn/rn_labels.h core/model/rn_model.h core/model/rn_config.h core/model/rn_params.h core/model/rn_precision.h \
              core/train/rn_train.h core/nn/rn_adamw.h
 
 ifeq ($(CUDA),1)
@@ -50,7 +50,8 @@ $(BUILD)/cuda/%.o: core/cuda/%.cu $(CU_HDR) mk/cuda.mk
 
 # The parity suite: its own CUnit binary, linked with the CUDA objects ahead
 # of the library (whose stub member then stays out of the link).
-CU_TEST_OBJ := $(BUILD)/tests/cuda/test_cuda_parity.o $(BUILD)/tests/cuda/test_cuda_train.o
+CU_TEST_OBJ := $(BUILD)/tests/cuda/test_cuda_parity.o $(BUILD)/tests/cuda/test_cuda_train.o \
+               $(BUILD)/tests/cuda/test_cuda_bf16.o
 $(BUILD)/test_cuda_parity: $(CU_TEST_OBJ) $(CU_OBJ) $(LIB)
 	$(CC) $(LDFLAGS) -o $@ $(CU_TEST_OBJ) $(CU_OBJ) $(LIB) $(LDLIBS) $(if $(filter 1,$(CUDA)),,$(CUDA_LIBS)) -lcunit
 
@@ -94,7 +95,7 @@ $(BUILD)/emu/emu_layers.o: tests/cuda/emu/emu_layers.cpp $(EMU_HDR) | setup
 	@mkdir -p $(dir $@)
 	@echo "CXX $< (host emulation)"; $(CXX_EMU) $(EMU_CXXFLAGS) -c $< -o $@
 EMU_OBJ := $(BUILD)/emu/rn_cuda_train_emu.o $(BUILD)/emu/emu_layers.o $(BUILD)/tests/cuda/emu/emu_gemm.o \
-           $(BUILD)/tests/cuda/emu/emu_main.o $(BUILD)/tests/cuda/test_cuda_train.o
+           $(BUILD)/tests/cuda/emu/emu_main.o $(BUILD)/tests/cuda/test_cuda_train.o $(BUILD)/tests/cuda/test_cuda_bf16.o
 # linked by $(CC) (its OpenMP runtime: libgomp or clang's libomp) with libstdc++
 $(BUILD)/test_cuda_train_emu: $(EMU_OBJ) $(LIB)
 	$(CC) $(LDFLAGS) -o $@ $(EMU_OBJ) $(LIB) $(LDLIBS) -lcunit -lstdc++

@@ -424,13 +424,13 @@ TH_TEST(test_eval_progress, "evaluation progress: monotone to the total; the sto
     const rn_mqar_seg segs[] = { { 64, 4 }, { 64, 8 } };
     double acc[2], mean;
     prog_rec r = { 0, 0, 0, 1 };
-    rn_eval_ctl ctl = { NULL, prog_cb, &r };
+    rn_eval_ctl ctl = { NULL, prog_cb, &r, 0 };
     CU_ASSERT_EQUAL(rn_eval_mqar(&m, RN_DEVICE_CPU, segs, 2, 10, 7, 128, acc, &mean, &ctl, &err), RN_OK);
     CU_ASSERT(r.monotone && r.calls >= 2);
     CU_ASSERT_EQUAL(r.total, 20);
     CU_ASSERT_EQUAL(r.last, 20);
     volatile int stop = 1;
-    rn_eval_ctl halt = { &stop, NULL, NULL };
+    rn_eval_ctl halt = { &stop, NULL, NULL, 0 };
     CU_ASSERT_EQUAL(rn_eval_mqar(&m, RN_DEVICE_CPU, segs, 2, 10, 7, 128, acc, &mean, &halt, &err), RN_EINTR);
     rn_model_free(&m);
 }

@@ -16,7 +16,11 @@
  * measured in the same run, and the CPU trainer's tokens/s beside it.
  * Prints "skipped: no CUDA device" and exits 0 without a GPU.
  *
- *   bench_cuda [paper|stories15m|all|phases|steps|train|trainstep|bw]      (mk/cuda.mk: make bench-cuda)
+ * `bench_cuda train-bf16`: the same training rows under --precision bf16,
+ * with the cuBLAS bf16 GEMM rate and the device copy bandwidth measured in
+ * the same run (the MFU is against the bf16 rate).
+ *
+ *   bench_cuda [paper|stories15m|all|phases|steps|train|train-bf16|trainstep|bw]   (mk/cuda.mk: make bench-cuda)
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -120,34 +124,40 @@ static int run_shape(const char *name, const rn_config *c, int T_gpu, int T_cpu,
 
 /* ---- training: `bench_cuda train` ---- */
 
-/* Measured SGEMM rate of this GPU (FLOP/s): the median of 5 products of
- * 8192 × 8192 × 8192 through rn_cu_matmul (TF32 when RN_CUDA_TF32=1) —
- * the peak the training MFU is measured against. */
-static double sgemm_rate(void)
+/* Measured GEMM rate of this GPU (FLOP/s): the median of 5 products of
+ * 8192 × 8192 × 8192 through rn_cu_matmul (SGEMM; TF32 when
+ * RN_CUDA_TF32=1) or, with bf16, rn_cu_matmul_bf16 (cublasGemmEx, bf16
+ * operands, FP32 accumulation and output) — the peak the training MFU is
+ * measured against. */
+static double gemm_rate(int bf16)
 {
     const int N = 8192;
-    float *a = NULL, *b = NULL, *c = NULL;
-    if (cudaMalloc((void **)&a, sizeof(float) * N * N) || cudaMalloc((void **)&b, sizeof(float) * N * N) ||
-        cudaMalloc((void **)&c, sizeof(float) * N * N) || rn_cu_gemm_init())
+    const size_t el = bf16 ? sizeof(uint16_t) : sizeof(float);
+    void *a = NULL, *b = NULL;
+    float *c = NULL;
+    if (cudaMalloc(&a, el * N * N) || cudaMalloc(&b, el * N * N) || cudaMalloc((void **)&c, sizeof(float) * N * N) ||
+        rn_cu_gemm_init())
         return 0;
-    cudaMemset(a, 0, sizeof(float) * N * N);
-    cudaMemset(b, 0, sizeof(float) * N * N);
-    double v[5];
-    rn_cu_matmul(c, a, b, N, N, N, 0); /* warm-up */
-    cudaDeviceSynchronize();
-    for (int r = 0; r < 5; r++) {
+    cudaMemset(a, 0, el * N * N);
+    cudaMemset(b, 0, el * N * N);
+    double v[6];
+    for (int r = 0; r < 6; r++) { /* the first warms up */
         double t0 = bench_now();
-        rn_cu_matmul(c, a, b, N, N, N, 0);
+        int st = bf16 ? rn_cu_matmul_bf16(c, a, b, N, N, N, 0) : rn_cu_matmul(c, a, b, N, N, N, 0);
         cudaDeviceSynchronize();
+        if (st) { fprintf(stderr, "gemm rate: %s\n", rn_cu_gemm_error(st)); return 0; }
         v[r] = 2.0 * N * N * (double)N / (bench_now() - t0);
     }
     cudaFree(a); cudaFree(b); cudaFree(c);
-    return bench_median(v, 5);
+    return bench_median(v + 1, 5);
 }
 
 /* Median tokens/s of a training step (forward, backward, AdamW) of B
- * sequences of T on the GPU, and of steps on the CPU (Bc sequences of Tc). */
-static int train_shape(const char *name, const rn_config *c, int B, int T, int Bc, int Tc, double peak)
+ * sequences of T on the GPU in precision prec (rn_precision), and of steps
+ * on the CPU (Bc sequences of Tc; Bc = 0: none), with the MFU against
+ * `peak` (named peak_name). */
+static int train_shape(const char *name, const rn_config *c, int B, int T, int Bc, int Tc, int prec, double peak,
+                       const char *peak_name)
 {
     rn_model m;
     rn_error err = { 0 };
@@ -161,10 +171,11 @@ static int train_shape(const char *name, const rn_config *c, int B, int T, int B
     rn_adamw_opts o;
     rn_adamw_defaults(&o);
     rn_cuda_trainer *g = NULL;
-    if (rn_cuda_trainer_create(&g, &m, rows, rows, 0.0, 0, 0, &err)) {
+    if (rn_cuda_trainer_create(&g, &m, rows, rows, 0.0, 0, 0, prec, &err)) {
         fprintf(stderr, "%s: %s\n", name, err.msg);
         return 1;
     }
+    const double gbytes = (double)rn_cuda_trainer_bytes(g) / 1e9;
     double v[4], loss;
     for (int r = 0; r < 4; r++) {
         double t0 = bench_now();
@@ -178,26 +189,34 @@ static int train_shape(const char *name, const rn_config *c, int B, int T, int B
     }
     rn_cuda_trainer_free(g);
     double gpu = bench_median(v + 1, 3); /* the first step warms up */
-    rn_trainer *t = NULL;
     const int crow = Bc * Tc;
-    double cv[3];
-    if (rn_trainer_create(&t, &m, crow, crow, 0.0, &err)) { fprintf(stderr, "%s: %s\n", name, err.msg); return 1; }
-    for (int r = 0; r < 3; r++) {
-        double t0 = bench_now();
-        if (rn_trainer_forward(t, tok, tgt, Bc, Tc, &loss, &err)) { fprintf(stderr, "%s: %s\n", name, err.msg); return 1; }
-        rn_trainer_backward(t, 1.0);
-        cv[r] = crow / (bench_now() - t0);
+    double cpu = 0;
+    if (crow) {
+        rn_trainer *t = NULL;
+        double cv[3];
+        if (rn_trainer_create(&t, &m, crow, crow, 0.0, &err)) { fprintf(stderr, "%s: %s\n", name, err.msg); return 1; }
+        for (int r = 0; r < 3; r++) {
+            double t0 = bench_now();
+            if (rn_trainer_forward(t, tok, tgt, Bc, Tc, &loss, &err)) { fprintf(stderr, "%s: %s\n", name, err.msg); return 1; }
+            rn_trainer_backward(t, 1.0);
+            cv[r] = crow / (bench_now() - t0);
+        }
+        rn_trainer_free(t);
+        cpu = bench_median(cv, 3);
     }
-    rn_trainer_free(t);
-    double cpu = bench_median(cv, 3);
     /* model FLOPs per token: 6 per parameter that multiplies (every matrix
      * and the head; the embedding lookup multiplies nothing), as usual */
     double mp = (double)rn_config_param_count(c) - (double)c->vocab_size * c->d_model +
                 (c->tie_embeddings ? (double)c->vocab_size * c->d_model : 0);
     double mfu = 6.0 * mp * gpu / peak;
-    printf("%-10s | train gpu %9.0f tok/s (B=%d T=%d) | cpu %7.1f tok/s (B=%d T=%d, no optimizer) | x%6.1f | "
-           "MFU %.1f%% of measured SGEMM %.1f TFLOP/s\n",
-           name, gpu, B, T, cpu, Bc, Tc, gpu / cpu, 100 * mfu, peak / 1e12);
+    if (crow)
+        printf("%-10s | train gpu %9.0f tok/s (B=%d T=%d) | cpu %7.1f tok/s (B=%d T=%d, no optimizer) | x%6.1f | "
+               "MFU %.1f%% of measured %s %.1f TFLOP/s\n",
+               name, gpu, B, T, cpu, Bc, Tc, gpu / cpu, 100 * mfu, peak_name, peak / 1e12);
+    else
+        printf("%-10s | train gpu %9.0f tok/s (B=%d T=%d, %s) | %.2f GB on the device | "
+               "MFU %.1f%% of measured %s %.1f TFLOP/s\n",
+               name, gpu, B, T, rn_precision_name((rn_precision)prec), gbytes, 100 * mfu, peak_name, peak / 1e12);
     fflush(stdout);
     free(tok);
     free(tgt);
@@ -229,7 +248,7 @@ static int train_step_only(void)
     rn_adamw_defaults(&o);
     rn_cuda_trainer *g = NULL;
     double loss;
-    int rc = rn_cuda_trainer_create(&g, &m, rows, rows, 0.0, 0, 0, &err);
+    int rc = rn_cuda_trainer_create(&g, &m, rows, rows, 0.0, 0, 0, RN_PREC_FP32, &err);
     if (!rc) rc = rn_cuda_trainer_zero_grads(g, &err);
     if (!rc) rc = rn_cuda_trainer_forward(g, tok, tgt, B, T, &loss, &err);
     if (!rc) rc = rn_cuda_trainer_backward(g, 1.0, &err);
@@ -243,15 +262,14 @@ static int train_step_only(void)
     return rc != 0;
 }
 
-/* `bench_cuda bw`: the device's memory bandwidth as a device-to-device
- * copy of 1 GiB moves it (bytes read plus bytes written per second, median
- * of 5) — the bound a generated token's weight reads run against — and the
- * paper shape's step bound it implies. */
-static int bandwidth(void)
+/* The device's memory bandwidth (bytes/s) as a device-to-device copy of
+ * 1 GiB moves it (bytes read plus bytes written per second, median of 5);
+ * 0 when the memory is not there. */
+static double copy_bandwidth(void)
 {
     const size_t N = (size_t)1 << 30;
     void *a = NULL, *b = NULL;
-    if (cudaMalloc(&a, N) || cudaMalloc(&b, N)) { fprintf(stderr, "bw: out of device memory\n"); return 1; }
+    if (cudaMalloc(&a, N) || cudaMalloc(&b, N)) { fprintf(stderr, "bw: out of device memory\n"); return 0; }
     cudaMemset(a, 1, N);
     cudaMemcpy(b, a, N, cudaMemcpyDeviceToDevice);
     cudaDeviceSynchronize();
@@ -264,13 +282,45 @@ static int bandwidth(void)
     }
     cudaFree(a);
     cudaFree(b);
+    return bench_median(v, 5);
+}
+
+/* `bench_cuda bw`: copy_bandwidth — the bound a generated token's weight
+ * reads run against — and the paper shape's step bound it implies. */
+static int bandwidth(void)
+{
+    double bw = copy_bandwidth();
+    if (bw <= 0) return 1;
     rn_config c;
     paper_shape(&c);
     double bytes = 4.0 * ((double)rn_config_param_count(&c) - (double)c.vocab_size * c.d_model + c.d_model);
-    double bw = bench_median(v, 5);
     printf("bandwidth  | device copy %.0f GB/s (read + written) | paper-340M step bound %.0f tok/s (%.1f MB of weights per token)\n",
            bw / 1e9, bw / bytes, bytes / 1e6);
     return 0;
+}
+
+/* `bench_cuda train-bf16`: this chip's references measured in the same
+ * run — the cuBLAS bf16 GEMM rate (8192³, FP32 accumulation) and the
+ * device copy bandwidth — then --precision bf16 training at both shapes
+ * (the fp32 rows and the CPU baselines are `train`'s), each with its MFU
+ * against the measured bf16 rate. */
+static int train_bf16(void)
+{
+    double peak = gemm_rate(1), bw = copy_bandwidth();
+    if (peak <= 0 || bw <= 0) return 1;
+    printf("bf16-chip  | cuBLAS bf16 GEMM %.1f TFLOP/s (8192^3, FP32 accumulation) | device copy %.0f GB/s\n",
+           peak / 1e12, bw / 1e9);
+    rn_config c;
+    rn_error err = { 0 };
+    rn_config_default(&c);
+    if (rn_config_load_file(&c, "samples/configs/stories15m.cfg", NULL, NULL, &err)) {
+        fprintf(stderr, "%s\n", err.msg);
+        return 1;
+    }
+    int rc = train_shape("stories-bf16", &c, 16, 256, 0, 0, RN_PREC_BF16, peak, "bf16 GEMM");
+    paper_shape(&c);
+    rc |= train_shape("paper-bf16", &c, 4, 512, 0, 0, RN_PREC_BF16, peak, "bf16 GEMM");
+    return rc;
 }
 
 /* `bench_cuda phases`: where the GPU's time goes at the paper's shape —
@@ -340,18 +390,19 @@ int main(int argc, char **argv)
     int rc = 0;
     rn_config c;
     if (!strcmp(which, "train")) {
-        double peak = sgemm_rate();
+        double peak = gemm_rate(0);
         rn_error err = { 0 };
         rn_config_default(&c);
         if (rn_config_load_file(&c, "samples/configs/stories15m.cfg", NULL, NULL, &err)) {
             fprintf(stderr, "%s\n", err.msg);
             return 1;
         }
-        rc |= train_shape("stories15m", &c, 16, 256, 1, 64, peak);
+        rc |= train_shape("stories15m", &c, 16, 256, 1, 64, RN_PREC_FP32, peak, "SGEMM");
         paper_shape(&c);
-        rc |= train_shape("paper-340M", &c, 4, 512, 1, 16, peak);
+        rc |= train_shape("paper-340M", &c, 4, 512, 1, 16, RN_PREC_FP32, peak, "SGEMM");
         return rc;
     }
+    if (!strcmp(which, "train-bf16")) return train_bf16();
     if (!strcmp(which, "stories15m") || !strcmp(which, "all")) {
         rn_error err = { 0 };
         rn_config_default(&c);

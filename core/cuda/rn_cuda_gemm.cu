@@ -21,9 +21,14 @@ extern "C" int rn_cu_gemm_init(void)
         g_blas = NULL;
         return (int)s;
     }
-    const char *tf32 = getenv("RN_CUDA_TF32");
-    cublasMath_t mode = tf32 && !strcmp(tf32, "1") ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH;
-    return (int)cublasSetMathMode(g_blas, mode);
+    return rn_cu_gemm_set_tf32(0);
+}
+
+extern "C" int rn_cu_gemm_set_tf32(int on)
+{
+    const char *env = getenv("RN_CUDA_TF32");
+    if (env && !strcmp(env, "1")) on = 1;
+    return (int)cublasSetMathMode(g_blas, on ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH);
 }
 
 extern "C" int rn_cu_gemm_stream(void *stream)

@@ -33,6 +33,12 @@ extern "C" {
  * thread-safe: call from the thread that runs the model).  0 on success. */
 int rn_cu_gemm_init(void);
 
+/* The math mode of the FP32 products that follow: on = TF32 tensor cores
+ * (`--precision tf32`), off = cuBLAS's default FP32 math unless
+ * RN_CUDA_TF32=1 is in the environment.  A per-call switch of the
+ * process's handle (cheap: host-side), 0 on success. */
+int rn_cu_gemm_set_tf32(int on);
+
 /* Run the products that follow on CUDA stream `stream` (a cudaStream_t;
  * NULL: the legacy default stream, where the handle starts). */
 int rn_cu_gemm_stream(void *stream);

@@ -19,6 +19,14 @@
  * All buffers are carved from one cudaMalloc at create; nothing allocates
  * per step.
  *
+ * Precision (rn_cuda_trainer_create): fp32; tf32 (the same products with
+ * cuBLAS's TF32 math mode); bf16, where prod_fwd / prod_bwd run every
+ * product on bf16 operands — the parameter block's bf16 copy (refreshed by
+ * k_adamw, or by precision_prepare after other writes) and the rounded
+ * product inputs and output gradients — into FP32 outputs and the FP32
+ * gradient block; every other kernel is the fp32 path's (docs/cuda.md,
+ * "bf16 and TF32 training").
+ *
  * make test also compiles this file as host C++ and runs its kernels on
  * the CPU (tests/cuda/emu/): mk/cuda.mk rewrites each `k<<<g, b>>>(`, so a
  * launch must keep that much on one line.
@@ -31,10 +39,12 @@
 
 extern "C" {
 #include "rn_config.h"
+#include "rn_precision.h"
 #include "rn_params.h"
 #include "rn_labels.h"
 }
 #include "rn_cuda_addrwarp.cuh"
+#include "rn_cuda_bf16.cuh"
 #include "rn_cuda_embed.cuh"
 #include "rn_cuda_gemm.h"
 #include "rn_cuda_pdma.cuh"
@@ -71,6 +81,10 @@ typedef struct {
     float *xm;             /* [n,D] after the attention residual */
     float *h2, *rstd2;     /* [n,D], [n] */
     float *g, *u, *a;      /* [n,F] */
+    /* --precision bf16 only: the product inputs rounded to bf16, kept for
+     * the weight gradients (then h1, o, h2 and a are one scratch shared by
+     * the layers: nothing else reads them after the rounding) */
+    uint16_t *h1b, *ob, *h2b, *ab; /* [n,D], [n,H·dv], [n,D], [n,F] */
 } layer_acts;
 
 struct rn_cuda_trainer {
@@ -80,6 +94,8 @@ struct rn_cuda_trainer {
     int kw_max, kr_max;      /* room for the writes' and the reads' K */
     int Kr;                  /* the reads' current K */
     double eps_g;
+    int prec;                /* rn_precision: RN_PREC_FP32, _TF32 or _BF16 */
+    int pbf_stale;           /* bf16: pbf no longer the rounding of params */
     int B, T, n_lab;
     double loss_sum;
     float *params, *grad, *m1, *m2; /* [n_block] each */
@@ -96,6 +112,10 @@ struct rn_cuda_trainer {
     double *red;             /* [RED_BLOCKS] partial sums */
     double *alse;            /* [n,H,U] the decoder's chunk log-sum-exps */
     int64_t *pos0;           /* 0: the warp decoder's first position (CAPE is applied after it) */
+    /* --precision bf16 only (NULL otherwise): the parameter block rounded to
+     * bf16 (the products' weights; offsets as params), the rounded head
+     * input, and one output gradient rounded for its two products */
+    uint16_t *pbf, *hselb, *gb; /* [n_block], [max_lab,D], [max(n·max(D,F,H·dk,H·dv), max_lab·V)] */
     void *mem;
     size_t bytes;
     /* host side */
@@ -389,7 +409,8 @@ __global__ void k_xent_backward(float *logits, const float *lse, const int *tgt,
 /* ---- optimiser ----
  * sumsq: partial Σ g² in double per block (RED_BLOCKS blocks, grid-stride).
  * adamw: one tensor [off, off+n): rn_adamw_update's arithmetic, in double;
- * element j's gradient at grad[j − goff] (goff: where grad starts). */
+ * element j's gradient at grad[j − goff] (goff: where grad starts); with
+ * pbf (--precision bf16) the updated parameter's bf16 rounding too. */
 __global__ void k_sumsq(double *part_out, const float *g, int64_t n)
 {
     __shared__ double part[NT];
@@ -403,7 +424,7 @@ __global__ void k_sumsq(double *part_out, const float *g, int64_t n)
 
 __global__ void k_adamw(float *params, const float *grad, int64_t goff, float *m1, float *m2, int64_t off,
                         int64_t n, double beta1, double beta2, double eps, double bc1, double bc2, double lr,
-                        double wd, double gscale)
+                        double wd, double gscale, uint16_t *pbf)
 {
     int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (j >= n) return;
@@ -414,7 +435,19 @@ __global__ void k_adamw(float *params, const float *grad, int64_t goff, float *m
     m1[j] = (float)a;
     m2[j] = (float)b;
     double upd = (a / bc1) / (sqrt(b / bc2) + eps);
-    params[j] = (float)((double)params[j] - lr * (upd + wd * (double)params[j]));
+    const float p = (float)((double)params[j] - lr * (upd + wd * (double)params[j]));
+    params[j] = p;
+    if (pbf) pbf[j] = rn_cu_bf16(p);
+}
+
+/* ---- --precision bf16 ----
+ * The embedding lookup of the bf16 weights: x[n,D] = widen(Eb[tok[r]]) (the
+ * CPU's bf16 model rounds the embedding too: rn_precision_bf16_tensor). */
+__global__ void k_embed_forward_bf16(float *x, const uint16_t *Eb, const int *tok, int n, int D)
+{
+    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= (int64_t)n * D) return;
+    x[i] = __uint_as_float((uint32_t)Eb[(int64_t)tok[i / D] * D + i % D] << 16);
 }
 
 /* ---- host side ---- */
@@ -435,20 +468,31 @@ static void carve_all(rn_cuda_trainer *tr, carver *cv)
     const size_t n = (size_t)tr->max_rows, D = c->d_model, H = c->n_heads, F = c->d_ff;
     const size_t K = tr->kw_max, Kr = tr->kr_max, dv = c->d_v, hdk = H * rn_config_dk(c), hdv = H * dv;
     const size_t NL = (size_t)tr->max_lab, V = c->vocab_size, nb = (size_t)tr->n_block;
+    const int bf = tr->prec == RN_PREC_BF16;
     tr->params = take<float>(cv, nb); tr->grad = take<float>(cv, nb);
     tr->m1 = take<float>(cv, nb); tr->m2 = take<float>(cv, nb);
     for (int l = 0; l < c->n_layers; l++) {
         layer_acts *a = &tr->la[l];
-        a->x = take<float>(cv, n * D); a->h1 = take<float>(cv, n * D); a->rstd1 = take<float>(cv, n);
-        a->q = take<float>(cv, n * hdk); a->k = take<float>(cv, n * hdk);
-        a->v = take<float>(cv, n * hdv); a->o = take<float>(cv, n * hdv);
+        const layer_acts *a0 = &tr->la[0];
+        a->x = take<float>(cv, n * D); a->rstd1 = take<float>(cv, n);
+        a->q = take<float>(cv, n * hdk); a->k = take<float>(cv, n * hdk); a->v = take<float>(cv, n * hdv);
+        if (bf && l > 0) { /* bf16: the FP32 product inputs are a scratch of layer 0's */
+            a->h1 = a0->h1; a->o = a0->o; a->h2 = a0->h2; a->a = a0->a;
+        } else {
+            a->h1 = take<float>(cv, n * D); a->o = take<float>(cv, n * hdv);
+            a->h2 = take<float>(cv, n * D); a->a = take<float>(cv, n * F);
+        }
+        if (bf) {
+            a->h1b = take<uint16_t>(cv, n * D); a->ob = take<uint16_t>(cv, n * hdv);
+            a->h2b = take<uint16_t>(cv, n * D); a->ab = take<uint16_t>(cv, n * F);
+        }
         a->raddr = take<uint32_t>(cv, n * H * Kr); a->rslot = take<uint32_t>(cv, n * H * Kr);
         a->waddr = take<uint32_t>(cv, n * H * K); a->wslot = take<uint32_t>(cv, n * H * K);
         a->rw = take<float>(cv, n * H * Kr); a->ww = take<float>(cv, n * H * K);
         a->skey = take<uint32_t>(cv, n * H * K); a->sval = take<uint32_t>(cv, n * H * K);
         a->ssee = take<uint32_t>(cv, n * H * Kr); a->sst = take<float>(cv, n * H * K * (dv + 1));
-        a->xm = take<float>(cv, n * D); a->h2 = take<float>(cv, n * D); a->rstd2 = take<float>(cv, n);
-        a->g = take<float>(cv, n * F); a->u = take<float>(cv, n * F); a->a = take<float>(cv, n * F);
+        a->xm = take<float>(cv, n * D); a->rstd2 = take<float>(cv, n);
+        a->g = take<float>(cv, n * F); a->u = take<float>(cv, n * F);
     }
     tr->xf = take<float>(cv, n * D); tr->hf = take<float>(cv, n * D); tr->rstdf = take<float>(cv, n);
     tr->hsel = take<float>(cv, NL * D); tr->logits = take<float>(cv, NL * V); tr->lse = take<float>(cv, NL);
@@ -468,10 +512,18 @@ static void carve_all(rn_cuda_trainer *tr, carver *cv)
     tr->red = take<double>(cv, RED_BLOCKS);
     tr->alse = take<double>(cv, n * H * c->order);
     tr->pos0 = take<int64_t>(cv, 1);
+    if (bf) {
+        size_t wmax = D > F ? D : F;
+        if (hdk > wmax) wmax = hdk;
+        if (hdv > wmax) wmax = hdv;
+        tr->pbf = take<uint16_t>(cv, nb);
+        tr->hselb = take<uint16_t>(cv, NL * D);
+        tr->gb = take<uint16_t>(cv, n * wmax > NL * V ? n * wmax : NL * V);
+    }
 }
 
 extern "C" int rn_cuda_trainer_create(rn_cuda_trainer **out, const rn_model *m, int max_rows, int max_lab,
-                                      double eps_g, int kw_max, int kr_max, rn_error *err)
+                                      double eps_g, int kw_max, int kr_max, int precision, rn_error *err)
 {
     *out = NULL;
     const rn_config *c = &m->cfg;
@@ -488,6 +540,8 @@ extern "C" int rn_cuda_trainer_create(rn_cuda_trainer **out, const rn_model *m, 
         return rn_seterr(err, RN_EINPUT, "trainer: batch must have at least one row and one label");
     if (!(eps_g >= 0 && eps_g < 1))
         return rn_seterr(err, RN_EINPUT, "eps_g must be in [0, 1) (got %g)", eps_g);
+    if (precision != RN_PREC_FP32 && precision != RN_PREC_TF32 && precision != RN_PREC_BF16)
+        return rn_seterr(err, RN_EINPUT, "GPU trainer: unknown precision %d", precision);
     int st = rn_cu_gemm_init();
     if (st) return rn_seterr(err, RN_EINTERNAL, "CUDA GEMM init: %s", rn_cu_gemm_error(st));
     rn_cuda_trainer *tr = (rn_cuda_trainer *)calloc(1, sizeof *tr);
@@ -501,6 +555,8 @@ extern "C" int rn_cuda_trainer_create(rn_cuda_trainer **out, const rn_model *m, 
     tr->kr_max = kr_max;
     tr->Kr = c->top_k < kr_max ? c->top_k : kr_max;
     tr->eps_g = eps_g;
+    tr->prec = precision;
+    tr->pbf_stale = 1;
     carver cv = { NULL, 0 };
     carve_all(tr, &cv);
     tr->bytes = cv.off;
@@ -627,6 +683,60 @@ static void address_backward(const rn_cuda_trainer *tr, float *da, float *dalpha
     k_alpha_backward<<<c->n_heads, NT>>>(dalpha, da, a, n, c->n_heads, dk);
 }
 
+/* Under bf16, make pbf the rounding of params again if they changed
+ * outside the fused AdamW (create, set_state, a shard's update, the block
+ * handed out to the collectives); then the math mode of the fp32 products
+ * (TF32 tensor cores under tf32).  Run before each forward and backward. */
+static int precision_prepare(rn_cuda_trainer *tr, rn_error *err)
+{
+    if (tr->prec == RN_PREC_BF16 && tr->pbf_stale) {
+        rn_cu_k_to_bf16<<<blocks(tr->n_block, NT), NT>>>(tr->pbf, tr->params, tr->n_block);
+        CU_TRY(cudaGetLastError());
+        tr->pbf_stale = 0;
+    }
+    GEMM_TRY(rn_cu_gemm_set_tf32(tr->prec == RN_PREC_TF32));
+    return RN_OK;
+}
+
+/* dst[0..n) = bf16(src) (stream-ordered before the products that read it). */
+static void to_bf16(uint16_t *dst, const float *src, int64_t n)
+{
+    rn_cu_k_to_bf16<<<blocks(n, NT), NT>>>(dst, src, n);
+}
+
+/* W's bf16 copy: the same offset in pbf as W in params. */
+static const uint16_t *wbf(const rn_cuda_trainer *tr, const float *W)
+{
+    return tr->pbf + (W - tr->params);
+}
+
+/* out[n,O] (+= when acc) in[n,I]·W[O,I]ᵀ: FP32 (or TF32) from in, or under
+ * bf16 from inb, in's rounding (the caller rounds it once for the products
+ * that share it), and W's bf16 copy, accumulated in FP32. */
+static int prod_fwd(const rn_cuda_trainer *tr, float *out, const float *in, const uint16_t *inb, const float *W,
+                    int n, int I, int O, int acc)
+{
+    if (tr->prec != RN_PREC_BF16) return rn_cu_matmul(out, in, W, n, I, O, acc);
+    return rn_cu_matmul_bf16(out, inb, wbf(tr, W), n, I, O, acc);
+}
+
+/* The two products of a forward's backward: din[n,I] (+= when acc)
+ * dout[n,O]·W and dW += doutᵀ·in.  Under bf16 dout is rounded into gb,
+ * which both read, with W's bf16 copy and inb (the forward's rounded
+ * input); dW accumulates in the FP32 gradient block. */
+static int prod_bwd(rn_cuda_trainer *tr, float *din, float *dW, const float *dout, const float *W, const float *in,
+                    const uint16_t *inb, int n, int I, int O, int acc)
+{
+    int s;
+    if (tr->prec != RN_PREC_BF16) {
+        if ((s = rn_cu_matmul_din(din, dout, W, n, I, O, acc))) return s;
+        return rn_cu_matmul_dw(dW, dout, in, n, I, O);
+    }
+    to_bf16(tr->gb, dout, (int64_t)n * O);
+    if ((s = rn_cu_matmul_din_bf16(din, tr->gb, wbf(tr, W), n, I, O, acc))) return s;
+    return rn_cu_matmul_dw_bf16(dW, tr->gb, inb, n, I, O);
+}
+
 extern "C" int rn_cuda_trainer_forward(rn_cuda_trainer *tr, const int *tokens, const int *targets, int B,
                                        int T, double *loss, rn_error *err)
 {
@@ -641,40 +751,48 @@ extern "C" int rn_cuda_trainer_forward(rn_cuda_trainer *tr, const int *tokens, c
     int lrc = rn_train_label_rows(tokens, targets, n, V, tr->max_lab, tr->h_rows, tr->h_tgt, &nl, err);
     if (lrc) return lrc;
     tr->B = B; tr->T = T; tr->n_lab = nl;
+    const int bf = tr->prec == RN_PREC_BF16;
+    if ((lrc = precision_prepare(tr, err))) return lrc;
     CU_TRY(cudaMemcpy(tr->tokens, tokens, sizeof(int) * n, cudaMemcpyHostToDevice));
     if (nl) {
         CU_TRY(cudaMemcpy(tr->lab_rows, tr->h_rows, sizeof(int) * nl, cudaMemcpyHostToDevice));
         CU_TRY(cudaMemcpy(tr->lab_tgt, tr->h_tgt, sizeof(int) * nl, cudaMemcpyHostToDevice));
     }
-    k_embed_forward<<<blocks((int64_t)n * D, NT), NT>>>(tr->la[0].x, w->embed, tr->tokens, n, D);
+    if (bf) k_embed_forward_bf16<<<blocks((int64_t)n * D, NT), NT>>>(tr->la[0].x, wbf(tr, w->embed), tr->tokens, n, D);
+    else k_embed_forward<<<blocks((int64_t)n * D, NT), NT>>>(tr->la[0].x, w->embed, tr->tokens, n, D);
     const seg_dims sd = scan_dims(tr, B, T, K, Kr);
     const seg_scratch sx = scan_scratch(tr);
     for (int l = 0; l < c->n_layers; l++) {
         layer_acts *a = &tr->la[l];
         const rn_layer_weights *lw = &w->layer[l];
         rmsnorm_forward(a->h1, a->rstd1, a->x, lw->attn_norm, n, D, c->norm_eps);
-        GEMM_TRY(rn_cu_matmul(a->q, a->h1, lw->wq, n, D, hdk, 0));
-        GEMM_TRY(rn_cu_matmul(a->k, a->h1, lw->wk, n, D, hdk, 0));
-        GEMM_TRY(rn_cu_matmul(a->v, a->h1, lw->wv, n, D, hdv, 0));
+        if (bf) to_bf16(a->h1b, a->h1, (int64_t)n * D);
+        GEMM_TRY(prod_fwd(tr, a->q, a->h1, a->h1b, lw->wq, n, D, hdk, 0));
+        GEMM_TRY(prod_fwd(tr, a->k, a->h1, a->h1b, lw->wk, n, D, hdk, 0));
+        GEMM_TRY(prod_fwd(tr, a->v, a->h1, a->h1b, lw->wv, n, D, hdv, 0));
         address_forward(tr, a->raddr, a->rslot, a->rw, a->q, lw->q_alpha, Kr, c->cape_mask[l], n);
         address_forward(tr, a->waddr, a->wslot, a->ww, a->k, lw->k_alpha, K, c->cape_mask[l], n);
         const seg_saved ss = scan_saved(a);
         seg_forward(&sd, &ss, &sx, a->o, a->v, a->wslot, a->ww, a->rslot, a->rw);
         CU_TRY(cudaMemcpyAsync(a->xm, a->x, sizeof(float) * (size_t)n * D, cudaMemcpyDeviceToDevice));
-        GEMM_TRY(rn_cu_matmul(a->xm, a->o, lw->wo, n, hdv, D, 1));
+        if (bf) to_bf16(a->ob, a->o, (int64_t)n * hdv);
+        GEMM_TRY(prod_fwd(tr, a->xm, a->o, a->ob, lw->wo, n, hdv, D, 1));
         rmsnorm_forward(a->h2, a->rstd2, a->xm, lw->mlp_norm, n, D, c->norm_eps);
-        GEMM_TRY(rn_cu_matmul(a->g, a->h2, lw->w_gate, n, D, F, 0));
-        GEMM_TRY(rn_cu_matmul(a->u, a->h2, lw->w_up, n, D, F, 0));
+        if (bf) to_bf16(a->h2b, a->h2, (int64_t)n * D);
+        GEMM_TRY(prod_fwd(tr, a->g, a->h2, a->h2b, lw->w_gate, n, D, F, 0));
+        GEMM_TRY(prod_fwd(tr, a->u, a->h2, a->h2b, lw->w_up, n, D, F, 0));
         k_swiglu_forward<<<blocks((int64_t)n * F, NT), NT>>>(a->a, a->g, a->u, (int64_t)n * F);
         float *xn = l + 1 < c->n_layers ? tr->la[l + 1].x : tr->xf;
         CU_TRY(cudaMemcpyAsync(xn, a->xm, sizeof(float) * (size_t)n * D, cudaMemcpyDeviceToDevice));
-        GEMM_TRY(rn_cu_matmul(xn, a->a, lw->w_down, n, F, D, 1));
+        if (bf) to_bf16(a->ab, a->a, (int64_t)n * F);
+        GEMM_TRY(prod_fwd(tr, xn, a->a, a->ab, lw->w_down, n, F, D, 1));
     }
     rmsnorm_forward(tr->hf, tr->rstdf, tr->xf, w->norm, n, D, c->norm_eps);
     double total = 0;
     if (nl > 0) {
         k_gather_rows<<<blocks((int64_t)nl * D, NT), NT>>>(tr->hsel, tr->hf, tr->lab_rows, nl, D);
-        GEMM_TRY(rn_cu_matmul(tr->logits, tr->hsel, w->lm_head, nl, D, V, 0));
+        if (bf) to_bf16(tr->hselb, tr->hsel, (int64_t)nl * D);
+        GEMM_TRY(prod_fwd(tr, tr->logits, tr->hsel, tr->hselb, w->lm_head, nl, D, V, 0));
         k_xent_forward<<<nl, NT>>>(tr->lse, tr->nll, tr->correct, tr->logits, tr->lab_tgt, V);
         CU_TRY(cudaGetLastError());
         CU_TRY(cudaMemcpy(tr->h_nll, tr->nll, sizeof(double) * nl, cudaMemcpyDeviceToHost));
@@ -697,13 +815,14 @@ extern "C" int rn_cuda_trainer_backward(rn_cuda_trainer *tr, double scale, rn_er
     const int D = c->d_model, H = c->n_heads, F = c->d_ff, V = c->vocab_size, dv = c->d_v;
     const int hdk = H * rn_config_dk(c), hdv = H * dv, K = c->top_k, Kr = tr->Kr;
     const int B = tr->B, T = tr->T, n = B * T, nl = tr->n_lab;
+    int prc = precision_prepare(tr, err);
+    if (prc) return prc;
     CU_TRY(cudaMemsetAsync(tr->dres, 0, sizeof(float) * (size_t)n * D));
     if (nl > 0) {
         /* dlogits = (softmax − onehot)·scale/n_lab, in place */
         k_xent_backward<<<blocks((int64_t)nl * V, NT), NT>>>(tr->logits, tr->lse, tr->lab_tgt, nl, V,
                                                              (float)(scale / nl));
-        GEMM_TRY(rn_cu_matmul_din(tr->dhsel, tr->logits, w->lm_head, nl, D, V, 0));
-        GEMM_TRY(rn_cu_matmul_dw(gw->lm_head, tr->logits, tr->hsel, nl, D, V));
+        GEMM_TRY(prod_bwd(tr, tr->dhsel, gw->lm_head, tr->logits, w->lm_head, tr->hsel, tr->hselb, nl, D, V, 0));
         CU_TRY(cudaMemsetAsync(tr->dh, 0, sizeof(float) * (size_t)n * D));
         k_scatter_rows<<<blocks((int64_t)nl * D, NT), NT>>>(tr->dh, tr->dhsel, tr->lab_rows, nl, D);
         rmsnorm_backward(tr->dres, gw->norm, tr->dh, tr->xf, w->norm, tr->rstdf, n, D);
@@ -715,27 +834,20 @@ extern "C" int rn_cuda_trainer_backward(rn_cuda_trainer *tr, double scale, rn_er
         const rn_layer_weights *lw = &w->layer[l];
         rn_layer_weights *gl = &gw->layer[l];
         /* MLP: x_out = xm + a·W_downᵀ */
-        GEMM_TRY(rn_cu_matmul_din(tr->da, tr->dres, lw->w_down, n, F, D, 0));
-        GEMM_TRY(rn_cu_matmul_dw(gl->w_down, tr->dres, a->a, n, F, D));
+        GEMM_TRY(prod_bwd(tr, tr->da, gl->w_down, tr->dres, lw->w_down, a->a, a->ab, n, F, D, 0));
         k_swiglu_backward<<<blocks((int64_t)n * F, NT), NT>>>(tr->dg, tr->du, tr->da, a->g, a->u, (int64_t)n * F);
-        GEMM_TRY(rn_cu_matmul_din(tr->dh, tr->dg, lw->w_gate, n, D, F, 0));
-        GEMM_TRY(rn_cu_matmul_dw(gl->w_gate, tr->dg, a->h2, n, D, F));
-        GEMM_TRY(rn_cu_matmul_din(tr->dh, tr->du, lw->w_up, n, D, F, 1));
-        GEMM_TRY(rn_cu_matmul_dw(gl->w_up, tr->du, a->h2, n, D, F));
+        GEMM_TRY(prod_bwd(tr, tr->dh, gl->w_gate, tr->dg, lw->w_gate, a->h2, a->h2b, n, D, F, 0));
+        GEMM_TRY(prod_bwd(tr, tr->dh, gl->w_up, tr->du, lw->w_up, a->h2, a->h2b, n, D, F, 1));
         rmsnorm_backward(tr->dres, gl->mlp_norm, tr->dh, a->xm, lw->mlp_norm, a->rstd2, n, D);
         /* attention: xm = x + o·W_oᵀ */
-        GEMM_TRY(rn_cu_matmul_din(tr->dout, tr->dres, lw->wo, n, hdv, D, 0));
-        GEMM_TRY(rn_cu_matmul_dw(gl->wo, tr->dres, a->o, n, hdv, D));
+        GEMM_TRY(prod_bwd(tr, tr->dout, gl->wo, tr->dres, lw->wo, a->o, a->ob, n, hdv, D, 0));
         const seg_saved ss = scan_saved(a);
         seg_backward(&sd, &ss, &sx, tr->dv, tr->dww, tr->drw, tr->dout, a->v, a->ww, a->rw);
         address_backward(tr, tr->dq, gl->q_alpha, tr->drw, a->q, a->raddr, a->rw, lw->q_alpha, Kr, n);
         address_backward(tr, tr->dk, gl->k_alpha, tr->dww, a->k, a->waddr, a->ww, lw->k_alpha, K, n);
-        GEMM_TRY(rn_cu_matmul_din(tr->dh, tr->dq, lw->wq, n, D, hdk, 0));
-        GEMM_TRY(rn_cu_matmul_dw(gl->wq, tr->dq, a->h1, n, D, hdk));
-        GEMM_TRY(rn_cu_matmul_din(tr->dh, tr->dk, lw->wk, n, D, hdk, 1));
-        GEMM_TRY(rn_cu_matmul_dw(gl->wk, tr->dk, a->h1, n, D, hdk));
-        GEMM_TRY(rn_cu_matmul_din(tr->dh, tr->dv, lw->wv, n, D, hdv, 1));
-        GEMM_TRY(rn_cu_matmul_dw(gl->wv, tr->dv, a->h1, n, D, hdv));
+        GEMM_TRY(prod_bwd(tr, tr->dh, gl->wq, tr->dq, lw->wq, a->h1, a->h1b, n, D, hdk, 0));
+        GEMM_TRY(prod_bwd(tr, tr->dh, gl->wk, tr->dk, lw->wk, a->h1, a->h1b, n, D, hdk, 1));
+        GEMM_TRY(prod_bwd(tr, tr->dh, gl->wv, tr->dv, lw->wv, a->h1, a->h1b, n, D, hdv, 1));
         rmsnorm_backward(tr->dres, gl->attn_norm, tr->dh, a->x, lw->attn_norm, a->rstd1, n, D);
     }
     /* the embedding gradient: the rows sorted by token (the scan's scratch
@@ -791,6 +903,12 @@ extern "C" int rn_cuda_trainer_adamw_range(rn_cuda_trainer *tr, const float *gra
                                            rn_error *err)
 {
     const int nt = rn_params_count_tensors(&tr->c);
+    /* bf16: the whole block's update refreshes pbf in the same kernel; a
+     * shard's leaves the rest to the collectives, so pbf is redone before
+     * the next forward */
+    const int whole = lo == 0 && hi == tr->n_block;
+    uint16_t *pbf = tr->prec == RN_PREC_BF16 && whole ? tr->pbf : NULL;
+    if (tr->prec == RN_PREC_BF16 && !whole) tr->pbf_stale = 1;
     const double bc1 = 1 - pow(o->beta1, (double)(step + 1)), bc2 = 1 - pow(o->beta2, (double)(step + 1));
     for (int i = 0; i < nt; i++) {
         rn_tensor_desc t;
@@ -800,7 +918,7 @@ extern "C" int rn_cuda_trainer_adamw_range(rn_cuda_trainer *tr, const float *gra
         int64_t a0 = t.offset > lo ? t.offset : lo, a1 = t.offset + t.numel < hi ? t.offset + t.numel : hi;
         if (a0 >= a1) continue;
         k_adamw<<<blocks(a1 - a0, NT), NT>>>(tr->params, grad, lo, tr->m1, tr->m2, a0, a1 - a0, o->beta1,
-                                             o->beta2, o->eps, bc1, bc2, lr, wd, gscale);
+                                             o->beta2, o->eps, bc1, bc2, lr, wd, gscale, pbf);
     }
     CU_TRY(cudaGetLastError());
     return RN_OK;
@@ -814,6 +932,7 @@ extern "C" void rn_cuda_trainer_block(rn_cuda_trainer *tr, float **params, float
     *m1 = tr->m1;
     *m2 = tr->m2;
     *n = tr->n_block;
+    tr->pbf_stale = 1; /* the caller may write the parameters */
 }
 
 extern "C" int rn_cuda_trainer_get_state(rn_cuda_trainer *tr, float *params, float *m1, float *m2,
@@ -830,6 +949,7 @@ extern "C" int rn_cuda_trainer_set_state(rn_cuda_trainer *tr, const float *param
                                          const float *m2, rn_error *err)
 {
     const size_t nb = sizeof(float) * (size_t)tr->n_block;
+    tr->pbf_stale = 1;
     CU_TRY(cudaMemcpy(tr->params, params, nb, cudaMemcpyHostToDevice));
     CU_TRY(cudaMemcpy(tr->m1, m1, nb, cudaMemcpyHostToDevice));
     CU_TRY(cudaMemcpy(tr->m2, m2, nb, cudaMemcpyHostToDevice));
@@ -893,5 +1013,24 @@ extern "C" int rn_cuda_pdma_train_run(float *o, float *dv, float *dww, float *dr
     if (!e) e = cudaMemcpy(drw, b.drw, sizeof(float) * nr, cudaMemcpyDeviceToHost);
     cudaFree(mem);
     if (e) return rn_seterr(err, RN_EINTERNAL, "CUDA: %s running the training scan", cudaGetErrorString(e));
+    return RN_OK;
+}
+
+extern "C" int rn_cuda_trainer_weights_bf16(rn_cuda_trainer *tr, uint16_t *out, rn_error *err)
+{
+    if (tr->prec != RN_PREC_BF16) return rn_seterr(err, RN_EINPUT, "GPU trainer: no bf16 weights (precision fp32/tf32)");
+    int rc = precision_prepare(tr, err);
+    if (rc) return rc;
+    CU_TRY(cudaMemcpy(out, tr->pbf, sizeof(uint16_t) * (size_t)tr->n_block, cudaMemcpyDeviceToHost));
+    return RN_OK;
+}
+
+extern "C" int rn_cuda_trainer_topk(rn_cuda_trainer *tr, int l, int writes, uint32_t *addr, float *w, rn_error *err)
+{
+    if (l < 0 || l >= tr->c.n_layers) return rn_seterr(err, RN_EINPUT, "GPU trainer: no layer %d", l);
+    const layer_acts *a = &tr->la[l];
+    const size_t cnt = (size_t)tr->B * tr->T * tr->c.n_heads * (writes ? tr->c.top_k : tr->Kr);
+    if (addr) CU_TRY(cudaMemcpy(addr, writes ? a->waddr : a->raddr, sizeof(uint32_t) * cnt, cudaMemcpyDeviceToHost));
+    if (w) CU_TRY(cudaMemcpy(w, writes ? a->ww : a->rw, sizeof(float) * cnt, cudaMemcpyDeviceToHost));
     return RN_OK;
 }

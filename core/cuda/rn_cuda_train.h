@@ -30,7 +30,14 @@ extern "C" {
 
 typedef struct rn_cuda_trainer rn_cuda_trainer;
 
-/* A trainer for model m's config with room for max_rows = B·T rows and
+/* A trainer for model m's config computing in `precision` (rn_precision:
+ * RN_PREC_FP32; RN_PREC_TF32, the FP32 products on TF32 tensor cores; or
+ * RN_PREC_BF16, llm.c's recipe: every product on bf16 operands — the
+ * weights' bf16 copy, refreshed by AdamW, and the rounded activations and
+ * output gradients — with FP32 accumulation and outputs, while parameters,
+ * gradients, moments, norms, the decoder, the scan and the cross-entropy
+ * stay FP32; docs/cuda.md, "Precision of every tensor"), with room for
+ * max_rows = B·T rows and
  * max_lab labelled rows, the proxy gradient's eps_g, and room for up to
  * kw_max write (>= top_k) and kr_max read addresses per (row, head) (0 =
  * the model's top_k; top-K annealing uses larger ones, a read K below
@@ -38,7 +45,7 @@ typedef struct rn_cuda_trainer rn_cuda_trainer;
  * moments and gradients start at zero.  The writes' K starts at top_k, the
  * reads' at min(top_k, kr_max).  One device allocation, nothing per step. */
 int rn_cuda_trainer_create(rn_cuda_trainer **out, const rn_model *m, int max_rows, int max_lab,
-                           double eps_g, int kw_max, int kr_max, rn_error *err);
+                           double eps_g, int kw_max, int kr_max, int precision, rn_error *err);
 void rn_cuda_trainer_free(rn_cuda_trainer *tr);
 
 /* Device bytes of the trainer (parameters, gradients, moments, workspace). */
@@ -110,6 +117,16 @@ int rn_cuda_pdma_train_run(float *o, float *dv, float *dww, float *drw, const fl
                            const uint32_t *wslot, const float *ww, const uint32_t *rslot,
                            const float *rw, const float *dout, int B, int T, int H, int Kw, int Kr,
                            int d_v, int64_t M, float gamma, float eps, float eps_g, rn_error *err);
+
+/* --precision bf16: the weights the next forward's products read (n_block
+ * bf16 bit patterns, the parameter layout), as the host's rn_bf16_from_f32
+ * of the FP32 parameters; RN_EINPUT under another precision. */
+int rn_cuda_trainer_weights_bf16(rn_cuda_trainer *tr, uint16_t *out, rn_error *err);
+
+/* The last forward's top-K of layer l (writes when `writes`, else reads):
+ * addresses and unquantised weights, [B·T, H, K] each, K the writes' or the
+ * reads' current K (either array may be NULL).  For the precision tests. */
+int rn_cuda_trainer_topk(rn_cuda_trainer *tr, int l, int writes, uint32_t *addr, float *w, rn_error *err);
 
 #ifdef __cplusplus
 }

@@ -11,9 +11,9 @@ static int no_cuda(rn_error *err)
 }
 
 int rn_cuda_trainer_create(rn_cuda_trainer **out, const rn_model *m, int max_rows, int max_lab,
-                           double eps_g, int kw_max, int kr_max, rn_error *err)
+                           double eps_g, int kw_max, int kr_max, int precision, rn_error *err)
 {
-    (void)m; (void)max_rows; (void)max_lab; (void)eps_g; (void)kw_max; (void)kr_max;
+    (void)m; (void)max_rows; (void)max_lab; (void)eps_g; (void)kw_max; (void)kr_max; (void)precision;
     *out = NULL;
     return no_cuda(err);
 }
@@ -140,5 +140,17 @@ int rn_cuda_pdma_train_run(float *o, float *dv, float *dww, float *drw, const fl
     (void)o; (void)dv; (void)dww; (void)drw; (void)v; (void)wslot; (void)ww; (void)rslot; (void)rw;
     (void)dout; (void)B; (void)T; (void)H; (void)Kw; (void)Kr; (void)d_v; (void)M; (void)gamma;
     (void)eps; (void)eps_g;
+    return no_cuda(err);
+}
+
+int rn_cuda_trainer_weights_bf16(rn_cuda_trainer *tr, uint16_t *out, rn_error *err)
+{
+    (void)tr; (void)out;
+    return no_cuda(err);
+}
+
+int rn_cuda_trainer_topk(rn_cuda_trainer *tr, int l, int writes, uint32_t *addr, float *w, rn_error *err)
+{
+    (void)tr; (void)l; (void)writes; (void)addr; (void)w;
     return no_cuda(err);
 }

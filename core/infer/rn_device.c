@@ -49,3 +49,8 @@ int rn_device_check_precision(rn_device d, rn_precision p, rn_error *err)
         return rn_seterr(err, RN_EINPUT, "--precision tf32: TF32 is a GPU tensor-core format; the CPU runs fp32 or bf16");
     return RN_OK;
 }
+
+int rn_device_check_train_precision(rn_device d, rn_precision p, rn_error *err)
+{
+    return d == RN_DEVICE_CUDA ? RN_OK : rn_device_check_precision(d, p, err);
+}

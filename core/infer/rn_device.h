@@ -24,6 +24,11 @@ int rn_device_select(const char *arg, rn_device *out, rn_error *err);
  * the GPU backend runs fp32 only so far. */
 int rn_device_check_precision(rn_device d, rn_precision p, rn_error *err);
 
+/* The same for the trainer's forward and backward (train, eval): on the
+ * GPU fp32, tf32 (TF32 tensor cores) and bf16 (bf16 products, FP32 master:
+ * rn_cuda_train.h); on the CPU fp32 and bf16. */
+int rn_device_check_train_precision(rn_device d, rn_precision p, rn_error *err);
+
 /* Default prefill rows per forward call on device d: 256 on the CPU (the
  * activations stay in cache), 1024 on the GPU (its products need a thousand
  * rows or more to fill the chip; 2048 measured no faster: docs/cuda.md). */

@@ -389,11 +389,11 @@ static double ev_loss_sum(const evaluator *e)
 }
 
 /* An evaluator for model m on device dev with room for max_rows rows. */
-static int ev_create(evaluator *e, const rn_model *m, int dev, int max_rows, rn_error *err)
+static int ev_create(evaluator *e, const rn_model *m, int dev, int prec, int max_rows, rn_error *err)
 {
     memset(e, 0, sizeof *e);
     if (dev != RN_DEVICE_CUDA) return rn_trainer_create_eval(&e->cpu, m, max_rows, max_rows, err);
-    return rn_cuda_trainer_create(&e->gpu, m, max_rows, max_rows, 0.0, 0, 0, err);
+    return rn_cuda_trainer_create(&e->gpu, m, max_rows, max_rows, 0.0, 0, 0, prec, err);
 }
 
 static void ev_free(evaluator *e)
@@ -493,7 +493,7 @@ int rn_eval_mqar_pairs(const rn_model *m, int device, const rn_mqar_seg *segs, i
     for (int s = 0; s < n_segs; s++)
         if (segs[s].L > max_rows) max_rows = segs[s].L;
     evaluator ev, *tr = &ev;
-    int rc = ev_create(&ev, m, device, max_rows, err);
+    int rc = ev_create(&ev, m, device, ctl ? ctl->precision : RN_PREC_FP32, max_rows, err);
     if (rc) {
         ev_free(&ev);
         return rc;
@@ -562,7 +562,7 @@ int rn_eval_text(const rn_model *m, int device, const rn_text *t, int T, int win
     if (batch > nw) batch = (int)nw; /* room for the windows there are, not more */
     if ((int64_t)batch * T > INT_MAX) batch = (int)(INT_MAX / T);
     evaluator ev, *tr = &ev;
-    int rc = ev_create(&ev, m, device, batch * T, err);
+    int rc = ev_create(&ev, m, device, ctl ? ctl->precision : RN_PREC_FP32, batch * T, err);
     if (rc) {
         ev_free(&ev);
         return rc;
@@ -684,7 +684,7 @@ static int do_eval(run_state *s, double *metric, rn_error *err)
         double acc[16], mean;
         assert(o->n_eval_segs >= 1 && o->n_eval_segs <= 16); /* parse_segs keeps 1..16 */
         evaluator ev = { s->tr, NULL };
-        rn_eval_ctl ctl = { s->stop, NULL, NULL };
+        rn_eval_ctl ctl = { s->stop, NULL, NULL, RN_PREC_FP32 };
         int rc = eval_mqar_with(&ev, s->m.cfg.vocab_size, o->eval_segs, o->n_eval_segs,
                                 o->eval_examples, 4242, s->max_rows, s->tok, s->tgt, s->pbuf, acc,
                                 &mean, NULL, NULL, &ctl, err);
@@ -699,7 +699,7 @@ static int do_eval(run_state *s, double *metric, rn_error *err)
     }
     double loss, bpb;
     evaluator ev = { s->tr, NULL };
-    rn_eval_ctl ctl = { s->stop, NULL, NULL };
+    rn_eval_ctl ctl = { s->stop, NULL, NULL, RN_PREC_FP32 };
     int rc = eval_text_with(&ev, s->c, &s->text, o->seq_len, o->eval_windows, o->batch, s->tok, s->tgt,
                             &loss, &bpb, &ctl, err);
     if (rc) return rc;
@@ -794,7 +794,7 @@ static int run_setup(run_state *s, rn_error *err)
     if ((rc = rn_model_create_random(&s->m, c, o->seed, err))) return rc;
     init_alpha(&s->m, o);
     if (o->init_from[0] && (rc = init_from_model(&s->m, o->init_from, &s->init_sum, err))) return rc;
-    if ((rc = rn_device_check_precision(o->device, o->precision, err))) return rc;
+    if ((rc = rn_device_check_train_precision(o->device, o->precision, err))) return rc;
     if (o->precision == RN_PREC_BF16 && (rc = rn_model_copy_bf16(&s->mb, &s->m, err))) return rc;
     int max_rows = o->batch * o->seq_len, max_lab = max_rows;
     if (o->task == RN_TASK_MQAR) {
@@ -905,7 +905,8 @@ static int run_start(run_state *s, rn_error *err)
         int kw = rn_train_top_k_at(o, c->top_k, 0), kr = rn_train_read_k_at(o, c->top_k, 0);
         int rows = o->batch * o->seq_len;
         if (s->dist && (rc = rn_nccl_select_device(rn_dist_local_rank(s->dist), err))) return rc;
-        if ((rc = rn_cuda_trainer_create(&s->gtr, &s->m, rows, rows, o->eps_g, kw, kr, err))) return rc;
+        if ((rc = rn_cuda_trainer_create(&s->gtr, &s->m, rows, rows, o->eps_g, kw, kr, o->precision, err)))
+            return rc;
         if ((rc = rn_cuda_trainer_set_state(s->gtr, s->m.params, s->mom, s->mom + s->nb, err))) return rc;
         if (s->dist) {
             /* NCCL's id from rank 0 through the rendezvous (MPI, or a file in DIR) */
@@ -965,7 +966,9 @@ static int sync_host(run_state *s, rn_error *err)
 {
     if (!s->gtr) return RN_OK;
     int rc = s->nccl ? rn_nccl_gather_moments(s->nccl, err) : RN_OK;
-    return rc ? rc : rn_cuda_trainer_get_state(s->gtr, s->m.params, s->mom, s->mom + s->nb, err);
+    if (!rc) rc = rn_cuda_trainer_get_state(s->gtr, s->m.params, s->mom, s->mom + s->nb, err);
+    if (!rc && s->mb.params) rn_model_round_bf16(&s->mb, &s->m); /* the CPU evaluation's bf16 weights */
+    return rc;
 }
 
 /* One micro-batch of `step` (0-based) on the CPU trainer tr, or on the

@@ -181,11 +181,15 @@ int rn_train_check_init_config(const char *path, const rn_config *model_cfg, con
 
 /* What an evaluation polls and reports: stop (optional) is polled between
  * batches (set: RN_EINTR); progress (optional) is called after each batch
- * with the examples (MQAR) or windows (text) done and the total. */
+ * with the examples (MQAR) or windows (text) done and the total.
+ * precision (rn_precision; 0 = fp32, also with no ctl) is the GPU
+ * trainer's on --device cuda (tf32, bf16: rn_cuda_train.h); the CPU
+ * evaluates the model it is given (eval rounds it for bf16). */
 typedef struct {
     volatile int *stop;
     void (*progress)(void *user, int64_t done, int64_t total);
     void *user;
+    int precision;
 } rn_eval_ctl;
 
 /* MQAR evaluation on device (RN_DEVICE_CPU or RN_DEVICE_CUDA; the forward

@@ -245,12 +245,15 @@ int main(void)
     CU_add_test(s, "prefill and step logits: relative error < 1e-4; reset", test_prefill_step_parity);
     CU_add_test(s, "traced events of prefill and steps identical to the CPU's", test_trace_parity);
     rn_cuda_train_tests(s);
+    rn_cuda_bf16_tests(s);
+    rn_cuda_bf16_gpu_tests(s);
     CU_basic_set_mode(CU_BRM_VERBOSE);
     CU_basic_run_tests();
     unsigned fails = CU_get_number_of_failures();
     printf("cuda parity: %ld logit rows, worst relative error %.3g; %ld top-K sets differ at CPU ties; "
            "%ld traced events compared\n", g_rows, g_worst, g_ties, g_events);
     rn_cuda_train_summary();
+    rn_cuda_bf16_summary();
     CU_cleanup_registry();
     return fails ? 1 : 0;
 }

@@ -92,8 +92,7 @@ static int make_tmodel(rn_model *m, const tshape *s, uint64_t seed)
     return cuda_test_model(m, s->U, s->dp, s->K, s->cape, s->tied, s->gamma, seed);
 }
 
-/* B·T random tokens; about half the targets labelled. */
-static void random_batch(rn_rng *r, int V, int n, int *tok, int *tgt)
+void cuda_test_batch(rn_rng *r, int V, int n, int *tok, int *tgt)
 {
     for (int i = 0; i < n; i++) {
         tok[i] = (int)(rn_rng_u64(r) % (uint64_t)V);
@@ -101,8 +100,7 @@ static void random_batch(rn_rng *r, int V, int n, int *tok, int *tgt)
     }
 }
 
-/* max |g − c| / max |c| over one tensor (|c| = 0 everywhere: max |g − c|). */
-static double tensor_rel(const float *g, const float *c, int64_t n)
+double cuda_test_rel(const float *g, const float *c, int64_t n)
 {
     double d = 0, m = 0;
     for (int64_t i = 0; i < n; i++) {
@@ -124,12 +122,12 @@ static void test_train_grad_parity(void)
         CU_ASSERT_EQUAL_FATAL(make_tmodel(&m, sh, 500 + si), RN_OK);
         const int B = 3, T = 40, n = B * T, V = m.cfg.vocab_size;
         int tok[120], tgt[120];
-        random_batch(&r, V, n, tok, tgt);
+        cuda_test_batch(&r, V, n, tok, tgt);
         rn_error err = { 0 };
         rn_trainer *ct = NULL;
         rn_cuda_trainer *gt = NULL;
         CU_ASSERT_EQUAL_FATAL(rn_trainer_create_kr(&ct, &m, n, n, eps_g, sh->Kr, &err), RN_OK);
-        if (rn_cuda_trainer_create(&gt, &m, n, n, eps_g, sh->K, sh->Kr, &err) ||
+        if (rn_cuda_trainer_create(&gt, &m, n, n, eps_g, sh->K, sh->Kr, RN_PREC_FP32, &err) ||
             rn_cuda_trainer_set_topk(gt, sh->K, sh->Kr, &err)) {
             fprintf(stderr, "cuda trainer: %s\n", err.msg);
             CU_FAIL_FATAL("rn_cuda_trainer_create");
@@ -158,7 +156,7 @@ static void test_train_grad_parity(void)
         for (int i = 0; i < nt; i++) {
             rn_tensor_desc t;
             rn_params_tensor(&m.cfg, i, &t);
-            double e = tensor_rel(gg + t.offset, cg + t.offset, t.numel);
+            double e = cuda_test_rel(gg + t.offset, cg + t.offset, t.numel);
             g_tensors++;
             if (e > g_worst_grad) {
                 g_worst_grad = e;
@@ -205,7 +203,7 @@ static void test_train_steps_parity(void)
         rn_trainer *ct = NULL;
         rn_cuda_trainer *gt = NULL;
         CU_ASSERT_EQUAL_FATAL(rn_trainer_create_kr(&ct, &m, n, n, eps_g, sh->Kr, &err), RN_OK);
-        CU_ASSERT_EQUAL_FATAL(rn_cuda_trainer_create(&gt, &m, n, n, eps_g, sh->K, sh->Kr, &err), RN_OK);
+        CU_ASSERT_EQUAL_FATAL(rn_cuda_trainer_create(&gt, &m, n, n, eps_g, sh->K, sh->Kr, RN_PREC_FP32, &err), RN_OK);
         CU_ASSERT_EQUAL_FATAL(rn_cuda_trainer_set_topk(gt, sh->K, sh->Kr, &err), RN_OK);
         float *mom = calloc(2 * (size_t)nb, sizeof(float));
         int tok[96], tgt[96];
@@ -215,7 +213,7 @@ static void test_train_steps_parity(void)
             double lc = 0, lg = 0;
             for (int mi = 0; mi < accum; mi++) {
                 double a, b;
-                random_batch(&r, V, n, tok, tgt);
+                cuda_test_batch(&r, V, n, tok, tgt);
                 CU_ASSERT_EQUAL(rn_trainer_forward(ct, tok, tgt, B, T, &a, &err), RN_OK);
                 CU_ASSERT_EQUAL(rn_cuda_trainer_forward(gt, tok, tgt, B, T, &b, &err), RN_OK);
                 rn_trainer_backward(ct, 1.0 / accum);
@@ -238,7 +236,7 @@ static void test_train_steps_parity(void)
         /* the state comes back in the host layout, near the CPU's */
         float *gp = malloc(sizeof(float) * 3 * (size_t)nb);
         CU_ASSERT_EQUAL(rn_cuda_trainer_get_state(gt, gp, gp + nb, gp + 2 * nb, &err), RN_OK);
-        double pe = tensor_rel(gp, m.params, nb);
+        double pe = cuda_test_rel(gp, m.params, nb);
         g_worst_param = fmax(g_worst_param, pe);
         CU_ASSERT(pe < 1e-2);
         /* and set_state round-trips */
@@ -254,21 +252,17 @@ static void test_train_steps_parity(void)
     }
 }
 
-/* The step losses a run reports (STEP events; log_every = 1). */
-typedef struct { double loss[64]; int n; } loss_log;
-
 static void record_loss(void *user, const rn_train_event *ev)
 {
-    loss_log *lg = user;
-    if (ev->kind == RN_TRAIN_EV_STEP && ev->step >= 1 && ev->step <= 64) {
+    cuda_loss_log *lg = user;
+    if (ev->kind == RN_TRAIN_EV_STEP && ev->step >= 1 && ev->step <= CUDA_TEST_MAX_STEPS) {
         lg->loss[ev->step - 1] = ev->loss;
         if (ev->step > lg->n) lg->n = (int)ev->step;
     }
 }
 
-/* One run of the loop on `device`; stop_after / resume as the options. */
-static int loop_run(const rn_config *c, const rn_train_opts *base, int device, int64_t stop_after,
-                    const char *resume, const char *out, loss_log *lg)
+int cuda_test_loop_run(const rn_config *c, const rn_train_opts *base, int device, int64_t stop_after,
+                    const char *resume, const char *out, cuda_loss_log *lg)
 {
     rn_train_opts o = *base;
     o.device = device;
@@ -282,28 +276,52 @@ static int loop_run(const rn_config *c, const rn_train_opts *base, int device, i
     return rc;
 }
 
-static void test_train_loop_devices(void)
+int cuda_test_loop_config(rn_config *c, rn_train_opts *o)
 {
-    rn_config c;
-    rn_train_opts o;
-    rn_config_default(&c);
-    rn_train_opts_default(&o, RN_TASK_MQAR);
+    rn_config_default(c);
+    rn_train_opts_default(o, RN_TASK_MQAR);
     const char *cfg = "vocab_size = 600\ntokenizer = ids\nd_model = 16\nn_layers = 2\nn_heads = 2\n"
                       "d_p = 4\norder = 2\nd_v = 8\ntop_k = 2\nd_ff = 32\ncape = first:1\n"
                       "steps = 8\nbatch = 2\nseq_len = 64\nlr = 3e-3\nwarmup = 2\neval_every = 4\n"
                       "eval_examples = 2\nckpt_every = 4\nlog_every = 1\ngrad_accum = 2\n"
                       "mqar_train = 32:4,64:8\nmqar_eval = 64:8\ntop_k_start = 8\ntop_k_read_start = 16\n";
     rn_error err = { 0 };
-    CU_ASSERT_EQUAL_FATAL(rn_config_parse_text(&c, cfg, "loop.cfg", rn_train_opts_set, &o, &err), RN_OK);
-    char cpu[256], gpu[256], g2c[256], c2g[256], ck[300];
+    int rc = rn_config_parse_text(c, cfg, "loop.cfg", rn_train_opts_set, o, &err);
+    if (rc) fprintf(stderr, "loop config: %s\n", err.msg);
+    return rc;
+}
+
+int cuda_test_split_run(const rn_config *c, const rn_train_opts *first, int dev1, const rn_train_opts *second,
+                        int dev2, const char *out, cuda_loss_log *lg)
+{
+    char ck[300];
+    snprintf(ck, sizeof ck, "%s.ckpt", out);
+    int rc = cuda_test_loop_run(c, first, dev1, 4, NULL, out, lg);
+    return rc ? rc : cuda_test_loop_run(c, second, dev2, 0, ck, out, lg);
+}
+
+void cuda_test_remove_run(const char *out)
+{
+    char p[300];
+    remove(out);
+    snprintf(p, sizeof p, "%s.ckpt", out);
+    remove(p);
+}
+
+static void test_train_loop_devices(void)
+{
+    rn_config c;
+    rn_train_opts o;
+    CU_ASSERT_EQUAL_FATAL(cuda_test_loop_config(&c, &o), RN_OK);
+    char cpu[256], gpu[256], g2c[256], c2g[256];
     const int pid = (int)getpid();
     snprintf(cpu, sizeof cpu, "/tmp/rn_cuda_train_%d_cpu.bin", pid);
     snprintf(gpu, sizeof gpu, "/tmp/rn_cuda_train_%d_gpu.bin", pid);
     snprintf(g2c, sizeof g2c, "/tmp/rn_cuda_train_%d_g2c.bin", pid);
     snprintf(c2g, sizeof c2g, "/tmp/rn_cuda_train_%d_c2g.bin", pid);
-    loss_log lc = { { 0 }, 0 }, lg = { { 0 }, 0 }, lx = { { 0 }, 0 }, ly = { { 0 }, 0 };
-    CU_ASSERT_EQUAL_FATAL(loop_run(&c, &o, RN_DEVICE_CPU, 0, NULL, cpu, &lc), RN_OK);
-    CU_ASSERT_EQUAL_FATAL(loop_run(&c, &o, RN_DEVICE_CUDA, 0, NULL, gpu, &lg), RN_OK);
+    cuda_loss_log lc = { { 0 }, 0 }, lg = { { 0 }, 0 }, lx = { { 0 }, 0 }, ly = { { 0 }, 0 };
+    CU_ASSERT_EQUAL_FATAL(cuda_test_loop_run(&c, &o, RN_DEVICE_CPU, 0, NULL, cpu, &lc), RN_OK);
+    CU_ASSERT_EQUAL_FATAL(cuda_test_loop_run(&c, &o, RN_DEVICE_CUDA, 0, NULL, gpu, &lg), RN_OK);
     CU_ASSERT_EQUAL(lc.n, 8);
     CU_ASSERT_EQUAL(lg.n, 8);
     for (int i = 0; i < lc.n; i++) {
@@ -311,12 +329,8 @@ static void test_train_loop_devices(void)
         CU_ASSERT(fabs(lc.loss[i] - lg.loss[i]) < 1e-3);
     }
     /* GPU for 4 steps, then the CPU resumes its checkpoint; and back */
-    CU_ASSERT_EQUAL_FATAL(loop_run(&c, &o, RN_DEVICE_CUDA, 4, NULL, g2c, &lx), RN_OK);
-    snprintf(ck, sizeof ck, "%s.ckpt", g2c);
-    CU_ASSERT_EQUAL_FATAL(loop_run(&c, &o, RN_DEVICE_CPU, 0, ck, g2c, &lx), RN_OK);
-    CU_ASSERT_EQUAL_FATAL(loop_run(&c, &o, RN_DEVICE_CPU, 4, NULL, c2g, &ly), RN_OK);
-    snprintf(ck, sizeof ck, "%s.ckpt", c2g);
-    CU_ASSERT_EQUAL_FATAL(loop_run(&c, &o, RN_DEVICE_CUDA, 0, ck, c2g, &ly), RN_OK);
+    CU_ASSERT_EQUAL_FATAL(cuda_test_split_run(&c, &o, RN_DEVICE_CUDA, &o, RN_DEVICE_CPU, g2c, &lx), RN_OK);
+    CU_ASSERT_EQUAL_FATAL(cuda_test_split_run(&c, &o, RN_DEVICE_CPU, &o, RN_DEVICE_CUDA, c2g, &ly), RN_OK);
     CU_ASSERT_EQUAL(lx.n, 8);
     CU_ASSERT_EQUAL(ly.n, 8);
     for (int i = 0; i < 8; i++) {
@@ -326,12 +340,7 @@ static void test_train_loop_devices(void)
         CU_ASSERT(fabs(ly.loss[i] - lc.loss[i]) < 1e-3);
     }
     const char *outs[] = { cpu, gpu, g2c, c2g };
-    for (int i = 0; i < 4; i++) {
-        char p[300];
-        remove(outs[i]);
-        snprintf(p, sizeof p, "%s.ckpt", outs[i]);
-        remove(p);
-    }
+    for (int i = 0; i < 4; i++) cuda_test_remove_run(outs[i]);
 }
 
 /* The text task on cuda: a small byte-level model on a generated corpus,
@@ -362,9 +371,9 @@ static void test_train_loop_text(void)
                 rn_rng_uniform(&r) < 0.5 ? "home" : "out");
     fclose(f);
     snprintf(o.data, sizeof o.data, "%s", data);
-    loss_log lc = { { 0 }, 0 }, lg = { { 0 }, 0 };
-    CU_ASSERT_EQUAL_FATAL(loop_run(&c, &o, RN_DEVICE_CPU, 0, NULL, cpu, &lc), RN_OK);
-    CU_ASSERT_EQUAL_FATAL(loop_run(&c, &o, RN_DEVICE_CUDA, 0, NULL, gpu, &lg), RN_OK);
+    cuda_loss_log lc = { { 0 }, 0 }, lg = { { 0 }, 0 };
+    CU_ASSERT_EQUAL_FATAL(cuda_test_loop_run(&c, &o, RN_DEVICE_CPU, 0, NULL, cpu, &lc), RN_OK);
+    CU_ASSERT_EQUAL_FATAL(cuda_test_loop_run(&c, &o, RN_DEVICE_CUDA, 0, NULL, gpu, &lg), RN_OK);
     CU_ASSERT_EQUAL(lc.n, 6);
     CU_ASSERT_EQUAL(lg.n, 6);
     for (int i = 0; i < lc.n; i++) {
@@ -479,7 +488,7 @@ static double scan_cmp(const float *g, const float *c, size_t n, int exact, cons
     for (size_t i = 0; i < n; i++) diff += memcmp(&g[i], &c[i], sizeof(float)) != 0;
     g_scan_values += (long)n;
     g_scan_differ += diff;
-    double e = tensor_rel(g, c, (int64_t)n);
+    double e = cuda_test_rel(g, c, (int64_t)n);
     if (diff && exact) fprintf(stderr, "scan shape %d: %s: %ld of %zu floats differ (rel %.3g)\n", si, what, diff, n, e);
     CU_ASSERT(!exact || diff == 0);
     CU_ASSERT(e < 1e-5);

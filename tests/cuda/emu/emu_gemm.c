@@ -9,6 +9,13 @@
 
 int rn_cu_gemm_init(void) { return 0; }
 
+/* TF32 changes only the GPU's rounding; the emulation computes in FP32. */
+int rn_cu_gemm_set_tf32(int on)
+{
+    (void)on;
+    return 0;
+}
+
 const char *rn_cu_gemm_error(int status) { return status ? "error" : "no error"; }
 
 int rn_cu_matmul(float *out, const float *in, const float *W, int n, int I, int O, int acc)

@@ -17,12 +17,15 @@ int main(void)
     if (CU_initialize_registry() != CUE_SUCCESS) return 1;
     CU_pSuite s = CU_add_suite("cuda_train_emu", NULL, NULL);
     rn_cuda_train_tests(s);
+    rn_cuda_bf16_tests(s);
     rn_cuda_emu_layer_tests(s);
     CU_basic_set_mode(CU_BRM_VERBOSE);
     CU_basic_run_tests();
     unsigned fails = CU_get_number_of_failures();
     printf("(host emulation) ");
     rn_cuda_train_summary();
+    printf("(host emulation) ");
+    rn_cuda_bf16_summary();
     CU_cleanup_registry();
     return fails ? 1 : 0;
 }
