@@ -93,7 +93,11 @@ $(BUILD)/emu/rn_cuda_train_emu.o: $(BUILD)/emu/rn_cuda_train_emu.cpp $(EMU_HDR)
 $(BUILD)/emu/emu_layers.o: tests/cuda/emu/emu_layers.cpp $(EMU_HDR) | setup
 	@mkdir -p $(dir $@)
 	@echo "CXX $< (host emulation)"; $(CXX_EMU) $(EMU_CXXFLAGS) -c $< -o $@
-EMU_OBJ := $(BUILD)/emu/rn_cuda_train_emu.o $(BUILD)/emu/emu_layers.o $(BUILD)/tests/cuda/emu/emu_gemm.o \
+# the step's GEMV kernels (rn_cuda_gemv.cuh) at the inference block size
+$(BUILD)/emu/emu_gemv.o: tests/cuda/emu/emu_gemv.cpp $(EMU_HDR) | setup
+	@mkdir -p $(dir $@)
+	@echo "CXX $< (host emulation)"; $(CXX_EMU) $(EMU_CXXFLAGS) -c $< -o $@
+EMU_OBJ := $(BUILD)/emu/rn_cuda_train_emu.o $(BUILD)/emu/emu_layers.o $(BUILD)/emu/emu_gemv.o $(BUILD)/tests/cuda/emu/emu_gemm.o \
            $(BUILD)/tests/cuda/emu/emu_main.o $(BUILD)/tests/cuda/test_cuda_train.o
 # linked by $(CC) (its OpenMP runtime: libgomp or clang's libomp) with libstdc++
 $(BUILD)/test_cuda_train_emu: $(EMU_OBJ) $(LIB)

@@ -17,6 +17,7 @@ int main(void)
     CU_pSuite s = CU_add_suite("cuda_train_emu", NULL, NULL);
     rn_cuda_train_tests(s);
     rn_cuda_emu_layer_tests(s);
+    rn_cuda_emu_gemv_tests(s);
     CU_basic_set_mode(CU_BRM_VERBOSE);
     CU_basic_run_tests();
     unsigned fails = CU_get_number_of_failures();
