@@ -15,6 +15,14 @@
  * or untied head and decay exponent gamma.  RN_OK or the error. */
 int cuda_test_model(rn_model *m, int U, int dp, int K, int cape, int tied, float gamma, uint64_t seed);
 
+/* The inference tests (tests/cuda/test_cuda_parity.c: the GPU runtime
+ * against the CPU's, fp32 and bf16) and their summary lines;
+ * rn_cuda_parity_quick = 1 runs three of the eight model shapes over
+ * shorter sequences (the host emulation). */
+void rn_cuda_parity_tests(CU_pSuite s);
+void rn_cuda_parity_summary(void);
+extern int rn_cuda_parity_quick;
+
 /* The training tests (GPU trainer against the CPU's) and their summary. */
 void rn_cuda_train_tests(CU_pSuite s);
 void rn_cuda_train_summary(void);

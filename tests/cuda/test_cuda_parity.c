@@ -59,6 +59,10 @@ static const shape g_shapes[] = {
     { 5, 4, 8, 1, 1, 2.0f }, { 2, 16, 32, 0, 1, 0.0f },
 };
 #define N_SHAPES (int)(sizeof g_shapes / sizeof g_shapes[0])
+int rn_cuda_parity_quick = 0;
+
+/* full, or quick under rn_cuda_parity_quick */
+static int qk(int full, int quick) { return rn_cuda_parity_quick ? quick : full; }
 
 static long g_ties, g_rows, g_events;
 
@@ -130,7 +134,7 @@ static void test_decode_parity(void)
 {
     rn_rng r;
     rn_rng_seed(&r, 11);
-    for (int si = 0; si < N_SHAPES; si++) {
+    for (int si = 0; si < N_SHAPES; si += rn_cuda_parity_quick ? 3 : 1) {
         rn_model m;
         CU_ASSERT_EQUAL_FATAL(make_model(&m, &g_shapes[si], 100 + si), RN_OK);
         const rn_config *c = &m.cfg;
@@ -171,10 +175,10 @@ static void test_prefill_step_parity(void)
 {
     rn_rng r;
     rn_rng_seed(&r, 12);
-    for (int si = 0; si < N_SHAPES; si++) {
+    for (int si = 0; si < N_SHAPES; si += rn_cuda_parity_quick ? 3 : 1) {
         rn_model m;
         CU_ASSERT_EQUAL_FATAL(make_model(&m, &g_shapes[si], 200 + si), RN_OK);
-        const int V = m.cfg.vocab_size, T = 150, steps = 20;
+        const int V = m.cfg.vocab_size, T = qk(150, 70), steps = qk(20, 4); /* 70: a 64-row chunk and a short one */
         int tok[150];
         for (int t = 0; t < T; t++) tok[t] = (int)(rn_rng_u64(&r) % (uint64_t)V);
         rn_runtime *cpu = NULL, *gpu = NULL;
@@ -218,10 +222,10 @@ static void test_trace_parity(void)
 {
     rn_rng r;
     rn_rng_seed(&r, 13);
-    for (int si = 0; si < N_SHAPES; si++) {
+    for (int si = 0; si < N_SHAPES; si += rn_cuda_parity_quick ? 3 : 1) {
         rn_model m;
         CU_ASSERT_EQUAL_FATAL(make_model(&m, &g_shapes[si], 300 + si), RN_OK);
-        const int V = m.cfg.vocab_size, T = 100;
+        const int V = m.cfg.vocab_size, T = qk(100, 70);
         int tok[100];
         for (int t = 0; t < T; t++) tok[t] = (int)(rn_rng_u64(&r) % (uint64_t)V);
         rn_runtime *cpu = NULL, *gpu = NULL;
@@ -235,7 +239,7 @@ static void test_trace_parity(void)
         float *lc = malloc(sizeof(float) * V), *lg = malloc(sizeof(float) * V);
         CU_ASSERT_EQUAL(rn_prefill(cpu, tok, T, lc, 0, &err), RN_OK);
         CU_ASSERT_EQUAL(rn_prefill(gpu, tok, T, lg, 0, &err), RN_OK);
-        for (int s = 0; s < 10; s++) {
+        for (int s = 0; s < qk(10, 3); s++) {
             CU_ASSERT_EQUAL(rn_step(cpu, tok[s], lc, &err), RN_OK);
             CU_ASSERT_EQUAL(rn_step(gpu, tok[s], lg, &err), RN_OK);
         }
@@ -254,10 +258,10 @@ static void test_bf16_step_parity(void)
 {
     rn_rng r;
     rn_rng_seed(&r, 15);
-    for (int si = 0; si < N_SHAPES; si++) {
+    for (int si = 0; si < N_SHAPES; si += rn_cuda_parity_quick ? 3 : 1) {
         rn_model m;
         CU_ASSERT_EQUAL_FATAL(make_model(&m, &g_shapes[si], 500 + si), RN_OK);
-        const int V = m.cfg.vocab_size, T = 40;
+        const int V = m.cfg.vocab_size, T = qk(40, 12);
         rn_runtime *cpu = NULL, *gpu = NULL;
         rn_error err = { 0 };
         CU_ASSERT_EQUAL_FATAL(rn_runtime_create_on(&m, 64, RN_DEVICE_CPU, &cpu, &err), RN_OK);
@@ -330,10 +334,10 @@ static void test_bf16_vs_fp32(void)
     rn_rng_seed(&r, 16);
     double sum = 0;
     long rows = 0, differ = 0;
-    for (int si = 0; si < N_SHAPES; si++) {
+    for (int si = 0; si < N_SHAPES; si += rn_cuda_parity_quick ? 3 : 1) {
         rn_model m;
         CU_ASSERT_EQUAL_FATAL(make_model(&m, &g_shapes[si], 600 + si), RN_OK);
-        const int V = m.cfg.vocab_size, T = 150, steps = 20;
+        const int V = m.cfg.vocab_size, T = qk(150, 70), steps = qk(20, 4);
         int tok[150 + 20];
         for (int t = 0; t < T + steps; t++) tok[t] = (int)(rn_rng_u64(&r) % (uint64_t)V);
         rn_runtime *gpu = NULL;
@@ -372,6 +376,27 @@ static void test_bf16_vs_fp32(void)
     CU_ASSERT(differ <= 0.15 * rows);
 }
 
+void rn_cuda_parity_tests(CU_pSuite s)
+{
+    CU_add_test(s, "GPU decoder top-K == CPU's (ties within rounding counted)", test_decode_parity);
+    CU_add_test(s, "prefill and step logits: relative error < 1e-4; reset", test_prefill_step_parity);
+    CU_add_test(s, "traced events of prefill and steps identical to the CPU's", test_trace_parity);
+    CU_add_test(s, "bf16 step == CPU bf16 step (logits < 1e-4, events identical)", test_bf16_step_parity);
+    CU_add_test(s, "bf16 prefill and steps vs fp32 on the GPU: bounded error, top-10 differs only at near-ties",
+                test_bf16_vs_fp32);
+}
+
+void rn_cuda_parity_summary(void)
+{
+    printf("cuda parity: %ld logit rows, worst relative error %.3g; %ld top-K sets differ at CPU ties; "
+           "%ld traced events compared\n", g_rows, g_worst, g_ties, g_events);
+    printf("cuda bf16: %ld step rows against the CPU's bf16 (in the worst error above); against fp32 on the GPU: "
+           "%ld rows, relative error worst %.3g, mean %.3g; top-10 sets differ in %ld rows (%.1f%%, at near-ties)\n",
+           g_b16_steps, g_b16_rows, g_b16_worst, g_b16_mean, g_b16_differ,
+           g_b16_rows ? 100.0 * g_b16_differ / g_b16_rows : 0.0);
+}
+
+#ifndef RN_CUDA_EMU /* the host emulation (tests/cuda/emu/emu_main.c) has its own main */
 int main(void)
 {
     int n = rn_cuda_device_count();
@@ -383,23 +408,14 @@ int main(void)
     }
     if (CU_initialize_registry() != CUE_SUCCESS) return 1;
     CU_pSuite s = CU_add_suite("cuda_parity", NULL, NULL);
-    CU_add_test(s, "GPU decoder top-K == CPU's (ties within rounding counted)", test_decode_parity);
-    CU_add_test(s, "prefill and step logits: relative error < 1e-4; reset", test_prefill_step_parity);
-    CU_add_test(s, "traced events of prefill and steps identical to the CPU's", test_trace_parity);
-    CU_add_test(s, "bf16 step == CPU bf16 step (logits < 1e-4, events identical)", test_bf16_step_parity);
-    CU_add_test(s, "bf16 prefill and steps vs fp32 on the GPU: bounded error, top-10 differs only at near-ties",
-                test_bf16_vs_fp32);
+    rn_cuda_parity_tests(s);
     rn_cuda_train_tests(s);
     CU_basic_set_mode(CU_BRM_VERBOSE);
     CU_basic_run_tests();
     unsigned fails = CU_get_number_of_failures();
-    printf("cuda parity: %ld logit rows, worst relative error %.3g; %ld top-K sets differ at CPU ties; "
-           "%ld traced events compared\n", g_rows, g_worst, g_ties, g_events);
-    printf("cuda bf16: %ld step rows against the CPU's bf16 (in the worst error above); against fp32 on the GPU: "
-           "%ld rows, relative error worst %.3g, mean %.3g; top-10 sets differ in %ld rows (%.1f%%, at near-ties)\n",
-           g_b16_steps, g_b16_rows, g_b16_worst, g_b16_mean, g_b16_differ,
-           g_b16_rows ? 100.0 * g_b16_differ / g_b16_rows : 0.0);
+    rn_cuda_parity_summary();
     rn_cuda_train_summary();
     CU_cleanup_registry();
     return fails ? 1 : 0;
 }
+#endif
