@@ -218,72 +218,47 @@ static void test_prefill_step_parity(void)
     }
 }
 
-static void test_trace_parity(void)
+/* A CPU and a GPU runtime in precision p, each with a recording probe, on
+ * every model: a T-token prefill (none when T = 0), then `steps` steps of
+ * random tokens; the steps' logits within 1e-4 relative per row, the event
+ * streams identical (rec_compare). */
+static void paired_trace(rn_precision p, uint64_t seed, int model_seed, int T, int steps)
 {
     rn_rng r;
-    rn_rng_seed(&r, 13);
+    rn_rng_seed(&r, seed);
     for (int si = 0; si < N_SHAPES; si += rn_cuda_parity_quick ? 3 : 1) {
         rn_model m;
-        CU_ASSERT_EQUAL_FATAL(make_model(&m, &g_shapes[si], 300 + si), RN_OK);
-        const int V = m.cfg.vocab_size, T = qk(100, 70);
+        CU_ASSERT_EQUAL_FATAL(make_model(&m, &g_shapes[si], (uint64_t)(model_seed + si)), RN_OK);
+        const int V = m.cfg.vocab_size;
         int tok[100];
+        CU_ASSERT_FATAL(T <= 100);
         for (int t = 0; t < T; t++) tok[t] = (int)(rn_rng_u64(&r) % (uint64_t)V);
         rn_runtime *cpu = NULL, *gpu = NULL;
         rn_error err = { 0 };
         CU_ASSERT_EQUAL_FATAL(rn_runtime_create_on(&m, 64, RN_DEVICE_CPU, &cpu, &err), RN_OK);
         CU_ASSERT_EQUAL_FATAL(rn_runtime_create_on(&m, 64, RN_DEVICE_CUDA, &gpu, &err), RN_OK);
-        recorder rc = { 0 }, rg = { 0 };
-        rn_probe pc = { .user = &rc, .access = rec_access }, pg = { .user = &rg, .access = rec_access };
-        rn_runtime_set_probe(cpu, &pc);
-        rn_runtime_set_probe(gpu, &pg);
-        float *lc = malloc(sizeof(float) * V), *lg = malloc(sizeof(float) * V);
-        CU_ASSERT_EQUAL(rn_prefill(cpu, tok, T, lc, 0, &err), RN_OK);
-        CU_ASSERT_EQUAL(rn_prefill(gpu, tok, T, lg, 0, &err), RN_OK);
-        for (int s = 0; s < qk(10, 3); s++) {
-            CU_ASSERT_EQUAL(rn_step(cpu, tok[s], lc, &err), RN_OK);
-            CU_ASSERT_EQUAL(rn_step(gpu, tok[s], lg, &err), RN_OK);
-        }
-        g_events += rec_compare(&rc, &rg);
-        free(rc.v); free(rg.v); free(lc); free(lg);
-        rn_runtime_free(cpu);
-        rn_runtime_free(gpu);
-        rn_model_free(&m);
-    }
-}
-
-/* The GPU's bf16 step against the CPU's bf16 runtime: T tokens one step
- * at a time from position 0 (the prompt of `run --chunk 1`), logits and
- * traced events. */
-static void test_bf16_step_parity(void)
-{
-    rn_rng r;
-    rn_rng_seed(&r, 15);
-    for (int si = 0; si < N_SHAPES; si += rn_cuda_parity_quick ? 3 : 1) {
-        rn_model m;
-        CU_ASSERT_EQUAL_FATAL(make_model(&m, &g_shapes[si], 500 + si), RN_OK);
-        const int V = m.cfg.vocab_size, T = qk(40, 12);
-        rn_runtime *cpu = NULL, *gpu = NULL;
-        rn_error err = { 0 };
-        CU_ASSERT_EQUAL_FATAL(rn_runtime_create_on(&m, 64, RN_DEVICE_CPU, &cpu, &err), RN_OK);
-        CU_ASSERT_EQUAL_FATAL(rn_runtime_create_on(&m, 64, RN_DEVICE_CUDA, &gpu, &err), RN_OK);
-        CU_ASSERT_EQUAL_FATAL(rn_runtime_set_precision(cpu, RN_PREC_BF16, &err), RN_OK);
-        if (rn_runtime_set_precision(gpu, RN_PREC_BF16, &err)) {
-            fprintf(stderr, "cuda bf16: %s\n", err.msg);
-            CU_FAIL_FATAL("rn_runtime_set_precision(cuda, bf16)");
+        CU_ASSERT_EQUAL_FATAL(rn_runtime_set_precision(cpu, p, &err), RN_OK);
+        if (rn_runtime_set_precision(gpu, p, &err)) {
+            fprintf(stderr, "cuda %s: %s\n", rn_precision_name(p), err.msg);
+            CU_FAIL_FATAL("rn_runtime_set_precision(cuda)");
         }
         recorder rc = { 0 }, rg = { 0 };
         rn_probe pc = { .user = &rc, .access = rec_access }, pg = { .user = &rg, .access = rec_access };
         rn_runtime_set_probe(cpu, &pc);
         rn_runtime_set_probe(gpu, &pg);
         float *lc = malloc(sizeof(float) * V), *lg = malloc(sizeof(float) * V);
-        for (int t = 0; t < T; t++) {
-            int tok = (int)(rn_rng_u64(&r) % (uint64_t)V);
-            CU_ASSERT_EQUAL(rn_step(cpu, tok, lc, &err), RN_OK);
-            CU_ASSERT_EQUAL(rn_step(gpu, tok, lg, &err), RN_OK);
-            double e = rel_err(lg, lc, V);
+        if (T > 0) {
+            CU_ASSERT_EQUAL(rn_prefill(cpu, tok, T, lc, 0, &err), RN_OK);
+            CU_ASSERT_EQUAL(rn_prefill(gpu, tok, T, lg, 0, &err), RN_OK);
+        }
+        for (int s = 0; s < steps; s++) {
+            const int next = (int)(rn_rng_u64(&r) % (uint64_t)V);
+            CU_ASSERT_EQUAL(rn_step(cpu, next, lc, &err), RN_OK);
+            CU_ASSERT_EQUAL(rn_step(gpu, next, lg, &err), RN_OK);
+            const double e = rel_err(lg, lc, V);
             g_worst = fmax(g_worst, e);
             g_rows++;
-            g_b16_steps++;
+            if (p == RN_PREC_BF16) g_b16_steps++;
             CU_ASSERT(e < 1e-4);
         }
         g_events += rec_compare(&rc, &rg);
@@ -293,6 +268,12 @@ static void test_bf16_step_parity(void)
         rn_model_free(&m);
     }
 }
+
+static void test_trace_parity(void) { paired_trace(RN_PREC_FP32, 13, 300, qk(100, 70), qk(10, 3)); }
+
+/* The GPU's bf16 step against the CPU's bf16 runtime: every token one step
+ * at a time from position 0 (the prompt of `run --chunk 1`). */
+static void test_bf16_step_parity(void) { paired_trace(RN_PREC_BF16, 15, 500, 0, qk(40, 12)); }
 
 /* One row of bf16 logits b against fp32 logits f (V of them): the relative
  * error (returned) and whether the top-10 sets differ (*differ), asserting
