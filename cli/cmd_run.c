@@ -37,7 +37,9 @@ static void usage(void)
            "      --no-index        accepted; has no effect since trace schema v2\n"
            "      --device DEV      cpu (default) or cuda (a CUDA build and a GPU)\n"
            "      --precision P     fp32 (default) or bf16: the weight matrices in bf16,\n"
-           "                        FP32 arithmetic (half the bytes a generated token reads)\n"
+           "                        FP32 arithmetic (half the bytes a generated token reads;\n"
+           "                        with --device cuda the prefill's products run on bf16\n"
+           "                        tensor cores over bf16 activations)\n"
            CLI_STATE_HELP
            "      --state-save      at the end, run the last generated token too and flush\n"
            "                        the state into --state-file (clean: resumable)\n"
@@ -135,7 +137,7 @@ int cmd_run(int argc, char **argv)
     if (rn_device_select(device_arg, &device, &err)) return cli_fail(&err);
     if (n_iv_args && device != RN_DEVICE_CPU)
         return cli_usage_error("run", "--intervene: interventions run on the CPU only (--device cpu)");
-    if (tr_state_device_check(&so, device, &err) || rn_device_check_precision(device, job.precision, &err))
+    if (tr_state_device_check(&so, device, &err) || rn_device_check_infer_precision(device, job.precision, &err))
         return cli_usage_error("run", "%s", err.msg);
     if (n_iv_args && so.budget)
         return cli_usage_error("run", "--intervene: interventions need the dense memory state (no --state-budget)");

@@ -37,7 +37,9 @@ static void usage(void)
            "                        prefill chunks the run recorded)\n"
            "      --device DEV      cpu (default) or cuda (a CUDA build and a GPU)\n"
            "      --precision P     fp32 (default) or bf16: the weight matrices in bf16,\n"
-           "                        FP32 arithmetic (half the bytes a generated token reads)\n"
+           "                        FP32 arithmetic (half the bytes a generated token reads;\n"
+           "                        with --device cuda the prefill's products run on bf16\n"
+           "                        tensor cores over bf16 activations)\n"
            "      --intervene SPEC  ablate, scale or patch slots, heads or layers while the\n"
            "                        model runs (repeatable; @FILE: one spec a line; CPU only;\n"
            "                        recorded in the table interventions; see ramtrace run\n"
@@ -123,7 +125,7 @@ int cmd_trace(int argc, char **argv)
     if (rn_device_select(device_arg, &device, &err)) return cli_fail(&err);
     job.device = device;
     job.state = &so;
-    if (tr_state_device_check(&so, device, &err) || rn_device_check_precision(device, job.precision, &err))
+    if (tr_state_device_check(&so, device, &err) || rn_device_check_infer_precision(device, job.precision, &err))
         return cli_usage_error("trace", "%s", err.msg);
     if (n_iv_args && so.budget)
         return cli_usage_error("trace", "--intervene: interventions need the dense memory state (no --state-budget)");

@@ -8,6 +8,11 @@
  * chunks of C) and on the CPU (median of 3, fewer tokens); generation tok/s
  * on both (median over 3 runs of S steps after the prefill); the weight
  * bytes a generated token reads and the GB/s that achieves on the GPU.
+ * Then the same GPU runtime in --precision bf16 (rn_runtime_set_precision):
+ * its prefill and generation tok/s, the weight bytes a bf16 token reads and
+ * the share of the bandwidth bound that is (this device's copy bandwidth,
+ * measured in the same run, over the bytes a token reads), beside the fp32
+ * step's share.
  * Traced prefill on the GPU: the same prefill with a probe that counts
  * events, so it measures the per-layer copy of the accesses and the probe
  * calls, not the SQLite writer (bench/bench_trace.c measures that).
@@ -35,6 +40,8 @@
 #include "rn_adamw.h"
 #include "rn_train.h"
 #include "rn_model.h"
+#include "rn_params.h"
+#include "rn_precision.h"
 #include "rn_device.h"
 #include "rn_runtime.h"
 
@@ -83,7 +90,70 @@ static double step_tps(rn_runtime *rt, const int *tok, int P, int S, float *logi
     return bench_median(v, 3);
 }
 
-static int run_shape(const char *name, const rn_config *c, int T_gpu, int T_cpu, int chunk)
+/* The device's memory bandwidth as a device-to-device copy of 1 GiB
+ * moves it: bytes read plus bytes written per second, median of 5 (0 when
+ * out of device memory). */
+static double copy_bw(void)
+{
+    const size_t N = (size_t)1 << 30;
+    void *a = NULL, *b = NULL;
+    if (cudaMalloc(&a, N) || cudaMalloc(&b, N)) {
+        cudaFree(a);
+        return 0;
+    }
+    cudaMemset(a, 1, N);
+    cudaMemcpy(b, a, N, cudaMemcpyDeviceToDevice);
+    cudaDeviceSynchronize();
+    double v[5];
+    for (int r = 0; r < 5; r++) {
+        double t0 = bench_now();
+        cudaMemcpy(b, a, N, cudaMemcpyDeviceToDevice);
+        cudaDeviceSynchronize();
+        v[r] = 2.0 * (double)N / (bench_now() - t0);
+    }
+    cudaFree(a);
+    cudaFree(b);
+    return bench_median(v, 5);
+}
+
+/* Weight bytes one generated token reads: every tensor in its format
+ * (bf16: the matrices 2 bytes, gains and α 4), the embedding only its one
+ * row unless it is also the head. */
+static double step_bytes(const rn_config *c, int bf16)
+{
+    rn_tensor_desc t;
+    double b = 0;
+    for (int i = 0; rn_params_tensor(c, i, &t) == 0; i++) {
+        const double es = bf16 && rn_precision_bf16_tensor(&t) ? 2 : 4;
+        const int embed_only = t.kind == RN_T_EMBED && !c->tie_embeddings;
+        b += es * (embed_only ? (double)c->d_model : (double)t.numel);
+    }
+    return b;
+}
+
+/* The bf16 row of a shape: the GPU runtime gpu (fp32 measured already:
+ * prefill gp32, step gs32) switched to bf16, against the bandwidth bound. */
+static int bf16_row(const char *name, const rn_config *c, rn_runtime *gpu, const int *tok, int T_gpu,
+                    float *logits, double gp32, double gs32, double bw)
+{
+    rn_error err = { 0 };
+    if (rn_runtime_set_precision(gpu, RN_PREC_BF16, &err)) {
+        fprintf(stderr, "%s bf16: %s\n", name, err.msg);
+        return 1;
+    }
+    double gp = prefill_tps(gpu, tok, T_gpu, logits), gs = step_tps(gpu, tok, 256, 64, logits);
+    const double b16 = step_bytes(c, 1), b32 = step_bytes(c, 0);
+    printf("%-10s | prefill gpu %10.0f tok/s (T=%d, x%.2f fp32) | step gpu %8.1f tok/s (x%.2f fp32) | "
+           "%.1f MB/token, gpu %.0f GB/s | step at %.0f%% of the bf16 bound %.0f tok/s (fp32 step: %.0f%% of %.0f) "
+           "| device copy %.0f GB/s\n",
+           name, gp, T_gpu, gp / gp32, gs, gs / gs32, b16 / 1e6, b16 * gs / 1e9, 100 * gs * b16 / bw, bw / b16,
+           100 * gs32 * b32 / bw, bw / b32, bw / 1e9);
+    fflush(stdout);
+    return rn_runtime_set_precision(gpu, RN_PREC_FP32, &err) != RN_OK;
+}
+
+static int run_shape(const char *name, const char *name16, const rn_config *c, int T_gpu, int T_cpu, int chunk,
+                     double bw)
 {
     rn_model m;
     rn_error err = { 0 };
@@ -108,18 +178,18 @@ static int run_shape(const char *name, const rn_config *c, int T_gpu, int T_cpu,
     rn_runtime_set_probe(gpu, NULL);
     double gs = step_tps(gpu, tok, 256, 64, logits), cs = step_tps(cpu, tok, 256, 16, logits);
     /* weights a step reads: every matrix and norm, one embedding row */
-    double bytes = 4.0 * ((double)rn_config_param_count(c) - (double)c->vocab_size * c->d_model +
-                          c->d_model + (c->tie_embeddings ? (double)c->vocab_size * c->d_model : 0));
+    double bytes = step_bytes(c, 0);
     printf("%-10s | prefill gpu %10.0f tok/s (T=%d) | cpu %8.1f tok/s (T=%d) | x%6.1f | "
            "step gpu %8.1f tok/s | cpu %6.1f tok/s | %.1f MB/token, gpu %.0f GB/s | traced gpu %.0f tok/s (x%.2f)\n",
            name, gp, T_gpu, cp, T_cpu, gp / cp, gs, cs, bytes / 1e6, bytes * gs / 1e9, gt, gp / gt);
     fflush(stdout);
+    int rc = bf16_row(name16, c, gpu, tok, T_gpu, logits, gp, gs, bw);
     rn_runtime_free(gpu);
     rn_runtime_free(cpu);
     free(tok);
     free(logits);
     rn_model_free(&m);
-    return 0;
+    return rc;
 }
 
 /* ---- training: `bench_cuda train` ---- */
@@ -262,40 +332,20 @@ static int train_step_only(void)
     return rc != 0;
 }
 
-/* The device's memory bandwidth (bytes/s) as a device-to-device copy of
- * 1 GiB moves it (bytes read plus bytes written per second, median of 5);
- * 0 when the memory is not there. */
-static double copy_bandwidth(void)
-{
-    const size_t N = (size_t)1 << 30;
-    void *a = NULL, *b = NULL;
-    if (cudaMalloc(&a, N) || cudaMalloc(&b, N)) { fprintf(stderr, "bw: out of device memory\n"); return 0; }
-    cudaMemset(a, 1, N);
-    cudaMemcpy(b, a, N, cudaMemcpyDeviceToDevice);
-    cudaDeviceSynchronize();
-    double v[5];
-    for (int r = 0; r < 5; r++) {
-        double t0 = bench_now();
-        cudaMemcpy(b, a, N, cudaMemcpyDeviceToDevice);
-        cudaDeviceSynchronize();
-        v[r] = 2.0 * (double)N / (bench_now() - t0);
-    }
-    cudaFree(a);
-    cudaFree(b);
-    return bench_median(v, 5);
-}
-
-/* `bench_cuda bw`: copy_bandwidth — the bound a generated token's weight
- * reads run against — and the paper shape's step bound it implies. */
+/* `bench_cuda bw`: the device's memory bandwidth as a device-to-device
+ * copy of 1 GiB moves it (bytes read plus bytes written per second, median
+ * of 5) — the bound a generated token's weight reads run against — and the
+ * paper shape's step bound it implies. */
 static int bandwidth(void)
 {
-    double bw = copy_bandwidth();
-    if (bw <= 0) return 1;
+    double bw = copy_bw();
+    if (bw <= 0) { fprintf(stderr, "bw: out of device memory\n"); return 1; }
     rn_config c;
     paper_shape(&c);
-    double bytes = 4.0 * ((double)rn_config_param_count(&c) - (double)c.vocab_size * c.d_model + c.d_model);
-    printf("bandwidth  | device copy %.0f GB/s (read + written) | paper-340M step bound %.0f tok/s (%.1f MB of weights per token)\n",
-           bw / 1e9, bw / bytes, bytes / 1e6);
+    double bytes = step_bytes(&c, 0), b16 = step_bytes(&c, 1);
+    printf("bandwidth  | device copy %.0f GB/s (read + written) | paper-340M step bound %.0f tok/s (%.1f MB of weights per token)"
+           " | bf16 %.0f tok/s (%.1f MB)\n",
+           bw / 1e9, bw / bytes, bytes / 1e6, bw / b16, b16 / 1e6);
     return 0;
 }
 
@@ -306,7 +356,7 @@ static int bandwidth(void)
  * against the measured bf16 rate. */
 static int train_bf16(void)
 {
-    double peak = gemm_rate(1), bw = copy_bandwidth();
+    double peak = gemm_rate(1), bw = copy_bw();
     if (peak <= 0 || bw <= 0) return 1;
     printf("bf16-chip  | cuBLAS bf16 GEMM %.1f TFLOP/s (8192^3, FP32 accumulation) | device copy %.0f GB/s\n",
            peak / 1e12, bw / 1e9);
@@ -317,9 +367,9 @@ static int train_bf16(void)
         fprintf(stderr, "%s\n", err.msg);
         return 1;
     }
-    int rc = train_shape("stories-bf16", &c, 16, 256, 0, 0, RN_PREC_BF16, peak, "bf16 GEMM");
+    int rc = train_shape("stories-bf16-train", &c, 16, 256, 0, 0, RN_PREC_BF16, peak, "bf16 GEMM");
     paper_shape(&c);
-    rc |= train_shape("paper-bf16", &c, 4, 512, 0, 0, RN_PREC_BF16, peak, "bf16 GEMM");
+    rc |= train_shape("paper-bf16-train", &c, 4, 512, 0, 0, RN_PREC_BF16, peak, "bf16 GEMM");
     return rc;
 }
 
@@ -389,6 +439,7 @@ int main(int argc, char **argv)
     if (!strcmp(which, "trainstep")) return train_step_only();
     int rc = 0;
     rn_config c;
+    const double bw = strcmp(which, "train") ? copy_bw() : 0;
     if (!strcmp(which, "train")) {
         double peak = gemm_rate(0);
         rn_error err = { 0 };
@@ -410,11 +461,11 @@ int main(int argc, char **argv)
             fprintf(stderr, "%s\n", err.msg);
             return 1;
         }
-        rc |= run_shape("stories15m", &c, 16384, 2048, rn_device_default_chunk(RN_DEVICE_CUDA));
+        rc |= run_shape("stories15m", "stories-bf16", &c, 16384, 2048, rn_device_default_chunk(RN_DEVICE_CUDA), bw);
     }
     if (!strcmp(which, "paper") || !strcmp(which, "all")) {
         paper_shape(&c);
-        rc |= run_shape("paper-340M", &c, 8192, 64, rn_device_default_chunk(RN_DEVICE_CUDA));
+        rc |= run_shape("paper-340M", "paper-bf16", &c, 8192, 64, rn_device_default_chunk(RN_DEVICE_CUDA), bw);
     }
     return rc;
 }

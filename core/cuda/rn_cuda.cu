@@ -10,10 +10,21 @@
  * ones: one block per head, one thread per value column plus one for z,
  * sequential over rows), the output product added to the residual,
  * RMSNorm, SwiGLU MLP.  With a probe attached, each layer's accesses come
- * back in one copy and are reported as the CPU reports them.  Products are
- * cuBLAS's (rn_cuda_gemm.h): FP32, TF32 only when asked for.  Everything
- * runs on the runtime's own stream; the one-token step is captured once as
- * a CUDA graph and replayed.
+ * back in one copy and are reported as the CPU reports them.  Products of
+ * several rows are cuBLAS's (rn_cuda_gemm.h): FP32, TF32 only when asked
+ * for.  Products of one row (the step, and the head after a prefill) are
+ * our GEMV (rn_cuda_gemv.cuh) with RMSNorm fused into the q/k/v, gate/up
+ * and head products and SwiGLU into the down product, so a step's layer is
+ * six launches.  Everything runs on the runtime's own stream; the
+ * one-token step is captured once as a CUDA graph and replayed.
+ *
+ * Precision (rn_cuda_rt_set_precision): fp32, or bf16 — the weight
+ * matrices and the embedding held on the device in bf16 only (half the
+ * bytes), the step's GEMV reading them with FP32 activations and
+ * arithmetic (the CPU's --precision bf16 computes the same thing), the
+ * prefill's products on the bf16 tensor cores over the activations rounded
+ * to bf16 (rn_cu_k_to_bf16), FP32 accumulation.  Norm gains, α, the
+ * decoder, the scan and the logits stay FP32 either way.
  *
  * The kernels of the layers it shares with the GPU trainer are in one
  * header per layer, included by both (rn_cuda_embed.cuh, _rmsnorm.cuh,
@@ -31,11 +42,15 @@
 extern "C" { /* the C library's headers */
 #include "rn_cuda.h"
 #include "rn_cuda_gemm.h"
+#include "rn_bf16.h"
 #include "rn_config.h"
 #include "rn_params.h"
+#include "rn_precision.h"
 }
 #include "rn_cuda_addrwarp.cuh"
+#include "rn_cuda_bf16.cuh"
 #include "rn_cuda_embed.cuh"
+#include "rn_cuda_gemv.cuh"
 #include "rn_cuda_pdma.cuh"
 #include "rn_cuda_rmsnorm.cuh"
 #include "rn_cuda_swiglu.cuh"
@@ -48,12 +63,22 @@ extern "C" { /* the C library's headers */
             return rn_seterr(err, RN_EINTERNAL, "CUDA: %s: %s", #call, cudaGetErrorString(e_)); \
     } while (0)
 
+/* The weight matrices of one layer on the device: float or uint16_t (bf16)
+ * arrays by the runtime's precision. */
+typedef struct { const void *wq, *wk, *wv, *wo, *gate, *up, *down; } cu_mats;
+
 struct rn_cuda_rt {
     rn_config c;
     int64_t M;
     int chunk;
-    float *params;             /* the model's parameter block, uploaded once */
-    rn_weights w;              /* pointers into params (device addresses) */
+    int bf16;                  /* the matrices in bf16 (rn_cuda_rt_set_precision) */
+    float *params;             /* fp32: the model's parameter block; bf16: its FP32
+                                * tensors only (gains, α), packed */
+    uint16_t *w16;             /* bf16: the matrices and embedding, packed (else NULL) */
+    uint16_t *a16;             /* bf16: a prefill product's input rounded to bf16 */
+    rn_weights w;              /* device addresses of the FP32 tensors (gains, α) */
+    const void *embed, *lm_head; /* device addresses of the matrices, in the */
+    cu_mats mat[RN_MAX_LAYERS];  /* runtime's precision */
     float *S, *z;              /* [L,H,M,dv], [L,H,M] */
     float *x, *hb, *q, *k, *v, *o, *g, *u, *logits;
     float *qkv1, *gu1;         /* one row's [q|k|v] and [gate|up] (the step's fused products) */
@@ -196,6 +221,14 @@ __global__ void k_pdma_scan(float *o, float *S, float *z, const float *v, const 
     }
 }
 
+/* x[n, D] = the tokens' rows of the bf16 embedding, widened (exact). */
+__global__ void k_embed_bf16(float *x, const uint16_t *embed, const int *tok, int n, int D)
+{
+    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= (int64_t)n * D) return;
+    x[i] = rn_cu_w(embed[(int64_t)tok[i / D] * D + i % D]);
+}
+
 __global__ void k_reset(float *S, float *z, int64_t nS, int64_t nz, float inv)
 {
     int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
@@ -330,10 +363,100 @@ extern "C" int rn_cuda_rt_reset(rn_cuda_rt *g, rn_error *err)
     return RN_OK;
 }
 
-/* Device pointer of host pointer p inside the model's block. */
-static float *dev_of(const rn_model *m, float *dev_block, const float *p)
+/* Where the tensors go on the device.  fp32: the model's block as it is.
+ * bf16: the bf16 tensors (rn_precision_bf16_tensor: matrices, embedding) in
+ * g->w16 and the others in g->params, each packed in the model's tensor
+ * order, every tensor starting on 16 bytes (8 bf16, 4 floats) so the
+ * GEMV's vector loads apply; tensors whose sizes are multiples of that
+ * stay back to back (q, k, v; gate, up), as the step's fused products
+ * need.  *n16, *n32: elements of each block; *big: the largest bf16 tensor.
+ * With off >= 0, returns the device address of host element off instead
+ * (NULL when no tensor holds it). */
+static const void *bf16_layout(const rn_cuda_rt *g, const rn_config *c, int64_t off, int64_t *n16,
+                               int64_t *n32, int64_t *big)
 {
-    return p ? dev_block + (p - m->params) : NULL;
+    int64_t o16 = 0, o32 = 0, mx = 0;
+    rn_tensor_desc t;
+    for (int i = 0; rn_params_tensor(c, i, &t) == 0; i++) {
+        const int is16 = rn_precision_bf16_tensor(&t);
+        if (off >= t.offset && off < t.offset + t.numel)
+            return is16 ? (const void *)(g->w16 + o16 + (off - t.offset))
+                        : (const void *)(g->params + o32 + (off - t.offset));
+        if (is16) o16 += (t.numel + 7) / 8 * 8, mx = t.numel > mx ? t.numel : mx;
+        else o32 += (t.numel + 3) / 4 * 4;
+    }
+    if (n16) *n16 = o16;
+    if (n32) *n32 = o32;
+    if (big) *big = mx;
+    return NULL;
+}
+
+/* Device address of host tensor data p (inside m->params), in the
+ * runtime's layout; NULL for NULL. */
+static const void *dev_ptr(const rn_cuda_rt *g, const rn_model *m, const float *p)
+{
+    if (!p) return NULL;
+    if (!g->bf16) return g->params + (p - m->params);
+    return bf16_layout(g, &m->cfg, p - m->params, NULL, NULL, NULL);
+}
+
+/* Upload m's weights in the runtime's precision (g->bf16), replacing any
+ * uploaded before, and point g->w (FP32 tensors) and the matrices at them.
+ * bf16 rounds on the host with rn_bf16_round, the CPU's bf16 weights. */
+static int upload_weights(rn_cuda_rt *g, const rn_model *m, rn_error *err)
+{
+    cudaFree(g->params);
+    cudaFree(g->w16);
+    g->params = NULL;
+    g->w16 = NULL;
+    const rn_config *c = &m->cfg;
+    cudaError_t e;
+    if (!g->bf16) {
+        e = cudaMalloc(&g->params, sizeof(float) * m->n_block);
+        if (e == cudaSuccess)
+            e = cudaMemcpy(g->params, m->params, sizeof(float) * m->n_block, cudaMemcpyHostToDevice);
+        if (e != cudaSuccess)
+            return rn_seterr(err, RN_ENOMEM, "CUDA: %s (weights, %lld floats)", cudaGetErrorString(e),
+                             (long long)m->n_block);
+    } else {
+        int64_t n16 = 0, n32 = 0, big = 0;
+        bf16_layout(g, c, -1, &n16, &n32, &big);
+        uint16_t *stage = (uint16_t *)malloc(sizeof(uint16_t) * (size_t)(big > 0 ? big : 1));
+        if (!stage) return rn_seterr(err, RN_ENOMEM, "out of memory staging the bf16 weights");
+        e = cudaMalloc(&g->w16, sizeof(uint16_t) * (size_t)(n16 > 0 ? n16 : 1));
+        if (e == cudaSuccess) e = cudaMalloc(&g->params, sizeof(float) * (size_t)(n32 > 0 ? n32 : 1));
+        rn_tensor_desc t;
+        for (int i = 0; e == cudaSuccess && rn_params_tensor(c, i, &t) == 0; i++) {
+            void *dst = (void *)bf16_layout(g, c, t.offset, NULL, NULL, NULL);
+            if (rn_precision_bf16_tensor(&t)) {
+                rn_bf16_round(stage, m->params + t.offset, (size_t)t.numel);
+                e = cudaMemcpy(dst, stage, sizeof(uint16_t) * t.numel, cudaMemcpyHostToDevice);
+            } else
+                e = cudaMemcpy(dst, m->params + t.offset, sizeof(float) * t.numel, cudaMemcpyHostToDevice);
+        }
+        free(stage);
+        if (e != cudaSuccess)
+            return rn_seterr(err, RN_ENOMEM, "CUDA: %s (bf16 weights, %lld + FP32 %lld elements)",
+                             cudaGetErrorString(e), (long long)n16, (long long)n32);
+    }
+    const rn_weights *hw = &m->w;
+    g->embed = dev_ptr(g, m, hw->embed);
+    g->lm_head = dev_ptr(g, m, hw->lm_head);
+    g->w.norm = (float *)dev_ptr(g, m, hw->norm);
+    for (int l = 0; l < c->n_layers; l++) {
+        const rn_layer_weights *a = &hw->layer[l];
+        rn_layer_weights *b = &g->w.layer[l];
+        memset(b, 0, sizeof *b); /* the matrices are in g->mat */
+        b->attn_norm = (float *)dev_ptr(g, m, a->attn_norm);
+        b->q_alpha = (float *)dev_ptr(g, m, a->q_alpha);
+        b->k_alpha = (float *)dev_ptr(g, m, a->k_alpha);
+        b->mlp_norm = (float *)dev_ptr(g, m, a->mlp_norm);
+        cu_mats *x = &g->mat[l];
+        x->wq = dev_ptr(g, m, a->wq); x->wk = dev_ptr(g, m, a->wk); x->wv = dev_ptr(g, m, a->wv);
+        x->wo = dev_ptr(g, m, a->wo); x->gate = dev_ptr(g, m, a->w_gate); x->up = dev_ptr(g, m, a->w_up);
+        x->down = dev_ptr(g, m, a->w_down);
+    }
+    return RN_OK;
 }
 
 extern "C" int rn_cuda_rt_create(const rn_model *m, int max_chunk, rn_cuda_rt **out, rn_error *err)
@@ -370,13 +493,14 @@ extern "C" int rn_cuda_rt_create(const rn_model *m, int max_chunk, rn_cuda_rt **
         return rc;
     }
     cudaError_t e = cudaStreamCreateWithFlags(&g->st, cudaStreamNonBlocking);
-    if (e == cudaSuccess) e = cudaMalloc(&g->params, sizeof(float) * m->n_block);
-    if (e == cudaSuccess) e = cudaMemcpy(g->params, m->params, sizeof(float) * m->n_block, cudaMemcpyHostToDevice);
     if (e == cudaSuccess) e = cudaMalloc(&g->block, total);
     if (e == cudaSuccess) e = cudaMallocHost(&g->host_acc, sizeof(uint32_t) * 6 * C * H * K);
     if (e != cudaSuccess) {
-        rc = rn_seterr(err, RN_ENOMEM, "CUDA: %s (weights %lld floats, runtime %zu bytes)",
-                       cudaGetErrorString(e), (long long)m->n_block, total);
+        rc = rn_seterr(err, RN_ENOMEM, "CUDA: %s (runtime %zu bytes)", cudaGetErrorString(e), total);
+        rn_cuda_rt_free(g);
+        return rc;
+    }
+    if ((rc = upload_weights(g, m, err))) {
         rn_cuda_rt_free(g);
         return rc;
     }
@@ -390,22 +514,6 @@ extern "C" int rn_cuda_rt_create(const rn_model *m, int max_chunk, rn_cuda_rt **
     CARVE(sst, float); CARVE(qkv1, float); CARVE(gu1, float);
     CARVE(pos, int64_t);
 #undef CARVE
-    const rn_weights *hw = &m->w;
-    g->w.embed = dev_of(m, g->params, hw->embed);
-    g->w.norm = dev_of(m, g->params, hw->norm);
-    g->w.lm_head = dev_of(m, g->params, hw->lm_head);
-    for (int l = 0; l < c->n_layers; l++) {
-        const rn_layer_weights *a = &hw->layer[l];
-        rn_layer_weights *b = &g->w.layer[l];
-        *b = *a;
-        b->attn_norm = dev_of(m, g->params, a->attn_norm);
-        b->wq = dev_of(m, g->params, a->wq); b->wk = dev_of(m, g->params, a->wk);
-        b->wv = dev_of(m, g->params, a->wv); b->wo = dev_of(m, g->params, a->wo);
-        b->q_alpha = dev_of(m, g->params, a->q_alpha); b->k_alpha = dev_of(m, g->params, a->k_alpha);
-        b->mlp_norm = dev_of(m, g->params, a->mlp_norm);
-        b->w_gate = dev_of(m, g->params, a->w_gate); b->w_up = dev_of(m, g->params, a->w_up);
-        b->w_down = dev_of(m, g->params, a->w_down);
-    }
     /* the sort's scratch, sized for the largest chunk */
     e = cub::DeviceRadixSort::SortPairs(NULL, g->cub_bytes, g->sk, g->sk2, g->sv, g->sv2, (int)(C * H * K));
     if (e == cudaSuccess) e = cudaMalloc(&g->cub_tmp, g->cub_bytes > 0 ? g->cub_bytes : 1);
@@ -439,7 +547,30 @@ extern "C" void rn_cuda_rt_free(rn_cuda_rt *g)
     cudaFreeHost(g->host_acc);
     cudaFree(g->cub_tmp);
     cudaFree(g->params);
+    cudaFree(g->w16);
+    cudaFree(g->a16);
     free(g);
+}
+
+extern "C" int rn_cuda_rt_set_precision(rn_cuda_rt *g, const rn_model *m, rn_precision p, rn_error *err)
+{
+    if (p != RN_PREC_FP32 && p != RN_PREC_BF16)
+        return rn_seterr(err, RN_EINPUT, "--precision %s: GPU inference runs fp32 or bf16", rn_precision_name(p));
+    const int bf16 = p == RN_PREC_BF16;
+    if (bf16 == g->bf16) return RN_OK;
+    if (bf16 && !g->a16 && g->chunk > 1) { /* a prefill product's input in bf16, the widest of D, H·d_v, F */
+        const rn_config *c = &g->c;
+        int64_t wmax = c->d_model > c->d_ff ? c->d_model : c->d_ff;
+        if ((int64_t)c->n_heads * c->d_v > wmax) wmax = (int64_t)c->n_heads * c->d_v;
+        cudaError_t e = cudaMalloc(&g->a16, sizeof(uint16_t) * (size_t)g->chunk * (size_t)wmax);
+        if (e != cudaSuccess)
+            return rn_seterr(err, RN_ENOMEM, "CUDA: %s (bf16 activations)", cudaGetErrorString(e));
+    }
+    CU_TRY(cudaStreamSynchronize(g->st)); /* nothing in flight reads the old weights */
+    if (g->step_state == 1) cudaGraphExecDestroy(g->step);
+    g->step_state = 0; /* the step is captured again over the new weights */
+    g->bf16 = bf16;
+    return upload_weights(g, m, err);
 }
 
 /* The accesses of n rows, six arrays of n·H·K one after another (so one
@@ -492,11 +623,77 @@ static cudaError_t seg_scan(rn_cuda_rt *g, float *S, float *z, const accesses *a
     return cudaGetLastError();
 }
 
+/* One-row product y[O] (=|+=) W[O,I]·p(x) by the step's GEMV over the
+ * runtime's weights (FP32 or bf16), prologue p of mode (rn_cuda_gemv.cuh):
+ * RMSNorm of x with gain, SwiGLU of gate x and up x2, or none. */
+template <typename T, int MODE>
+static void gemv_launch(rn_cuda_rt *g, float *y, const void *Wv, const float *x, const float *x2,
+                        const float *gain, int O, int I, int acc)
+{
+    const T *W = (const T *)Wv;
+    const unsigned nb = rn_cu_gemv_blocks(O);
+    /* through a pointer: a launch names one identifier (the host emulation's rewrite) */
+    void (*k)(float *, const T *, const float *, const float *, const float *, int, int, int, float) =
+        rn_cu_gemv_vec(W, I, (int)sizeof(T)) ? rn_cu_k_gemv<T, MODE, true> : rn_cu_k_gemv<T, MODE, false>;
+    k<<<nb, RN_CU_GEMV_NT, 0, g->st>>>(y, W, x, x2, gain, O, I, acc, g->c.norm_eps);
+}
+
+template <int MODE>
+static void gemv_of(rn_cuda_rt *g, float *y, const void *W, const float *x, const float *x2, const float *gain,
+                    int O, int I, int acc)
+{
+    if (g->bf16) gemv_launch<uint16_t, MODE>(g, y, W, x, x2, gain, O, I, acc);
+    else gemv_launch<float, MODE>(g, y, W, x, x2, gain, O, I, acc);
+}
+
+/* The same, choosing the instance; an input wider than a prologue stages
+ * (RN_CU_GEMV_MAXI) takes the separate kernel first: RMSNorm into g->hb,
+ * SwiGLU into the gate x in place, as the prefill does. */
+static void gemv(rn_cuda_rt *g, float *y, const void *W, int mode, const float *x, const float *x2,
+                 const float *gain, int O, int I, int acc)
+{
+    if (mode == RN_CU_GEMV_RMSNORM && I > RN_CU_GEMV_MAXI) {
+        k_rmsnorm_forward<<<1, 256, 0, g->st>>>(g->hb, (float *)NULL, x, gain, I, g->c.norm_eps);
+        x = g->hb;
+        mode = RN_CU_GEMV_PLAIN;
+    } else if (mode == RN_CU_GEMV_SWIGLU && I > RN_CU_GEMV_MAXI) {
+        k_swiglu_forward<<<blocks(I, 256), 256, 0, g->st>>>((float *)x, x, x2, I);
+        mode = RN_CU_GEMV_PLAIN;
+    }
+    if (mode == RN_CU_GEMV_RMSNORM) gemv_of<RN_CU_GEMV_RMSNORM>(g, y, W, x, x2, gain, O, I, acc);
+    else if (mode == RN_CU_GEMV_SWIGLU) gemv_of<RN_CU_GEMV_SWIGLU>(g, y, W, x, x2, gain, O, I, acc);
+    else gemv_of<RN_CU_GEMV_PLAIN>(g, y, W, x, x2, gain, O, I, acc);
+}
+
+/* Ready in[count] as the input of the several-row products that follow: in
+ * bf16, its copy rounded to bf16 in g->a16 (FP32 reads it where it is). */
+static void prod_input(rn_cuda_rt *g, const float *in, int64_t count)
+{
+    if (g->bf16) rn_cu_k_to_bf16<<<blocks(count, 256), 256, 0, g->st>>>(g->a16, in, count);
+}
+
+/* out[n,O] (=|+=) in[n,I]·Wᵀ over several rows by cuBLAS: FP32, or bf16
+ * tensor cores over g->a16 (prod_input) with FP32 accumulation. */
+static int product(rn_cuda_rt *g, float *out, const float *in, const void *W, int n, int I, int O, int acc)
+{
+    return g->bf16 ? rn_cu_matmul_bf16(out, g->a16, (const uint16_t *)W, n, I, O, acc)
+                   : rn_cu_matmul(out, in, (const float *)W, n, I, O, acc);
+}
+
+/* Whether b starts right after a's count elements (of the runtime's size):
+ * then one product covers both. */
+static int adjacent(const rn_cuda_rt *g, const void *a, const void *b, int64_t count)
+{
+    return (const char *)b == (const char *)a + count * (g->bf16 ? 2 : 4);
+}
+
 /* The forward of n rows whose tokens and first position are already in
  * g->tok and g->pos: every operation on g->st, nothing synchronous except
  * the probe's copies (so without a probe it can be captured as a graph).
- * Leaves the final-normed rows [first, first + rows) in g->hb and their
- * logits in g->logits when rows > 0. */
+ * Leaves the logits of rows [first, first + rows) in g->logits when rows
+ * > 0.  One row (the step) runs its products as GEMVs with the norms and
+ * SwiGLU fused in; more rows run RMSNorm and SwiGLU on their own and the
+ * products on cuBLAS. */
 static int forward_body(rn_cuda_rt *g, int n, int64_t pos, int first, int rows, const rn_probe *probe,
                         rn_error *err)
 {
@@ -506,26 +703,37 @@ static int forward_body(rn_cuda_rt *g, int n, int64_t pos, int first, int rows, 
     const int64_t nhk = (int64_t)n * H * K;
     accesses d = carve_acc(g->acc, nhk), h = carve_acc(g->host_acc, nhk);
     cudaStream_t st = g->st;
+    const int one = n == 1;
     phase(g, PH_NORM);
-    k_embed_forward<<<blocks((int64_t)n * D, 256), 256, 0, st>>>(g->x, g->w.embed, g->tok, n, D);
+    if (g->bf16)
+        k_embed_bf16<<<blocks((int64_t)n * D, 256), 256, 0, st>>>(g->x, (const uint16_t *)g->embed, g->tok, n, D);
+    else
+        k_embed_forward<<<blocks((int64_t)n * D, 256), 256, 0, st>>>(g->x, (const float *)g->embed, g->tok, n, D);
     for (int l = 0; l < c->n_layers; l++) {
         const rn_layer_weights *lw = &g->w.layer[l];
-        phase(g, PH_NORM);
-        k_rmsnorm_forward<<<n, 256, 0, st>>>(g->hb, NULL, g->x, lw->attn_norm, D, c->norm_eps);
+        const cu_mats *mw = &g->mat[l];
+        if (!one) {
+            phase(g, PH_NORM);
+            k_rmsnorm_forward<<<n, 256, 0, st>>>(g->hb, (float *)NULL, g->x, lw->attn_norm, D, c->norm_eps);
+            prod_input(g, g->hb, (int64_t)n * D);
+        }
         phase(g, PH_GEMM);
-        /* One row whose q, k, v (gate, up) weights lie back to back in the
-         * parameter block (rn_params.c's order): one matrix-vector product
-         * for the three (two), into one buffer. */
         float *q = g->q, *k = g->k, *v = g->v, *gt = g->g, *up = g->u;
-        const int fuse_qkv = n == 1 && lw->wk == lw->wq + (int64_t)hdk * D && lw->wv == lw->wk + (int64_t)hdk * D;
-        const int fuse_gu = n == 1 && lw->w_up == lw->w_gate + (int64_t)F * D;
-        if (fuse_qkv) {
-            q = g->qkv1; k = q + hdk; v = k + hdk;
-            BLAS_TRY(rn_cu_matmul(q, g->hb, lw->wq, 1, D, 2 * hdk + hdv, 0));
+        if (one) {
+            /* q, k, v weights back to back in the parameter block (rn_params.c's
+             * order): one product for the three, into one buffer */
+            if (adjacent(g, mw->wq, mw->wk, (int64_t)hdk * D) && adjacent(g, mw->wk, mw->wv, (int64_t)hdk * D)) {
+                q = g->qkv1; k = q + hdk; v = k + hdk;
+                gemv(g, q, mw->wq, RN_CU_GEMV_RMSNORM, g->x, NULL, lw->attn_norm, 2 * hdk + hdv, D, 0);
+            } else {
+                gemv(g, q, mw->wq, RN_CU_GEMV_RMSNORM, g->x, NULL, lw->attn_norm, hdk, D, 0);
+                gemv(g, k, mw->wk, RN_CU_GEMV_RMSNORM, g->x, NULL, lw->attn_norm, hdk, D, 0);
+                gemv(g, v, mw->wv, RN_CU_GEMV_RMSNORM, g->x, NULL, lw->attn_norm, hdv, D, 0);
+            }
         } else {
-            BLAS_TRY(rn_cu_matmul(q, g->hb, lw->wq, n, D, hdk, 0));
-            BLAS_TRY(rn_cu_matmul(k, g->hb, lw->wk, n, D, hdk, 0));
-            BLAS_TRY(rn_cu_matmul(v, g->hb, lw->wv, n, D, hdv, 0));
+            BLAS_TRY(product(g, q, g->hb, mw->wq, n, D, hdk, 0));
+            BLAS_TRY(product(g, k, g->hb, mw->wk, n, D, hdk, 0));
+            BLAS_TRY(product(g, v, g->hb, mw->wv, n, D, hdv, 0));
         }
         phase(g, PH_ADDRESS);
         address_launch(addr_job{ d.raddr, d.rslot, d.rw, q, lw->q_alpha },
@@ -546,26 +754,39 @@ static int forward_body(rn_cuda_rt *g, int n, int64_t pos, int first, int rows, 
             report(probe, &h, l, n, H, K, pos);
         }
         phase(g, PH_GEMM);
-        BLAS_TRY(rn_cu_matmul(g->x, g->o, lw->wo, n, hdv, D, 1));
-        phase(g, PH_NORM);
-        k_rmsnorm_forward<<<n, 256, 0, st>>>(g->hb, NULL, g->x, lw->mlp_norm, D, c->norm_eps);
-        phase(g, PH_GEMM);
-        if (fuse_gu) {
-            gt = g->gu1; up = gt + F;
-            BLAS_TRY(rn_cu_matmul(gt, g->hb, lw->w_gate, 1, D, 2 * F, 0));
-        } else {
-            BLAS_TRY(rn_cu_matmul(gt, g->hb, lw->w_gate, n, D, F, 0));
-            BLAS_TRY(rn_cu_matmul(up, g->hb, lw->w_up, n, D, F, 0));
+        if (one) {
+            gemv(g, g->x, mw->wo, RN_CU_GEMV_PLAIN, g->o, NULL, NULL, D, hdv, 1);
+            if (adjacent(g, mw->gate, mw->up, (int64_t)F * D)) {
+                gt = g->gu1; up = gt + F;
+                gemv(g, gt, mw->gate, RN_CU_GEMV_RMSNORM, g->x, NULL, lw->mlp_norm, 2 * F, D, 0);
+            } else {
+                gemv(g, gt, mw->gate, RN_CU_GEMV_RMSNORM, g->x, NULL, lw->mlp_norm, F, D, 0);
+                gemv(g, up, mw->up, RN_CU_GEMV_RMSNORM, g->x, NULL, lw->mlp_norm, F, D, 0);
+            }
+            gemv(g, g->x, mw->down, RN_CU_GEMV_SWIGLU, gt, up, NULL, D, F, 1);
+            continue;
         }
+        prod_input(g, g->o, (int64_t)n * hdv);
+        BLAS_TRY(product(g, g->x, g->o, mw->wo, n, hdv, D, 1));
+        phase(g, PH_NORM);
+        k_rmsnorm_forward<<<n, 256, 0, st>>>(g->hb, (float *)NULL, g->x, lw->mlp_norm, D, c->norm_eps);
+        prod_input(g, g->hb, (int64_t)n * D);
+        phase(g, PH_GEMM);
+        BLAS_TRY(product(g, gt, g->hb, mw->gate, n, D, F, 0));
+        BLAS_TRY(product(g, up, g->hb, mw->up, n, D, F, 0));
         phase(g, PH_ACT);
         k_swiglu_forward<<<blocks((int64_t)n * F, 256), 256, 0, st>>>(gt, gt, up, (int64_t)n * F);
+        prod_input(g, gt, (int64_t)n * F);
         phase(g, PH_GEMM);
-        BLAS_TRY(rn_cu_matmul(g->x, gt, lw->w_down, n, F, D, 1));
+        BLAS_TRY(product(g, g->x, gt, mw->down, n, F, D, 1));
     }
     phase(g, PH_HEAD);
-    if (rows > 0) {
-        k_rmsnorm_forward<<<rows, 256, 0, st>>>(g->hb, NULL, g->x + (int64_t)first * D, g->w.norm, D, c->norm_eps);
-        BLAS_TRY(rn_cu_matmul(g->logits, g->hb, g->w.lm_head, rows, D, V, 0));
+    if (rows == 1) {
+        gemv(g, g->logits, g->lm_head, RN_CU_GEMV_RMSNORM, g->x + (int64_t)first * D, NULL, g->w.norm, V, D, 0);
+    } else if (rows > 1) {
+        k_rmsnorm_forward<<<rows, 256, 0, st>>>(g->hb, (float *)NULL, g->x + (int64_t)first * D, g->w.norm, D, c->norm_eps);
+        prod_input(g, g->hb, (int64_t)rows * D);
+        BLAS_TRY(product(g, g->logits, g->hb, g->lm_head, rows, D, V, 0));
     }
     CU_TRY(cudaGetLastError());
     return RN_OK;

@@ -14,6 +14,7 @@
 
 #include "rn_error.h"
 #include "rn_model.h"
+#include "rn_precision.h"
 #include "rn_probe.h"
 
 #ifdef __cplusplus
@@ -35,6 +36,16 @@ int rn_cuda_supported(const rn_config *c, rn_error *err);
 
 int rn_cuda_rt_create(const rn_model *m, int max_chunk, rn_cuda_rt **out, rn_error *err);
 void rn_cuda_rt_free(rn_cuda_rt *g);
+
+/* Compute from now on in precision p: RN_PREC_FP32, or RN_PREC_BF16 — m's
+ * matrices and embedding uploaded again rounded to bf16 (rn_bf16_round, the
+ * CPU's rounding) in place of their FP32 copy, read by the step's GEMV with
+ * FP32 activations and by the prefill's bf16 tensor-core products over
+ * activations rounded to bf16 (docs/cuda.md).  m must be the model the
+ * runtime was created from.  The memory state is kept.  RN_EINPUT for
+ * tf32; RN_ENOMEM when the device is out of memory (the runtime is then
+ * unusable: free it). */
+int rn_cuda_rt_set_precision(rn_cuda_rt *g, const rn_model *m, rn_precision p, rn_error *err);
 
 /* S = 0, z = 1/M on every head. */
 int rn_cuda_rt_reset(rn_cuda_rt *g, rn_error *err);

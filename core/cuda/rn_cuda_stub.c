@@ -27,6 +27,12 @@ int rn_cuda_rt_create(const rn_model *m, int max_chunk, rn_cuda_rt **out, rn_err
 
 void rn_cuda_rt_free(rn_cuda_rt *g) { (void)g; }
 
+int rn_cuda_rt_set_precision(rn_cuda_rt *g, const rn_model *m, rn_precision p, rn_error *err)
+{
+    (void)g; (void)m; (void)p;
+    return no_cuda(err);
+}
+
 int rn_cuda_rt_reset(rn_cuda_rt *g, rn_error *err)
 {
     (void)g;

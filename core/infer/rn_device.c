@@ -39,6 +39,14 @@ int rn_device_default_chunk(rn_device d)
     return d == RN_DEVICE_CUDA ? 1024 : 256;
 }
 
+int rn_device_check_infer_precision(rn_device d, rn_precision p, rn_error *err)
+{
+    if (p != RN_PREC_TF32) return RN_OK;
+    return rn_seterr(err, RN_EINPUT, "--precision tf32: inference runs fp32 or bf16 (%s)",
+                     d == RN_DEVICE_CUDA ? "the GPU's step reads its weights by GEMV, where TF32 gains nothing"
+                                         : "TF32 is a GPU tensor-core format");
+}
+
 int rn_device_check_precision(rn_device d, rn_precision p, rn_error *err)
 {
     if (p == RN_PREC_FP32) return RN_OK;

@@ -29,6 +29,11 @@ int rn_device_check_precision(rn_device d, rn_precision p, rn_error *err);
  * rn_cuda_train.h); on the CPU fp32 and bf16. */
 int rn_device_check_train_precision(rn_device d, rn_precision p, rn_error *err);
 
+/* The same for inference (run, trace: the runtime, rn_runtime.h): fp32
+ * and bf16 on either device (on the GPU, bf16 weights in its step GEMV
+ * and bf16 tensor-core prefill products: docs/cuda.md); tf32 refused. */
+int rn_device_check_infer_precision(rn_device d, rn_precision p, rn_error *err);
+
 /* Default prefill rows per forward call on device d: 256 on the CPU (the
  * activations stay in cache), 1024 on the GPU (its products need a thousand
  * rows or more to fill the chip; 2048 measured no faster: docs/cuda.md). */

@@ -232,8 +232,12 @@ int rn_runtime_set_hooks(rn_runtime *rt, const rn_hooks *h, rn_error *err)
 int rn_runtime_set_precision(rn_runtime *rt, rn_precision p, rn_error *err)
 {
     if (p == rt->prec) return RN_OK;
-    int rc = rn_device_check_precision(rt->gpu ? RN_DEVICE_CUDA : RN_DEVICE_CPU, p, err);
+    int rc = rn_device_check_infer_precision(rt->gpu ? RN_DEVICE_CUDA : RN_DEVICE_CPU, p, err);
     if (rc) return rc;
+    if (rt->gpu) { /* the GPU runtime holds its own bf16 weights */
+        if (!(rc = rn_cuda_rt_set_precision(rt->gpu, rt->m, p, err))) rt->prec = p;
+        return rc;
+    }
     rn_wbf16_free(rt->wb);
     free(rt->widen);
     rt->wb = NULL, rt->widen = NULL, rt->prec = RN_PREC_FP32;

@@ -76,8 +76,9 @@ int rn_runtime_head_state(const rn_runtime *rt, int layer, int head, const rn_re
 
 /* Compute from now on in precision p (rn_precision.h): fp32 (the default)
  * or bf16 (the weight matrices in bf16, FP32 arithmetic: rn_wbf16.h).
- * RN_EINPUT naming --precision for tf32 (a GPU format) and, for now, for
- * anything but fp32 on a GPU runtime.  Allocates the bf16 copies once. */
+ * RN_EINPUT naming --precision for tf32.  On the CPU allocates the bf16
+ * copies once; a GPU runtime uploads its weights again in p
+ * (rn_cuda_rt_set_precision). */
 int rn_runtime_set_precision(rn_runtime *rt, rn_precision p, rn_error *err);
 
 /* Hook points of the CPU forward (rn_runtime_set_hooks), in the order a

@@ -48,6 +48,14 @@ int cuda_test_split_run(const rn_config *c, const rn_train_opts *first, int dev1
 /* Remove a run's model file out and its checkpoint out.ckpt. */
 void cuda_test_remove_run(const char *out);
 
+/* The inference tests (tests/cuda/test_cuda_parity.c: the GPU runtime
+ * against the CPU's, fp32 and bf16) and their summary lines;
+ * rn_cuda_parity_quick = 1 runs three of the eight model shapes over
+ * shorter sequences (the host emulation). */
+void rn_cuda_parity_tests(CU_pSuite s);
+void rn_cuda_parity_summary(void);
+extern int rn_cuda_parity_quick;
+
 /* The training tests (GPU trainer against the CPU's) and their summary. */
 void rn_cuda_train_tests(CU_pSuite s);
 void rn_cuda_train_summary(void);

@@ -33,13 +33,15 @@
 #define __host__
 #define __shared__ static
 
+inline char emu_stream_tag; /* the address every emulated stream names */
+
 struct dim3 {
     unsigned x, y, z;
     dim3(unsigned a = 1, unsigned b = 1, unsigned c = 1) : x(a), y(b), z(c) {}
 };
 inline dim3 threadIdx, blockIdx, blockDim, gridDim;
 
-typedef enum { cudaSuccess = 0, cudaErrorMemoryAllocation = 2 } cudaError_t;
+typedef enum { cudaSuccess = 0, cudaErrorMemoryAllocation = 2, cudaErrorNotSupported = 801 } cudaError_t;
 typedef enum { cudaMemcpyHostToDevice, cudaMemcpyDeviceToHost, cudaMemcpyDeviceToDevice } cudaMemcpyKind;
 
 inline const char *cudaGetErrorString(cudaError_t e) { return e ? "out of memory (emulated)" : "no error"; }
@@ -57,6 +59,28 @@ inline cudaError_t cudaMemcpy(void *d, const void *s, size_t n, cudaMemcpyKind) 
 inline cudaError_t cudaMemcpyAsync(void *d, const void *s, size_t n, cudaMemcpyKind) { memcpy(d, s, n); return cudaSuccess; }
 inline cudaError_t cudaMemset(void *d, int v, size_t n) { memset(d, v, n); return cudaSuccess; }
 inline cudaError_t cudaMemsetAsync(void *d, int v, size_t n) { memset(d, v, n); return cudaSuccess; }
+
+/* Streams (everything runs at once, in order: a stream is only a name),
+ * pinned host memory (plain), one device; graph capture is refused, so a
+ * caller takes its uncaptured path. */
+typedef struct emu_stream *cudaStream_t;
+typedef struct emu_graph *cudaGraph_t;
+typedef struct emu_graph_exec *cudaGraphExec_t;
+enum { cudaStreamNonBlocking = 1 };
+typedef enum { cudaStreamCaptureModeThreadLocal = 1 } cudaStreamCaptureMode;
+inline cudaError_t cudaGetDeviceCount(int *n) { *n = 1; return cudaSuccess; }
+inline cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned) { *s = (cudaStream_t)&emu_stream_tag; return cudaSuccess; }
+inline cudaError_t cudaStreamDestroy(cudaStream_t) { return cudaSuccess; }
+inline cudaError_t cudaStreamSynchronize(cudaStream_t) { return cudaSuccess; }
+inline cudaError_t cudaMemcpyAsync(void *d, const void *s, size_t n, cudaMemcpyKind, cudaStream_t) { memcpy(d, s, n); return cudaSuccess; }
+template <typename T> inline cudaError_t cudaMallocHost(T **p, size_t n) { return cudaMalloc(p, n); }
+inline cudaError_t cudaFreeHost(void *p) { free(p); return cudaSuccess; }
+inline cudaError_t cudaStreamBeginCapture(cudaStream_t, cudaStreamCaptureMode) { return cudaErrorNotSupported; }
+inline cudaError_t cudaStreamEndCapture(cudaStream_t, cudaGraph_t *g) { *g = nullptr; return cudaErrorNotSupported; }
+inline cudaError_t cudaGraphInstantiate(cudaGraphExec_t *, cudaGraph_t, unsigned long long) { return cudaErrorNotSupported; }
+inline cudaError_t cudaGraphLaunch(cudaGraphExec_t, cudaStream_t) { return cudaErrorNotSupported; }
+inline cudaError_t cudaGraphExecDestroy(cudaGraphExec_t) { return cudaSuccess; }
+inline cudaError_t cudaGraphDestroy(cudaGraph_t) { return cudaSuccess; }
 
 inline float __fadd_rn(float a, float b) { return a + b; }
 inline float __fmul_rn(float a, float b) { return a * b; }
@@ -206,7 +230,8 @@ inline bool emu_release(void)
     return true;
 }
 
-/* Run fn as grid g of blocks of b threads (1-D grids and blocks).  A kernel
+/* Run fn as grid g of blocks of b threads (1-D blocks; grids of x by y
+ * blocks, y outer).  A kernel
  * known to use no barrier runs each thread to completion in turn; any
  * other runs its block's threads as coroutines, round by round: each
  * runnable thread runs up to its next __syncthreads, warp sync or shuffle
@@ -220,8 +245,8 @@ inline void emu_run(const void *kernel, dim3 g, dim3 b, const std::function<void
     const int n = (int)b.x;
     if (emu.seen.count(kernel) && !emu.syncing.count(kernel)) {
         emu.cur = -1;
-        for (unsigned k = 0; k < g.x; k++) {
-            blockIdx = dim3(k);
+        for (unsigned k = 0; k < g.x * g.y; k++) {
+            blockIdx = dim3(k % g.x, k / g.x);
             for (int t = 0; t < n; t++) {
                 threadIdx = dim3((unsigned)t);
                 fn();
@@ -240,8 +265,8 @@ inline void emu_run(const void *kernel, dim3 g, dim3 b, const std::function<void
     emu.lane.assign(2 * (size_t)n, 0);
     emu.fn = &fn;
     emu.synced = false;
-    for (unsigned k = 0; k < g.x; k++) {
-        blockIdx = dim3(k);
+    for (unsigned k = 0; k < g.x * g.y; k++) {
+        blockIdx = dim3(k % g.x, k / g.x);
         for (int t = 0; t < n; t++) emu_init_ctx(t);
         int round = 0;
         do {
@@ -266,6 +291,6 @@ template <typename... P> struct emu_call {
     }
 };
 template <typename... P> emu_call<P...> emu_make(void (*k)(P...), dim3 g, dim3 b) { return { g, b, k }; }
-#define EMU_LAUNCH(k, g, b) emu_make(k, g, b)
+#define EMU_LAUNCH(k, g, b, ...) emu_make(k, g, b) /* shared bytes and stream: ignored */
 
 #endif

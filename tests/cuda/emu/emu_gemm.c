@@ -16,6 +16,8 @@ int rn_cu_gemm_set_tf32(int on)
     return 0;
 }
 
+int rn_cu_gemm_stream(void *stream) { (void)stream; return 0; } /* one emulated stream */
+
 const char *rn_cu_gemm_error(int status) { return status ? "error" : "no error"; }
 
 int rn_cu_matmul(float *out, const float *in, const float *W, int n, int I, int O, int acc)

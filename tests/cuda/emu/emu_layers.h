@@ -6,5 +6,7 @@
 #include <CUnit/Basic.h>
 
 void rn_cuda_emu_layer_tests(CU_pSuite s);
+/* the step's GEMV kernels (emu_gemv.cpp) */
+void rn_cuda_emu_gemv_tests(CU_pSuite s);
 
 #endif
