@@ -819,6 +819,8 @@ extern "C" int rn_cuda_forward(rn_cuda_rt *g, const int *tokens, int n, int64_t 
     if (n < 1 || n > g->chunk) return rn_seterr(err, RN_EINPUT, "CUDA forward: %d rows (chunk %d)", n, g->chunk);
     int first = all_rows ? 0 : n - 1, rows = logits ? (all_rows ? n : 1) : 0;
     BLAS_TRY(rn_cu_gemm_stream(g->st));
+    /* the handle is shared: a tf32 trainer may have left TF32 on */
+    BLAS_TRY(rn_cu_gemm_set_tf32(0));
     int rc = RN_OK;
     cudaError_t e = cudaMemcpyAsync(g->tok, tokens, sizeof(int) * n, cudaMemcpyHostToDevice, g->st);
     if (e == cudaSuccess) e = cudaMemcpyAsync(g->pos, &pos, sizeof pos, cudaMemcpyHostToDevice, g->st);

@@ -27,7 +27,8 @@ __device__ static inline float rn_cu_decay(float w, float gamma)
 __device__ static inline float rn_cu_decay_grad(float w, float gamma, float eps_g)
 {
     if (gamma == 0) return 0;
-    double base = (double)eps_g + (1.0 - (double)eps_g) * (1.0 - (double)w);
+    /* rounded as the CPU rounds it: no fused multiply-add */
+    double base = __dadd_rn((double)eps_g, __dmul_rn(1.0 - (double)eps_g, 1.0 - (double)w));
     if (gamma == 1) return (float)(-(1.0 - (double)eps_g));
     return (float)(-(double)gamma * (1.0 - (double)eps_g) * pow(base, (double)gamma - 1.0));
 }

@@ -85,6 +85,8 @@ inline cudaError_t cudaGraphDestroy(cudaGraph_t) { return cudaSuccess; }
 inline float __fadd_rn(float a, float b) { return a + b; }
 inline float __fmul_rn(float a, float b) { return a * b; }
 inline float __fdiv_rn(float a, float b) { return a / b; }
+inline double __dadd_rn(double a, double b) { return a + b; }
+inline double __dmul_rn(double a, double b) { return a * b; }
 inline unsigned __float_as_uint(float f) { unsigned u; memcpy(&u, &f, sizeof u); return u; }
 inline float __uint_as_float(unsigned u) { float f; memcpy(&f, &u, sizeof f); return f; }
 
