@@ -129,6 +129,63 @@ void an_pq_free(an_pq_writer *w)
     free(w);
 }
 
+/* The options with every default filled in. */
+static an_pq_opts opts_of(const an_pq_opts *o)
+{
+    an_pq_opts n = { 0 };
+    if (o) n = *o;
+    if (!n.group_rows) n.group_rows = (size_t)1 << 20;
+    if (!n.page_rows) n.page_rows = (size_t)1 << 17;
+    if (!n.dict_max) n.dict_max = 65536;
+    if (!n.dict_bytes) n.dict_bytes = (size_t)1 << 20;
+    if (!n.zstd_level) n.zstd_level = 1;
+    if (n.threads < 1) n.threads = 1;
+    if (!n.created_by) n.created_by = "ramtrace";
+    return n;
+}
+
+/* The dictionary scratch of a column (once: a later file keeps it); 0 or -1. */
+static int dict_alloc(column *c, uint32_t dict_max)
+{
+    if (c->table) return 0;
+    size_t tcap = 1;
+    while (tcap < 2 * (size_t)dict_max) tcap <<= 1;
+    c->table_cap = tcap;
+    c->table = malloc(tcap * sizeof *c->table);
+    c->dict_row = malloc((size_t)dict_max * sizeof *c->dict_row);
+    c->dict_key = malloc((size_t)dict_max * sizeof *c->dict_key);
+    if (c->width == 4) c->direct = calloc(DIRECT, sizeof *c->direct);
+    if (c->table && c->dict_row && c->dict_key && (c->width != 4 || c->direct)) return 0;
+    free(c->table); free(c->dict_row); free(c->dict_key); free(c->direct);
+    c->table = c->dict_row = c->direct = NULL;
+    c->dict_key = NULL;
+    return -1;
+}
+
+/* Forget the row groups of the file written before (if any) and start a
+ * new one on f with its magic. */
+static int begin_file(an_pq_writer *w, FILE *f, rn_error *err)
+{
+    for (size_t i = 0; w->meta && i < w->ngroups * (size_t)w->ncols; i++) {
+        free(w->meta[i].min);
+        free(w->meta[i].max);
+    }
+    w->ngroups = 0;
+    w->rows = 0;
+    w->total_rows = 0;
+    w->dead = 0;
+    w->bg_rc = 0;
+    w->f = f;
+    for (int i = 0; i < w->ncols; i++) w->col[i].f->arena.n = 0;
+    if (fwrite("PAR1", 1, 4, f) != 4) {
+        int e = errno;
+        w->dead = 1;
+        return rn_seterr(err, RN_EIO, "write failed: %s", strerror(e ? e : EIO));
+    }
+    w->offset = 4;
+    return RN_OK;
+}
+
 int an_pq_open(an_pq_writer **out, FILE *f, const an_pq_column *cols, int ncols, const an_pq_opts *o,
                rn_error *err)
 {
@@ -136,20 +193,11 @@ int an_pq_open(an_pq_writer **out, FILE *f, const an_pq_column *cols, int ncols,
     if (ncols < 1) return rn_seterr(err, RN_EINPUT, "parquet: a file needs at least one column");
     an_pq_writer *w = calloc(1, sizeof *w);
     if (!w) return rn_seterr(err, RN_ENOMEM, "out of memory");
-    if (o) w->o = *o;
-    if (!w->o.group_rows) w->o.group_rows = (size_t)1 << 20;
-    if (!w->o.page_rows) w->o.page_rows = (size_t)1 << 17;
-    if (!w->o.dict_max) w->o.dict_max = 65536;
-    if (!w->o.dict_bytes) w->o.dict_bytes = (size_t)1 << 20;
-    if (!w->o.zstd_level) w->o.zstd_level = 1;
-    if (w->o.threads < 1) w->o.threads = 1;
-    if (!w->o.created_by) w->o.created_by = "ramtrace";
-    w->f = f;
+    w->o = opts_of(o);
     w->ncols = ncols;
     w->col = calloc((size_t)ncols, sizeof *w->col);
     if (!w->col) { free(w); return rn_seterr(err, RN_ENOMEM, "out of memory"); }
-    size_t G = w->o.group_rows, tcap = 1;
-    while (tcap < 2 * (size_t)w->o.dict_max) tcap <<= 1;
+    size_t G = w->o.group_rows;
     int ok = 1;
     for (int i = 0; i < ncols && ok; i++) {
         column *c = &w->col[i];
@@ -172,27 +220,47 @@ int an_pq_open(an_pq_writer **out, FILE *f, const an_pq_column *cols, int ncols,
         c->f = &c->set[0];
         c->e = &c->set[1];
         c->idx = malloc(G * sizeof *c->idx);
-        int dict = uses_dict(cols[i].enc);
-        if (dict) {
-            c->table_cap = tcap;
-            c->table = malloc(tcap * sizeof *c->table);
-            c->dict_row = malloc((size_t)w->o.dict_max * sizeof *c->dict_row);
-            c->dict_key = malloc((size_t)w->o.dict_max * sizeof *c->dict_key);
-            if (c->width == 4) c->direct = calloc(DIRECT, sizeof *c->direct);
-        }
         c->zc = ZSTD_createCCtx();
-        ok = c->name && bufs && c->idx && c->zc && (!dict || (c->table && c->dict_row && c->dict_key)) &&
-             (!dict || c->width != 4 || c->direct);
+        ok = c->name && bufs && c->idx && c->zc && (!uses_dict(cols[i].enc) || !dict_alloc(c, w->o.dict_max));
     }
     if (!ok) { an_pq_free(w); return rn_seterr(err, RN_ENOMEM, "out of memory for a parquet writer"); }
-    if (fwrite("PAR1", 1, 4, f) != 4) {
-        int e = errno;
-        an_pq_free(w);
-        return rn_seterr(err, RN_EIO, "write failed: %s", strerror(e ? e : EIO));
-    }
-    w->offset = 4;
+    int rc = begin_file(w, f, err);
+    if (rc) { an_pq_free(w); return rc; }
     *out = w;
     return RN_OK;
+}
+
+/* Whether writer w was opened with these columns (names and types) and
+ * the row-group and dictionary sizes of options n. */
+static int same_shape(const an_pq_writer *w, const an_pq_column *cols, int ncols, const an_pq_opts *n)
+{
+    if (w->ncols != ncols || w->o.group_rows != n->group_rows || w->o.dict_max != n->dict_max) return 0;
+    for (int i = 0; i < ncols; i++)
+        if (w->col[i].c.type != cols[i].type || strcmp(w->col[i].name, cols[i].name)) return 0;
+    return 1;
+}
+
+int an_pq_reopen(an_pq_writer **w, FILE *f, const an_pq_column *cols, int ncols, const an_pq_opts *o,
+                 rn_error *err)
+{
+    an_pq_writer *p = *w;
+    an_pq_opts n = opts_of(o);
+    if (!p || !same_shape(p, cols, ncols, &n)) {
+        an_pq_free(p);
+        *w = NULL;
+        return an_pq_open(w, f, cols, ncols, o, err);
+    }
+    wait_group(p, NULL);
+    p->o = n;
+    for (int i = 0; i < ncols; i++) {
+        column *c = &p->col[i];
+        c->c.enc = cols[i].enc;
+        if (uses_dict(c->c.enc) && dict_alloc(c, n.dict_max)) {
+            p->dead = 1;
+            return rn_seterr(err, RN_ENOMEM, "out of memory for a parquet writer");
+        }
+    }
+    return begin_file(p, f, err);
 }
 
 /* ---- values ---- */
@@ -627,6 +695,8 @@ static int flush_group(an_pq_writer *w, int background, rn_error *err)
     }
     return write_group(w, w->bg_rows, err);
 }
+
+void an_pq_abandon(an_pq_writer *w) { wait_group(w, NULL); }
 
 int an_pq_append(an_pq_writer *w, size_t n, const void *const *cols, rn_error *err)
 {

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <omp.h>
 #include <unistd.h>
 
 #include "an_load.h"
@@ -49,6 +50,16 @@ typedef struct {
     int64_t exported;  /* events written */
 } run_src;
 
+/* What each thread writing layer files keeps from one file to the next
+ * (and from run to run): its writer's buffers (an_pq_reopen), its batch,
+ * and its connection to the trace file it reads. */
+typedef struct {
+    an_pq_writer *w;
+    batch *b;
+    tr_db *db;
+    const char *db_path;       /* the file db is open on */
+} worker;
+
 typedef struct {
     const an_pq_export_opts *o;
     const volatile int *stop;
@@ -56,6 +67,7 @@ typedef struct {
     int par;                   /* layer files written at once */
     int col_threads;           /* each file's columns encoded at once */
     volatile int failed;       /* a layer file failed: the others stop */
+    worker *wk;                /* [par] */
 } ctx;
 
 static int nftw_remove(const char *p, const struct stat *st, int flag, struct FTW *ftw)
@@ -108,28 +120,29 @@ static int load_pieces(const run_src *s, tr_token **toks, int64_t *n, rn_error *
 }
 
 /* Write run s's layer `layer` as part-0.parquet of dir, reading through
- * db (a connection of the calling thread's own) into batch b; the events
- * written are added to *exported. */
-static int write_layer(ctx *x, run_src *s, tr_db *db, batch *b, int layer, const an_pq_str *piece, int64_t ntok,
+ * the calling thread's worker k (its connection, batch and writer); the
+ * events written are added to *exported. */
+static int write_layer(ctx *x, run_src *s, worker *k, int layer, const an_pq_str *piece, int64_t ntok,
                        const char *dir, int64_t *exported, rn_error *err)
 {
+    batch *b = k->b;
     char path[PATH_MAX];
     if (snprintf(path, sizeof path, "%s/part-0.parquet", dir) >= (int)sizeof path)
         return rn_seterr(err, RN_EINPUT, "%s: path too long", dir);
     FILE *f = fopen(path, "wb");
     if (!f) return rn_seterr(err, errno == ENOSPC ? RN_EIO : RN_EINPUT, "%s: cannot create: %s", path, strerror(errno));
     an_pq_opts po = writer_opts(x->col_threads);
-    an_pq_writer *w = NULL;
     tr_iter *it = NULL;
     an_pq_column cols[N_EVCOLS];
     memcpy(cols, event_cols, sizeof cols);
     cols[C_WEIGHT].enc = s->r->run.weight_format == TR_WEIGHTS_F16 ? AN_PQ_DICT : AN_PQ_PLAIN;
-    int rc = an_pq_open(&w, f, cols, N_EVCOLS, &po, err);
+    int rc = an_pq_reopen(&k->w, f, cols, N_EVCOLS, &po, err);
+    an_pq_writer *w = k->w;
     tr_filter flt = tr_filter_all();
     flt.layer = layer;
     flt.head = x->o->head;
     flt.ops = x->o->ops;
-    if (!rc) rc = tr_iter_open(db, s->r->run.run_id, &flt, &it, err);
+    if (!rc) rc = tr_iter_open(k->db, s->r->run.run_id, &flt, &it, err);
     const void *vals[N_EVCOLS] = { b->head, b->pos, b->op, b->rank, b->slot, b->addr, b->weight, b->token };
     size_t nb = 0;
     tr_event e;
@@ -164,7 +177,7 @@ static int write_layer(ctx *x, run_src *s, tr_db *db, batch *b, int layer, const
     if (it) tr_iter_close(it);
     if (!rc) rc = an_pq_finish(w, err);
     uint64_t bytes = rc ? 0 : an_pq_bytes(w);
-    an_pq_free(w);
+    if (w) an_pq_abandon(w);  /* (a group in the background writes to f) */
     if (rc == RN_EIO) rn_preferr(err, "%s", path);
     int crc = close_file(f, path, rc ? NULL : err);
     if (!rc) rc = crc;
@@ -174,6 +187,29 @@ static int write_layer(ctx *x, run_src *s, tr_db *db, batch *b, int layer, const
         x->res->files++;
     }
     return rc;
+}
+
+/* Worker k ready to read path: its batch, and a connection to path (the
+ * one it holds when that is path's already). */
+static int worker_ready(worker *k, const char *path, rn_error *err)
+{
+    if (!k->b && !(k->b = malloc(sizeof *k->b))) return rn_seterr(err, RN_ENOMEM, "out of memory");
+    if (k->db && !strcmp(k->db_path, path)) return RN_OK;
+    if (k->db) tr_close(k->db);
+    k->db = NULL;
+    int rc = tr_open_read(path, &k->db, err);
+    if (!rc) k->db_path = path;
+    return rc;
+}
+
+static void workers_free(worker *wk, int n)
+{
+    for (int i = 0; wk && i < n; i++) {
+        an_pq_free(wk[i].w);
+        free(wk[i].b);
+        if (wk[i].db) tr_close(wk[i].db);
+    }
+    free(wk);
 }
 
 /* Write the events of run s as dataset run number k under events/: its
@@ -223,21 +259,18 @@ static int write_run(ctx *x, run_src *s, int64_t k, const char *events, rn_error
     if (!rc) {
         #pragma omp parallel num_threads(nt) reduction(+ : exported)
         {
-            tr_db *db = NULL;
-            batch *b = malloc(sizeof *b);
+            worker *k = &x->wk[omp_get_thread_num()];
             rn_error oerr = { 0 };
-            int orc = b ? tr_open_read(s->r->path, &db, &oerr) : rn_seterr(&oerr, RN_ENOMEM, "out of memory");
+            int orc = worker_ready(k, s->r->path, &oerr);
             #pragma omp for schedule(dynamic, 1)
             for (int i = 0; i < nl; i++) {
                 if (x->failed) continue;
                 char ldir[PATH_MAX];
                 snprintf(ldir, sizeof ldir, "%s/layer=%d", rdir, layers[i]);
                 if (orc) { lrc[i] = orc; lerr[i] = oerr; }
-                else lrc[i] = write_layer(x, s, db, b, layers[i], piece, ntok, ldir, &exported, &lerr[i]);
+                else lrc[i] = write_layer(x, s, k, layers[i], piece, ntok, ldir, &exported, &lerr[i]);
                 if (lrc[i]) x->failed = 1;
             }
-            if (db) tr_close(db);
-            free(b);
         }
         /* the first failure in layer order with a message of its own (the
          * others stopped because of it, with none) */
@@ -342,17 +375,19 @@ int an_pq_export(const char *const *traces, int ntraces, const char *dir, const 
     /* -j N: up to N layer files at once, the threads left over encoding
      * each file's columns */
     int T = o->threads > 0 ? o->threads : 1;
-    ctx x = { o, stop, res, T, 1, 0 };
-    rc = make_dir(tmp, err);
+    ctx x = { o, stop, res, T, 1, 0, calloc((size_t)T, sizeof(worker)) };
+    rc = x.wk ? make_dir(tmp, err) : rn_seterr(err, RN_ENOMEM, "out of memory");
     if (rc) {
         an_runset_close(&rs);
         free(src);
+        free(x.wk);
         if (rc == RN_EINPUT || rc == RN_EIO) rn_preferr(err, "%s", dir);
         return rc;
     }
     snprintf(sub, sizeof sub, "%s/events", tmp);
     rc = make_dir(sub, err);
     for (int i = 0; i < n && !rc; i++) rc = write_run(&x, &src[i], i + 1, sub, err);
+    workers_free(x.wk, T);
     snprintf(sub, sizeof sub, "%s/runs", tmp);
     if (!rc) rc = make_dir(sub, err);
     snprintf(sub, sizeof sub, "%s/runs/runs.parquet", tmp);

@@ -63,8 +63,10 @@ static size_t type_size(int t)
 }
 
 /* Write n rows of the columns to pq_TAG.parquet (appended in uneven
- * slices), then have both readers compare it with the values. */
-static void check_file(const char *tag, const tcol *tc, int nc, size_t n, an_pq_opts o)
+ * slices) with a writer of its own, or (keep != NULL) with the writer *keep
+ * reopened (an_pq_reopen; kept for the caller to free), then have both
+ * readers compare it with the values. */
+static void check_file_with(const char *tag, const tcol *tc, int nc, size_t n, an_pq_opts o, an_pq_writer **keep)
 {
     char file[64], json[64];
     snprintf(file, sizeof file, "pq_%s.parquet", tag);
@@ -78,7 +80,12 @@ static void check_file(const char *tag, const tcol *tc, int nc, size_t n, an_pq_
     CU_ASSERT_PTR_NOT_NULL_FATAL(f);
     an_pq_writer *w;
     rn_error err = { 0 };
-    CU_ASSERT_EQUAL_FATAL(an_pq_open(&w, f, cols, nc, &o, &err), RN_OK);
+    if (keep) {
+        CU_ASSERT_EQUAL_FATAL(an_pq_reopen(keep, f, cols, nc, &o, &err), RN_OK);
+        w = *keep;
+    } else {
+        CU_ASSERT_EQUAL_FATAL(an_pq_open(&w, f, cols, nc, &o, &err), RN_OK);
+    }
     for (size_t at = 0, step = 1; at < n; at += step, step = step * 3 + 1) {
         if (step > n - at) step = n - at;
         const void *v[16];
@@ -88,7 +95,7 @@ static void check_file(const char *tag, const tcol *tc, int nc, size_t n, an_pq_
     CU_ASSERT_EQUAL(an_pq_finish(w, &err), RN_OK);
     CU_ASSERT_EQUAL(an_pq_rows(w), n);
     uint64_t bytes = an_pq_bytes(w);
-    an_pq_free(w);
+    if (!keep) an_pq_free(w);
     CU_ASSERT_EQUAL_FATAL(fclose(f), 0);
     /* framed as Parquet: magic at both ends, the footer length inside */
     size_t len;
@@ -117,6 +124,11 @@ static void check_file(const char *tag, const tcol *tc, int nc, size_t n, an_pq_
     int rc = th_run("node tests/js/pq_check.mjs %s %s", fpath, jpath);
     if (rc) fprintf(stderr, "\n%s%s", th_out(), th_err());
     CU_ASSERT_EQUAL(rc, 0);
+}
+
+static void check_file(const char *tag, const tcol *tc, int nc, size_t n, an_pq_opts o)
+{
+    check_file_with(tag, tc, nc, n, o, NULL);
 }
 
 TH_TEST(test_pq_empty, "writer: no rows (an empty file of every column type) and one row")
@@ -451,4 +463,48 @@ TH_TEST(test_pq_disk_full, "writer: a full disk (/dev/full) fails the append or 
         an_pq_free(w);
         fclose(f);
     }
+}
+
+TH_TEST(test_pq_reopen, "writer reuse: one writer, failed on a full disk mid-file, reopened for files of other encodings and sizes")
+{
+    enum { N = 50000 };
+    static int32_t a[N], b[N];
+    static float wt[N];
+    rn_rng r;
+    rn_rng_seed(&r, 77);
+    for (int i = 0; i < N; i++) {
+        a[i] = (int32_t)rn_rng_below(&r, 1u << 30);
+        b[i] = (int32_t)rn_rng_below(&r, 9) - 4;
+        wt[i] = (float)rn_rng_below(&r, 64) / 64.0f;  /* few distinct: a dictionary fits */
+    }
+    an_pq_opts o = { 0 };
+    o.group_rows = 8000;
+    o.page_rows = 3000;
+    an_pq_writer *w = NULL;
+    rn_error err = { 0 };
+    an_pq_column cols[3] = { { "a", AN_PQ_INT32, AN_PQ_PLAIN }, { "b", AN_PQ_INT32, AN_PQ_DICT },
+                             { "w", AN_PQ_FLOAT, AN_PQ_PLAIN } };
+    FILE *f = fopen("/dev/full", "wb");
+    if (f) {  /* the first file fails in a background row group; the writer is reused after */
+        int rc = an_pq_reopen(&w, f, cols, 3, &o, &err);
+        const void *vals[3] = { a, b, wt };
+        for (int k = 0; k < 5 && rc == RN_OK; k++) rc = an_pq_append(w, N / 5, vals, &err);
+        if (rc == RN_OK) rc = an_pq_finish(w, &err);
+        CU_ASSERT_EQUAL(rc, RN_EIO);
+        if (w) an_pq_abandon(w);
+        fclose(f);
+    }
+    const tcol c1[] = { { "a", AN_PQ_INT32, AN_PQ_PLAIN, a }, { "b", AN_PQ_INT32, AN_PQ_DICT, b },
+                        { "w", AN_PQ_FLOAT, AN_PQ_DICT, wt } };
+    check_file_with("reopen1", c1, 3, N, o, &w);
+    const an_pq_writer *first = w;
+    /* fewer rows than a group, other encodings: the same writer */
+    const tcol c2[] = { { "a", AN_PQ_INT32, AN_PQ_DELTA, b }, { "b", AN_PQ_INT32, AN_PQ_BEST, a },
+                        { "w", AN_PQ_FLOAT, AN_PQ_PLAIN, wt + 7 } };
+    check_file_with("reopen2", c2, 3, 5000, o, &w);
+    CU_ASSERT_PTR_EQUAL(w, first);
+    /* another group size: a new writer */
+    o.group_rows = 4000;
+    check_file_with("reopen3", c1, 3, 9000, o, &w);
+    an_pq_free(w);
 }
