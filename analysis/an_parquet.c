@@ -327,8 +327,10 @@ static uint32_t build_dict4(column *c, size_t n, uint32_t dict_max, size_t dict_
     uint32_t *key = (uint32_t *)(void *)c->dict_key;
     for (size_t i = 0; i < n && !over; i++) {
         uint32_t x = v[i], e, *slot;
-        if (i > 0 && x == v[i - 1]) { c->idx[i] = c->idx[i - 1]; continue; }
+        /* small values straight from the table (a test for a repeat of the
+         * row before costs more, as they change from row to row: ranks) */
         if (x < DIRECT) slot = &c->direct[x];
+        else if (i > 0 && x == v[i - 1]) { c->idx[i] = c->idx[i - 1]; continue; }
         else {
             size_t h = (size_t)hash64(x) & mask;
             while ((e = c->table[h]) && key[e - 1] != x) h = (h + 1) & mask;
@@ -402,9 +404,36 @@ static void plain_value(an_pq_buf *b, const column *c, size_t r)
         }                                                                           \
     } while (0)
 
+/* The same over all rows 0..m: the extremes first, in a loop without
+ * branches that the compiler vectorises (NaN fails both comparisons, so
+ * it is passed over from the infinities on), then their first rows. */
+#define RANGE_ALL(T, TOP, BOTTOM)                                                   \
+    do {                                                                            \
+        const T *v = (const T *)(const void *)c->e->vals;                              \
+        T mn = TOP, mx = BOTTOM;                                                    \
+        for (size_t k = 0; k < m; k++) {                                            \
+            mn = v[k] < mn ? v[k] : mn;                                             \
+            mx = v[k] > mx ? v[k] : mx;                                             \
+        }                                                                           \
+        for (size_t k = 0; k < m && *lo == SIZE_MAX; k++)                           \
+            if (v[k] == mn) *lo = k;                                                \
+        for (size_t k = 0; k < m && *hi == SIZE_MAX; k++)                           \
+            if (v[k] == mx) *hi = k;                                                \
+    } while (0)
+
 static void value_range(const column *c, const uint32_t *rows, size_t m, size_t *lo, size_t *hi)
 {
     *lo = *hi = SIZE_MAX;
+    if (!rows) {
+        switch (c->c.type) {
+        case AN_PQ_INT32: RANGE_ALL(int32_t, INT32_MAX, INT32_MIN); return;
+        case AN_PQ_UINT32: RANGE_ALL(uint32_t, UINT32_MAX, 0); return;
+        case AN_PQ_INT64: RANGE_ALL(int64_t, INT64_MAX, INT64_MIN); return;
+        case AN_PQ_FLOAT: RANGE_ALL(float, INFINITY, -INFINITY); return;
+        case AN_PQ_DOUBLE: RANGE_ALL(double, (double)INFINITY, -(double)INFINITY); return;
+        default: break;
+        }
+    }
     switch (c->c.type) {
     case AN_PQ_INT32: RANGE_LOOP(int32_t, 0); return;
     case AN_PQ_UINT32: RANGE_LOOP(uint32_t, 0); return;

@@ -144,35 +144,23 @@ static int write_layer(ctx *x, run_src *s, worker *k, int layer, const an_pq_str
     flt.ops = x->o->ops;
     if (!rc) rc = tr_iter_open(k->db, s->r->run.run_id, &flt, &it, err);
     const void *vals[N_EVCOLS] = { b->head, b->pos, b->op, b->rank, b->slot, b->addr, b->weight, b->token };
-    size_t nb = 0;
-    tr_event e;
+    const tr_columns tc = { NULL, b->head, b->pos, b->op, b->rank, b->slot, b->addr, b->weight };
     while (!rc) {
-        int got = tr_iter_next(it, &e, err);
-        if (got < 0 || got > 1) { rc = got; break; }
-        if (got == 1) {
-            if (e.pos < 0 || e.pos >= ntok) {
+        size_t nb = 0;
+        if ((rc = tr_iter_read(it, &tc, BATCH, &nb, err)) || nb == 0) break;
+        for (size_t i = 0; i < nb; i++) {
+            int32_t p = b->pos[i];
+            if (p < 0 || p >= ntok) {
                 rc = rn_seterr(err, RN_EINPUT, "%s: run %lld: event at position %d has no token (corrupt trace)",
-                               s->trace, (long long)s->r->run.run_id, (int)e.pos);
+                               s->trace, (long long)s->r->run.run_id, (int)p);
                 break;
             }
-            b->head[nb] = e.head;
-            b->pos[nb] = e.pos;
-            b->op[nb] = e.op;
-            b->rank[nb] = e.rank;
-            b->slot[nb] = e.slot;
-            b->addr[nb] = e.addr;
-            b->weight[nb] = e.weight;
-            b->token[nb] = piece[e.pos];
-            nb++;
+            b->token[i] = piece[p];
         }
-        if (nb == BATCH || (got == 0 && nb)) {
-            if ((rc = an_pq_append(w, nb, vals, err))) break;
-            *exported += (int64_t)nb;
-            nb = 0;
-            if (x->stop && *x->stop) rc = rn_seterr(err, RN_EINTR, "interrupted");
-            else if (x->failed) rc = RN_EINTR; /* another file failed; its error is reported */
-        }
-        if (got == 0) break;
+        if (rc || (rc = an_pq_append(w, nb, vals, err))) break;
+        *exported += (int64_t)nb;
+        if (x->stop && *x->stop) rc = rn_seterr(err, RN_EINTR, "interrupted");
+        else if (x->failed) rc = RN_EINTR; /* another file failed; its error is reported */
     }
     if (it) tr_iter_close(it);
     if (!rc) rc = an_pq_finish(w, err);
