@@ -255,6 +255,7 @@ int an_pq_reopen(an_pq_writer **w, FILE *f, const an_pq_column *cols, int ncols,
     for (int i = 0; i < ncols; i++) {
         column *c = &p->col[i];
         c->c.enc = cols[i].enc;
+        c->c.zstd_level = cols[i].zstd_level;
         if (uses_dict(c->c.enc) && dict_alloc(c, n.dict_max)) {
             p->dead = 1;
             return rn_seterr(err, RN_ENOMEM, "out of memory for a parquet writer");
@@ -411,6 +412,7 @@ static void plain_value(an_pq_buf *b, const column *c, size_t r)
     do {                                                                            \
         const T *v = (const T *)(const void *)c->e->vals;                              \
         T mn = TOP, mx = BOTTOM;                                                    \
+        _Pragma("omp simd reduction(min : mn) reduction(max : mx)")                 \
         for (size_t k = 0; k < m; k++) {                                            \
             mn = v[k] < mn ? v[k] : mn;                                             \
             mx = v[k] > mx ? v[k] : mx;                                             \
@@ -561,6 +563,9 @@ static void page_body(column *c, int enc, size_t p, size_t m, int width)
     }
 }
 
+/* The zstd level of a column's pages: its own, or the writer's. */
+static int col_level(const column *c, const an_pq_opts *o) { return c->c.zstd_level ? c->c.zstd_level : o->zstd_level; }
+
 /* Rows a trial encoding of a chunk compresses (choose_encoding): few
  * enough that the trials cost a few percent of the chunk's encoding. */
 #define TRIAL_ROWS 16384
@@ -584,11 +589,11 @@ static int choose_encoding(column *c, size_t n, uint32_t nd, const an_pq_opts *o
     if (nd && c->c.enc == AN_PQ_BEST && int4 && an_pq_delta_fits((const uint32_t *)(const void *)c->e->vals, n)) {
         c->page.n = 0;
         for (uint32_t k = 0; k < nd; k++) plain_value(&c->page, c, c->dict_row[k]);
-        size_t zdict = page_zsize(c, o->zstd_level);
+        size_t zdict = page_zsize(c, col_level(c, o));
         page_body(c, ENC_RLE_DICTIONARY, 0, m, an_pq_bit_width(nd - 1));
-        size_t zidx = page_zsize(c, o->zstd_level);
+        size_t zidx = page_zsize(c, col_level(c, o));
         page_body(c, ENC_DELTA_BINARY_PACKED, 0, m, 0);
-        size_t zdelta = page_zsize(c, o->zstd_level);
+        size_t zdelta = page_zsize(c, col_level(c, o));
         if (zdict != SIZE_MAX && zidx != SIZE_MAX && zdelta != SIZE_MAX &&
             (double)zdelta * pages < (double)zdict + (double)zidx * pages)
             return ENC_DELTA_BINARY_PACKED;
@@ -597,9 +602,9 @@ static int choose_encoding(column *c, size_t n, uint32_t nd, const an_pq_opts *o
     if (nd) return ENC_RLE_DICTIONARY;
     if (fl) {
         page_body(c, ENC_BYTE_STREAM_SPLIT, 0, m, 0);
-        size_t zs = page_zsize(c, o->zstd_level);
+        size_t zs = page_zsize(c, col_level(c, o));
         page_body(c, ENC_PLAIN, 0, m, 0);
-        size_t zp = page_zsize(c, o->zstd_level);
+        size_t zp = page_zsize(c, col_level(c, o));
         return zp < zs ? ENC_PLAIN : ENC_BYTE_STREAM_SPLIT;
     }
     if ((c->c.enc == AN_PQ_DELTA || c->c.enc == AN_PQ_BEST) && int4 &&
@@ -626,14 +631,14 @@ static void encode_chunk(column *c, size_t n, const an_pq_opts *o)
         c->meta.dict_off = 0;
         c->page.n = 0;
         for (uint32_t k = 0; k < nd; k++) plain_value(&c->page, c, c->dict_row[k]);
-        emit_page(c, PAGE_DICTIONARY, (int)nd, ENC_PLAIN, o->zstd_level);
+        emit_page(c, PAGE_DICTIONARY, (int)nd, ENC_PLAIN, col_level(c, o));
     }
     c->meta.data_off = (int64_t)c->chunk.n;
     int width = nd ? an_pq_bit_width(nd - 1) : 0;
     for (size_t p = 0; p < n && !c->failed; p += o->page_rows) {
         size_t m = n - p < o->page_rows ? n - p : o->page_rows;
         page_body(c, enc, p, m, width);
-        emit_page(c, PAGE_DATA, (int)m, enc, o->zstd_level);
+        emit_page(c, PAGE_DATA, (int)m, enc, col_level(c, o));
     }
 }
 

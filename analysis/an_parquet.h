@@ -50,6 +50,7 @@ typedef struct {
     const char *name;
     int type;      /* enum an_pq_type */
     int enc;       /* enum an_pq_enc */
+    int zstd_level; /* of this column's pages (0: the writer's, an_pq_opts) */
 } an_pq_column;
 
 typedef struct {

@@ -14,6 +14,7 @@ int an_pq_delta_fits(const uint32_t *v, size_t n)
     /* values within 2^31 - 1 of each other: every delta fits (one pass of
      * 32-bit minima and maxima, vectorised) */
     int32_t vmin = INT32_MAX, vmax = INT32_MIN;
+#pragma omp simd reduction(min : vmin) reduction(max : vmax)
     for (size_t i = 0; i < n; i++) {
         int32_t x = (int32_t)v[i];
         vmin = x < vmin ? x : vmin;

@@ -23,6 +23,17 @@
 
 enum { C_HEAD, C_POS, C_OP, C_RANK, C_SLOT, C_ADDR, C_WEIGHT, C_TOKEN, N_EVCOLS };
 
+/* Pages hold a whole row group's chunk (PAGE_ROWS = the writer's group):
+ * zstd finds more repeats in one long page than in eight short ones
+ * (the 10M-event bench trace: 1.4% fewer bytes, the CPU the same), and
+ * readers skip by the chunks' statistics, not by page.  Slots and
+ * addresses, a quarter of the bytes, compress 3.4% better at zstd level 3
+ * than at 1 for about 5% more CPU; the weights (random low mantissa
+ * bytes) gain nothing from it and keep level 1.  docs/analysis.md has
+ * the measurements. */
+#define PAGE_ROWS ((size_t)1 << 20)
+#define SLOT_LEVEL 3
+
 /* Dictionaries where a chunk's distinct values are few: not pos (a
  * dictionary page of every position costs more than zstd over its runs;
  * it steps by 0 or +1 within a head, so DELTA_BINARY_PACKED holds a row
@@ -30,9 +41,10 @@ enum { C_HEAD, C_POS, C_OP, C_RANK, C_SLOT, C_ADDR, C_WEIGHT, C_TOKEN, N_EVCOLS 
  * values; f32 weights are nearly all distinct, so they go PLAIN as byte
  * streams). */
 static const an_pq_column event_cols[N_EVCOLS] = {
-    { "head", AN_PQ_INT32, AN_PQ_DICT }, { "pos", AN_PQ_INT32, AN_PQ_DELTA }, { "op", AN_PQ_INT32, AN_PQ_DICT },
-    { "rank", AN_PQ_INT32, AN_PQ_DICT }, { "slot", AN_PQ_UINT32, AN_PQ_BEST }, { "addr", AN_PQ_UINT32, AN_PQ_BEST },
-    { "weight", AN_PQ_FLOAT, AN_PQ_PLAIN }, { "token", AN_PQ_STRING, AN_PQ_DICT },
+    { "head", AN_PQ_INT32, AN_PQ_DICT, 0 }, { "pos", AN_PQ_INT32, AN_PQ_DELTA, 0 }, { "op", AN_PQ_INT32, AN_PQ_DICT, 0 },
+    { "rank", AN_PQ_INT32, AN_PQ_DICT, 0 }, { "slot", AN_PQ_UINT32, AN_PQ_BEST, SLOT_LEVEL },
+    { "addr", AN_PQ_UINT32, AN_PQ_BEST, SLOT_LEVEL },
+    { "weight", AN_PQ_FLOAT, AN_PQ_PLAIN, 0 }, { "token", AN_PQ_STRING, AN_PQ_DICT, 0 },
 };
 
 /* One event batch, column by column. */
@@ -101,6 +113,7 @@ static an_pq_opts writer_opts(int threads)
 {
     an_pq_opts po = { 0 };
     po.threads = threads > 0 ? threads : 1;
+    po.group_rows = po.page_rows = PAGE_ROWS;
     return po;
 }
 
@@ -282,11 +295,11 @@ enum { R_RUN, R_TRACE, R_RUN_ID, R_NAME, R_STATUS, R_HASH, R_LAYERS, R_HEADS, R_
 static int write_runs(ctx *x, run_src *src, int n, const char *path, rn_error *err)
 {
     static const an_pq_column cols[N_RUNCOLS] = {
-        { "run", AN_PQ_INT64, 0 }, { "trace", AN_PQ_STRING, 0 }, { "run_id", AN_PQ_INT64, 0 },
-        { "name", AN_PQ_STRING, 0 }, { "status", AN_PQ_STRING, 0 }, { "model_hash", AN_PQ_STRING, 0 },
-        { "n_layers", AN_PQ_INT32, 0 }, { "n_heads", AN_PQ_INT32, 0 }, { "n_slots", AN_PQ_INT64, 0 },
-        { "top_k", AN_PQ_INT32, 0 }, { "d_v", AN_PQ_INT32, 0 }, { "n_tokens", AN_PQ_INT64, 0 },
-        { "n_events", AN_PQ_INT64, 0 }, { "weight_format", AN_PQ_STRING, 0 },
+        { "run", AN_PQ_INT64, 0, 0 }, { "trace", AN_PQ_STRING, 0, 0 }, { "run_id", AN_PQ_INT64, 0, 0 },
+        { "name", AN_PQ_STRING, 0, 0 }, { "status", AN_PQ_STRING, 0, 0 }, { "model_hash", AN_PQ_STRING, 0, 0 },
+        { "n_layers", AN_PQ_INT32, 0, 0 }, { "n_heads", AN_PQ_INT32, 0, 0 }, { "n_slots", AN_PQ_INT64, 0, 0 },
+        { "top_k", AN_PQ_INT32, 0, 0 }, { "d_v", AN_PQ_INT32, 0, 0 }, { "n_tokens", AN_PQ_INT64, 0, 0 },
+        { "n_events", AN_PQ_INT64, 0, 0 }, { "weight_format", AN_PQ_STRING, 0, 0 },
     };
     FILE *f = fopen(path, "wb");
     if (!f) return rn_seterr(err, errno == ENOSPC ? RN_EIO : RN_EINPUT, "%s: cannot create: %s", path, strerror(errno));

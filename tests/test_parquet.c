@@ -78,7 +78,7 @@ static void check_file_with(const char *tag, const tcol *tc, int nc, size_t n, a
     snprintf(fpath, sizeof fpath, "%s", th_path(file));
     snprintf(jpath, sizeof jpath, "%s", th_path(json));
     an_pq_column cols[16];
-    for (int c = 0; c < nc; c++) cols[c] = (an_pq_column){ tc[c].name, tc[c].type, tc[c].enc };
+    for (int c = 0; c < nc; c++) cols[c] = (an_pq_column){ tc[c].name, tc[c].type, tc[c].enc, 0 };
     FILE *f = fopen(fpath, "wb");
     CU_ASSERT_PTR_NOT_NULL_FATAL(f);
     an_pq_writer *w;
@@ -550,7 +550,7 @@ TH_TEST(test_pq_disk_full, "writer: a full disk (/dev/full) fails the append or 
     rn_rng r;
     rn_rng_seed(&r, 32);
     for (int i = 0; i < N; i++) v[i] = (int32_t)rn_rng_below(&r, 1u << 30);
-    an_pq_column col = { "v", AN_PQ_INT32, 1 };
+    an_pq_column col = { "v", AN_PQ_INT32, 1, 0 };
     for (int g = 0; g < 2; g++) {
         FILE *f = fopen("/dev/full", "wb");
         if (!f) return;  /* no /dev/full here */
@@ -587,8 +587,8 @@ TH_TEST(test_pq_reopen, "writer reuse: one writer, failed on a full disk mid-fil
     o.page_rows = 3000;
     an_pq_writer *w = NULL;
     rn_error err = { 0 };
-    an_pq_column cols[3] = { { "a", AN_PQ_INT32, AN_PQ_PLAIN }, { "b", AN_PQ_INT32, AN_PQ_DICT },
-                             { "w", AN_PQ_FLOAT, AN_PQ_PLAIN } };
+    an_pq_column cols[3] = { { "a", AN_PQ_INT32, AN_PQ_PLAIN, 0 }, { "b", AN_PQ_INT32, AN_PQ_DICT, 0 },
+                             { "w", AN_PQ_FLOAT, AN_PQ_PLAIN, 0 } };
     FILE *f = fopen("/dev/full", "wb");
     if (f) {  /* the first file fails in a background row group; the writer is reused after */
         int rc = an_pq_reopen(&w, f, cols, 3, &o, &err);
