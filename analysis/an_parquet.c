@@ -55,6 +55,8 @@ typedef struct {
     uint32_t *idx;       /* dictionary index per row */
     uint32_t *table;     /* hash table: dictionary entry + 1, 0 empty */
     size_t table_cap;
+    uint32_t *tslot;     /* the table's filled slots (to clear them) ... */
+    uint32_t tused;      /* ... and their count */
     uint32_t *dict_row;  /* row of each dictionary entry's first occurrence */
     uint64_t *dict_key;  /* fixed-width types: each entry's value bits */
     uint32_t *direct;    /* 4-byte types: entry + 1 of each value below DIRECT, 0 none */
@@ -107,7 +109,7 @@ static void column_free(column *c)
         free(c->set[k].vals); free(c->set[k].offs); free(c->set[k].lens);
         an_pq_buf_free(&c->set[k].arena);
     }
-    free(c->name); free(c->direct); free(c->idx); free(c->table); free(c->dict_row); free(c->dict_key);
+    free(c->name); free(c->direct); free(c->idx); free(c->table); free(c->tslot); free(c->dict_row); free(c->dict_key);
     an_pq_buf_free(&c->page); an_pq_buf_free(&c->comp);
     an_pq_buf_free(&c->chunk); an_pq_buf_free(&c->hdr);
     free(c->meta.min); free(c->meta.max);
@@ -151,13 +153,15 @@ static int dict_alloc(column *c, uint32_t dict_max)
     size_t tcap = 1;
     while (tcap < 2 * (size_t)dict_max) tcap <<= 1;
     c->table_cap = tcap;
-    c->table = malloc(tcap * sizeof *c->table);
+    c->table = calloc(tcap, sizeof *c->table);
+    c->tslot = malloc((size_t)dict_max * sizeof *c->tslot);
+    c->tused = 0;
     c->dict_row = malloc((size_t)dict_max * sizeof *c->dict_row);
     c->dict_key = malloc((size_t)dict_max * sizeof *c->dict_key);
     if (c->width == 4) c->direct = calloc(DIRECT, sizeof *c->direct);
-    if (c->table && c->dict_row && c->dict_key && (c->width != 4 || c->direct)) return 0;
-    free(c->table); free(c->dict_row); free(c->dict_key); free(c->direct);
-    c->table = c->dict_row = c->direct = NULL;
+    if (c->table && c->tslot && c->dict_row && c->dict_key && (c->width != 4 || c->direct)) return 0;
+    free(c->table); free(c->tslot); free(c->dict_row); free(c->dict_key); free(c->direct);
+    c->table = c->tslot = c->dict_row = c->direct = NULL;
     c->dict_key = NULL;
     return -1;
 }
@@ -312,6 +316,7 @@ static uint64_t str_hash(an_pq_str s)
                 if (nd == dict_max || (bytes += sizeof(T)) > dict_bytes) return 0;  \
                 key[nd] = x;                                                        \
                 c->dict_row[nd] = (uint32_t)i;                                      \
+                c->tslot[c->tused++] = (uint32_t)h;                                 \
                 c->table[h] = e = ++nd;                                             \
             }                                                                       \
             c->idx[i] = e - 1;                                                      \
@@ -341,6 +346,7 @@ static uint32_t build_dict4(column *c, size_t n, uint32_t dict_max, size_t dict_
             if (nd == dict_max || (bytes += 4) > dict_bytes) { over = 1; break; }
             key[nd] = x;
             c->dict_row[nd] = (uint32_t)i;
+            if (x >= DIRECT) c->tslot[c->tused++] = (uint32_t)(slot - c->table);
             *slot = e = ++nd;
         }
         c->idx[i] = e - 1;
@@ -354,7 +360,10 @@ static uint32_t build_dict4(column *c, size_t n, uint32_t dict_max, size_t dict_
  * dictionary's size, or 0 when it outgrew the limits (write PLAIN). */
 static uint32_t build_dict(column *c, size_t n, uint32_t dict_max, size_t dict_bytes)
 {
-    memset(c->table, 0, c->table_cap * sizeof *c->table);
+    /* the table empty again: the slots the chunk before filled cleared
+     * (a whole table per chunk cost more than small chunks' encoding) */
+    for (uint32_t k = 0; k < c->tused; k++) c->table[c->tslot[k]] = 0;
+    c->tused = 0;
     size_t mask = c->table_cap - 1, bytes = 0;
     uint32_t nd = 0;
     if (c->width == 4) return build_dict4(c, n, dict_max, dict_bytes);
@@ -371,6 +380,7 @@ static uint32_t build_dict(column *c, size_t n, uint32_t dict_max, size_t dict_b
         if (!e) {
             if (nd == dict_max || (bytes += 4 + (size_t)s.len) > dict_bytes) return 0;
             c->dict_row[nd] = (uint32_t)i;
+            c->tslot[c->tused++] = (uint32_t)h;
             c->table[h] = e = ++nd;
         }
         c->idx[i] = e - 1;
