@@ -634,7 +634,10 @@ static int check_entry(const tr_iter *it, uint32_t slot, float w, rn_error *err)
     return RN_OK;
 }
 
-int tr_iter_next(tr_iter *it, tr_event *ev, rn_error *err)
+/* Step to the next selected entry: it->e at an entry of a position below
+ * the filter's end and of an op it keeps, *pos and *op that entry's; 1, 0
+ * at the end, or an error code. */
+static int next_entry(tr_iter *it, int64_t *pos, int *op, rn_error *err)
 {
     for (;;) {
         if (!it->have_row || it->e >= it->n_ent) {
@@ -643,26 +646,34 @@ int tr_iter_next(tr_iter *it, tr_event *ev, rn_error *err)
             continue;
         }
         int64_t K = it->run.K, per = it->nops * K, i = it->e;
-        int64_t pos = it->pos0 + i / per;
-        if (pos >= it->hi) { it->e = it->n_ent; continue; }
-        int op = it->nops == 2 ? (int)(i % per / K) : (it->ops & 1 ? RN_OP_WRITE : RN_OP_READ);
-        if (it->op_only >= 0 && op != it->op_only) { it->e += K; continue; } /* the whole group */
-        it->e++;
-        uint32_t slot = tr_block_slot(it->slots, (size_t)i, it->run.slot_bits);
-        float w = tr_block_weight(it->weights, (size_t)i, it->run.weight_fmt);
-        int rc = check_entry(it, slot, w, err);
-        if (rc) return rc;
-        ev->layer = (uint16_t)it->layer;
-        ev->head = (uint16_t)it->head;
-        ev->pos = (int32_t)pos;
-        ev->op = (uint8_t)op;
-        ev->rank = (uint16_t)(i % K);
-        ev->slot = slot;
-        /* slot < M <= 2^32 and pos < 2^31: the sum fits in int64 */
-        ev->addr = it->cape_m > 0 ? (uint32_t)(((int64_t)slot + pos) % it->cape_m) : slot;
-        ev->weight = w;
+        *pos = it->pos0 + i / per;
+        if (*pos >= it->hi) { it->e = it->n_ent; continue; }
+        *op = it->nops == 2 ? (int)(i % per / K) : (it->ops & 1 ? RN_OP_WRITE : RN_OP_READ);
+        if (it->op_only >= 0 && *op != it->op_only) { it->e += K - i % K; continue; } /* the rest of the group */
         return 1;
     }
+}
+
+int tr_iter_next(tr_iter *it, tr_event *ev, rn_error *err)
+{
+    int64_t pos;
+    int op;
+    int rc = next_entry(it, &pos, &op, err);
+    if (rc != 1) return rc;
+    int64_t i = it->e++;
+    uint32_t slot = tr_block_slot(it->slots, (size_t)i, it->run.slot_bits);
+    float w = tr_block_weight(it->weights, (size_t)i, it->run.weight_fmt);
+    if ((rc = check_entry(it, slot, w, err))) return rc;
+    ev->layer = (uint16_t)it->layer;
+    ev->head = (uint16_t)it->head;
+    ev->pos = (int32_t)pos;
+    ev->op = (uint8_t)op;
+    ev->rank = (uint16_t)(i % it->run.K);
+    ev->slot = slot;
+    /* slot < M <= 2^32 and pos < 2^31: the sum fits in int64 */
+    ev->addr = it->cape_m > 0 ? (uint32_t)(((int64_t)slot + pos) % it->cape_m) : slot;
+    ev->weight = w;
+    return 1;
 }
 
 int tr_iter_read(tr_iter *it, const tr_columns *c, size_t cap, size_t *n, rn_error *err)
@@ -670,19 +681,13 @@ int tr_iter_read(tr_iter *it, const tr_columns *c, size_t cap, size_t *n, rn_err
     size_t got = 0;
     *n = 0;
     while (got < cap) {
-        if (!it->have_row || it->e >= it->n_ent) {
-            int rc = next_block(it, err);
-            if (rc == 0) break;
-            if (rc != 1) return rc;
-            continue;
-        }
         /* the entries of one op of one position: K in a row, i .. i + m */
-        int64_t K = it->run.K, per = it->nops * K, i = it->e;
-        int64_t pos = it->pos0 + i / per;
-        if (pos >= it->hi) { it->e = it->n_ent; continue; }
-        int op = it->nops == 2 ? (int)(i % per / K) : (it->ops & 1 ? RN_OP_WRITE : RN_OP_READ);
-        int64_t r0 = i % K;
-        if (it->op_only >= 0 && op != it->op_only) { it->e += K - r0; continue; }
+        int64_t pos;
+        int op;
+        int rc = next_entry(it, &pos, &op, err);
+        if (rc == 0) break;
+        if (rc != 1) return rc;
+        int64_t K = it->run.K, i = it->e, r0 = i % K;
         size_t m = (size_t)(K - r0) < cap - got ? (size_t)(K - r0) : cap - got;
         int bits = it->run.slot_bits, fmt = it->run.weight_fmt;
         for (size_t j = 0; j < m; j++) {
