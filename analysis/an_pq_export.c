@@ -28,12 +28,14 @@ enum { C_HEAD, C_POS, C_OP, C_RANK, C_SLOT, C_ADDR, C_WEIGHT, C_TOKEN, N_EVCOLS 
  * zstd finds more repeats in one long page than in eight short ones
  * (the 10M-event bench trace: 1.4% fewer bytes, the CPU the same), and
  * readers skip by the chunks' statistics, not by page.  Slots and
- * addresses, a quarter of the bytes, compress 3.4% better at zstd level 3
- * than at 1 for about 5% more CPU; the weights (random low mantissa
- * bytes) gain nothing from it and keep level 1.  docs/analysis.md has
- * the measurements. */
+ * addresses, a third of the bytes, compress better at a higher zstd
+ * level: on the 100M-event trace, levels 1, 2, 3 give 3.60, 3.50, 3.45
+ * bytes/event for 3.77, 3.92, 4.3 s of CPU; level 2 takes most of the
+ * gain for 4% more CPU.  The weights (random low mantissa bytes) gain
+ * 0.2% at level 3 and keep level 1.  docs/analysis.md has the
+ * measurements. */
 #define PAGE_ROWS ((size_t)1 << 20)
-#define SLOT_LEVEL 3
+#define SLOT_LEVEL 2
 
 /* Dictionaries where a chunk's distinct values are few: not pos (a
  * dictionary page of every position costs more than zstd over its runs;
