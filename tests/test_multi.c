@@ -430,8 +430,8 @@ TH_TEST(test_multi_many_runs, "303 runs in 3 files under ulimit -n 64: stats, si
         add_stats(th_out(), copies[s], want);
         CU_ASSERT_EQUAL_FATAL(th_run("%s simulate %s --run %d --policy lru --capacity 8,64 --scope head -f csv -q",
                                      th_bin(), SEED, s), 0);
-        unsigned long long acc, hits, miss[2];
-        int cap;
+        unsigned long long acc = 0, hits = 0, miss[2] = { 0, 0 };
+        int cap = 0;
         const char *row = strchr(th_out(), '\n');
         CU_ASSERT_FATAL(row && sscanf(row + 1, "lru,%d,%llu,%llu,%llu", &cap, &acc, &hits, &miss[0]) == 4);
         row = strchr(row + 1, '\n');
@@ -451,8 +451,8 @@ TH_TEST(test_multi_many_runs, "303 runs in 3 files under ulimit -n 64: stats, si
     free(limited);
     CU_ASSERT_EQUAL_FATAL(th_run("ulimit -n 64 && %s simulate %s --all-runs --policy lru --capacity 8,64 --scope head "
                                  "-f csv -q", th_bin(), files), 0);
-    unsigned long long acc, hits, miss[2];
-    int cap;
+    unsigned long long acc = 0, hits = 0, miss[2] = { 0, 0 };
+    int cap = 0;
     const char *row = strchr(th_out(), '\n');
     CU_ASSERT_FATAL(row && sscanf(row + 1, "lru,%d,%llu,%llu,%llu", &cap, &acc, &hits, &miss[0]) == 4);
     CU_ASSERT_EQUAL(acc, want_events);
