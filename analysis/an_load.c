@@ -8,11 +8,20 @@
 
 int an_run_open(const char *path, int64_t run_id, an_run *r, rn_error *err)
 {
+    tr_db *db;
+    int rc = tr_open_read(path, &db, err);
+    if (rc) { memset(r, 0, sizeof *r); return rc; }
+    if ((rc = an_run_open_on(db, path, run_id, r, err))) tr_close(db);
+    return rc;
+}
+
+int an_run_open_on(tr_db *db, const char *path, int64_t run_id, an_run *r, rn_error *err)
+{
     memset(r, 0, sizeof *r);
     r->path = path;
-    int rc = tr_open_read(path, &r->db, err);
-    if (rc) return rc;
-    if ((rc = tr_run_get(r->db, run_id, &r->run, err))) goto fail;
+    r->db = db;
+    int rc = tr_run_get(r->db, run_id, &r->run, err);
+    if (rc) goto fail;
     if (!strcmp(r->run.status, "running")) {
         rc = rn_seterr(err, RN_EINPUT, "%s: run %lld is still running (or its writer died); "
                        "analyse it once it is complete or interrupted, or, if no process is writing "
@@ -26,6 +35,7 @@ int an_run_open(const char *path, int64_t run_id, an_run *r, rn_error *err)
     if ((rc = tr_list_heads(r->db, r->run.run_id, &r->heads, &r->n_heads, err))) goto fail;
     return RN_OK;
 fail:
+    r->db = NULL;  /* the caller's */
     an_run_close(r);
     return rc;
 }

@@ -24,6 +24,11 @@ typedef struct {
 int an_run_open(const char *path, int64_t run_id, an_run *r, rn_error *err);
 void an_run_close(an_run *r);
 
+/* The same on a connection db to path that the caller keeps (one
+ * connection for several runs of a file): r->db is db; on failure db is
+ * left open.  Set r->db to NULL before an_run_close to keep db open. */
+int an_run_open_on(tr_db *db, const char *path, int64_t run_id, an_run *r, rn_error *err);
+
 /* RN_EINPUT unless (layer, head) was traced; -1 matches any. */
 int an_run_check_head(const an_run *r, int layer, int head, rn_error *err);
 

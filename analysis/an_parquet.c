@@ -55,6 +55,8 @@ typedef struct {
     uint32_t *idx;       /* dictionary index per row */
     uint32_t *table;     /* hash table: dictionary entry + 1, 0 empty */
     size_t table_cap;
+    uint32_t *tslot;     /* the table's filled slots (to clear them) ... */
+    uint32_t tused;      /* ... and their count */
     uint32_t *dict_row;  /* row of each dictionary entry's first occurrence */
     uint64_t *dict_key;  /* fixed-width types: each entry's value bits */
     uint32_t *direct;    /* 4-byte types: entry + 1 of each value below DIRECT, 0 none */
@@ -107,7 +109,7 @@ static void column_free(column *c)
         free(c->set[k].vals); free(c->set[k].offs); free(c->set[k].lens);
         an_pq_buf_free(&c->set[k].arena);
     }
-    free(c->name); free(c->direct); free(c->idx); free(c->table); free(c->dict_row); free(c->dict_key);
+    free(c->name); free(c->direct); free(c->idx); free(c->table); free(c->tslot); free(c->dict_row); free(c->dict_key);
     an_pq_buf_free(&c->page); an_pq_buf_free(&c->comp);
     an_pq_buf_free(&c->chunk); an_pq_buf_free(&c->hdr);
     free(c->meta.min); free(c->meta.max);
@@ -129,6 +131,65 @@ void an_pq_free(an_pq_writer *w)
     free(w);
 }
 
+/* The options with every default filled in. */
+static an_pq_opts opts_of(const an_pq_opts *o)
+{
+    an_pq_opts n = { 0 };
+    if (o) n = *o;
+    if (!n.group_rows) n.group_rows = (size_t)1 << 20;
+    if (!n.page_rows) n.page_rows = (size_t)1 << 17;
+    if (!n.dict_max) n.dict_max = 65536;
+    if (!n.dict_bytes) n.dict_bytes = (size_t)1 << 20;
+    if (!n.zstd_level) n.zstd_level = 1;
+    if (n.threads < 1) n.threads = 1;
+    if (!n.created_by) n.created_by = "ramtrace";
+    return n;
+}
+
+/* The dictionary scratch of a column (once: a later file keeps it); 0 or -1. */
+static int dict_alloc(column *c, uint32_t dict_max)
+{
+    if (c->table) return 0;
+    size_t tcap = 1;
+    while (tcap < 2 * (size_t)dict_max) tcap <<= 1;
+    c->table_cap = tcap;
+    c->table = calloc(tcap, sizeof *c->table);
+    c->tslot = malloc((size_t)dict_max * sizeof *c->tslot);
+    c->tused = 0;
+    c->dict_row = malloc((size_t)dict_max * sizeof *c->dict_row);
+    c->dict_key = malloc((size_t)dict_max * sizeof *c->dict_key);
+    if (c->width == 4) c->direct = calloc(DIRECT, sizeof *c->direct);
+    if (c->table && c->tslot && c->dict_row && c->dict_key && (c->width != 4 || c->direct)) return 0;
+    free(c->table); free(c->tslot); free(c->dict_row); free(c->dict_key); free(c->direct);
+    c->table = c->tslot = c->dict_row = c->direct = NULL;
+    c->dict_key = NULL;
+    return -1;
+}
+
+/* Forget the row groups of the file written before (if any) and start a
+ * new one on f with its magic. */
+static int begin_file(an_pq_writer *w, FILE *f, rn_error *err)
+{
+    for (size_t i = 0; w->meta && i < w->ngroups * (size_t)w->ncols; i++) {
+        free(w->meta[i].min);
+        free(w->meta[i].max);
+    }
+    w->ngroups = 0;
+    w->rows = 0;
+    w->total_rows = 0;
+    w->dead = 0;
+    w->bg_rc = 0;
+    w->f = f;
+    for (int i = 0; i < w->ncols; i++) w->col[i].f->arena.n = 0;
+    if (fwrite("PAR1", 1, 4, f) != 4) {
+        int e = errno;
+        w->dead = 1;
+        return rn_seterr(err, RN_EIO, "write failed: %s", strerror(e ? e : EIO));
+    }
+    w->offset = 4;
+    return RN_OK;
+}
+
 int an_pq_open(an_pq_writer **out, FILE *f, const an_pq_column *cols, int ncols, const an_pq_opts *o,
                rn_error *err)
 {
@@ -136,20 +197,11 @@ int an_pq_open(an_pq_writer **out, FILE *f, const an_pq_column *cols, int ncols,
     if (ncols < 1) return rn_seterr(err, RN_EINPUT, "parquet: a file needs at least one column");
     an_pq_writer *w = calloc(1, sizeof *w);
     if (!w) return rn_seterr(err, RN_ENOMEM, "out of memory");
-    if (o) w->o = *o;
-    if (!w->o.group_rows) w->o.group_rows = (size_t)1 << 20;
-    if (!w->o.page_rows) w->o.page_rows = (size_t)1 << 17;
-    if (!w->o.dict_max) w->o.dict_max = 65536;
-    if (!w->o.dict_bytes) w->o.dict_bytes = (size_t)1 << 20;
-    if (!w->o.zstd_level) w->o.zstd_level = 1;
-    if (w->o.threads < 1) w->o.threads = 1;
-    if (!w->o.created_by) w->o.created_by = "ramtrace";
-    w->f = f;
+    w->o = opts_of(o);
     w->ncols = ncols;
     w->col = calloc((size_t)ncols, sizeof *w->col);
     if (!w->col) { free(w); return rn_seterr(err, RN_ENOMEM, "out of memory"); }
-    size_t G = w->o.group_rows, tcap = 1;
-    while (tcap < 2 * (size_t)w->o.dict_max) tcap <<= 1;
+    size_t G = w->o.group_rows;
     int ok = 1;
     for (int i = 0; i < ncols && ok; i++) {
         column *c = &w->col[i];
@@ -172,27 +224,48 @@ int an_pq_open(an_pq_writer **out, FILE *f, const an_pq_column *cols, int ncols,
         c->f = &c->set[0];
         c->e = &c->set[1];
         c->idx = malloc(G * sizeof *c->idx);
-        int dict = uses_dict(cols[i].enc);
-        if (dict) {
-            c->table_cap = tcap;
-            c->table = malloc(tcap * sizeof *c->table);
-            c->dict_row = malloc((size_t)w->o.dict_max * sizeof *c->dict_row);
-            c->dict_key = malloc((size_t)w->o.dict_max * sizeof *c->dict_key);
-            if (c->width == 4) c->direct = calloc(DIRECT, sizeof *c->direct);
-        }
         c->zc = ZSTD_createCCtx();
-        ok = c->name && bufs && c->idx && c->zc && (!dict || (c->table && c->dict_row && c->dict_key)) &&
-             (!dict || c->width != 4 || c->direct);
+        ok = c->name && bufs && c->idx && c->zc && (!uses_dict(cols[i].enc) || !dict_alloc(c, w->o.dict_max));
     }
     if (!ok) { an_pq_free(w); return rn_seterr(err, RN_ENOMEM, "out of memory for a parquet writer"); }
-    if (fwrite("PAR1", 1, 4, f) != 4) {
-        int e = errno;
-        an_pq_free(w);
-        return rn_seterr(err, RN_EIO, "write failed: %s", strerror(e ? e : EIO));
-    }
-    w->offset = 4;
+    int rc = begin_file(w, f, err);
+    if (rc) { an_pq_free(w); return rc; }
     *out = w;
     return RN_OK;
+}
+
+/* Whether writer w was opened with these columns (names and types) and
+ * the row-group and dictionary sizes of options n. */
+static int same_shape(const an_pq_writer *w, const an_pq_column *cols, int ncols, const an_pq_opts *n)
+{
+    if (w->ncols != ncols || w->o.group_rows != n->group_rows || w->o.dict_max != n->dict_max) return 0;
+    for (int i = 0; i < ncols; i++)
+        if (w->col[i].c.type != cols[i].type || strcmp(w->col[i].name, cols[i].name)) return 0;
+    return 1;
+}
+
+int an_pq_reopen(an_pq_writer **w, FILE *f, const an_pq_column *cols, int ncols, const an_pq_opts *o,
+                 rn_error *err)
+{
+    an_pq_writer *p = *w;
+    an_pq_opts n = opts_of(o);
+    if (!p || !same_shape(p, cols, ncols, &n)) {
+        an_pq_free(p);
+        *w = NULL;
+        return an_pq_open(w, f, cols, ncols, o, err);
+    }
+    wait_group(p, NULL);
+    p->o = n;
+    for (int i = 0; i < ncols; i++) {
+        column *c = &p->col[i];
+        c->c.enc = cols[i].enc;
+        c->c.zstd_level = cols[i].zstd_level;
+        if (uses_dict(c->c.enc) && dict_alloc(c, n.dict_max)) {
+            p->dead = 1;
+            return rn_seterr(err, RN_ENOMEM, "out of memory for a parquet writer");
+        }
+    }
+    return begin_file(p, f, err);
 }
 
 /* ---- values ---- */
@@ -243,6 +316,7 @@ static uint64_t str_hash(an_pq_str s)
                 if (nd == dict_max || (bytes += sizeof(T)) > dict_bytes) return 0;  \
                 key[nd] = x;                                                        \
                 c->dict_row[nd] = (uint32_t)i;                                      \
+                c->tslot[c->tused++] = (uint32_t)h;                                 \
                 c->table[h] = e = ++nd;                                             \
             }                                                                       \
             c->idx[i] = e - 1;                                                      \
@@ -259,8 +333,10 @@ static uint32_t build_dict4(column *c, size_t n, uint32_t dict_max, size_t dict_
     uint32_t *key = (uint32_t *)(void *)c->dict_key;
     for (size_t i = 0; i < n && !over; i++) {
         uint32_t x = v[i], e, *slot;
-        if (i > 0 && x == v[i - 1]) { c->idx[i] = c->idx[i - 1]; continue; }
+        /* small values straight from the table (a test for a repeat of the
+         * row before costs more, as they change from row to row: ranks) */
         if (x < DIRECT) slot = &c->direct[x];
+        else if (i > 0 && x == v[i - 1]) { c->idx[i] = c->idx[i - 1]; continue; }
         else {
             size_t h = (size_t)hash64(x) & mask;
             while ((e = c->table[h]) && key[e - 1] != x) h = (h + 1) & mask;
@@ -270,6 +346,7 @@ static uint32_t build_dict4(column *c, size_t n, uint32_t dict_max, size_t dict_
             if (nd == dict_max || (bytes += 4) > dict_bytes) { over = 1; break; }
             key[nd] = x;
             c->dict_row[nd] = (uint32_t)i;
+            if (x >= DIRECT) c->tslot[c->tused++] = (uint32_t)(slot - c->table);
             *slot = e = ++nd;
         }
         c->idx[i] = e - 1;
@@ -283,7 +360,10 @@ static uint32_t build_dict4(column *c, size_t n, uint32_t dict_max, size_t dict_
  * dictionary's size, or 0 when it outgrew the limits (write PLAIN). */
 static uint32_t build_dict(column *c, size_t n, uint32_t dict_max, size_t dict_bytes)
 {
-    memset(c->table, 0, c->table_cap * sizeof *c->table);
+    /* the table empty again: the slots the chunk before filled cleared
+     * (a whole table per chunk cost more than small chunks' encoding) */
+    for (uint32_t k = 0; k < c->tused; k++) c->table[c->tslot[k]] = 0;
+    c->tused = 0;
     size_t mask = c->table_cap - 1, bytes = 0;
     uint32_t nd = 0;
     if (c->width == 4) return build_dict4(c, n, dict_max, dict_bytes);
@@ -300,6 +380,7 @@ static uint32_t build_dict(column *c, size_t n, uint32_t dict_max, size_t dict_b
         if (!e) {
             if (nd == dict_max || (bytes += 4 + (size_t)s.len) > dict_bytes) return 0;
             c->dict_row[nd] = (uint32_t)i;
+            c->tslot[c->tused++] = (uint32_t)h;
             c->table[h] = e = ++nd;
         }
         c->idx[i] = e - 1;
@@ -334,9 +415,37 @@ static void plain_value(an_pq_buf *b, const column *c, size_t r)
         }                                                                           \
     } while (0)
 
+/* The same over all rows 0..m: the extremes first, in a loop without
+ * branches that the compiler vectorises (NaN fails both comparisons, so
+ * it is passed over from the infinities on), then their first rows. */
+#define RANGE_ALL(T, TOP, BOTTOM)                                                   \
+    do {                                                                            \
+        const T *v = (const T *)(const void *)c->e->vals;                              \
+        T mn = TOP, mx = BOTTOM;                                                    \
+        _Pragma("omp simd reduction(min : mn) reduction(max : mx)")                 \
+        for (size_t k = 0; k < m; k++) {                                            \
+            mn = v[k] < mn ? v[k] : mn;                                             \
+            mx = v[k] > mx ? v[k] : mx;                                             \
+        }                                                                           \
+        for (size_t k = 0; k < m && *lo == SIZE_MAX; k++)                           \
+            if (v[k] == mn) *lo = k;                                                \
+        for (size_t k = 0; k < m && *hi == SIZE_MAX; k++)                           \
+            if (v[k] == mx) *hi = k;                                                \
+    } while (0)
+
 static void value_range(const column *c, const uint32_t *rows, size_t m, size_t *lo, size_t *hi)
 {
     *lo = *hi = SIZE_MAX;
+    if (!rows) {
+        switch (c->c.type) {
+        case AN_PQ_INT32: RANGE_ALL(int32_t, INT32_MAX, INT32_MIN); return;
+        case AN_PQ_UINT32: RANGE_ALL(uint32_t, UINT32_MAX, 0); return;
+        case AN_PQ_INT64: RANGE_ALL(int64_t, INT64_MAX, INT64_MIN); return;
+        case AN_PQ_FLOAT: RANGE_ALL(float, INFINITY, -INFINITY); return;
+        case AN_PQ_DOUBLE: RANGE_ALL(double, (double)INFINITY, -(double)INFINITY); return;
+        default: break;
+        }
+    }
     switch (c->c.type) {
     case AN_PQ_INT32: RANGE_LOOP(int32_t, 0); return;
     case AN_PQ_UINT32: RANGE_LOOP(uint32_t, 0); return;
@@ -464,6 +573,9 @@ static void page_body(column *c, int enc, size_t p, size_t m, int width)
     }
 }
 
+/* The zstd level of a column's pages: its own, or the writer's. */
+static int col_level(const column *c, const an_pq_opts *o) { return c->c.zstd_level ? c->c.zstd_level : o->zstd_level; }
+
 /* Rows a trial encoding of a chunk compresses (choose_encoding): few
  * enough that the trials cost a few percent of the chunk's encoding. */
 #define TRIAL_ROWS 16384
@@ -487,11 +599,11 @@ static int choose_encoding(column *c, size_t n, uint32_t nd, const an_pq_opts *o
     if (nd && c->c.enc == AN_PQ_BEST && int4 && an_pq_delta_fits((const uint32_t *)(const void *)c->e->vals, n)) {
         c->page.n = 0;
         for (uint32_t k = 0; k < nd; k++) plain_value(&c->page, c, c->dict_row[k]);
-        size_t zdict = page_zsize(c, o->zstd_level);
+        size_t zdict = page_zsize(c, col_level(c, o));
         page_body(c, ENC_RLE_DICTIONARY, 0, m, an_pq_bit_width(nd - 1));
-        size_t zidx = page_zsize(c, o->zstd_level);
+        size_t zidx = page_zsize(c, col_level(c, o));
         page_body(c, ENC_DELTA_BINARY_PACKED, 0, m, 0);
-        size_t zdelta = page_zsize(c, o->zstd_level);
+        size_t zdelta = page_zsize(c, col_level(c, o));
         if (zdict != SIZE_MAX && zidx != SIZE_MAX && zdelta != SIZE_MAX &&
             (double)zdelta * pages < (double)zdict + (double)zidx * pages)
             return ENC_DELTA_BINARY_PACKED;
@@ -500,9 +612,9 @@ static int choose_encoding(column *c, size_t n, uint32_t nd, const an_pq_opts *o
     if (nd) return ENC_RLE_DICTIONARY;
     if (fl) {
         page_body(c, ENC_BYTE_STREAM_SPLIT, 0, m, 0);
-        size_t zs = page_zsize(c, o->zstd_level);
+        size_t zs = page_zsize(c, col_level(c, o));
         page_body(c, ENC_PLAIN, 0, m, 0);
-        size_t zp = page_zsize(c, o->zstd_level);
+        size_t zp = page_zsize(c, col_level(c, o));
         return zp < zs ? ENC_PLAIN : ENC_BYTE_STREAM_SPLIT;
     }
     if ((c->c.enc == AN_PQ_DELTA || c->c.enc == AN_PQ_BEST) && int4 &&
@@ -529,14 +641,14 @@ static void encode_chunk(column *c, size_t n, const an_pq_opts *o)
         c->meta.dict_off = 0;
         c->page.n = 0;
         for (uint32_t k = 0; k < nd; k++) plain_value(&c->page, c, c->dict_row[k]);
-        emit_page(c, PAGE_DICTIONARY, (int)nd, ENC_PLAIN, o->zstd_level);
+        emit_page(c, PAGE_DICTIONARY, (int)nd, ENC_PLAIN, col_level(c, o));
     }
     c->meta.data_off = (int64_t)c->chunk.n;
     int width = nd ? an_pq_bit_width(nd - 1) : 0;
     for (size_t p = 0; p < n && !c->failed; p += o->page_rows) {
         size_t m = n - p < o->page_rows ? n - p : o->page_rows;
         page_body(c, enc, p, m, width);
-        emit_page(c, PAGE_DATA, (int)m, enc, o->zstd_level);
+        emit_page(c, PAGE_DATA, (int)m, enc, col_level(c, o));
     }
 }
 
@@ -627,6 +739,8 @@ static int flush_group(an_pq_writer *w, int background, rn_error *err)
     }
     return write_group(w, w->bg_rows, err);
 }
+
+void an_pq_abandon(an_pq_writer *w) { wait_group(w, NULL); }
 
 int an_pq_append(an_pq_writer *w, size_t n, const void *const *cols, rn_error *err)
 {

@@ -50,6 +50,7 @@ typedef struct {
     const char *name;
     int type;      /* enum an_pq_type */
     int enc;       /* enum an_pq_enc */
+    int zstd_level; /* of this column's pages (0: the writer's, an_pq_opts) */
 } an_pq_column;
 
 typedef struct {
@@ -69,6 +70,16 @@ typedef struct an_pq_writer an_pq_writer;
 int an_pq_open(an_pq_writer **out, FILE *f, const an_pq_column *cols, int ncols, const an_pq_opts *o,
                rn_error *err);
 
+/* Start another file on f with the writer *w of a file before (finished,
+ * or abandoned after a failure), keeping its buffers: a writer's buffers
+ * take tens of MB, and the pages the kernel maps for them fresh cost a
+ * third of an export's CPU where each file had writers of its own.  *w
+ * must have the same column names and types and the same group_rows and
+ * dict_max; the columns' encodings and the other options may differ.
+ * Otherwise (or with *w NULL) *w is freed and a new writer opened. */
+int an_pq_reopen(an_pq_writer **w, FILE *f, const an_pq_column *cols, int ncols, const an_pq_opts *o,
+                 rn_error *err);
+
 /* Append n rows: cols[c] points to n values of column c's type (int32_t,
  * uint32_t, int64_t, float, double or an_pq_str).  The values are copied.
  * RN_EIO "write failed: <reason>" when a row group could not be written
@@ -78,6 +89,10 @@ int an_pq_append(an_pq_writer *w, size_t n, const void *const *cols, rn_error *e
 
 /* Write the last row group and the footer (f is left open). */
 int an_pq_finish(an_pq_writer *w, rn_error *err);
+
+/* Wait for the row group the writer may be writing in the background, so
+ * its file can be closed after a failure (an_pq_free waits too). */
+void an_pq_abandon(an_pq_writer *w);
 
 /* Rows appended, and bytes written (once an_pq_finish has returned). */
 uint64_t an_pq_rows(const an_pq_writer *w);

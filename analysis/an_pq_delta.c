@@ -11,7 +11,17 @@ static inline int64_t delta(const uint32_t *v, size_t i) { return (int64_t)(int3
 
 int an_pq_delta_fits(const uint32_t *v, size_t n)
 {
-    /* the smallest and largest delta, without an early exit (vectorised) */
+    /* values within 2^31 - 1 of each other: every delta fits (one pass of
+     * 32-bit minima and maxima, vectorised) */
+    int32_t vmin = INT32_MAX, vmax = INT32_MIN;
+#pragma omp simd reduction(min : vmin) reduction(max : vmax)
+    for (size_t i = 0; i < n; i++) {
+        int32_t x = (int32_t)v[i];
+        vmin = x < vmin ? x : vmin;
+        vmax = x > vmax ? x : vmax;
+    }
+    if (n == 0 || (int64_t)vmax - (int64_t)vmin <= INT32_MAX) return 1;
+    /* else the smallest and largest delta, without an early exit */
     int64_t lo = 0, hi = 0;
     for (size_t i = 1; i < n; i++) {
         int64_t d = delta(v, i);

@@ -5,12 +5,14 @@
 #include "an_pq_export.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <ftw.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <omp.h>
 #include <unistd.h>
 
 #include "an_load.h"
@@ -22,6 +24,19 @@
 
 enum { C_HEAD, C_POS, C_OP, C_RANK, C_SLOT, C_ADDR, C_WEIGHT, C_TOKEN, N_EVCOLS };
 
+/* Pages hold a whole row group's chunk (PAGE_ROWS = the writer's group):
+ * zstd finds more repeats in one long page than in eight short ones
+ * (the 10M-event bench trace: 1.4% fewer bytes, the CPU the same), and
+ * readers skip by the chunks' statistics, not by page.  Slots and
+ * addresses, a third of the bytes, compress better at a higher zstd
+ * level: on the 100M-event trace, levels 1, 2, 3 give 3.60, 3.50, 3.45
+ * bytes/event for 3.77, 3.92, 4.3 s of CPU; level 2 takes most of the
+ * gain for 4% more CPU.  The weights (random low mantissa bytes) gain
+ * 0.2% at level 3 and keep level 1.  docs/analysis.md has the
+ * measurements. */
+#define PAGE_ROWS ((size_t)1 << 20)
+#define SLOT_LEVEL 2
+
 /* Dictionaries where a chunk's distinct values are few: not pos (a
  * dictionary page of every position costs more than zstd over its runs;
  * it steps by 0 or +1 within a head, so DELTA_BINARY_PACKED holds a row
@@ -29,9 +44,10 @@ enum { C_HEAD, C_POS, C_OP, C_RANK, C_SLOT, C_ADDR, C_WEIGHT, C_TOKEN, N_EVCOLS 
  * values; f32 weights are nearly all distinct, so they go PLAIN as byte
  * streams). */
 static const an_pq_column event_cols[N_EVCOLS] = {
-    { "head", AN_PQ_INT32, AN_PQ_DICT }, { "pos", AN_PQ_INT32, AN_PQ_DELTA }, { "op", AN_PQ_INT32, AN_PQ_DICT },
-    { "rank", AN_PQ_INT32, AN_PQ_DICT }, { "slot", AN_PQ_UINT32, AN_PQ_BEST }, { "addr", AN_PQ_UINT32, AN_PQ_BEST },
-    { "weight", AN_PQ_FLOAT, AN_PQ_PLAIN }, { "token", AN_PQ_STRING, AN_PQ_DICT },
+    { "head", AN_PQ_INT32, AN_PQ_DICT, 0 }, { "pos", AN_PQ_INT32, AN_PQ_DELTA, 0 }, { "op", AN_PQ_INT32, AN_PQ_DICT, 0 },
+    { "rank", AN_PQ_INT32, AN_PQ_DICT, 0 }, { "slot", AN_PQ_UINT32, AN_PQ_BEST, SLOT_LEVEL },
+    { "addr", AN_PQ_UINT32, AN_PQ_BEST, SLOT_LEVEL },
+    { "weight", AN_PQ_FLOAT, AN_PQ_PLAIN, 0 }, { "token", AN_PQ_STRING, AN_PQ_DICT, 0 },
 };
 
 /* One event batch, column by column. */
@@ -49,6 +65,16 @@ typedef struct {
     int64_t exported;  /* events written */
 } run_src;
 
+/* What each thread writing layer files keeps from one file to the next
+ * (and from run to run): its writer's buffers (an_pq_reopen), its batch,
+ * and its connection to the trace file it reads. */
+typedef struct {
+    an_pq_writer *w;
+    batch *b;
+    tr_db *db;
+    const char *db_path;       /* the file db is open on */
+} worker;
+
 typedef struct {
     const an_pq_export_opts *o;
     const volatile int *stop;
@@ -56,6 +82,7 @@ typedef struct {
     int par;                   /* layer files written at once */
     int col_threads;           /* each file's columns encoded at once */
     volatile int failed;       /* a layer file failed: the others stop */
+    worker *wk;                /* [par] */
 } ctx;
 
 static int nftw_remove(const char *p, const struct stat *st, int flag, struct FTW *ftw)
@@ -75,13 +102,28 @@ static int make_dir(const char *p, rn_error *err)
                      strerror(errno));
 }
 
-/* Flush, sync and close f (a full disk shows here at the latest). */
+/* Flush and close f (the data reaches the disk at dataset_sync). */
 static int close_file(FILE *f, const char *path, rn_error *err)
 {
-    int ok = fflush(f) == 0 && fsync(fileno(f)) == 0;
+    int ok = fflush(f) == 0;
     int e = errno;
     ok &= fclose(f) == 0;
     if (!ok) return rn_seterr(err, RN_EIO, "%s: write failed: %s", path, strerror(e ? e : errno));
+    return RN_OK;
+}
+
+/* Every file of the finished dataset dir on disk before it is renamed
+ * into place: one syncfs of its file system, not an fsync per file (a
+ * dataset of many small runs has thousands of files, and their fsyncs
+ * took most of its export's time).  A write the disk refused shows here
+ * (RN_EIO). */
+static int dataset_sync(const char *dir, rn_error *err)
+{
+    int fd = open(dir, O_RDONLY | O_DIRECTORY);
+    if (fd < 0) return rn_seterr(err, RN_EIO, "%s: cannot open to sync: %s", dir, strerror(errno));
+    int ok = syncfs(fd) == 0, e = errno;
+    close(fd);
+    if (!ok) return rn_seterr(err, RN_EIO, "%s: write failed: %s", dir, strerror(e));
     return RN_OK;
 }
 
@@ -89,6 +131,7 @@ static an_pq_opts writer_opts(int threads)
 {
     an_pq_opts po = { 0 };
     po.threads = threads > 0 ? threads : 1;
+    po.group_rows = po.page_rows = PAGE_ROWS;
     return po;
 }
 
@@ -108,63 +151,52 @@ static int load_pieces(const run_src *s, tr_token **toks, int64_t *n, rn_error *
 }
 
 /* Write run s's layer `layer` as part-0.parquet of dir, reading through
- * db (a connection of the calling thread's own) into batch b; the events
- * written are added to *exported. */
-static int write_layer(ctx *x, run_src *s, tr_db *db, batch *b, int layer, const an_pq_str *piece, int64_t ntok,
+ * the calling thread's worker k (its connection, batch and writer); the
+ * events written are added to *exported. */
+static int write_layer(ctx *x, run_src *s, worker *k, int layer, const an_pq_str *piece, int64_t ntok,
                        const char *dir, int64_t *exported, rn_error *err)
 {
+    batch *b = k->b;
     char path[PATH_MAX];
     if (snprintf(path, sizeof path, "%s/part-0.parquet", dir) >= (int)sizeof path)
         return rn_seterr(err, RN_EINPUT, "%s: path too long", dir);
     FILE *f = fopen(path, "wb");
     if (!f) return rn_seterr(err, errno == ENOSPC ? RN_EIO : RN_EINPUT, "%s: cannot create: %s", path, strerror(errno));
     an_pq_opts po = writer_opts(x->col_threads);
-    an_pq_writer *w = NULL;
     tr_iter *it = NULL;
     an_pq_column cols[N_EVCOLS];
     memcpy(cols, event_cols, sizeof cols);
     cols[C_WEIGHT].enc = s->r->run.weight_format == TR_WEIGHTS_F16 ? AN_PQ_DICT : AN_PQ_PLAIN;
-    int rc = an_pq_open(&w, f, cols, N_EVCOLS, &po, err);
+    int rc = an_pq_reopen(&k->w, f, cols, N_EVCOLS, &po, err);
+    an_pq_writer *w = k->w;
     tr_filter flt = tr_filter_all();
     flt.layer = layer;
     flt.head = x->o->head;
     flt.ops = x->o->ops;
-    if (!rc) rc = tr_iter_open(db, s->r->run.run_id, &flt, &it, err);
+    if (!rc) rc = tr_iter_open(k->db, s->r->run.run_id, &flt, &it, err);
     const void *vals[N_EVCOLS] = { b->head, b->pos, b->op, b->rank, b->slot, b->addr, b->weight, b->token };
-    size_t nb = 0;
-    tr_event e;
+    const tr_columns tc = { NULL, b->head, b->pos, b->op, b->rank, b->slot, b->addr, b->weight };
     while (!rc) {
-        int got = tr_iter_next(it, &e, err);
-        if (got < 0 || got > 1) { rc = got; break; }
-        if (got == 1) {
-            if (e.pos < 0 || e.pos >= ntok) {
+        size_t nb = 0;
+        if ((rc = tr_iter_read(it, &tc, BATCH, &nb, err)) || nb == 0) break;
+        for (size_t i = 0; i < nb; i++) {
+            int32_t p = b->pos[i];
+            if (p < 0 || p >= ntok) {
                 rc = rn_seterr(err, RN_EINPUT, "%s: run %lld: event at position %d has no token (corrupt trace)",
-                               s->trace, (long long)s->r->run.run_id, (int)e.pos);
+                               s->trace, (long long)s->r->run.run_id, (int)p);
                 break;
             }
-            b->head[nb] = e.head;
-            b->pos[nb] = e.pos;
-            b->op[nb] = e.op;
-            b->rank[nb] = e.rank;
-            b->slot[nb] = e.slot;
-            b->addr[nb] = e.addr;
-            b->weight[nb] = e.weight;
-            b->token[nb] = piece[e.pos];
-            nb++;
+            b->token[i] = piece[p];
         }
-        if (nb == BATCH || (got == 0 && nb)) {
-            if ((rc = an_pq_append(w, nb, vals, err))) break;
-            *exported += (int64_t)nb;
-            nb = 0;
-            if (x->stop && *x->stop) rc = rn_seterr(err, RN_EINTR, "interrupted");
-            else if (x->failed) rc = RN_EINTR; /* another file failed; its error is reported */
-        }
-        if (got == 0) break;
+        if (rc || (rc = an_pq_append(w, nb, vals, err))) break;
+        *exported += (int64_t)nb;
+        if (x->stop && *x->stop) rc = rn_seterr(err, RN_EINTR, "interrupted");
+        else if (x->failed) rc = RN_EINTR; /* another file failed; its error is reported */
     }
     if (it) tr_iter_close(it);
     if (!rc) rc = an_pq_finish(w, err);
     uint64_t bytes = rc ? 0 : an_pq_bytes(w);
-    an_pq_free(w);
+    if (w) an_pq_abandon(w);  /* (a group in the background writes to f) */
     if (rc == RN_EIO) rn_preferr(err, "%s", path);
     int crc = close_file(f, path, rc ? NULL : err);
     if (!rc) rc = crc;
@@ -174,6 +206,29 @@ static int write_layer(ctx *x, run_src *s, tr_db *db, batch *b, int layer, const
         x->res->files++;
     }
     return rc;
+}
+
+/* Worker k ready to read path: its batch, and a connection to path (the
+ * one it holds when that is path's already). */
+static int worker_ready(worker *k, const char *path, rn_error *err)
+{
+    if (!k->b && !(k->b = malloc(sizeof *k->b))) return rn_seterr(err, RN_ENOMEM, "out of memory");
+    if (k->db && !strcmp(k->db_path, path)) return RN_OK;
+    if (k->db) tr_close(k->db);
+    k->db = NULL;
+    int rc = tr_open_read(path, &k->db, err);
+    if (!rc) k->db_path = path;
+    return rc;
+}
+
+static void workers_free(worker *wk, int n)
+{
+    for (int i = 0; wk && i < n; i++) {
+        an_pq_free(wk[i].w);
+        free(wk[i].b);
+        if (wk[i].db) tr_close(wk[i].db);
+    }
+    free(wk);
 }
 
 /* Write the events of run s as dataset run number k under events/: its
@@ -219,25 +274,27 @@ static int write_run(ctx *x, run_src *s, int64_t k, const char *events, rn_error
     /* the threads no layer file takes encode each file's columns (with one
      * file at a time the outer region is inactive, so the writer's is not) */
     x->col_threads = x->par / nt > 1 ? x->par / nt : 1;
+    /* a run of fewer events than two row groups is written by this thread
+     * alone: a team per run of a few thousand events cost more than the
+     * run, its idle threads spinning between runs (303 runs of 1,500
+     * events: 16 s at -j 2, 2.7 s at -j 1) */
+    if (s->r->run.n_events < 2 * (int64_t)PAGE_ROWS) nt = x->col_threads = 1;
     x->failed = 0;
     if (!rc) {
         #pragma omp parallel num_threads(nt) reduction(+ : exported)
         {
-            tr_db *db = NULL;
-            batch *b = malloc(sizeof *b);
+            worker *k = &x->wk[omp_get_thread_num()];
             rn_error oerr = { 0 };
-            int orc = b ? tr_open_read(s->r->path, &db, &oerr) : rn_seterr(&oerr, RN_ENOMEM, "out of memory");
+            int orc = worker_ready(k, s->r->path, &oerr);
             #pragma omp for schedule(dynamic, 1)
             for (int i = 0; i < nl; i++) {
                 if (x->failed) continue;
                 char ldir[PATH_MAX];
                 snprintf(ldir, sizeof ldir, "%s/layer=%d", rdir, layers[i]);
                 if (orc) { lrc[i] = orc; lerr[i] = oerr; }
-                else lrc[i] = write_layer(x, s, db, b, layers[i], piece, ntok, ldir, &exported, &lerr[i]);
+                else lrc[i] = write_layer(x, s, k, layers[i], piece, ntok, ldir, &exported, &lerr[i]);
                 if (lrc[i]) x->failed = 1;
             }
-            if (db) tr_close(db);
-            free(b);
         }
         /* the first failure in layer order with a message of its own (the
          * others stopped because of it, with none) */
@@ -261,11 +318,11 @@ enum { R_RUN, R_TRACE, R_RUN_ID, R_NAME, R_STATUS, R_HASH, R_LAYERS, R_HEADS, R_
 static int write_runs(ctx *x, run_src *src, int n, const char *path, rn_error *err)
 {
     static const an_pq_column cols[N_RUNCOLS] = {
-        { "run", AN_PQ_INT64, 0 }, { "trace", AN_PQ_STRING, 0 }, { "run_id", AN_PQ_INT64, 0 },
-        { "name", AN_PQ_STRING, 0 }, { "status", AN_PQ_STRING, 0 }, { "model_hash", AN_PQ_STRING, 0 },
-        { "n_layers", AN_PQ_INT32, 0 }, { "n_heads", AN_PQ_INT32, 0 }, { "n_slots", AN_PQ_INT64, 0 },
-        { "top_k", AN_PQ_INT32, 0 }, { "d_v", AN_PQ_INT32, 0 }, { "n_tokens", AN_PQ_INT64, 0 },
-        { "n_events", AN_PQ_INT64, 0 }, { "weight_format", AN_PQ_STRING, 0 },
+        { "run", AN_PQ_INT64, 0, 0 }, { "trace", AN_PQ_STRING, 0, 0 }, { "run_id", AN_PQ_INT64, 0, 0 },
+        { "name", AN_PQ_STRING, 0, 0 }, { "status", AN_PQ_STRING, 0, 0 }, { "model_hash", AN_PQ_STRING, 0, 0 },
+        { "n_layers", AN_PQ_INT32, 0, 0 }, { "n_heads", AN_PQ_INT32, 0, 0 }, { "n_slots", AN_PQ_INT64, 0, 0 },
+        { "top_k", AN_PQ_INT32, 0, 0 }, { "d_v", AN_PQ_INT32, 0, 0 }, { "n_tokens", AN_PQ_INT64, 0, 0 },
+        { "n_events", AN_PQ_INT64, 0, 0 }, { "weight_format", AN_PQ_STRING, 0, 0 },
     };
     FILE *f = fopen(path, "wb");
     if (!f) return rn_seterr(err, errno == ENOSPC ? RN_EIO : RN_EINPUT, "%s: cannot create: %s", path, strerror(errno));
@@ -342,22 +399,25 @@ int an_pq_export(const char *const *traces, int ntraces, const char *dir, const 
     /* -j N: up to N layer files at once, the threads left over encoding
      * each file's columns */
     int T = o->threads > 0 ? o->threads : 1;
-    ctx x = { o, stop, res, T, 1, 0 };
-    rc = make_dir(tmp, err);
+    ctx x = { o, stop, res, T, 1, 0, calloc((size_t)T, sizeof(worker)) };
+    rc = x.wk ? make_dir(tmp, err) : rn_seterr(err, RN_ENOMEM, "out of memory");
     if (rc) {
         an_runset_close(&rs);
         free(src);
+        free(x.wk);
         if (rc == RN_EINPUT || rc == RN_EIO) rn_preferr(err, "%s", dir);
         return rc;
     }
     snprintf(sub, sizeof sub, "%s/events", tmp);
     rc = make_dir(sub, err);
     for (int i = 0; i < n && !rc; i++) rc = write_run(&x, &src[i], i + 1, sub, err);
+    workers_free(x.wk, T);
     snprintf(sub, sizeof sub, "%s/runs", tmp);
     if (!rc) rc = make_dir(sub, err);
     snprintf(sub, sizeof sub, "%s/runs/runs.parquet", tmp);
     if (!rc) rc = write_runs(&x, src, n, sub, err);
     res->runs = n;
+    if (!rc) rc = dataset_sync(tmp, err);
     if (!rc && rename(tmp, dir) != 0)
         rc = rn_seterr(err, RN_EIO, "%s: cannot rename the finished dataset into place: %s", dir, strerror(errno));
     if (rc) {

@@ -24,6 +24,18 @@ static void bitpack(an_pq_buf *b, const uint32_t *v, size_t i, size_t end, size_
     an_pq_buf_varint(b, groups << 1 | 1);
     if (an_pq_buf_reserve(b, groups * (size_t)width)) return;
     uint8_t *o = b->p + b->n;
+    if (width <= 8) {  /* a group of 8 values fills width bytes: one 64-bit word */
+        for (size_t k = i; k < end; k += 8, o += width) {
+            uint64_t g = 0;
+            if (k + 8 <= n)
+                for (int j = 0; j < 8; j++) g |= (uint64_t)v[k + (size_t)j] << (j * width);
+            else  /* the last group, past n padded with zeros (k < n) */
+                for (int j = 0; k + (size_t)j < n; j++) g |= (uint64_t)v[k + (size_t)j] << (j * width);
+            for (int j = 0; j < width; j++) o[j] = (uint8_t)(g >> (8 * j));
+        }
+        b->n += groups * (size_t)width;
+        return;
+    }
     uint64_t acc = 0;
     int nb = 0;
     for (size_t k = i; k < end; k++) {

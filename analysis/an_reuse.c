@@ -85,6 +85,21 @@ void an_sd_feed(an_sd *sd, const uint32_t *key, size_t n, uint32_t *dist)
     sd->live = live;
 }
 
+void an_sd_reset(an_sd *sd, const uint32_t *keys, size_t n)
+{
+    /* each seen key holds one mark, +1 in the tree: taking them off
+     * leaves the tree all zeros, as an_sd_init made it */
+    for (size_t i = 0; i < n; i++) {
+        uint32_t p = sd->last[keys[i]];
+        if (p == AN_NONE) continue;
+        fw_add(sd->fw, sd->F, p, -1);
+        sd->mark[p] = 0;
+        sd->last[keys[i]] = AN_NONE;
+    }
+    sd->t = 0;
+    sd->live = 0;
+}
+
 int an_stack_distances(const an_stream *s, uint32_t *dist, rn_error *err)
 {
     an_sd sd;

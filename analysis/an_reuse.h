@@ -41,6 +41,10 @@ typedef struct {
 int an_sd_init(an_sd *sd, uint32_t n_keys, rn_error *err);
 void an_sd_feed(an_sd *sd, const uint32_t *key, size_t n, uint32_t *dist);
 void an_sd_free(an_sd *sd);
+/* Back to the state of an_sd_init in time proportional to the keys seen:
+ * keys[0..n) must hold every key fed since the init or the last reset
+ * (repeats and unseen keys are harmless). */
+void an_sd_reset(an_sd *sd, const uint32_t *keys, size_t n);
 
 /* reuse[i] = reuse time of access i in tokens or AN_COLD (needs s->pos). */
 int an_reuse_times(const an_stream *s, uint32_t *reuse, rn_error *err);

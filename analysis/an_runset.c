@@ -8,8 +8,14 @@
 
 void an_runset_close(an_runset *rs)
 {
-    for (int i = 0; i < rs->n; i++) an_run_close(&rs->r[i]);
+    for (int i = 0; i < rs->n; i++) {
+        rs->r[i].db = NULL;  /* its file's, closed below */
+        an_run_close(&rs->r[i]);
+    }
+    for (int f = 0; f < rs->files; f++)
+        if (rs->db[f]) tr_close(rs->db[f]);
     free(rs->r);
+    free(rs->db);
     memset(rs, 0, sizeof *rs);
 }
 
@@ -26,8 +32,8 @@ static int same_model(const an_run *a, const an_run *b)
     return 1;
 }
 
-/* The run ids of path to open under sel, into *ids (malloc'd). */
-static int select_ids(const char *path, an_runsel sel, int64_t **ids, int *n, rn_error *err)
+/* The run ids of path (open as db) to open under sel, into *ids (malloc'd). */
+static int select_ids(tr_db *db, const char *path, an_runsel sel, int64_t **ids, int *n, rn_error *err)
 {
     *ids = NULL;
     *n = 0;
@@ -37,12 +43,8 @@ static int select_ids(const char *path, an_runsel sel, int64_t **ids, int *n, rn
         *n = 1;
         return RN_OK;
     }
-    tr_db *db;
     tr_run_info *runs = NULL;
-    int nr = 0, rc = tr_open_read(path, &db, err);
-    if (rc) return rc;
-    rc = tr_list_runs(db, &runs, &nr, err);
-    tr_close(db);
+    int nr = 0, rc = tr_list_runs(db, &runs, &nr, err);
     if (rc) return rc;
     if (nr == 0) { free(runs); return rn_seterr(err, RN_EINPUT, "%s: holds no run", path); }
     if (!(*ids = malloc((size_t)nr * sizeof **ids))) { free(runs); return rn_seterr(err, RN_ENOMEM, "out of memory"); }
@@ -57,10 +59,13 @@ int an_runset_open(const char *const *paths, int npaths, an_runsel sel, int chec
 {
     memset(rs, 0, sizeof *rs);
     int cap = 0, rc = RN_OK;
+    if (!(rs->db = calloc((size_t)npaths, sizeof *rs->db))) return rn_seterr(err, RN_ENOMEM, "out of memory");
     for (int f = 0; f < npaths && !rc; f++) {
         int64_t *ids;
         int nids;
-        if ((rc = select_ids(paths[f], sel, &ids, &nids, err))) break;
+        rs->files++;
+        if ((rc = tr_open_read(paths[f], &rs->db[f], err))) break;
+        if ((rc = select_ids(rs->db[f], paths[f], sel, &ids, &nids, err))) break;
         for (int i = 0; i < nids && !rc; i++) {
             if (rs->n == AN_RUNSET_MAX) {
                 rc = rn_seterr(err, RN_EINPUT, "%s: more than %d runs in one analysis", paths[f], AN_RUNSET_MAX);
@@ -72,7 +77,7 @@ int an_runset_open(const char *const *paths, int npaths, an_runsel sel, int chec
                 if (!t) { rc = rn_seterr(err, RN_ENOMEM, "out of memory"); break; }
                 rs->r = t;
             }
-            if ((rc = an_run_open(paths[f], ids[i], &rs->r[rs->n], err))) break;
+            if ((rc = an_run_open_on(rs->db[f], paths[f], ids[i], &rs->r[rs->n], err))) break;
             const an_run *a = &rs->r[0], *b = &rs->r[rs->n];
             rs->n++;
             if (check_model && !same_model(a, b))
@@ -84,7 +89,6 @@ int an_runset_open(const char *const *paths, int npaths, an_runsel sel, int chec
                                a->run.cfg.n_heads, (long long)a->M);
         }
         free(ids);
-        rs->files++;
     }
     if (rc) an_runset_close(rs);
     return rc;

@@ -25,6 +25,9 @@ typedef struct {
     an_run *r;   /* [n] open runs in sequence order */
     int n;
     int files;   /* trace files they came from */
+    tr_db **db;  /* [files] one connection per file, shared by its runs
+                    (r[i].db), so many runs cost no more descriptors than
+                    their files */
 } an_runset;
 
 /* Which runs of each file: run_id > 0 that run, all != 0 every run, else

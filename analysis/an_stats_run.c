@@ -62,6 +62,8 @@ typedef struct {
     uint64_t *cnt;            /* [M] accesses per slot */
     uint32_t *first;          /* [M] slots in order of first access */
     uint32_t nk;
+    uint32_t *runk;           /* [M] slots in order of first access in this run */
+    uint32_t nrk;
     uint8_t *written;         /* [M] */
     int32_t *lastwin;         /* [M] */
     int32_t *lastpos;         /* [M] for reuse times, -1 never */
@@ -88,7 +90,7 @@ typedef struct {
 
 static void acc_free(head_acc *a)
 {
-    free(a->cnt); free(a->first); free(a->written); free(a->lastwin); free(a->lastpos);
+    free(a->cnt); free(a->first); free(a->runk); free(a->written); free(a->lastwin); free(a->lastpos);
     free(a->sdh); free(a->rh); free(a->big); free(a->dcnt);
     an_sd_free(&a->sd);
 }
@@ -101,6 +103,7 @@ static int acc_init(head_acc *a, int64_t M, int window, rn_error *err)
     size_t m = (size_t)M;
     a->cnt = calloc(m, sizeof *a->cnt);
     a->first = malloc(m * sizeof *a->first);
+    a->runk = malloc(m * sizeof *a->runk);
     a->written = calloc(m, 1);
     a->lastwin = malloc(m * sizeof *a->lastwin);
     a->lastpos = malloc(m * sizeof *a->lastpos);
@@ -108,7 +111,7 @@ static int acc_init(head_acc *a, int64_t M, int window, rn_error *err)
     a->rcap = RH_DENSE < 1024 ? RH_DENSE : 1024;
     a->rh = calloc(a->rcap, sizeof *a->rh);
     a->dcnt = calloc(m + 1, sizeof *a->dcnt);
-    if (!a->cnt || !a->first || !a->written || !a->lastwin || !a->lastpos || !a->sdh || !a->rh || !a->dcnt) {
+    if (!a->cnt || !a->first || !a->runk || !a->written || !a->lastwin || !a->lastpos || !a->sdh || !a->rh || !a->dcnt) {
         acc_free(a);
         return rn_seterr(err, RN_ENOMEM, "out of memory for head statistics over %lld slots", (long long)M);
     }
@@ -124,20 +127,25 @@ static int acc_init(head_acc *a, int64_t M, int window, rn_error *err)
 /* Start the next run of the same head: a run is a sequence of its own,
  * with its own memory, so what follows one access to the next (written
  * flags, reuse times, stack distances, windows, shifts, ranks) starts
- * afresh, while the counts and histograms go on accumulating. */
-static int acc_next_run(head_acc *a, rn_error *err)
+ * afresh, while the counts and histograms go on accumulating.  Only the
+ * slots the run touched are reset (runk), so many short runs of a model
+ * with many slots cost their accesses, not M each. */
+static void acc_next_run(head_acc *a)
 {
-    size_t m = (size_t)a->M;
-    memset(a->written, 0, m);
-    for (size_t k = 0; k < m; k++) { a->lastwin[k] = -1; a->lastpos[k] = -1; }
+    for (uint32_t i = 0; i < a->nrk; i++) {
+        uint32_t k = a->runk[i];
+        a->written[k] = 0;
+        a->lastwin[k] = -1;
+        a->lastpos[k] = -1;
+    }
+    an_sd_reset(&a->sd, a->runk, a->nrk);
+    a->nrk = 0;
     for (int i = 0; i < 2 * RN_MAX_TOPK; i++) a->prevpos[i] = -2;
     a->lpos = -1;
     a->lop = -1;
     a->rank = 0;
     a->nwin_done += a->nwin;
     a->nwin = 0;
-    an_sd_free(&a->sd);
-    return an_sd_init(&a->sd, (uint32_t)a->M, err);
 }
 
 /* One access, in the head's (pos, op, rank) order: an_stats_head's loop
@@ -148,6 +156,7 @@ static int acc_add(head_acc *a, const tr_event *e, an_head_stats *o, rn_error *e
     int op = e->op;
     int64_t M = a->M;
     if (!a->cnt[k]) a->first[a->nk++] = k;
+    if (a->lastpos[k] < 0) a->runk[a->nrk++] = k;  /* (every access sets lastpos) */
     a->cnt[k]++;
     o->events++;
     if (op == RN_OP_WRITE) { o->writes++; a->written[k] = 1; }
@@ -277,7 +286,7 @@ static int head_stats(const an_run *r, int nr, int layer, int head, int window, 
     if (rc) return rc;
     for (int i = 0; i < nr && !rc; i++) {
         tr_iter *it;
-        if (i > 0 && (rc = acc_next_run(&a, err))) break;
+        if (i > 0) acc_next_run(&a);
         if ((rc = tr_iter_open(r[i].db, r[i].run.run_id, &f, &it, err))) break;
         tr_event e;
         while ((rc = tr_iter_next(it, &e, err)) == 1)
@@ -297,7 +306,7 @@ int an_stats_run(const an_run *r, int layer, int head, int window, const an_stat
 
 /* The heads run in parallel (OpenMP, up to omp_get_max_threads() threads,
  * at most one per head): each thread reads through connections of its
- * own (the first thread through r's), each head is summarised alone into
+ * own, one per trace file (the first thread through r's), each head is summarised alone into
  * its own slot, and the heads are gathered in (layer, head) order, so the
  * output does not depend on the thread count. */
 int an_stats_runs(const an_run *r, int nr, int layer, int head, int window, const an_stats_ctl *ctl,
@@ -329,12 +338,21 @@ int an_stats_runs(const an_run *r, int nr, int layer, int head, int window, cons
     #pragma omp parallel num_threads(nt)
     {
         an_run *own = NULL, *rr = (an_run *)r;
+        tr_db **conn = NULL;
         int opened = 0, orc = RN_OK;
         rn_error oerr = { 0 };
         if (omp_get_thread_num() > 0) {
-            if (!(own = calloc((size_t)nr, sizeof *own))) orc = rn_seterr(&oerr, RN_ENOMEM, "out of memory");
-            for (; !orc && opened < nr; opened++)
-                if ((orc = an_run_open(r[opened].path, r[opened].run.run_id, &own[opened], &oerr))) break;
+            /* r's runs with a connection of this thread's to each file
+             * (consecutive runs of one file share it) */
+            own = calloc((size_t)nr, sizeof *own);
+            conn = calloc((size_t)nr, sizeof *conn);
+            if (!own || !conn) orc = rn_seterr(&oerr, RN_ENOMEM, "out of memory");
+            for (int i = 0; i < nr && !orc; i++) {
+                if (i == 0 || strcmp(r[i].path, r[i - 1].path))
+                    if ((orc = tr_open_read(r[i].path, &conn[opened++], &oerr))) break;
+                own[i] = r[i];
+                own[i].db = conn[opened - 1];
+            }
             rr = own;
         }
         #pragma omp for schedule(dynamic, 1)
@@ -349,8 +367,10 @@ int an_stats_runs(const an_run *r, int nr, int layer, int head, int window, cons
                 if (ctl && ctl->progress) ctl->progress(ctl->user, done, nh);
             }
         }
-        for (int i = 0; i < opened; i++) an_run_close(&own[i]);
-        free(own);
+        for (int i = 0; i < opened; i++)
+            if (conn[i]) tr_close(conn[i]);
+        free(conn);
+        free(own);  /* (its heads are r's) */
     }
     for (int k = 0; k < nh && !rc; k++)
         if (hrc[k]) { rc = hrc[k]; if (err) *err = herr[k]; }

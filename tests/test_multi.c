@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sqlite3.h>
+
 #include "an_load.h"
 #include "th.h"
 
@@ -323,4 +325,147 @@ TH_TEST(test_multi_refused, "several runs: another model, --warmup, --run with -
     refused("--warmup", "%s simulate %s %s --warmup 5 --capacity 8%s", A, B, "");
     refused("exclude each other", "%s stats %s %s --run 1 --all-runs%s", A, B, "");
     refused("larger than", "%s simulate %s %s --all-runs --scope head --capacity 769%s", A, B, "");
+}
+
+/* ---- many small runs in a few files, under a descriptor limit ---- */
+
+enum { MANY_FILES = 3, SEEDS = 5, HEADS = 8 };
+static char MANY[MANY_FILES][4096], SEED[4096];
+static unsigned long long copies[SEEDS + 1];  /* runs of each seed over the files */
+
+/* Run `to` of db, a copy of run `from` of the attached seed, every table's rows. */
+static int copy_run(sqlite3 *db, int from, int to)
+{
+    static const char *const tables[] = { "runs", "tokens", "heads", "event_blocks", "prefill_chunks" };
+    for (size_t t = 0; t < sizeof tables / sizeof *tables; t++) {
+        char sql[512];
+        snprintf(sql, sizeof sql, "CREATE TEMP TABLE c AS SELECT * FROM seed.%s WHERE run_id = %d; "
+                 "UPDATE c SET run_id = %d; INSERT INTO main.%s SELECT * FROM c; DROP TABLE c;",
+                 tables[t], from, to, tables[t]);
+        if (sqlite3_exec(db, sql, NULL, NULL, NULL) != SQLITE_OK) return 1;
+    }
+    return 0;
+}
+
+/* SEED: five runs of a tiny model over short texts of different lengths;
+ * MANY[f]: SEED's runs, then runs 6..100+f, each a copy of a seed run in
+ * a rotating order (303 runs in all).  Made once. */
+static int make_many(void)
+{
+    static int made = -1;
+    if (made >= 0) return made;
+    made = 1;
+    char model[4096];
+    snprintf(model, sizeof model, "%s", th_path("many_tiny.bin"));
+    snprintf(SEED, sizeof SEED, "%s", th_path("many_seed.db"));
+    if (th_run("%s init --config samples/configs/tiny.cfg -o %s -q", th_bin(), model)) return made;
+    static const char *const text[SEEDS] = { "In the", "beginning God", "created the heaven and",
+                                             "the earth. And the earth was", "without form, and void; and dark" };
+    for (int s = 0; s < SEEDS; s++) {
+        char p[64];
+        snprintf(p, sizeof p, "many_p%d.txt", s);
+        const char *pp = th_path(p);
+        if (th_write_file(pp, text[s], strlen(text[s])) ||
+            th_run("%s trace %s %s -o %s -q", th_bin(), model, th_path(p), SEED))
+            return made;
+        copies[s + 1] += MANY_FILES;
+    }
+    for (int f = 0; f < MANY_FILES; f++) {
+        char name[64];
+        snprintf(name, sizeof name, "many_%d.db", f);
+        snprintf(MANY[f], sizeof MANY[f], "%s", th_path(name));
+        if (th_run("cp %s %s", SEED, MANY[f])) return made;
+        sqlite3 *db;
+        char sql[4200];
+        snprintf(sql, sizeof sql, "ATTACH '%s' AS seed; BEGIN", SEED);
+        int ok = sqlite3_open(MANY[f], &db) == SQLITE_OK && sqlite3_exec(db, sql, NULL, NULL, NULL) == SQLITE_OK;
+        for (int k = SEEDS + 1; k <= 100 + f && ok; k++) {
+            int s = (k * 7 + f) % SEEDS + 1;
+            ok = !copy_run(db, s, k);
+            copies[s]++;
+        }
+        ok = ok && sqlite3_exec(db, "COMMIT", NULL, NULL, NULL) == SQLITE_OK;
+        sqlite3_close(db);
+        if (!ok) return made;
+    }
+    made = 0;
+    return made;
+}
+
+/* Per head (layer * 4 + head of the tiny model): events, writes, reads,
+ * warm and cold reads of a `stats ... -f csv` output, added times mult. */
+static void add_stats(const char *csv, unsigned long long mult, unsigned long long sum[HEADS][5])
+{
+    const char *line = strchr(csv, '\n');
+    int rows = 0;
+    for (; line && line[1]; line = strchr(line + 1, '\n')) {
+        int layer, head, cape;
+        unsigned long long v[5], d, skip[2];
+        double x[4];
+        int got = sscanf(line + 1, "%d,%d,%d,%llu,%llu,%llu,%llu,%lf,%lf,%lf,%lf,%llu,%llu", &layer, &head, &cape,
+                         &v[0], &v[1], &v[2], &d, &x[0], &x[1], &x[2], &x[3], &skip[0], &skip[1]);
+        CU_ASSERT_EQUAL_FATAL(got, 13);
+        CU_ASSERT_FATAL(layer >= 0 && layer < 2 && head >= 0 && head < 4);
+        v[3] = skip[0];
+        v[4] = skip[1];
+        for (int k = 0; k < 5; k++) sum[layer * 4 + head][k] += mult * v[k];
+        rows++;
+    }
+    CU_ASSERT_EQUAL(rows, HEADS);
+}
+
+TH_TEST(test_multi_many_runs, "303 runs in 3 files under ulimit -n 64: stats, simulate, export --all-runs equal each run computed alone, summed")
+{
+    CU_ASSERT_EQUAL_FATAL(make_many(), 0);
+    char files[3 * 4096 + 8];
+    snprintf(files, sizeof files, "%s %s %s", MANY[0], MANY[1], MANY[2]);
+    unsigned long long total = 0;
+    for (int s = 1; s <= SEEDS; s++) total += copies[s];
+    CU_ASSERT_EQUAL_FATAL(total, 303);
+    /* each seed run alone, times its copies */
+    unsigned long long want[HEADS][5] = { { 0 } }, got[HEADS][5] = { { 0 } };
+    unsigned long long want_miss[2] = { 0 }, want_events = 0;
+    for (int s = 1; s <= SEEDS; s++) {
+        CU_ASSERT_EQUAL_FATAL(th_run("%s stats %s --run %d -f csv -q", th_bin(), SEED, s), 0);
+        add_stats(th_out(), copies[s], want);
+        CU_ASSERT_EQUAL_FATAL(th_run("%s simulate %s --run %d --policy lru --capacity 8,64 --scope head -f csv -q",
+                                     th_bin(), SEED, s), 0);
+        unsigned long long acc = 0, hits = 0, miss[2] = { 0, 0 };
+        int cap = 0;
+        const char *row = strchr(th_out(), '\n');
+        CU_ASSERT_FATAL(row && sscanf(row + 1, "lru,%d,%llu,%llu,%llu", &cap, &acc, &hits, &miss[0]) == 4);
+        row = strchr(row + 1, '\n');
+        CU_ASSERT_FATAL(row && sscanf(row + 1, "lru,%d,%llu,%llu,%llu", &cap, &acc, &hits, &miss[1]) == 4);
+        want_miss[0] += copies[s] * miss[0];
+        want_miss[1] += copies[s] * miss[1];
+        want_events += copies[s] * acc;
+    }
+    /* all together, with 64 descriptors: the files' connections are shared
+     * by their runs (one per run would need over 300) */
+    CU_ASSERT_EQUAL_FATAL(th_run("ulimit -n 64 && %s stats %s --all-runs -f csv -q -j 2", th_bin(), files), 0);
+    char *limited = strdup(th_out());
+    add_stats(limited, 1, got);
+    CU_ASSERT_EQUAL(memcmp(got, want, sizeof got), 0);
+    CU_ASSERT_EQUAL(th_run("%s stats %s --all-runs -f csv -q -j 1", th_bin(), files), 0);
+    CU_ASSERT_STRING_EQUAL(th_out(), limited);  /* the limit changes nothing, nor the threads */
+    free(limited);
+    CU_ASSERT_EQUAL_FATAL(th_run("ulimit -n 64 && %s simulate %s --all-runs --policy lru --capacity 8,64 --scope head "
+                                 "-f csv -q", th_bin(), files), 0);
+    unsigned long long acc = 0, hits = 0, miss[2] = { 0, 0 };
+    int cap = 0;
+    const char *row = strchr(th_out(), '\n');
+    CU_ASSERT_FATAL(row && sscanf(row + 1, "lru,%d,%llu,%llu,%llu", &cap, &acc, &hits, &miss[0]) == 4);
+    CU_ASSERT_EQUAL(acc, want_events);
+    row = strchr(row + 1, '\n');
+    CU_ASSERT_FATAL(row && sscanf(row + 1, "lru,%d,%llu,%llu,%llu", &cap, &acc, &hits, &miss[1]) == 4);
+    CU_ASSERT_EQUAL(miss[0], want_miss[0]);
+    CU_ASSERT_EQUAL(miss[1], want_miss[1]);
+    CU_ASSERT_EQUAL(th_run("ulimit -n 64 && %s export %s --all-runs -f csv -o - -q | wc -l", th_bin(), files), 0);
+    CU_ASSERT_EQUAL(strtoull(th_out(), NULL, 10), want_events + 1);  /* + the header */
+    char dir[4096], expect[128];
+    snprintf(dir, sizeof dir, "%s", th_path("many_pq"));
+    CU_ASSERT_EQUAL(th_run("ulimit -n 64 && %s export %s --all-runs -f parquet -o %s -j 2", th_bin(), files, dir), 0);
+    snprintf(expect, sizeof expect, "export: 303 runs, %llu events,", want_events);
+    if (!strstr(th_err(), expect)) fprintf(stderr, "\n%s", th_err());
+    CU_ASSERT_PTR_NOT_NULL(strstr(th_err(), expect));
 }

@@ -9,7 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sqlite3.h>
+
 #include "an_parquet.h"
+#include "tr_reader.h"
 #include "rn_rng.h"
 #include "th.h"
 
@@ -63,8 +66,10 @@ static size_t type_size(int t)
 }
 
 /* Write n rows of the columns to pq_TAG.parquet (appended in uneven
- * slices), then have both readers compare it with the values. */
-static void check_file(const char *tag, const tcol *tc, int nc, size_t n, an_pq_opts o)
+ * slices) with a writer of its own, or (keep != NULL) with the writer *keep
+ * reopened (an_pq_reopen; kept for the caller to free), then have both
+ * readers compare it with the values. */
+static void check_file_with(const char *tag, const tcol *tc, int nc, size_t n, an_pq_opts o, an_pq_writer **keep)
 {
     char file[64], json[64];
     snprintf(file, sizeof file, "pq_%s.parquet", tag);
@@ -73,12 +78,17 @@ static void check_file(const char *tag, const tcol *tc, int nc, size_t n, an_pq_
     snprintf(fpath, sizeof fpath, "%s", th_path(file));
     snprintf(jpath, sizeof jpath, "%s", th_path(json));
     an_pq_column cols[16];
-    for (int c = 0; c < nc; c++) cols[c] = (an_pq_column){ tc[c].name, tc[c].type, tc[c].enc };
+    for (int c = 0; c < nc; c++) cols[c] = (an_pq_column){ tc[c].name, tc[c].type, tc[c].enc, 0 };
     FILE *f = fopen(fpath, "wb");
     CU_ASSERT_PTR_NOT_NULL_FATAL(f);
     an_pq_writer *w;
     rn_error err = { 0 };
-    CU_ASSERT_EQUAL_FATAL(an_pq_open(&w, f, cols, nc, &o, &err), RN_OK);
+    if (keep) {
+        CU_ASSERT_EQUAL_FATAL(an_pq_reopen(keep, f, cols, nc, &o, &err), RN_OK);
+        w = *keep;
+    } else {
+        CU_ASSERT_EQUAL_FATAL(an_pq_open(&w, f, cols, nc, &o, &err), RN_OK);
+    }
     for (size_t at = 0, step = 1; at < n; at += step, step = step * 3 + 1) {
         if (step > n - at) step = n - at;
         const void *v[16];
@@ -88,7 +98,7 @@ static void check_file(const char *tag, const tcol *tc, int nc, size_t n, an_pq_
     CU_ASSERT_EQUAL(an_pq_finish(w, &err), RN_OK);
     CU_ASSERT_EQUAL(an_pq_rows(w), n);
     uint64_t bytes = an_pq_bytes(w);
-    an_pq_free(w);
+    if (!keep) an_pq_free(w);
     CU_ASSERT_EQUAL_FATAL(fclose(f), 0);
     /* framed as Parquet: magic at both ends, the footer length inside */
     size_t len;
@@ -117,6 +127,11 @@ static void check_file(const char *tag, const tcol *tc, int nc, size_t n, an_pq_
     int rc = th_run("node tests/js/pq_check.mjs %s %s", fpath, jpath);
     if (rc) fprintf(stderr, "\n%s%s", th_out(), th_err());
     CU_ASSERT_EQUAL(rc, 0);
+}
+
+static void check_file(const char *tag, const tcol *tc, int nc, size_t n, an_pq_opts o)
+{
+    check_file_with(tag, tc, nc, n, o, NULL);
 }
 
 TH_TEST(test_pq_empty, "writer: no rows (an empty file of every column type) and one row")
@@ -381,6 +396,63 @@ TH_TEST(test_pq_export_stats, "export: three runs of two traces as one dataset; 
     free(csv);
 }
 
+/* The bulk reader under the export hands out the events of tr_iter_next,
+ * field by field, whatever the batch size and the filter. */
+static void compare_bulk(tr_db *db, int64_t run, tr_filter f, size_t cap)
+{
+    enum { CAP = 1000 };
+    static int32_t ly[CAP], hd[CAP], ps[CAP], op[CAP], rk[CAP];
+    static uint32_t sl[CAP], ad[CAP];
+    static float wt[CAP];
+    const tr_columns c = { ly, hd, ps, op, rk, sl, ad, wt };
+    tr_iter *a, *b;
+    rn_error err = { 0 };
+    CU_ASSERT_EQUAL_FATAL(tr_iter_open(db, run, &f, &a, &err), RN_OK);
+    CU_ASSERT_EQUAL_FATAL(tr_iter_open(db, run, &f, &b, &err), RN_OK);
+    size_t n, total = 0, bad = 0;
+    tr_event e;
+    do {
+        CU_ASSERT_EQUAL_FATAL(tr_iter_read(b, &c, cap, &n, &err), RN_OK);
+        for (size_t i = 0; i < n; i++) {
+            CU_ASSERT_EQUAL_FATAL(tr_iter_next(a, &e, &err), 1);
+            bad += e.layer != ly[i] || e.head != hd[i] || e.pos != ps[i] || e.op != op[i] || e.rank != rk[i] ||
+                   e.slot != sl[i] || e.addr != ad[i] || memcmp(&e.weight, &wt[i], 4);
+        }
+        total += n;
+    } while (n > 0);
+    CU_ASSERT_EQUAL(tr_iter_next(a, &e, &err), 0);  /* both at the end */
+    CU_ASSERT_EQUAL(tr_iter_read(b, &c, cap, &n, &err), RN_OK);  /* and it stays there */
+    CU_ASSERT_EQUAL(n, 0);
+    CU_ASSERT_EQUAL(bad, 0);
+    CU_ASSERT(total > 0);
+    tr_iter_close(a);
+    tr_iter_close(b);
+}
+
+TH_TEST(test_pq_bulk_reader, "export's bulk reader (tr_iter_read): tr_iter_next's events in batches of 1, 3, 7 and 1000, filtered by layer, head, op and positions")
+{
+    if (!th_file_exists(TA)) CU_ASSERT_EQUAL_FATAL(make_traces(), 0);
+    tr_db *db;
+    rn_error err = { 0 };
+    CU_ASSERT_EQUAL_FATAL(tr_open_read(TA, &db, &err), RN_OK);
+    static const size_t caps[4] = { 1, 3, 7, 1000 };
+    for (int k = 0; k < 4; k++)
+        for (int run = 1; run <= 2; run++) {
+            tr_filter f = tr_filter_all();
+            compare_bulk(db, run, f, caps[k]);
+            f.layer = 1;
+            f.ops = RN_OPS_READ;
+            compare_bulk(db, run, f, caps[k]);
+            f.layer = 3;
+            f.head = 1;
+            f.ops = run == 1 ? RN_OPS_WRITE : RN_OPS_BOTH;
+            f.pos_lo = 3;
+            f.pos_hi = 11;
+            compare_bulk(db, run, f, caps[k]);
+        }
+    tr_close(db);
+}
+
 /* export must fail with status `status` and one line holding needle, and
  * leave neither dir nor its temporary. */
 static void expect_refused(const char *cmd, int status, const char *needle, const char *dir)
@@ -393,6 +465,51 @@ static void expect_refused(const char *cmd, int status, const char *needle, cons
     CU_ASSERT_EQUAL(th_count_lines(th_err()), 1);
     CU_ASSERT_FALSE(th_file_exists(dir));
     CU_ASSERT_NOT_EQUAL(th_run("ls -d %s.tmp.* 2>/dev/null", dir), 0);
+}
+
+TH_TEST(test_pq_export_corrupt, "export --format parquet of a trace with a NaN weight or one above 1 in a block: one line, exit 2, no dataset")
+{
+    if (!th_file_exists(TA)) CU_ASSERT_EQUAL_FATAL(make_traces(), 0);
+    static const float bad[2] = { NAN, 2.5f };
+    for (int k = 0; k < 2; k++) {
+        char db[4096], dir[4096], cmd[16384];
+        snprintf(db, sizeof db, "%s", th_path(k ? "pqx_bad_w2.db" : "pqx_bad_w1.db"));
+        snprintf(dir, sizeof dir, "%s", th_path(k ? "pqx_bad_w2" : "pqx_bad_w1"));
+        CU_ASSERT_EQUAL_FATAL(th_run("cp %s %s", TA, db), 0);
+        /* entry 1 + 9k of one block's weights (f32) replaced, as a BLOB */
+        static const char *where = " FROM event_blocks WHERE run_id = 1 AND layer = 2 AND head = 1 AND pos0 = 0";
+        char sql[512];
+        sqlite3 *q;
+        sqlite3_stmt *st = NULL;
+        int ok = sqlite3_open(db, &q) == SQLITE_OK;
+        snprintf(sql, sizeof sql, "SELECT weights, rowid%s", where);
+        ok = ok && sqlite3_prepare_v2(q, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW;
+        int len = ok ? sqlite3_column_bytes(st, 0) : 0;
+        int64_t rowid = ok ? sqlite3_column_int64(st, 1) : 0;
+        uint8_t *w = malloc((size_t)len + 1);
+        ok = ok && w && len >= 40 && sqlite3_column_type(st, 0) == SQLITE_BLOB;
+        if (ok) {
+            memcpy(w, sqlite3_column_blob(st, 0), (size_t)len);
+            memcpy(w + 4 + 36 * k, &bad[k], 4);
+        }
+        sqlite3_finalize(st);
+        st = NULL;
+        ok = ok && sqlite3_prepare_v2(q, "UPDATE event_blocks SET weights = ? WHERE rowid = ?", -1, &st, NULL) == SQLITE_OK &&
+             sqlite3_bind_blob(st, 1, w, len, SQLITE_STATIC) == SQLITE_OK && sqlite3_bind_int64(st, 2, rowid) == SQLITE_OK &&
+             sqlite3_step(st) == SQLITE_DONE && sqlite3_changes(q) == 1;
+        sqlite3_finalize(st);
+        sqlite3_close(q);
+        free(w);
+        CU_ASSERT_FATAL(ok);
+        snprintf(cmd, sizeof cmd, "%s export %s -f parquet --run 1 -o %s -j 2", th_bin(), db, dir);
+        CU_ASSERT_EQUAL(th_run("%s", cmd), 2);
+        CU_ASSERT_EQUAL(th_count_lines(th_err()), 1);
+        CU_ASSERT_PTR_NOT_NULL(strstr(th_err(), "corrupt trace"));
+        CU_ASSERT_PTR_NOT_NULL(strstr(th_err(), "layer 2, head 1"));
+        CU_ASSERT_PTR_NOT_NULL(strstr(th_err(), k ? "weight 2.5 not in [0, 1]" : "weight nan not in [0, 1]"));
+        CU_ASSERT_FALSE(th_file_exists(dir));
+        CU_ASSERT_NOT_EQUAL(th_run("ls -d %s.tmp.* 2>/dev/null", dir), 0);
+    }
 }
 
 TH_TEST(test_pq_export_bad, "export --format parquet: an existing directory, a full disk, bad options: one line, non-zero, no dataset")
@@ -433,7 +550,7 @@ TH_TEST(test_pq_disk_full, "writer: a full disk (/dev/full) fails the append or 
     rn_rng r;
     rn_rng_seed(&r, 32);
     for (int i = 0; i < N; i++) v[i] = (int32_t)rn_rng_below(&r, 1u << 30);
-    an_pq_column col = { "v", AN_PQ_INT32, 1 };
+    an_pq_column col = { "v", AN_PQ_INT32, 1, 0 };
     for (int g = 0; g < 2; g++) {
         FILE *f = fopen("/dev/full", "wb");
         if (!f) return;  /* no /dev/full here */
@@ -451,4 +568,48 @@ TH_TEST(test_pq_disk_full, "writer: a full disk (/dev/full) fails the append or 
         an_pq_free(w);
         fclose(f);
     }
+}
+
+TH_TEST(test_pq_reopen, "writer reuse: one writer, failed on a full disk mid-file, reopened for files of other encodings and sizes")
+{
+    enum { N = 50000 };
+    static int32_t a[N], b[N];
+    static float wt[N];
+    rn_rng r;
+    rn_rng_seed(&r, 77);
+    for (int i = 0; i < N; i++) {
+        a[i] = (int32_t)rn_rng_below(&r, 1u << 30);
+        b[i] = (int32_t)rn_rng_below(&r, 9) - 4;
+        wt[i] = (float)rn_rng_below(&r, 64) / 64.0f;  /* few distinct: a dictionary fits */
+    }
+    an_pq_opts o = { 0 };
+    o.group_rows = 8000;
+    o.page_rows = 3000;
+    an_pq_writer *w = NULL;
+    rn_error err = { 0 };
+    an_pq_column cols[3] = { { "a", AN_PQ_INT32, AN_PQ_PLAIN, 0 }, { "b", AN_PQ_INT32, AN_PQ_DICT, 0 },
+                             { "w", AN_PQ_FLOAT, AN_PQ_PLAIN, 0 } };
+    FILE *f = fopen("/dev/full", "wb");
+    if (f) {  /* the first file fails in a background row group; the writer is reused after */
+        int rc = an_pq_reopen(&w, f, cols, 3, &o, &err);
+        const void *vals[3] = { a, b, wt };
+        for (int k = 0; k < 5 && rc == RN_OK; k++) rc = an_pq_append(w, N / 5, vals, &err);
+        if (rc == RN_OK) rc = an_pq_finish(w, &err);
+        CU_ASSERT_EQUAL(rc, RN_EIO);
+        if (w) an_pq_abandon(w);
+        fclose(f);
+    }
+    const tcol c1[] = { { "a", AN_PQ_INT32, AN_PQ_PLAIN, a }, { "b", AN_PQ_INT32, AN_PQ_DICT, b },
+                        { "w", AN_PQ_FLOAT, AN_PQ_DICT, wt } };
+    check_file_with("reopen1", c1, 3, N, o, &w);
+    const an_pq_writer *first = w;
+    /* fewer rows than a group, other encodings: the same writer */
+    const tcol c2[] = { { "a", AN_PQ_INT32, AN_PQ_DELTA, b }, { "b", AN_PQ_INT32, AN_PQ_BEST, a },
+                        { "w", AN_PQ_FLOAT, AN_PQ_PLAIN, wt + 7 } };
+    check_file_with("reopen2", c2, 3, 5000, o, &w);
+    CU_ASSERT_PTR_EQUAL(w, first);
+    /* another group size: a new writer */
+    o.group_rows = 4000;
+    check_file_with("reopen3", c1, 3, 9000, o, &w);
+    an_pq_free(w);
 }

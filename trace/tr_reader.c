@@ -29,6 +29,7 @@ struct tr_iter {
     tr_db *db;
     sqlite3_stmt *st;
     int have_row;      /* st holds a block whose entries are being handed out */
+    int done;          /* st returned its last row (stepping it again would restart it) */
     int op_only;       /* -1: both ops, else the one op the filter keeps */
     int64_t lo, hi;    /* positions [lo, hi) of the filter */
     /* the current block */
@@ -602,47 +603,118 @@ static int read_block(tr_iter *it, rn_error *err)
     return RN_OK;
 }
 
-int tr_iter_next(tr_iter *it, tr_event *ev, rn_error *err)
+/* Step to the next block whose entries remain: 1, 0 at the end, or an
+ * error code. */
+static int next_block(tr_iter *it, rn_error *err)
+{
+    it->have_row = 0;
+    if (it->done) return 0;
+    int src = sqlite3_step(it->st);
+    if (src == SQLITE_DONE) { it->done = 1; return 0; }
+    if (src != SQLITE_ROW) return tr_sqlerr(it->db->db, src, it->db->path, "reading events", err);
+    int rc = read_block(it, err);
+    if (rc) return rc;
+    it->have_row = 1;
+    return 1;
+}
+
+/* RN_EINPUT for a stored slot outside the run's slots or a weight outside
+ * [0, 1] (NaN too); RN_OK otherwise. */
+static int check_entry(const tr_iter *it, uint32_t slot, float w, rn_error *err)
+{
+    char why[96];
+    if ((int64_t)slot >= it->run.M) {
+        snprintf(why, sizeof why, "slot %u outside [0, %lld]", slot, (long long)it->run.M - 1);
+        return corrupt(it, why, err);
+    }
+    if (!(w >= 0 && w <= 1)) {   /* also NaN */
+        snprintf(why, sizeof why, "weight %g not in [0, 1]", w);
+        return corrupt(it, why, err);
+    }
+    return RN_OK;
+}
+
+/* Step to the next selected entry: it->e at an entry of a position below
+ * the filter's end and of an op it keeps, *pos and *op that entry's; 1, 0
+ * at the end, or an error code. */
+static int next_entry(tr_iter *it, int64_t *pos, int *op, rn_error *err)
 {
     for (;;) {
         if (!it->have_row || it->e >= it->n_ent) {
-            int src = sqlite3_step(it->st);
-            if (src == SQLITE_DONE) return 0;
-            if (src != SQLITE_ROW) return tr_sqlerr(it->db->db, src, it->db->path, "reading events", err);
-            it->have_row = 0;
-            int rc = read_block(it, err);
-            if (rc) return rc;
-            it->have_row = 1;
+            int rc = next_block(it, err);
+            if (rc != 1) return rc;
             continue;
         }
         int64_t K = it->run.K, per = it->nops * K, i = it->e;
-        int64_t pos = it->pos0 + i / per;
-        if (pos >= it->hi) { it->e = it->n_ent; continue; }
-        int op = it->nops == 2 ? (int)(i % per / K) : (it->ops & 1 ? RN_OP_WRITE : RN_OP_READ);
-        if (it->op_only >= 0 && op != it->op_only) { it->e += K; continue; } /* the whole group */
-        it->e++;
-        uint32_t slot = tr_block_slot(it->slots, (size_t)i, it->run.slot_bits);
-        float w = tr_block_weight(it->weights, (size_t)i, it->run.weight_fmt);
-        char why[96];
-        if ((int64_t)slot >= it->run.M) {
-            snprintf(why, sizeof why, "slot %u outside [0, %lld]", slot, (long long)it->run.M - 1);
-            return corrupt(it, why, err);
-        }
-        if (!(w >= 0 && w <= 1)) {   /* also NaN */
-            snprintf(why, sizeof why, "weight %g not in [0, 1]", w);
-            return corrupt(it, why, err);
-        }
-        ev->layer = (uint16_t)it->layer;
-        ev->head = (uint16_t)it->head;
-        ev->pos = (int32_t)pos;
-        ev->op = (uint8_t)op;
-        ev->rank = (uint16_t)(i % K);
-        ev->slot = slot;
-        /* slot < M <= 2^32 and pos < 2^31: the sum fits in int64 */
-        ev->addr = it->cape_m > 0 ? (uint32_t)(((int64_t)slot + pos) % it->cape_m) : slot;
-        ev->weight = w;
+        *pos = it->pos0 + i / per;
+        if (*pos >= it->hi) { it->e = it->n_ent; continue; }
+        *op = it->nops == 2 ? (int)(i % per / K) : (it->ops & 1 ? RN_OP_WRITE : RN_OP_READ);
+        if (it->op_only >= 0 && *op != it->op_only) { it->e += K - i % K; continue; } /* the rest of the group */
         return 1;
     }
+}
+
+int tr_iter_next(tr_iter *it, tr_event *ev, rn_error *err)
+{
+    int64_t pos;
+    int op;
+    int rc = next_entry(it, &pos, &op, err);
+    if (rc != 1) return rc;
+    int64_t i = it->e++;
+    uint32_t slot = tr_block_slot(it->slots, (size_t)i, it->run.slot_bits);
+    float w = tr_block_weight(it->weights, (size_t)i, it->run.weight_fmt);
+    if ((rc = check_entry(it, slot, w, err))) return rc;
+    ev->layer = (uint16_t)it->layer;
+    ev->head = (uint16_t)it->head;
+    ev->pos = (int32_t)pos;
+    ev->op = (uint8_t)op;
+    ev->rank = (uint16_t)(i % it->run.K);
+    ev->slot = slot;
+    /* slot < M <= 2^32 and pos < 2^31: the sum fits in int64 */
+    ev->addr = it->cape_m > 0 ? (uint32_t)(((int64_t)slot + pos) % it->cape_m) : slot;
+    ev->weight = w;
+    return 1;
+}
+
+int tr_iter_read(tr_iter *it, const tr_columns *c, size_t cap, size_t *n, rn_error *err)
+{
+    size_t got = 0;
+    *n = 0;
+    while (got < cap) {
+        /* the entries of one op of one position: K in a row, i .. i + m */
+        int64_t pos;
+        int op;
+        int rc = next_entry(it, &pos, &op, err);
+        if (rc == 0) break;
+        if (rc != 1) return rc;
+        int64_t K = it->run.K, i = it->e, r0 = i % K;
+        size_t m = (size_t)(K - r0) < cap - got ? (size_t)(K - r0) : cap - got;
+        int bits = it->run.slot_bits, fmt = it->run.weight_fmt;
+        for (size_t j = 0; j < m; j++) {
+            size_t e = (size_t)i + j, o = got + j;
+            uint32_t slot = tr_block_slot(it->slots, e, bits);
+            float w = tr_block_weight(it->weights, e, fmt);
+            if ((int64_t)slot >= it->run.M || !(w >= 0 && w <= 1)) {
+                it->e = (int64_t)e;
+                return check_entry(it, slot, w, err);
+            }
+            if (c->slot) c->slot[o] = slot;
+            if (c->addr) c->addr[o] = it->cape_m > 0 ? (uint32_t)(((int64_t)slot + pos) % it->cape_m) : slot;
+            if (c->weight) c->weight[o] = w;
+            if (c->rank) c->rank[o] = (int32_t)(r0 + (int64_t)j);
+        }
+        for (size_t j = 0; j < m; j++) {
+            size_t o = got + j;
+            if (c->layer) c->layer[o] = (int32_t)it->layer;
+            if (c->head) c->head[o] = (int32_t)it->head;
+            if (c->pos) c->pos[o] = (int32_t)pos;
+            if (c->op) c->op[o] = op;
+        }
+        it->e += (int64_t)m;
+        got += m;
+    }
+    *n = got;
+    return RN_OK;
 }
 
 void tr_iter_close(tr_iter *it)

@@ -140,4 +140,18 @@ int tr_iter_open(tr_db *db, int64_t run_id, const tr_filter *f, tr_iter **it, rn
 int tr_iter_next(tr_iter *it, tr_event *ev, rn_error *err);
 void tr_iter_close(tr_iter *it);
 
+/* Event columns for tr_iter_read: arrays of at least cap entries; a NULL
+ * array is not filled. */
+typedef struct {
+    int32_t *layer, *head, *pos, *op, *rank;
+    uint32_t *slot, *addr;
+    float *weight;
+} tr_columns;
+
+/* The next events (the ones tr_iter_next would return, checked alike), up
+ * to cap of them, into the columns, decoded K entries at a time; *n of
+ * them (0 at the end).  RN_OK, or an error code with *n 0.  For readers
+ * that want events in bulk (the Parquet export): no call per event. */
+int tr_iter_read(tr_iter *it, const tr_columns *c, size_t cap, size_t *n, rn_error *err);
+
 #endif
