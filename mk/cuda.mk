@@ -107,10 +107,10 @@ $(BUILD)/emu/rn_cuda_emu.cpp: core/cuda/rn_cuda.cu | setup
 	@mkdir -p $(dir $@)
 	@sed -E 's/([A-Za-z_][A-Za-z_0-9]*)<<<(.*)>>>\(/EMU_LAUNCH(\1, \2)(/' $< > $@.tmp && mv $@.tmp $@
 $(BUILD)/emu/rn_cuda_emu.o: $(BUILD)/emu/rn_cuda_emu.cpp $(EMU_HDR) $(wildcard tests/cuda/emu/cub/*.cuh)
-	@echo "CXX $< (host emulation)"; $(CXX_EMU) $(EMU_CXXFLAGS) -Wno-unused-parameter -Wno-unused-function -c $< -o $@
+	@echo "CXX $< (host emulation)"; $(CXX_EMU) $(EMU_CXXFLAGS) -Wno-unused-parameter -Wno-unused-function -MMD -MP -c $< -o $@
 $(BUILD)/emu/test_cuda_parity_emu.o: tests/cuda/test_cuda_parity.c tests/cuda/cuda_tests.h $(BUILD)/build-flags | setup
 	@mkdir -p $(dir $@)
-	@echo "CC $< (host emulation)"; $(CC) $(CFLAGS) -DRN_CUDA_EMU -c $< -o $@
+	@echo "CC $< (host emulation)"; $(CC) $(CFLAGS) -DRN_CUDA_EMU -MMD -MP -c $< -o $@
 EMU_OBJ := $(BUILD)/emu/rn_cuda_train_emu.o $(BUILD)/emu/emu_layers.o $(BUILD)/emu/emu_gemv.o $(BUILD)/tests/cuda/emu/emu_gemm.o \
            $(BUILD)/emu/rn_cuda_emu.o $(BUILD)/emu/test_cuda_parity_emu.o \
            $(BUILD)/tests/cuda/emu/emu_main.o $(BUILD)/tests/cuda/test_cuda_train.o $(BUILD)/tests/cuda/test_cuda_bf16.o
@@ -120,3 +120,6 @@ $(BUILD)/test_cuda_train_emu: $(EMU_OBJ) $(LIB)
 ifneq ($(shell command -v $(CXX_EMU) 2>/dev/null),)
 TEST_BINS += $(BUILD)/test_cuda_train_emu
 endif
+
+# the emulated runtime's and parity suite's header dependencies (-MMD above)
+-include $(BUILD)/emu/rn_cuda_emu.d $(BUILD)/emu/test_cuda_parity_emu.d

@@ -125,7 +125,8 @@ static double step_bytes(const rn_config *c, int bf16)
     double b = 0;
     for (int i = 0; rn_params_tensor(c, i, &t) == 0; i++) {
         const double es = bf16 && rn_precision_bf16_tensor(&t) ? 2 : 4;
-        const int embed_only = t.kind == RN_T_EMBED && !c->tie_embeddings;
+        /* the input embedding (not an untied lm_head, also of kind RN_T_EMBED) */
+        const int embed_only = !strcmp(t.name, "embed.weight") && !c->tie_embeddings;
         b += es * (embed_only ? (double)c->d_model : (double)t.numel);
     }
     return b;

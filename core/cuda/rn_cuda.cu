@@ -94,6 +94,7 @@ struct rn_cuda_rt {
     cudaStream_t st;           /* every operation of the runtime runs on this stream */
     cudaGraphExec_t step;      /* the one-token forward, captured at the first step */
     int step_state;            /* 0 not captured yet, 1 captured, -1 capture failed: no graph */
+    int broken;                /* a precision switch failed: no weights on the device until one succeeds */
     void *block;               /* one device allocation for the activations */
     /* RN_CUDA_PHASES=1: wall time per phase of the forward (synchronising
      * at each phase change), printed to stderr when the runtime is freed */
@@ -557,7 +558,7 @@ extern "C" int rn_cuda_rt_set_precision(rn_cuda_rt *g, const rn_model *m, rn_pre
     if (p != RN_PREC_FP32 && p != RN_PREC_BF16)
         return rn_seterr(err, RN_EINPUT, "--precision %s: GPU inference runs fp32 or bf16", rn_precision_name(p));
     const int bf16 = p == RN_PREC_BF16;
-    if (bf16 == g->bf16) return RN_OK;
+    if (bf16 == g->bf16 && !g->broken) return RN_OK;
     if (bf16 && !g->a16 && g->chunk > 1) { /* a prefill product's input in bf16, the widest of D, H·d_v, F */
         const rn_config *c = &g->c;
         int64_t wmax = c->d_model > c->d_ff ? c->d_model : c->d_ff;
@@ -570,7 +571,9 @@ extern "C" int rn_cuda_rt_set_precision(rn_cuda_rt *g, const rn_model *m, rn_pre
     if (g->step_state == 1) cudaGraphExecDestroy(g->step);
     g->step_state = 0; /* the step is captured again over the new weights */
     g->bf16 = bf16;
-    return upload_weights(g, m, err);
+    int rc = upload_weights(g, m, err);
+    g->broken = rc != RN_OK; /* the old weights are gone: refuse to run until a switch succeeds */
+    return rc;
 }
 
 /* The accesses of n rows, six arrays of n·H·K one after another (so one
@@ -817,6 +820,9 @@ extern "C" int rn_cuda_forward(rn_cuda_rt *g, const int *tokens, int n, int64_t 
 {
     const int V = g->c.vocab_size;
     if (n < 1 || n > g->chunk) return rn_seterr(err, RN_EINPUT, "CUDA forward: %d rows (chunk %d)", n, g->chunk);
+    if (g->broken)
+        return rn_seterr(err, RN_EINPUT, "CUDA runtime: no weights on the device (a precision switch failed; "
+                                         "set the precision again or free the runtime)");
     int first = all_rows ? 0 : n - 1, rows = logits ? (all_rows ? n : 1) : 0;
     BLAS_TRY(rn_cu_gemm_stream(g->st));
     /* the handle is shared: a tf32 trainer may have left TF32 on */

@@ -235,7 +235,10 @@ int rn_runtime_set_precision(rn_runtime *rt, rn_precision p, rn_error *err)
     int rc = rn_device_check_infer_precision(rt->gpu ? RN_DEVICE_CUDA : RN_DEVICE_CPU, p, err);
     if (rc) return rc;
     if (rt->gpu) { /* the GPU runtime holds its own bf16 weights */
-        if (!(rc = rn_cuda_rt_set_precision(rt->gpu, rt->m, p, err))) rt->prec = p;
+        rc = rn_cuda_rt_set_precision(rt->gpu, rt->m, p, err);
+        /* a failed switch leaves no weights on the device: no precision
+         * matches until a switch succeeds, so the next call retries */
+        rt->prec = rc ? (rn_precision)-1 : p;
         return rc;
     }
     rn_wbf16_free(rt->wb);
