@@ -115,15 +115,14 @@ static int close_file(FILE *f, const char *path, rn_error *err)
 /* Every file of the finished dataset dir on disk before it is renamed
  * into place: one syncfs of its file system, not an fsync per file (a
  * dataset of many small runs has thousands of files, and their fsyncs
- * took most of its export's time).  A write the disk refused shows here
- * (RN_EIO). */
-static int dataset_sync(const char *dir, rn_error *err)
+ * took most of its export's time).  fd is the dataset directory opened
+ * when it was made: syncfs reports a write error of the file system that
+ * happened since fd was opened, even one another process's sync has
+ * already seen (Linux 5.8 on), so it must be opened before the first
+ * write, not here.  A write the disk refused shows here (RN_EIO). */
+static int dataset_sync(int fd, const char *dir, rn_error *err)
 {
-    int fd = open(dir, O_RDONLY | O_DIRECTORY);
-    if (fd < 0) return rn_seterr(err, RN_EIO, "%s: cannot open to sync: %s", dir, strerror(errno));
-    int ok = syncfs(fd) == 0, e = errno;
-    close(fd);
-    if (!ok) return rn_seterr(err, RN_EIO, "%s: write failed: %s", dir, strerror(e));
+    if (syncfs(fd) != 0) return rn_seterr(err, RN_EIO, "%s: write failed: %s", dir, strerror(errno));
     return RN_OK;
 }
 
@@ -401,6 +400,11 @@ int an_pq_export(const char *const *traces, int ntraces, const char *dir, const 
     int T = o->threads > 0 ? o->threads : 1;
     ctx x = { o, stop, res, T, 1, 0, calloc((size_t)T, sizeof(worker)) };
     rc = x.wk ? make_dir(tmp, err) : rn_seterr(err, RN_ENOMEM, "out of memory");
+    int dfd = -1; /* the dataset directory, for dataset_sync */
+    if (!rc && (dfd = open(tmp, O_RDONLY | O_DIRECTORY)) < 0) {
+        rc = rn_seterr(err, RN_EIO, "%s: cannot open the new directory: %s", tmp, strerror(errno));
+        remove_tree(tmp);
+    }
     if (rc) {
         an_runset_close(&rs);
         free(src);
@@ -417,7 +421,8 @@ int an_pq_export(const char *const *traces, int ntraces, const char *dir, const 
     snprintf(sub, sizeof sub, "%s/runs/runs.parquet", tmp);
     if (!rc) rc = write_runs(&x, src, n, sub, err);
     res->runs = n;
-    if (!rc) rc = dataset_sync(tmp, err);
+    if (!rc) rc = dataset_sync(dfd, tmp, err);
+    close(dfd);
     if (!rc && rename(tmp, dir) != 0)
         rc = rn_seterr(err, RN_EIO, "%s: cannot rename the finished dataset into place: %s", dir, strerror(errno));
     if (rc) {
