@@ -14,10 +14,14 @@
 #include "th.h"
 
 /* Run tests/python/SCRIPT with Debian's python3; it prints ", 0 failed"
- * when every check passed. */
+ * when every check passed.  OMP_NUM_THREADS fixes the thread count: by
+ * default it follows the machine's load (rn_threads.c), and the suites
+ * compare runs bit for bit, which holds only when each run's products are
+ * split among the same number of threads. */
 static void run_suite(const char *script)
 {
-    int rc = th_run("PYTHONPATH=python RAMTRACE_BIN='%s' /usr/bin/python3 tests/python/%s", th_bin(), script);
+    int rc = th_run("OMP_NUM_THREADS=2 PYTHONPATH=python RAMTRACE_BIN='%s' /usr/bin/python3 tests/python/%s", th_bin(),
+                    script);
     if (rc) fprintf(stderr, "\n%s%s", th_out(), th_err());
     CU_ASSERT_EQUAL(rc, 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(th_out(), ", 0 failed"));
@@ -40,7 +44,7 @@ TH_TEST(test_python_patching, "python: hook_slot_state = a float64 replay, its e
  * the last cell's line among its outputs. */
 TH_TEST(test_python_notebook, "python: docs/notebooks/tour.ipynb executes in a Jupyter kernel with its checks passing")
 {
-    int rc = th_run("RAMTRACE_BIN='%s' PYDEVD_DISABLE_FILE_VALIDATION=1 jupyter nbconvert --to notebook --execute "
+    int rc = th_run("OMP_NUM_THREADS=2 RAMTRACE_BIN='%s' PYDEVD_DISABLE_FILE_VALIDATION=1 jupyter nbconvert --to notebook --execute "
                     "--ExecutePreprocessor.timeout=300 --output-dir '%s' --output nb-tour docs/notebooks/tour.ipynb && "
                     "grep -cF 'every check passed\\n\"' '%s'", /* the line as an output, not as source */
                     th_bin(), th_tmpdir(), th_path("nb-tour.ipynb"));

@@ -181,19 +181,19 @@ TH_TEST(test_shards_train_eval, "training and evaluating from shards equals doin
     CU_ASSERT_STRING_EQUAL(ca, cb);
     CU_ASSERT(th_files_equal(a, b));
     /* eval: the same numbers from the text, the directory and one shard file */
-    CU_ASSERT_EQUAL_FATAL(th_run("%s eval %s --task text --data %s --whole --seq-len 32 -f csv", th_bin(), a, g_text), 0);
+    CU_ASSERT_EQUAL_FATAL(th_run("%s eval %s --task text --data %s --whole --seq-len 32 --threads 1 -f csv", th_bin(), a, g_text), 0);
     char e1[512];
     snprintf(e1, sizeof e1, "%s", th_out());
     CU_ASSERT_PTR_NOT_NULL(strstr(e1, "bits_per_byte"));
-    CU_ASSERT_EQUAL_FATAL(th_run("%s eval %s --task text --data %s --whole --seq-len 32 -f csv", th_bin(), a, g_dir), 0);
+    CU_ASSERT_EQUAL_FATAL(th_run("%s eval %s --task text --data %s --whole --seq-len 32 --threads 1 -f csv", th_bin(), a, g_dir), 0);
     CU_ASSERT_STRING_EQUAL(th_out(), e1);
     char one[600], t1[600];
     snprintf(one, sizeof one, "%s", th_path("shd_one"));
     snprintf(t1, sizeof t1, "%s", th_path("shd_one.txt"));
     CU_ASSERT_EQUAL_FATAL(th_run("head -c 2000 %s > %s && %s -q tokenizer shards %s %s -o %s", FIXTURE, t1, th_bin(), g_tok, t1, one), 0);
-    CU_ASSERT_EQUAL_FATAL(th_run("%s eval %s --task text --data %s --whole --seq-len 32 -f csv", th_bin(), a, t1), 0);
+    CU_ASSERT_EQUAL_FATAL(th_run("%s eval %s --task text --data %s --whole --seq-len 32 --threads 1 -f csv", th_bin(), a, t1), 0);
     snprintf(e1, sizeof e1, "%s", th_out());
-    CU_ASSERT_EQUAL_FATAL(th_run("%s eval %s --task text --data %s/shard-00000.rns --whole --seq-len 32 -f csv", th_bin(), a, one), 0);
+    CU_ASSERT_EQUAL_FATAL(th_run("%s eval %s --task text --data %s/shard-00000.rns --whole --seq-len 32 --threads 1 -f csv", th_bin(), a, one), 0);
     CU_ASSERT_STRING_EQUAL(th_out(), e1);
 }
 
