@@ -206,21 +206,23 @@ static double gemm_rate(int bf16)
     const size_t el = bf16 ? sizeof(uint16_t) : sizeof(float);
     void *a = NULL, *b = NULL;
     float *c = NULL;
+    double v[6], rate = 0;
     if (cudaMalloc(&a, el * N * N) || cudaMalloc(&b, el * N * N) || cudaMalloc((void **)&c, sizeof(float) * N * N) ||
         rn_cu_gemm_init())
-        return 0;
+        goto out;
     cudaMemset(a, 0, el * N * N);
     cudaMemset(b, 0, el * N * N);
-    double v[6];
     for (int r = 0; r < 6; r++) { /* the first warms up */
         double t0 = bench_now();
         int st = bf16 ? rn_cu_matmul_bf16(c, a, b, N, N, N, 0) : rn_cu_matmul(c, a, b, N, N, N, 0);
         cudaDeviceSynchronize();
-        if (st) { fprintf(stderr, "gemm rate: %s\n", rn_cu_gemm_error(st)); return 0; }
+        if (st) { fprintf(stderr, "gemm rate: %s\n", rn_cu_gemm_error(st)); goto out; }
         v[r] = 2.0 * N * N * (double)N / (bench_now() - t0);
     }
+    rate = bench_median(v + 1, 5);
+out: /* cudaFree(NULL) is a no-op */
     cudaFree(a); cudaFree(b); cudaFree(c);
-    return bench_median(v + 1, 5);
+    return rate;
 }
 
 /* Median tokens/s of a training step (forward, backward, AdamW) of B
@@ -440,7 +442,6 @@ int main(int argc, char **argv)
     if (!strcmp(which, "trainstep")) return train_step_only();
     int rc = 0;
     rn_config c;
-    const double bw = strcmp(which, "train") ? copy_bw() : 0;
     if (!strcmp(which, "train")) {
         double peak = gemm_rate(0);
         rn_error err = { 0 };
@@ -455,6 +456,8 @@ int main(int argc, char **argv)
         return rc;
     }
     if (!strcmp(which, "train-bf16")) return train_bf16();
+    /* the inference rows' bound; measured only for the modes that print them */
+    const double bw = copy_bw();
     if (!strcmp(which, "stories15m") || !strcmp(which, "all")) {
         rn_error err = { 0 };
         rn_config_default(&c);
